@@ -1,0 +1,70 @@
+//! Deliberate protocol bugs, switched on only by the simulator's `--break` to prove that its
+//! checkers can fail. Every field defaults to `false`; a real cluster never sets one.
+
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Breaks {
+    /// The near commits on the first `PrepareAck` instead of waiting for every participant.
+    pub commit_before_all_prepared: bool,
+    /// A primary takes no lock at prepare.
+    pub skip_lock: bool,
+    /// Promises leave before the records they promise are durable.
+    pub ack_before_durable: bool,
+    /// A vnode starts a cut after handling the coloured message that announced it.
+    pub color_after_handle: bool,
+    /// The first committer does not stamp `tx_cut`.
+    pub no_tx_cut: bool,
+    /// Responses are sent without the running cut's colour.
+    pub uncoloured_responses: bool,
+    /// `CutFinish` is written at `CutStart`, without waiting for in-flight transactions.
+    pub finish_early: bool,
+}
+
+impl Breaks {
+    pub const NAMES: [&'static str; 7] = [
+        "commit-before-all-prepared",
+        "skip-lock",
+        "ack-before-durable",
+        "color-after-handle",
+        "no-tx-cut",
+        "uncoloured-responses",
+        "finish-early",
+    ];
+
+    /// Switches on the break called `name`; `false` if there is no such break.
+    pub fn enable(&mut self, name: &str) -> bool {
+        let flag = match name {
+            "commit-before-all-prepared" => &mut self.commit_before_all_prepared,
+            "skip-lock" => &mut self.skip_lock,
+            "ack-before-durable" => &mut self.ack_before_durable,
+            "color-after-handle" => &mut self.color_after_handle,
+            "no-tx-cut" => &mut self.no_tx_cut,
+            "uncoloured-responses" => &mut self.uncoloured_responses,
+            "finish-early" => &mut self.finish_early,
+            _ => return false,
+        };
+        *flag = true;
+        true
+    }
+}
+
+impl fmt::Display for Breaks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let on = [
+            self.commit_before_all_prepared,
+            self.skip_lock,
+            self.ack_before_durable,
+            self.color_after_handle,
+            self.no_tx_cut,
+            self.uncoloured_responses,
+            self.finish_early,
+        ];
+        let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+        if names.is_empty() {
+            write!(f, "none")
+        } else {
+            write!(f, "{}", names.join(","))
+        }
+    }
+}

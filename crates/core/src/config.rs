@@ -1,0 +1,85 @@
+//! What a vnode is told when it is created: who it is, where data lives, its limits.
+
+use crate::breaks::Breaks;
+use crate::ids::VnodeId;
+use crate::placement::Placement;
+use std::sync::Arc;
+
+/// How the cut process snapshots the cluster (DESIGN §4, comparison strategies).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CutStrategy {
+    /// Seed 000: non-blocking, coloured messages, `tx_cut` stamps.
+    #[default]
+    Consistent,
+    /// Stop starting transactions everywhere, drain, write the marker, resume.
+    Blocking,
+}
+
+/// Timeouts, in microseconds of the driver's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// The near aborts a 2PC transaction (or reports a 1PC one as unknown) after this long.
+    pub prepare_timeout_us: u64,
+    /// A participant first asks the first committer about a prepared transaction after this long.
+    pub in_doubt_timeout_us: u64,
+    /// Cap of the doubling back-off between two such questions.
+    pub in_doubt_backoff_max_us: u64,
+    pub read_timeout_us: u64,
+    /// The coordinator fails a cut whose phase is not confirmed by every vnode in this time.
+    pub cut_phase_timeout_us: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            prepare_timeout_us: 200_000,
+            in_doubt_timeout_us: 400_000,
+            in_doubt_backoff_max_us: 3_200_000,
+            read_timeout_us: 200_000,
+            cut_phase_timeout_us: 1_000_000,
+        }
+    }
+}
+
+/// Limits that protect a vnode from unbounded work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Transactions this vnode coordinates at once; more are refused.
+    pub near_txs_max: usize,
+    /// Keys (reads + writes) in one transaction.
+    pub txn_keys_max: usize,
+    /// Client transactions queued while a blocking cut pauses this vnode.
+    pub paused_queue_max: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { near_txs_max: 10_000, txn_keys_max: 1_024, paused_queue_max: 10_000 }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct VnodeConfig {
+    pub id: VnodeId,
+    pub placement: Arc<Placement>,
+    /// The vnode that runs the cut process (until the tree issue moves it onto alterations).
+    pub cut_coordinator: VnodeId,
+    pub strategy: CutStrategy,
+    pub timeouts: Timeouts,
+    pub limits: Limits,
+    pub breaks: Breaks,
+}
+
+impl VnodeConfig {
+    pub fn new(id: VnodeId, placement: Arc<Placement>, cut_coordinator: VnodeId) -> Self {
+        VnodeConfig {
+            id,
+            placement,
+            cut_coordinator,
+            strategy: CutStrategy::default(),
+            timeouts: Timeouts::default(),
+            limits: Limits::default(),
+            breaks: Breaks::default(),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The `blocking` comparison strategy (DESIGN §4): what Ignite's full-snapshot exchange and
+//! Citus's restore point effectively do. PAUSE: start no transaction (queue clients) and answer
+//! once none this vnode coordinates is open. DRAIN: once nothing is prepared here, write the
+//! marker (`CutStart` + an empty `CutFinish`) and answer. END: resume the queue.
+//!
+//! Invariant: the marker is written only when every vnode has paused (the coordinator sends DRAIN
+//! after all PAUSE confirmations) and nothing is prepared here, so no transaction straddles it.
+
+use crate::ids::{ClientId, CutId, VnodeId};
+use crate::io::{Request, Response};
+use crate::message::CutMsg;
+use crate::record::{CutFinish, Record};
+use crate::vnode::Vnode;
+use std::collections::{BTreeSet, VecDeque};
+
+#[derive(Debug, Default)]
+pub struct BlockingState {
+    paused: Option<CutId>,
+    pause_asked: Option<VnodeId>,
+    drain_asked: Option<VnodeId>,
+    queue: VecDeque<(ClientId, u64, Request)>,
+}
+
+impl Vnode {
+    /// Client transactions wait while paused; `false` if the request was not taken.
+    pub(crate) fn blocking_hold(&mut self, client: ClientId, req: u64, request: &Request) -> bool {
+        if self.blocking.paused.is_none() || !matches!(request, Request::Txn { .. }) {
+            return false;
+        }
+        if self.blocking.queue.len() >= self.cfg.limits.paused_queue_max {
+            self.reply(client, req, Response::Unavailable { why: "paused for a snapshot; queue full" });
+        } else {
+            self.blocking.queue.push_back((client, req, request.clone()));
+        }
+        true
+    }
+
+    pub(crate) fn blocking_pause(&mut self, from: VnodeId, cut: CutId) {
+        if self.cut.last_finished >= Some(cut) {
+            return; // already ended (a late message): never pause for it
+        }
+        self.blocking.paused = Some(cut);
+        self.blocking.pause_asked = Some(from);
+        self.blocking_progress();
+    }
+
+    pub(crate) fn blocking_drain(&mut self, from: VnodeId, cut: CutId) {
+        if self.blocking.paused == Some(cut) {
+            self.blocking.drain_asked = Some(from);
+            self.blocking_progress();
+        }
+    }
+
+    /// Runs after every step while paused.
+    pub(crate) fn blocking_progress(&mut self) {
+        let Some(cut) = self.blocking.paused else { return };
+        if self.near.txs.is_empty() {
+            if let Some(to) = self.blocking.pause_asked.take() {
+                self.send_cut(&to, CutMsg::Paused { cut });
+            }
+        }
+        if self.part.prepared.is_empty() {
+            if let Some(to) = self.blocking.drain_asked.take() {
+                self.out.append(Record::CutStart { cut });
+                self.cut.note_started(cut);
+                let empty = BTreeSet::new();
+                self.out.append(Record::CutFinish(CutFinish { cut, before: empty.clone(), after: empty }));
+                self.send_cut(&to, CutMsg::Drained { cut });
+            }
+        }
+    }
+
+    pub(crate) fn blocking_resume(&mut self, cut: CutId) {
+        if self.blocking.paused.is_none_or(|p| p > cut) {
+            return;
+        }
+        let queued = std::mem::take(&mut self.blocking).queue;
+        for (client, req, request) in queued {
+            self.dispatch_client(client, req, request);
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.blocking.paused.is_some()
+    }
+}

@@ -1,0 +1,194 @@
+//! The cut process (DESIGN §6: START → STARTED → FINISH → END), driven for now by one coordinator
+//! vnode that broadcasts each phase and collects confirmations. The tree issue moves it onto
+//! branch-confirmed alterations. The same coordinator runs the `blocking` comparison strategy
+//! (PAUSE → DRAIN → END).
+//!
+//! Invariant: a cut is declared successful (`CutEnd{ok: true}`, `CutDone{ok: true}`) only after
+//! every store vnode answered `Finished{ok: true}`, i.e. wrote its `CutFinish`.
+//! Invariant: cut ids increase across coordinator restarts (`CutBegin` is durable before `Start`
+//! leaves, and recovery resumes after the highest `CutBegin`).
+
+use crate::config::CutStrategy;
+use crate::ids::{ClientId, CutId, VnodeId};
+use crate::io::{Response, Timer};
+use crate::message::CutMsg;
+use crate::record::Record;
+use crate::vnode::Vnode;
+use std::collections::BTreeSet;
+
+#[derive(Debug, Default)]
+pub struct CutCoordinator {
+    last_cut: u64,
+    /// A `CutBegin` without its `CutEnd` in the log.
+    unfinished: Option<CutId>,
+    current: Option<Process>,
+}
+
+#[derive(Debug)]
+struct Process {
+    cut: CutId,
+    phase: Phase,
+    /// Invariant: the vnodes that have not confirmed `phase` yet.
+    waiting: BTreeSet<VnodeId>,
+    client: ClientId,
+    req: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Start,
+    Started,
+    Finish,
+    Pause,
+    Drain,
+}
+
+impl Phase {
+    fn code(self) -> u8 {
+        self as u8
+    }
+
+    fn first(strategy: CutStrategy) -> Phase {
+        match strategy {
+            CutStrategy::Consistent => Phase::Start,
+            CutStrategy::Blocking => Phase::Pause,
+        }
+    }
+
+    fn next(self) -> Option<Phase> {
+        match self {
+            Phase::Start => Some(Phase::Started),
+            Phase::Started => Some(Phase::Finish),
+            Phase::Pause => Some(Phase::Drain),
+            Phase::Finish | Phase::Drain => None,
+        }
+    }
+
+    fn message(self, cut: CutId) -> CutMsg {
+        match self {
+            Phase::Start => CutMsg::Start { cut },
+            Phase::Started => CutMsg::Started { cut },
+            Phase::Finish => CutMsg::Finish { cut },
+            Phase::Pause => CutMsg::Pause { cut },
+            Phase::Drain => CutMsg::Drain { cut },
+        }
+    }
+}
+
+impl CutCoordinator {
+    pub(crate) fn note_begun(&mut self, cut: CutId) {
+        self.last_cut = self.last_cut.max(cut.0);
+        self.unfinished = Some(cut);
+    }
+
+    pub(crate) fn note_ended(&mut self, cut: CutId) {
+        if self.unfinished == Some(cut) {
+            self.unfinished = None;
+        }
+    }
+
+    pub(crate) fn unfinished(&self) -> Option<CutId> {
+        self.unfinished
+    }
+
+    pub fn running(&self) -> Option<CutId> {
+        self.current.as_ref().map(|p| p.cut)
+    }
+}
+
+impl Vnode {
+    pub(crate) fn client_cut(&mut self, client: ClientId, req: u64) {
+        if self.cfg.id != self.cfg.cut_coordinator {
+            return self.reply(client, req, Response::Unavailable { why: "not the cut coordinator" });
+        }
+        if self.coordinator.current.is_some() {
+            return self.reply(client, req, Response::Unavailable { why: "a cut is already running" });
+        }
+        self.coordinator.last_cut += 1;
+        let cut = CutId(self.coordinator.last_cut);
+        self.out.append(Record::CutBegin { cut });
+        self.coordinator.unfinished = Some(cut);
+        let phase = Phase::first(self.cfg.strategy);
+        let waiting = BTreeSet::new();
+        self.coordinator.current = Some(Process { cut, phase, waiting, client, req });
+        self.broadcast_phase(cut, phase);
+    }
+
+    fn broadcast_phase(&mut self, cut: CutId, phase: Phase) {
+        let all = self.cfg.placement.vnodes();
+        let p = self.coordinator.current.as_mut().expect("a running process");
+        p.phase = phase;
+        p.waiting = all.iter().cloned().collect();
+        for v in &all {
+            self.send_cut(v, phase.message(cut));
+        }
+        self.set_timer(Timer::CutPhase(cut, phase.code()), self.cfg.timeouts.cut_phase_timeout_us);
+    }
+
+    /// A vnode confirmed a phase (`ok == false`: its local cut failed).
+    fn coordinator_confirm(&mut self, from: VnodeId, cut: CutId, phase: Phase, ok: bool) {
+        let Some(p) = self.coordinator.current.as_mut() else { return };
+        if p.cut != cut || p.phase != phase {
+            return;
+        }
+        if !ok {
+            return self.coordinator_end(false);
+        }
+        p.waiting.remove(&from);
+        if !p.waiting.is_empty() {
+            return;
+        }
+        match phase.next() {
+            Some(next) => self.broadcast_phase(cut, next),
+            None => self.coordinator_end(true),
+        }
+    }
+
+    pub(crate) fn coordinator_timeout(&mut self, cut: CutId, phase: u8) {
+        let current = self.coordinator.current.as_ref();
+        if current.is_some_and(|p| p.cut == cut && p.phase.code() == phase) {
+            self.coordinator_end(false);
+        }
+    }
+
+    fn coordinator_end(&mut self, ok: bool) {
+        let p = self.coordinator.current.take().expect("a running process");
+        self.out.append(Record::CutEnd { cut: p.cut, ok });
+        self.coordinator.unfinished = None;
+        for v in self.cfg.placement.vnodes() {
+            self.send_cut(&v, CutMsg::End { cut: p.cut, ok });
+        }
+        self.reply(p.client, p.req, Response::CutDone { cut: p.cut, ok });
+    }
+
+    /// The coordinator crashed during `cut`: it can never be declared successful.
+    pub(crate) fn coordinator_end_abandoned(&mut self, cut: CutId) {
+        self.out.append(Record::CutEnd { cut, ok: false });
+        self.coordinator.unfinished = None;
+        for v in self.cfg.placement.vnodes() {
+            self.send_cut(&v, CutMsg::End { cut, ok: false });
+        }
+    }
+
+    pub(crate) fn on_cut_msg(&mut self, from: VnodeId, msg: CutMsg) {
+        match msg {
+            CutMsg::Start { cut } => {
+                self.start_local_cut(cut);
+                self.send_cut(&from, CutMsg::StartAck { cut });
+            }
+            CutMsg::Started { cut } => self.send_cut(&from, CutMsg::StartedAck { cut }),
+            CutMsg::Finish { cut } => self.on_cut_finish_asked(from, cut),
+            CutMsg::End { cut, .. } => {
+                self.on_cut_end(cut);
+                self.blocking_resume(cut);
+            }
+            CutMsg::Pause { cut } => self.blocking_pause(from, cut),
+            CutMsg::Drain { cut } => self.blocking_drain(from, cut),
+            CutMsg::StartAck { cut } => self.coordinator_confirm(from, cut, Phase::Start, true),
+            CutMsg::StartedAck { cut } => self.coordinator_confirm(from, cut, Phase::Started, true),
+            CutMsg::Finished { cut, ok } => self.coordinator_confirm(from, cut, Phase::Finish, ok),
+            CutMsg::Paused { cut } => self.coordinator_confirm(from, cut, Phase::Pause, true),
+            CutMsg::Drained { cut } => self.coordinator_confirm(from, cut, Phase::Drain, true),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! One vnode's local cut, in the single-threaded form of DESIGN §4 (seed 000 §4–§10).
+//!
+//! In one step, at the start: append `CutStart{C}`, take `waiting` (transactions prepared here and
+//! not finished), and colour every later transaction message with C. Each waiting transaction is
+//! classified when it finishes: rolled back → ignored; `tx_cut == C` → after; committed otherwise →
+//! before; recovered → the local cut fails. When `waiting` is empty: `CutFinish{C, before, after}`.
+//!
+//! Invariant: a transaction that commits here after `CutStart{C}` and is not in `waiting` was
+//! prepared through a message coloured C, so its first committer had started C and stamped it C:
+//! it is after C on every participant.
+//! Invariant: `CutFinish{C}` is appended only when `waiting` is empty (unless `finish-early`).
+
+use crate::ids::{CutId, TxId, VnodeId};
+use crate::message::CutMsg;
+use crate::record::{CutFinish, Record};
+use crate::vnode::Vnode;
+use std::collections::BTreeSet;
+
+#[derive(Debug, Default)]
+pub struct CutState {
+    pub(crate) running: Option<LocalCut>,
+    /// Invariant: no cut with an id `<= last_finished` is ever started again here.
+    pub(crate) last_finished: Option<CutId>,
+}
+
+#[derive(Debug)]
+pub(crate) struct LocalCut {
+    pub(crate) id: CutId,
+    pub(crate) waiting: BTreeSet<TxId>,
+    pub(crate) before: BTreeSet<TxId>,
+    pub(crate) after: BTreeSet<TxId>,
+    /// `None` while waiting; `Some(true)` after `CutFinish`; `Some(false)` when it failed.
+    pub(crate) outcome: Option<bool>,
+    /// The cut process asked for the outcome (phase FINISH); answer it once known.
+    pub(crate) asked_by: Option<VnodeId>,
+}
+
+impl CutState {
+    pub fn running_id(&self) -> Option<CutId> {
+        self.running.as_ref().map(|c| c.id)
+    }
+
+    /// Recovery: a cut this vnode started before a crash must never start again.
+    pub(crate) fn note_started(&mut self, cut: CutId) {
+        self.last_finished = self.last_finished.max(Some(cut));
+    }
+
+    fn is_known(&self, cut: CutId) -> bool {
+        self.last_finished >= Some(cut) || self.running.as_ref().is_some_and(|c| c.id >= cut)
+    }
+}
+
+impl Vnode {
+    /// Seed 000 §4: starting twice is a no-op; an older cut still running here ends implicitly.
+    pub(crate) fn start_local_cut(&mut self, cut: CutId) {
+        if self.cut.is_known(cut) {
+            return;
+        }
+        if let Some(old) = self.cut.running.take() {
+            self.cut.last_finished = self.cut.last_finished.max(Some(old.id));
+        }
+        self.out.append(Record::CutStart { cut });
+        let waiting: BTreeSet<TxId> =
+            self.part.prepared.iter().filter(|(_, p)| !p.read_only).map(|(tx, _)| tx.clone()).collect();
+        let local = LocalCut { id: cut, waiting, before: BTreeSet::new(), after: BTreeSet::new(), outcome: None, asked_by: None };
+        self.cut.running = Some(local);
+        if self.cfg.breaks.finish_early {
+            self.write_cut_finish();
+        }
+        self.maybe_finish_cut();
+    }
+
+    /// Seed 000 §7: classify a transaction of `waiting` as it finishes here.
+    /// `committed` is `Some(tx_cut)` for a commit, `None` for a rollback.
+    pub(crate) fn cut_tx_finished(&mut self, tx: &TxId, committed: Option<Option<CutId>>, recovered: bool, read_only: bool) {
+        let Some(c) = self.cut.running.as_mut() else { return };
+        if c.outcome.is_some() || read_only || !c.waiting.remove(tx) {
+            return;
+        }
+        match committed {
+            _ if recovered => c.outcome = Some(false),
+            None => {}
+            Some(tx_cut) if tx_cut == Some(c.id) => drop(c.after.insert(tx.clone())),
+            Some(_) => drop(c.before.insert(tx.clone())),
+        }
+        if c.outcome == Some(false) {
+            self.answer_cut_process();
+        }
+        self.maybe_finish_cut();
+    }
+
+    fn maybe_finish_cut(&mut self) {
+        let Some(c) = self.cut.running.as_ref() else { return };
+        if c.outcome.is_none() && c.waiting.is_empty() {
+            self.write_cut_finish();
+        }
+    }
+
+    /// Seed 000 §8.1.
+    fn write_cut_finish(&mut self) {
+        let c = self.cut.running.as_mut().expect("a running cut");
+        debug_assert!(c.waiting.is_empty() || self.cfg.breaks.finish_early, "CutFinish with transactions in flight");
+        let finish = CutFinish { cut: c.id, before: c.before.clone(), after: c.after.clone() };
+        c.outcome = Some(true);
+        self.out.append(Record::CutFinish(finish));
+        self.answer_cut_process();
+    }
+
+    fn answer_cut_process(&mut self) {
+        let Some(c) = self.cut.running.as_mut() else { return };
+        let (Some(ok), Some(to)) = (c.outcome, c.asked_by.clone()) else { return };
+        c.asked_by = None;
+        let cut = c.id;
+        self.send_cut(&to, CutMsg::Finished { cut, ok });
+    }
+
+    /// Phase FINISH reached this vnode: answer now or when the local cut is over.
+    pub(crate) fn on_cut_finish_asked(&mut self, from: VnodeId, cut: CutId) {
+        match self.cut.running.as_mut() {
+            Some(c) if c.id == cut => {
+                c.asked_by = Some(from);
+                self.answer_cut_process();
+            }
+            // Never started, or lost in a crash: this vnode has no local cut to offer.
+            _ => self.send_cut(&from, CutMsg::Finished { cut, ok: false }),
+        }
+    }
+
+    /// Seed 000 §10: stop colouring; `last_finished = C`.
+    pub(crate) fn on_cut_end(&mut self, cut: CutId) {
+        if self.cut.running.as_ref().is_some_and(|c| c.id <= cut) {
+            self.cut.running = None;
+        }
+        self.cut.last_finished = self.cut.last_finished.max(Some(cut));
+    }
+}

@@ -1,0 +1,7 @@
+//! The consistent cut (seed 000; DESIGN §4): each vnode's local cut, the cut process that drives
+//! it (a coordinator for now, alterations later), and the restore filter that reads it back.
+
+pub mod blocking;
+pub mod coordinator;
+pub mod local;
+pub mod restore;

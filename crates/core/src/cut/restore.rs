@@ -1,0 +1,87 @@
+//! The restore filter (DESIGN §4): a vnode's state at cut C is every transaction committed before
+//! `CutStart{C}` (minus `after`, normally empty), plus those committed between `CutStart{C}` and
+//! `CutFinish{C}` that are in `before`; nothing after `CutFinish{C}`. A pure function of a base
+//! checkpoint and the log that follows it.
+
+use crate::ids::{CutId, TxId};
+use crate::record::{CutFinish, Record};
+use crate::store::{ResolvedWrite, Store};
+use std::collections::BTreeMap;
+
+/// The state a log segment starts from: committed data, plus the write sets of transactions that
+/// were prepared and not yet finished there (their commit may lie inside the cut window).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub store: Store,
+    pub prepared: BTreeMap<TxId, Vec<ResolvedWrite>>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RestoreError {
+    #[error("{cut}: no CutStart record in the log given")]
+    NoStart { cut: CutId },
+    #[error("{cut}: no CutFinish record after its CutStart (the local cut did not finish)")]
+    NoFinish { cut: CutId },
+    #[error("{cut}: the log's CutFinish differs from the one given")]
+    FinishMismatch { cut: CutId },
+    #[error("{tx} committed at record {index} but its prepare is neither in the checkpoint nor in the log")]
+    CommitWithoutPrepare { tx: TxId, index: usize },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Window {
+    BeforeStart,
+    Inside,
+}
+
+/// Replays `log` over `base`, keeping exactly the transactions on the before side of `target.cut`.
+pub fn restore_to_cut<'a>(
+    base: Checkpoint,
+    log: impl IntoIterator<Item = &'a Record>,
+    target: &CutFinish,
+) -> Result<Store, RestoreError> {
+    let Checkpoint { mut store, mut prepared } = base;
+    let mut window = Window::BeforeStart;
+    for (index, record) in log.into_iter().enumerate() {
+        match record {
+            Record::TxPrepared(p) => drop(prepared.insert(p.tx.clone(), p.writes.clone())),
+            Record::TxRolledBack { tx } => drop(prepared.remove(tx)),
+            Record::TxCommitted { tx, writes, .. } => {
+                let writes = match writes.is_empty() {
+                    false => writes.clone(),
+                    true => prepared.remove(tx).ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
+                };
+                let keep = match window {
+                    Window::BeforeStart => !target.after.contains(tx),
+                    Window::Inside => target.before.contains(tx),
+                };
+                if keep {
+                    store.apply_all(&writes);
+                }
+            }
+            Record::CutStart { cut } if *cut == target.cut => window = Window::Inside,
+            Record::CutFinish(f) if f.cut == target.cut => {
+                if window != Window::Inside {
+                    return Err(RestoreError::NoStart { cut: target.cut });
+                }
+                if f != target {
+                    return Err(RestoreError::FinishMismatch { cut: target.cut });
+                }
+                return Ok(store);
+            }
+            _ => {}
+        }
+    }
+    match window {
+        Window::BeforeStart => Err(RestoreError::NoStart { cut: target.cut }),
+        Window::Inside => Err(RestoreError::NoFinish { cut: target.cut }),
+    }
+}
+
+/// Finds the `CutFinish` of `cut` in a log, if the local cut finished there.
+pub fn find_finish<'a>(log: impl IntoIterator<Item = &'a Record>, cut: CutId) -> Option<&'a CutFinish> {
+    log.into_iter().find_map(|r| match r {
+        Record::CutFinish(f) if f.cut == cut => Some(f),
+        _ => None,
+    })
+}

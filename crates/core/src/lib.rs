@@ -1,0 +1,33 @@
+//! Waymark's protocols as pure state machines (DESIGN §2, the sans-IO rule).
+//!
+//! Nothing here touches an async runtime, a socket, a file, a clock, a thread or a global RNG:
+//! a [`Vnode`] is driven by [`Vnode::step`] with the time and an [`Input`], and answers with
+//! [`Output`]s for its driver to carry out. The simulator (`waymark-sim`) and the server drive the
+//! very same code.
+//!
+//! - [`txn`]: transactions — near vnode, primaries and backups, 2PC and 1PC, recovery (DESIGN §3).
+//! - [`cut`]: the consistent cut of seed 000 — local cut, cut process, restore filter (DESIGN §4).
+//! - [`outbox`]: the write-ahead contract — promises leave only after their records are durable.
+
+pub mod breaks;
+pub mod config;
+pub mod cut;
+pub mod ids;
+pub mod io;
+pub mod message;
+pub mod outbox;
+pub mod placement;
+pub mod record;
+pub mod store;
+pub mod txn;
+pub mod vnode;
+
+pub use breaks::Breaks;
+pub use config::{CutStrategy, Limits, Timeouts, VnodeConfig};
+pub use ids::{ClientId, CutId, Key, Lsn, PartitionId, TxId, Value, Version, VnodeId};
+pub use io::{Input, Output, Request, Response, Timer};
+pub use message::{AbortReason, Body, CutMsg, Envelope, TxnMsg};
+pub use placement::Placement;
+pub use record::{CutFinish, Record};
+pub use store::{Entry, ReadCheck, ResolvedWrite, Store, Write, WriteOp};
+pub use vnode::Vnode;

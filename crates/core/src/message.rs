@@ -1,0 +1,101 @@
+//! What vnodes say to each other. Every message travels in an `Envelope` whose `cut` field is the
+//! colour of seed 000 §5 (Mattern's rule): set while the sender runs a cut.
+
+use crate::ids::{CutId, Key, TxId, Value, Version, VnodeId};
+use crate::store::{ReadCheck, ResolvedWrite, Write};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    pub from: VnodeId,
+    pub to: VnodeId,
+    /// The sender's running cut, on transaction messages only.
+    pub cut: Option<CutId>,
+    pub body: Body,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Body {
+    Txn(TxnMsg),
+    Cut(CutMsg),
+}
+
+/// Why a transaction did not commit, as its client is told.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AbortReason {
+    /// Another transaction holds a lock on `key` (no-wait locking).
+    LockConflict { key: Key },
+    /// A watched key changed since the client read it.
+    WatchFailed { key: Key },
+    /// `INCRBY` on a value that is not an integer.
+    NotAnInteger { key: Key },
+    /// Not every participant answered in time.
+    Timeout,
+    /// The transaction was resolved as aborted by its first committer (presumed abort).
+    PresumedAbort,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PrepareWrites {
+    /// From the near vnode to a primary: evaluate under lock.
+    Unresolved(Vec<Write>),
+    /// From a primary down its chain: already evaluated.
+    Resolved(Vec<ResolvedWrite>),
+}
+
+/// The outcome of a transaction as its first committer knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxStatus {
+    Committed { tx_cut: Option<CutId> },
+    Aborted,
+    /// The first committer has not decided yet; ask again later.
+    Pending,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TxnMsg {
+    Prepare {
+        tx: TxId,
+        reads: Vec<ReadCheck>,
+        writes: PrepareWrites,
+        one_phase: bool,
+        first_committer: VnodeId,
+        /// 1PC: the rest of the chain after the receiver. 2PC: the receiver's backups.
+        downstream: Vec<VnodeId>,
+    },
+    /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
+    PrepareAck { tx: TxId, result: Result<Vec<ResolvedWrite>, AbortReason>, tx_cut: Option<CutId> },
+    Finish { tx: TxId, commit: bool, tx_cut: Option<CutId> },
+    /// `one_phase` says which role answers: the 1PC last backup, or the 2PC near.
+    StatusQuery { tx: TxId, one_phase: bool },
+    StatusReply { tx: TxId, status: TxStatus },
+    Read { req: u64, key: Key },
+    ReadReply { req: u64, value: Option<Value>, version: Version },
+}
+
+/// The cut process (DESIGN §6: START → STARTED → FINISH → END), for now driven by a coordinator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CutMsg {
+    Start { cut: CutId },
+    StartAck { cut: CutId },
+    Started { cut: CutId },
+    StartedAck { cut: CutId },
+    /// Answer when the local cut is over.
+    Finish { cut: CutId },
+    Finished { cut: CutId, ok: bool },
+    End { cut: CutId, ok: bool },
+    /// Blocking strategy: start no transaction; answer once none this vnode coordinates is open.
+    Pause { cut: CutId },
+    Paused { cut: CutId },
+    /// Blocking strategy: once nothing is prepared here, write the marker and answer.
+    /// `End` resumes.
+    Drain { cut: CutId },
+    Drained { cut: CutId },
+}
+
+impl TxnMsg {
+    /// Responses, as opposed to requests (the `uncoloured-responses` break mode strips these).
+    pub fn is_response(&self) -> bool {
+        matches!(self, TxnMsg::PrepareAck { .. } | TxnMsg::StatusReply { .. } | TxnMsg::ReadReply { .. })
+    }
+}

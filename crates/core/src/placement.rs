@@ -1,0 +1,56 @@
+//! Which vnodes hold which partition: given as input for now (the tree issue makes it metadata).
+
+use crate::ids::{Key, PartitionId, VnodeId};
+use serde::{Deserialize, Serialize};
+
+/// Partition → replica chain `[primary, backup1, …]`.
+///
+/// Invariant: every chain is non-empty and names distinct vnodes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    chains: Vec<Vec<VnodeId>>,
+}
+
+impl Placement {
+    /// Round-robin placement of `partitions` partitions over `vnodes`, `replicas` copies each.
+    pub fn round_robin(vnodes: &[VnodeId], partitions: u32, replicas: usize) -> Self {
+        assert!(!vnodes.is_empty() && partitions > 0);
+        assert!(replicas >= 1 && replicas <= vnodes.len(), "replicas must be in 1..=vnodes");
+        let chains = (0..partitions as usize)
+            .map(|p| (0..replicas).map(|r| vnodes[(p + r) % vnodes.len()].clone()).collect())
+            .collect();
+        Placement { chains }
+    }
+
+    pub fn partitions(&self) -> u32 {
+        self.chains.len() as u32
+    }
+
+    pub fn partition_of(&self, key: &[u8]) -> PartitionId {
+        PartitionId(crc32c::crc32c(key) % self.partitions())
+    }
+
+    pub fn chain(&self, p: PartitionId) -> &[VnodeId] {
+        &self.chains[p.0 as usize]
+    }
+
+    pub fn primary(&self, p: PartitionId) -> &VnodeId {
+        &self.chain(p)[0]
+    }
+
+    pub fn primary_of(&self, key: &Key) -> &VnodeId {
+        self.primary(self.partition_of(key))
+    }
+
+    /// The partitions whose chain includes `v`.
+    pub fn partitions_of<'a>(&'a self, v: &'a VnodeId) -> impl Iterator<Item = PartitionId> + 'a {
+        (0..self.partitions()).map(PartitionId).filter(move |p| self.chain(*p).contains(v))
+    }
+
+    pub fn vnodes(&self) -> Vec<VnodeId> {
+        let mut all: Vec<VnodeId> = self.chains.iter().flatten().cloned().collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+}

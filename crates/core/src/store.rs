@@ -1,0 +1,160 @@
+//! The committed data of one vnode's partition replicas, and the writes transactions make to it.
+
+use crate::ids::{Key, Value, Version};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A write as the client asked for it; `IncrBy` and `Append` are evaluated at the primary under lock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WriteOp {
+    Set(Value),
+    Del,
+    IncrBy(i64),
+    Append(Value),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Write {
+    pub key: Key,
+    pub op: WriteOp,
+}
+
+/// A read the client made before its transaction: the transaction commits only if the key is
+/// still at `version` (Redis `WATCH`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadCheck {
+    pub key: Key,
+    pub version: Version,
+}
+
+/// A write evaluated by the primary: the value the key takes (`None` = deleted) and the version it
+/// gets. Replicas apply it only if `version` is newer than theirs, so the order in which replicas
+/// learn of commits does not matter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResolvedWrite {
+    pub key: Key,
+    pub value: Option<Value>,
+    pub version: Version,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Entry {
+    pub value: Option<Value>,
+    pub version: Version,
+}
+
+/// Why a write could not be evaluated.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum EvalError {
+    #[error("value is not an integer or out of range")]
+    NotAnInteger,
+}
+
+/// Committed key/value state. A `BTreeMap` keeps iteration deterministic.
+#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Store {
+    entries: BTreeMap<Key, Entry>,
+}
+
+impl Store {
+    pub fn get(&self, key: &[u8]) -> Entry {
+        self.entries.get(key).cloned().unwrap_or_default()
+    }
+
+    pub fn version(&self, key: &[u8]) -> Version {
+        self.entries.get(key).map_or(0, |e| e.version)
+    }
+
+    /// Evaluates `op` against the current committed value of `key`.
+    pub fn resolve(&self, key: &Key, op: &WriteOp) -> Result<ResolvedWrite, EvalError> {
+        let current = self.get(key);
+        let value = match op {
+            WriteOp::Set(v) => Some(v.clone()),
+            WriteOp::Del => None,
+            WriteOp::IncrBy(delta) => Some(incr(current.value.as_deref(), *delta)?),
+            WriteOp::Append(v) => {
+                let mut out = current.value.unwrap_or_default();
+                out.extend_from_slice(v);
+                Some(out)
+            }
+        };
+        Ok(ResolvedWrite { key: key.clone(), value, version: current.version + 1 })
+    }
+
+    /// Applies a resolved write if it is newer than what is stored; returns whether it applied.
+    pub fn apply(&mut self, w: &ResolvedWrite) -> bool {
+        let e = self.entries.entry(w.key.clone()).or_default();
+        if w.version <= e.version {
+            return false;
+        }
+        e.value = w.value.clone();
+        e.version = w.version;
+        true
+    }
+
+    pub fn apply_all(&mut self, writes: &[ResolvedWrite]) {
+        for w in writes {
+            self.apply(w);
+        }
+    }
+
+    /// A store holding only the current entries of `keys` (a scratch copy for evaluation).
+    pub fn subset<'a>(&self, keys: impl IntoIterator<Item = &'a Key>) -> Store {
+        let entries = keys.into_iter().filter_map(|k| self.entries.get(k).map(|e| (k.clone(), e.clone()))).collect();
+        Store { entries }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
+        self.entries.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Keeps only the keys for which `keep` holds (used to compare one partition's replicas).
+    pub fn filtered(&self, mut keep: impl FnMut(&Key) -> bool) -> Store {
+        let entries = self.entries.iter().filter(|(k, _)| keep(k)).map(|(k, e)| (k.clone(), e.clone())).collect();
+        Store { entries }
+    }
+}
+
+fn incr(current: Option<&[u8]>, delta: i64) -> Result<Value, EvalError> {
+    let n: i64 = match current {
+        None => 0,
+        Some(bytes) => std::str::from_utf8(bytes)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or(EvalError::NotAnInteger)?,
+    };
+    let sum = n.checked_add(delta).ok_or(EvalError::NotAnInteger)?;
+    Ok(sum.to_string().into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incrby_counts_from_zero_and_rejects_text() {
+        let mut s = Store::default();
+        let w = s.resolve(&b"a".to_vec(), &WriteOp::IncrBy(5)).unwrap();
+        assert_eq!(w, ResolvedWrite { key: b"a".to_vec(), value: Some(b"5".to_vec()), version: 1 });
+        assert!(s.apply(&w));
+        s.apply(&ResolvedWrite { key: b"b".to_vec(), value: Some(b"x".to_vec()), version: 1 });
+        assert_eq!(s.resolve(&b"b".to_vec(), &WriteOp::IncrBy(1)), Err(EvalError::NotAnInteger));
+    }
+
+    #[test]
+    fn older_versions_do_not_overwrite_newer_ones() {
+        let mut s = Store::default();
+        let k = b"k".to_vec();
+        assert!(s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"2".to_vec()), version: 2 }));
+        assert!(!s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"1".to_vec()), version: 1 }));
+        assert_eq!(s.get(&k).value, Some(b"2".to_vec()));
+    }
+}

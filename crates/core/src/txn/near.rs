@@ -1,0 +1,229 @@
+//! The near vnode: accepts a client's transaction, sends it to the primaries involved, and as
+//! first committer in 2PC decides it. Also serves single-key GETs by asking the key's primary.
+
+use crate::ids::{ClientId, CutId, Key, TxId, Value, Version, VnodeId};
+use crate::io::{Response, Timer};
+use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
+use crate::record::Record;
+use crate::store::{ReadCheck, ResolvedWrite, Write};
+use crate::vnode::Vnode;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Default)]
+pub struct NearState {
+    pub(crate) txs: BTreeMap<TxId, NearTx>,
+    pub(crate) next_seq: u32,
+    /// Decisions this vnode made as first committer (2PC near, or 1PC last backup), kept while the
+    /// log that holds them is kept, so in-doubt participants can always be answered.
+    pub(crate) decided: BTreeMap<TxId, Option<CutId>>,
+    pub(crate) reads: BTreeMap<u64, (ClientId, u64)>,
+    pub(crate) next_read: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct NearTx {
+    client: ClientId,
+    req: u64,
+    one_phase: bool,
+    /// Primaries asked to prepare.
+    participants: Vec<VnodeId>,
+    /// Invariant: a subset of `participants`: those whose `PrepareAck` has not arrived.
+    waiting: BTreeSet<VnodeId>,
+    writes: Vec<ResolvedWrite>,
+}
+
+type Work = (Vec<ReadCheck>, Vec<Write>);
+
+impl Vnode {
+    pub(crate) fn client_txn(&mut self, client: ClientId, req: u64, reads: Vec<ReadCheck>, writes: Vec<Write>) {
+        if reads.len() + writes.len() > self.cfg.limits.txn_keys_max {
+            return self.reply(client, req, Response::Unavailable { why: "transaction has too many keys" });
+        }
+        if self.near.txs.len() >= self.cfg.limits.near_txs_max {
+            return self.reply(client, req, Response::Unavailable { why: "too many transactions in flight" });
+        }
+        let tx = TxId { near: self.cfg.id.clone(), incarnation: self.incarnation, seq: self.near.next_seq };
+        self.near.next_seq += 1;
+        let by_primary = self.group_by_primary(reads, writes);
+        if by_primary.is_empty() {
+            return self.reply(client, req, Response::Committed { tx, writes: vec![] });
+        }
+        let chain = self.one_phase_chain(&by_primary);
+        let one_phase = chain.is_some();
+        let participants: Vec<VnodeId> = by_primary.keys().cloned().collect();
+        match chain {
+            Some(chain) => self.send_one_phase(&tx, by_primary, chain),
+            None => self.send_two_phase(&tx, by_primary),
+        }
+        let waiting = participants.iter().cloned().collect();
+        let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![] };
+        self.near.txs.insert(tx.clone(), ntx);
+        self.set_timer(Timer::PrepareTimeout(tx), self.cfg.timeouts.prepare_timeout_us);
+    }
+
+    fn group_by_primary(&self, reads: Vec<ReadCheck>, writes: Vec<Write>) -> BTreeMap<VnodeId, Work> {
+        let mut by: BTreeMap<VnodeId, Work> = BTreeMap::new();
+        for r in reads {
+            by.entry(self.cfg.placement.primary_of(&r.key).clone()).or_default().0.push(r);
+        }
+        for w in writes {
+            by.entry(self.cfg.placement.primary_of(&w.key).clone()).or_default().1.push(w);
+        }
+        by
+    }
+
+    /// 1PC applies when one primary is involved and every key it writes has the same chain.
+    fn one_phase_chain(&self, by: &BTreeMap<VnodeId, Work>) -> Option<Vec<VnodeId>> {
+        if by.len() != 1 {
+            return None;
+        }
+        let (primary, (_, writes)) = by.iter().next()?;
+        let placement = &self.cfg.placement;
+        let mut chains = writes.iter().map(|w| placement.chain(placement.partition_of(&w.key)));
+        let Some(first) = chains.next() else { return Some(vec![primary.clone()]) };
+        chains.all(|c| c == first).then(|| first.to_vec())
+    }
+
+    fn send_one_phase(&mut self, tx: &TxId, by: BTreeMap<VnodeId, Work>, chain: Vec<VnodeId>) {
+        let (primary, (reads, writes)) = by.into_iter().next().expect("one primary");
+        debug_assert_eq!(chain[0], primary);
+        let first_committer = chain.last().expect("chain is never empty").clone();
+        let msg = TxnMsg::Prepare {
+            tx: tx.clone(),
+            reads,
+            writes: PrepareWrites::Unresolved(writes),
+            one_phase: true,
+            first_committer,
+            downstream: chain[1..].to_vec(),
+        };
+        self.send_txn(&primary, msg);
+    }
+
+    fn send_two_phase(&mut self, tx: &TxId, by: BTreeMap<VnodeId, Work>) {
+        for (primary, (reads, writes)) in by {
+            let msg = TxnMsg::Prepare {
+                tx: tx.clone(),
+                reads,
+                writes: PrepareWrites::Unresolved(writes),
+                one_phase: false,
+                first_committer: self.cfg.id.clone(),
+                downstream: vec![],
+            };
+            self.send_txn(&primary, msg);
+        }
+    }
+
+    pub(crate) fn near_on_prepare_ack(
+        &mut self,
+        from: VnodeId,
+        tx: TxId,
+        result: Result<Vec<ResolvedWrite>, AbortReason>,
+    ) {
+        let Some(ntx) = self.near.txs.get_mut(&tx) else { return };
+        if !ntx.waiting.remove(&from) {
+            return;
+        }
+        match result {
+            Err(reason) => self.near_abort(tx, reason),
+            Ok(writes) => {
+                ntx.writes.extend(writes);
+                let all_prepared = ntx.waiting.is_empty() || self.cfg.breaks.commit_before_all_prepared;
+                if ntx.one_phase {
+                    let ntx = self.near.txs.remove(&tx).expect("present");
+                    self.reply(ntx.client, ntx.req, Response::Committed { tx, writes: ntx.writes });
+                } else if all_prepared {
+                    self.near_commit(tx);
+                }
+            }
+        }
+    }
+
+    /// The first committer's moment (seed 000 §5.2): stamp the running cut, log the decision, tell.
+    fn near_commit(&mut self, tx: TxId) {
+        let ntx = self.near.txs.remove(&tx).expect("committing a known transaction");
+        let tx_cut = self.stamp();
+        self.out.append(Record::TxDecided { tx: tx.clone(), tx_cut });
+        self.near.decided.insert(tx.clone(), tx_cut);
+        self.reply(ntx.client, ntx.req, Response::Committed { tx: tx.clone(), writes: ntx.writes });
+        for p in &ntx.participants {
+            self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), commit: true, tx_cut });
+        }
+    }
+
+    /// Presumed abort: nothing is logged; a participant that asks later hears `Aborted`.
+    fn near_abort(&mut self, tx: TxId, reason: AbortReason) {
+        let ntx = self.near.txs.remove(&tx).expect("aborting a known transaction");
+        if !ntx.one_phase {
+            for p in &ntx.participants {
+                self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), commit: false, tx_cut: None });
+            }
+        }
+        self.reply(ntx.client, ntx.req, Response::Aborted { tx: Some(tx), reason });
+    }
+
+    pub(crate) fn near_prepare_timeout(&mut self, tx: TxId) {
+        let Some(ntx) = self.near.txs.get(&tx) else { return };
+        if ntx.one_phase {
+            // The chain may still commit: only its first committer knows.
+            let ntx = self.near.txs.remove(&tx).expect("present");
+            return self.reply(ntx.client, ntx.req, Response::Unknown { tx });
+        }
+        self.near_abort(tx, AbortReason::Timeout);
+    }
+
+    /// The `tx_cut` a first committer stamps: its running cut (seed 000 §5.2).
+    pub(crate) fn stamp(&self) -> Option<CutId> {
+        if self.cfg.breaks.no_tx_cut {
+            return None;
+        }
+        self.cut.running_id()
+    }
+
+    /// Answers an in-doubt participant. 2PC: the near; 1PC: the last backup, which presumes abort
+    /// durably (`TxRolledBack`) so that a prepare still on its way can never commit afterwards.
+    pub(crate) fn on_status_query(&mut self, from: VnodeId, tx: TxId, one_phase: bool) {
+        let status = if let Some(tx_cut) = self.near.decided.get(&tx) {
+            TxStatus::Committed { tx_cut: *tx_cut }
+        } else if one_phase {
+            if self.part.tombstones.insert(tx.clone()) {
+                self.out.append(Record::TxRolledBack { tx: tx.clone() });
+            }
+            TxStatus::Aborted
+        } else if self.near.txs.contains_key(&tx) {
+            TxStatus::Pending
+        } else {
+            TxStatus::Aborted
+        };
+        self.send_txn(&from, TxnMsg::StatusReply { tx, status });
+    }
+
+    pub(crate) fn client_get(&mut self, client: ClientId, req: u64, key: Key) {
+        let primary = self.cfg.placement.primary_of(&key).clone();
+        if primary == self.cfg.id {
+            let e = self.store.get(&key);
+            return self.reply(client, req, Response::Value { value: e.value, version: e.version });
+        }
+        let id = self.near.next_read;
+        self.near.next_read += 1;
+        self.near.reads.insert(id, (client, req));
+        self.send_txn(&primary, TxnMsg::Read { req: id, key });
+        self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
+    }
+
+    pub(crate) fn on_read(&mut self, from: VnodeId, req: u64, key: Key) {
+        let e = self.store.get(&key);
+        self.send_txn(&from, TxnMsg::ReadReply { req, value: e.value, version: e.version });
+    }
+
+    pub(crate) fn on_read_reply(&mut self, req: u64, value: Option<Value>, version: Version) {
+        if let Some((client, creq)) = self.near.reads.remove(&req) {
+            self.reply(client, creq, Response::Value { value, version });
+        }
+    }
+
+    pub(crate) fn near_read_timeout(&mut self, req: u64) {
+        if let Some((client, creq)) = self.near.reads.remove(&req) {
+            self.reply(client, creq, Response::Unavailable { why: "read timed out" });
+        }
+    }
+}

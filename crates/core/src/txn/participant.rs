@@ -1,0 +1,301 @@
+//! Primaries and backups: prepare (lock, validate, evaluate, log), then commit or roll back on the
+//! first committer's word. A participant that hears nothing asks the first committer.
+//!
+//! Invariant (write-ahead): a `PrepareAck` leaves only after this vnode's `TxPrepared` (or, for a
+//! 1PC first committer, `TxCommitted`) is durable — enforced by the outbox.
+
+use crate::ids::{CutId, Key, TxId, VnodeId};
+use crate::io::Timer;
+use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
+use crate::record::{Prepared, Record};
+use crate::store::{ReadCheck, ResolvedWrite, Store, Write};
+use crate::vnode::Vnode;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Default)]
+pub struct ParticipantState {
+    pub(crate) prepared: BTreeMap<TxId, PreparedTx>,
+    /// Transactions rolled back here; a late prepare of one of them is refused.
+    pub(crate) tombstones: BTreeSet<TxId>,
+}
+
+#[derive(Debug)]
+pub(crate) struct PreparedTx {
+    pub(crate) rec: Prepared,
+    /// A primary that only validated reads: nothing logged, nothing to replicate.
+    pub(crate) read_only: bool,
+    pub(crate) locked: Vec<Key>,
+    /// Downstream vnodes whose `PrepareAck` is awaited.
+    pub(crate) pending: BTreeSet<VnodeId>,
+    /// Rebuilt from the log after a crash (seed 000 §7.1: finishing it fails a running cut).
+    pub(crate) recovered: bool,
+    pub(crate) backoff_us: u64,
+}
+
+/// What the first committer decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Commit { tx_cut: Option<CutId> },
+    Abort(AbortReason),
+}
+
+impl Vnode {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_prepare(
+        &mut self,
+        from: VnodeId,
+        tx: TxId,
+        reads: Vec<ReadCheck>,
+        writes: PrepareWrites,
+        one_phase: bool,
+        first_committer: VnodeId,
+        downstream: Vec<VnodeId>,
+    ) {
+        if self.part.tombstones.contains(&tx) {
+            let result = Err(AbortReason::PresumedAbort);
+            return self.send_txn(&from, TxnMsg::PrepareAck { tx, result, tx_cut: None });
+        }
+        if self.part.prepared.contains_key(&tx) || self.near.decided.contains_key(&tx) {
+            return; // a duplicate: the first copy is being (or was) answered
+        }
+        let is_primary = matches!(writes, PrepareWrites::Unresolved(_));
+        let resolved = match writes {
+            PrepareWrites::Resolved(ws) => ws,
+            PrepareWrites::Unresolved(ws) => match self.validate_and_resolve(&tx, &reads, &ws) {
+                Ok(resolved) => resolved,
+                Err(reason) => {
+                    return self.send_txn(&from, TxnMsg::PrepareAck { tx, result: Err(reason), tx_cut: None })
+                }
+            },
+        };
+        let mut rec = Prepared { tx, writes: resolved, first_committer, upstream: from, downstream, one_phase };
+        if one_phase && rec.downstream.is_empty() {
+            return self.commit_as_first_committer(rec);
+        }
+        let locked = if is_primary { self.lock(&rec.tx, &reads, &rec.writes) } else { vec![] };
+        if !one_phase && is_primary {
+            rec.downstream = self.backups_of(&rec.writes);
+        }
+        self.prepare(rec, locked);
+    }
+
+    /// No-wait locking and `WATCH` validation, then evaluation of each write in order.
+    fn validate_and_resolve(
+        &self,
+        tx: &TxId,
+        reads: &[ReadCheck],
+        writes: &[Write],
+    ) -> Result<Vec<ResolvedWrite>, AbortReason> {
+        let keys = reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key));
+        for key in keys {
+            if self.locks.get(key).is_some_and(|holder| holder != tx) && !self.cfg.breaks.skip_lock {
+                return Err(AbortReason::LockConflict { key: key.clone() });
+            }
+        }
+        for r in reads {
+            if self.store.version(&r.key) != r.version {
+                return Err(AbortReason::WatchFailed { key: r.key.clone() });
+            }
+        }
+        let mut scratch: Store = self.store.subset(writes.iter().map(|w| &w.key));
+        let mut resolved: Vec<ResolvedWrite> = Vec::with_capacity(writes.len());
+        for w in writes {
+            let r = scratch.resolve(&w.key, &w.op).map_err(|_| AbortReason::NotAnInteger { key: w.key.clone() })?;
+            scratch.apply(&r);
+            resolved.retain(|earlier| earlier.key != r.key);
+            resolved.push(r);
+        }
+        Ok(resolved)
+    }
+
+    fn lock(&mut self, tx: &TxId, reads: &[ReadCheck], writes: &[ResolvedWrite]) -> Vec<Key> {
+        if self.cfg.breaks.skip_lock {
+            return vec![];
+        }
+        let mut keys: Vec<Key> = reads.iter().map(|r| r.key.clone()).chain(writes.iter().map(|w| w.key.clone())).collect();
+        keys.sort();
+        keys.dedup();
+        for k in &keys {
+            let prev = self.locks.insert(k.clone(), tx.clone());
+            debug_assert!(prev.is_none() || prev.as_ref() == Some(tx), "lock on {k:?} stolen from {prev:?}");
+        }
+        keys
+    }
+
+    /// The backups of every partition this primary writes to.
+    fn backups_of(&self, writes: &[ResolvedWrite]) -> Vec<VnodeId> {
+        let placement = &self.cfg.placement;
+        let mut out: Vec<VnodeId> =
+            writes.iter().flat_map(|w| placement.chain(placement.partition_of(&w.key))[1..].to_vec()).collect();
+        out.sort();
+        out.dedup();
+        out.retain(|v| v != &self.cfg.id);
+        out
+    }
+
+    /// 1PC, last of the chain: commit at once, stamped, and answer with the stamp (seed 000 §5.2).
+    fn commit_as_first_committer(&mut self, rec: Prepared) {
+        let tx_cut = self.stamp();
+        if !rec.writes.is_empty() {
+            let writes = rec.writes.clone();
+            self.out.append(Record::TxCommitted { tx: rec.tx.clone(), tx_cut, writes });
+            self.near.decided.insert(rec.tx.clone(), tx_cut);
+            self.store.apply_all(&rec.writes);
+        }
+        let ack = TxnMsg::PrepareAck { tx: rec.tx, result: Ok(rec.writes), tx_cut };
+        self.send_txn(&rec.upstream, ack);
+    }
+
+    fn prepare(&mut self, rec: Prepared, locked: Vec<Key>) {
+        let tx = rec.tx.clone();
+        let read_only = rec.writes.is_empty();
+        if !read_only {
+            self.out.append(Record::TxPrepared(rec.clone()));
+        }
+        let pending: BTreeSet<VnodeId> = match (rec.one_phase, read_only) {
+            (true, _) => rec.downstream.iter().take(1).cloned().collect(),
+            (false, false) => rec.downstream.iter().cloned().collect(),
+            (false, true) => BTreeSet::new(),
+        };
+        self.forward_prepare(&rec);
+        if pending.is_empty() {
+            let ack = TxnMsg::PrepareAck { tx: tx.clone(), result: Ok(rec.writes.clone()), tx_cut: None };
+            self.send_txn(&rec.upstream, ack);
+        }
+        let backoff_us = self.cfg.timeouts.in_doubt_timeout_us;
+        let p = PreparedTx { rec, read_only, locked, pending, recovered: false, backoff_us };
+        self.part.prepared.insert(tx.clone(), p);
+        self.set_timer(Timer::InDoubt(tx), backoff_us);
+    }
+
+    fn forward_prepare(&mut self, rec: &Prepared) {
+        if rec.one_phase {
+            let Some((next, rest)) = rec.downstream.split_first() else { return };
+            let msg = self.prepare_msg(rec, rec.writes.clone(), rest.to_vec());
+            return self.send_txn(next, msg);
+        }
+        for backup in rec.downstream.clone() {
+            let placement = &self.cfg.placement;
+            let mine = |w: &&ResolvedWrite| placement.chain(placement.partition_of(&w.key)).contains(&backup);
+            let writes: Vec<ResolvedWrite> = rec.writes.iter().filter(mine).cloned().collect();
+            let msg = self.prepare_msg(rec, writes, vec![]);
+            self.send_txn(&backup, msg);
+        }
+    }
+
+    fn prepare_msg(&self, rec: &Prepared, writes: Vec<ResolvedWrite>, downstream: Vec<VnodeId>) -> TxnMsg {
+        TxnMsg::Prepare {
+            tx: rec.tx.clone(),
+            reads: vec![],
+            writes: PrepareWrites::Resolved(writes),
+            one_phase: rec.one_phase,
+            first_committer: rec.first_committer.clone(),
+            downstream,
+        }
+    }
+
+    /// A `PrepareAck` from downstream (a backup in 2PC, the next hop in 1PC) — or, when this vnode
+    /// does not wait for `from`, one addressed to its near role.
+    pub(crate) fn on_prepare_ack(
+        &mut self,
+        from: VnodeId,
+        tx: TxId,
+        result: Result<Vec<ResolvedWrite>, AbortReason>,
+        tx_cut: Option<CutId>,
+    ) {
+        let Some(p) = self.part.prepared.get_mut(&tx).filter(|p| p.pending.contains(&from)) else {
+            return self.near_on_prepare_ack(from, tx, result);
+        };
+        p.pending.remove(&from);
+        if p.rec.one_phase {
+            let decision = match result {
+                Ok(_) => Decision::Commit { tx_cut },
+                Err(reason) => Decision::Abort(reason),
+            };
+            return self.finish_prepared(&tx, decision);
+        }
+        if p.pending.is_empty() {
+            let ack = TxnMsg::PrepareAck { tx: tx.clone(), result: Ok(p.rec.writes.clone()), tx_cut: None };
+            let upstream = p.rec.upstream.clone();
+            self.send_txn(&upstream, ack);
+        }
+    }
+
+    pub(crate) fn on_finish(&mut self, tx: TxId, commit: bool, tx_cut: Option<CutId>) {
+        if !self.part.prepared.contains_key(&tx) {
+            return;
+        }
+        let decision = if commit { Decision::Commit { tx_cut } } else { Decision::Abort(AbortReason::Timeout) };
+        self.finish_prepared(&tx, decision);
+    }
+
+    pub(crate) fn on_status_reply(&mut self, tx: TxId, status: TxStatus) {
+        if !self.part.prepared.contains_key(&tx) {
+            return;
+        }
+        match status {
+            TxStatus::Committed { tx_cut } => self.finish_prepared(&tx, Decision::Commit { tx_cut }),
+            TxStatus::Aborted => self.finish_prepared(&tx, Decision::Abort(AbortReason::PresumedAbort)),
+            TxStatus::Pending => {}
+        }
+    }
+
+    /// Applies the first committer's decision, then passes it on: down to the backups in 2PC, back
+    /// up the chain in 1PC.
+    pub(crate) fn finish_prepared(&mut self, tx: &TxId, decision: Decision) {
+        let p = self.part.prepared.remove(tx).expect("finishing a prepared transaction");
+        let commit_cut = match &decision {
+            Decision::Commit { tx_cut } => Some(*tx_cut),
+            Decision::Abort(_) => None,
+        };
+        if !p.read_only {
+            let record = match commit_cut {
+                Some(tx_cut) => Record::TxCommitted { tx: tx.clone(), tx_cut, writes: vec![] },
+                None => Record::TxRolledBack { tx: tx.clone() },
+            };
+            self.out.append(record);
+        }
+        if commit_cut.is_some() {
+            self.store.apply_all(&p.rec.writes);
+        } else {
+            self.part.tombstones.insert(tx.clone());
+        }
+        for k in &p.locked {
+            if self.locks.get(k) == Some(tx) {
+                self.locks.remove(k);
+            }
+        }
+        self.cut_tx_finished(tx, commit_cut, p.recovered, p.read_only);
+        self.pass_on(&p, decision);
+    }
+
+    fn pass_on(&mut self, p: &PreparedTx, decision: Decision) {
+        let tx = p.rec.tx.clone();
+        if p.rec.one_phase {
+            let (result, tx_cut) = match decision {
+                Decision::Commit { tx_cut } => (Ok(p.rec.writes.clone()), tx_cut),
+                Decision::Abort(reason) => (Err(reason), None),
+            };
+            return self.send_txn(&p.rec.upstream, TxnMsg::PrepareAck { tx, result, tx_cut });
+        }
+        let (commit, tx_cut) = match decision {
+            Decision::Commit { tx_cut } => (true, tx_cut),
+            Decision::Abort(_) => (false, None),
+        };
+        for d in &p.rec.downstream {
+            self.send_txn(d, TxnMsg::Finish { tx: tx.clone(), commit, tx_cut });
+        }
+    }
+
+    /// Nobody told us the outcome in time: ask the first committer, with capped doubling back-off.
+    pub(crate) fn participant_in_doubt(&mut self, tx: TxId) {
+        let cap = self.cfg.timeouts.in_doubt_backoff_max_us;
+        let Some(p) = self.part.prepared.get_mut(&tx) else { return };
+        let to = p.rec.first_committer.clone();
+        let one_phase = p.rec.one_phase;
+        p.backoff_us = (p.backoff_us * 2).min(cap);
+        let next = p.backoff_us;
+        self.send_txn(&to, TxnMsg::StatusQuery { tx: tx.clone(), one_phase });
+        self.set_timer(Timer::InDoubt(tx), next);
+    }
+}

@@ -1,0 +1,205 @@
+//! One store vnode: a single-threaded state machine that the simulator and the server drive alike.
+//!
+//! ```text
+//!   driver ──Input──▶ Vnode::step(now_us, input) ──▶ Vec<Output> ──▶ driver
+//!                      (txn: near + participant roles, cut: local cut + coordinator)
+//! ```
+//! The vnode never touches a clock, a socket or a file: time arrives as `now_us`, durability as
+//! `Input::WalDurable`, and everything it wants done leaves as an `Output`. Outputs of one step are
+//! ordered; sends and replies wait for the records appended before them (see `outbox`).
+
+use crate::config::VnodeConfig;
+use crate::cut::blocking::BlockingState;
+use crate::cut::coordinator::CutCoordinator;
+use crate::cut::local::CutState;
+use crate::ids::{ClientId, CutId, Key, Lsn, TxId, VnodeId};
+use crate::io::{Input, Output, Request, Response, Timer};
+use crate::message::{Body, CutMsg, Envelope, TxnMsg};
+use crate::outbox::Outbox;
+use crate::record::Record;
+use crate::store::Store;
+use crate::txn::near::NearState;
+use crate::txn::participant::ParticipantState;
+use std::collections::BTreeMap;
+
+pub struct Vnode {
+    pub(crate) cfg: VnodeConfig,
+    pub(crate) now_us: u64,
+    /// Invariant: equals the number of `Boot` records in this vnode's log before this boot.
+    pub(crate) incarnation: u32,
+    /// Set once this boot's `Boot` record is durable: no transaction starts before.
+    pub(crate) booted: bool,
+    pub(crate) boot_lsn: Lsn,
+    pub(crate) store: Store,
+    /// Key → the transaction that holds it (primaries only; no-wait locking).
+    pub(crate) locks: BTreeMap<Key, TxId>,
+    pub(crate) near: NearState,
+    pub(crate) part: ParticipantState,
+    pub(crate) cut: CutState,
+    pub(crate) coordinator: CutCoordinator,
+    pub(crate) blocking: BlockingState,
+    pub(crate) out: Outbox,
+}
+
+impl Vnode {
+    /// A vnode with an empty log.
+    pub fn new(cfg: VnodeConfig) -> Self {
+        Self::recover(cfg, &[])
+    }
+
+    /// A vnode rebuilt from the durable records of its log (`txn::recovery`).
+    pub fn recover(cfg: VnodeConfig, log: &[Record]) -> Self {
+        let mut v = Vnode {
+            out: Outbox::from_log_len(log.len() as u64),
+            now_us: 0,
+            incarnation: 0,
+            booted: false,
+            boot_lsn: Lsn(0),
+            store: Store::default(),
+            locks: BTreeMap::new(),
+            near: NearState::default(),
+            part: ParticipantState::default(),
+            cut: CutState::default(),
+            coordinator: CutCoordinator::default(),
+            blocking: BlockingState::default(),
+            cfg,
+        };
+        v.out.release_early = v.cfg.breaks.ack_before_durable;
+        v.replay(log);
+        v
+    }
+
+    pub fn id(&self) -> &VnodeId {
+        &self.cfg.id
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn config(&self) -> &VnodeConfig {
+        &self.cfg
+    }
+
+    /// The cut this vnode colours its messages with, if any.
+    pub fn running_cut(&self) -> Option<CutId> {
+        self.cut.running_id()
+    }
+
+    /// Transactions prepared here and not finished (in doubt or waiting for a decision).
+    pub fn prepared_count(&self) -> usize {
+        self.part.prepared.len()
+    }
+
+    /// Transactions this vnode coordinates that have not been decided.
+    pub fn near_count(&self) -> usize {
+        self.near.txs.len()
+    }
+
+    pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
+        debug_assert!(now_us >= self.now_us, "time went backwards");
+        self.now_us = now_us;
+        match input {
+            Input::Restarted => self.on_restarted(),
+            Input::WalDurable(lsn) => self.on_durable(lsn),
+            Input::Client { client, req, request } => self.on_client(client, req, request),
+            Input::Timer(timer) => self.on_timer(timer),
+            Input::Message(env) => self.on_message(env),
+        }
+        self.blocking_progress();
+        self.out.take()
+    }
+
+    fn on_restarted(&mut self) {
+        self.boot_lsn = self.out.append(Record::Boot { incarnation: self.incarnation });
+        self.after_recovery();
+    }
+
+    fn on_durable(&mut self, lsn: Lsn) {
+        self.out.durable(lsn);
+        if !self.booted && lsn >= self.boot_lsn && self.boot_lsn > Lsn(0) {
+            self.booted = true;
+        }
+    }
+
+    fn on_client(&mut self, client: ClientId, req: u64, request: Request) {
+        if !self.booted {
+            let response = Response::Unavailable { why: "vnode is starting" };
+            self.out.promise(Output::Reply { client, req, response });
+            return;
+        }
+        if !self.blocking_hold(client, req, &request) {
+            self.dispatch_client(client, req, request);
+        }
+    }
+
+    pub(crate) fn dispatch_client(&mut self, client: ClientId, req: u64, request: Request) {
+        match request {
+            Request::Get { key } => self.client_get(client, req, key),
+            Request::Txn { reads, writes } => self.client_txn(client, req, reads, writes),
+            Request::Cut => self.client_cut(client, req),
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer) {
+        match timer {
+            Timer::PrepareTimeout(tx) => self.near_prepare_timeout(tx),
+            Timer::InDoubt(tx) => self.participant_in_doubt(tx),
+            Timer::ReadTimeout(req) => self.near_read_timeout(req),
+            Timer::CutPhase(cut, phase) => self.coordinator_timeout(cut, phase),
+        }
+    }
+
+    /// Seed 000 §3.2, §4: a message coloured with an unknown cut starts that cut *before* the
+    /// message is handled (unless the `color-after-handle` break is on).
+    fn on_message(&mut self, env: Envelope) {
+        let colour = env.cut;
+        let late = self.cfg.breaks.color_after_handle;
+        if let (Some(cut), false) = (colour, late) {
+            self.start_local_cut(cut);
+        }
+        match env.body {
+            Body::Txn(msg) => self.on_txn(env.from, msg),
+            Body::Cut(msg) => self.on_cut_msg(env.from, msg),
+        }
+        if let (Some(cut), true) = (colour, late) {
+            self.start_local_cut(cut);
+        }
+    }
+
+    fn on_txn(&mut self, from: VnodeId, msg: TxnMsg) {
+        match msg {
+            TxnMsg::Prepare { tx, reads, writes, one_phase, first_committer, downstream } => {
+                self.on_prepare(from, tx, reads, writes, one_phase, first_committer, downstream)
+            }
+            TxnMsg::PrepareAck { tx, result, tx_cut } => self.on_prepare_ack(from, tx, result, tx_cut),
+            TxnMsg::Finish { tx, commit, tx_cut } => self.on_finish(tx, commit, tx_cut),
+            TxnMsg::StatusQuery { tx, one_phase } => self.on_status_query(from, tx, one_phase),
+            TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
+            TxnMsg::Read { req, key } => self.on_read(from, req, key),
+            TxnMsg::ReadReply { req, value, version } => self.on_read_reply(req, value, version),
+        }
+    }
+
+    /// Sends a transaction message, coloured with the running cut (seed 000 §5).
+    pub(crate) fn send_txn(&mut self, to: &VnodeId, msg: TxnMsg) {
+        let uncoloured = self.cfg.breaks.uncoloured_responses && msg.is_response();
+        let cut = if uncoloured { None } else { self.cut.running_id() };
+        let env = Envelope { from: self.cfg.id.clone(), to: to.clone(), cut, body: Body::Txn(msg) };
+        self.out.promise(Output::Send(env));
+    }
+
+    /// Sends a cut-process message: never coloured, it is not a transaction message.
+    pub(crate) fn send_cut(&mut self, to: &VnodeId, msg: CutMsg) {
+        let env = Envelope { from: self.cfg.id.clone(), to: to.clone(), cut: None, body: Body::Cut(msg) };
+        self.out.promise(Output::Send(env));
+    }
+
+    pub(crate) fn reply(&mut self, client: ClientId, req: u64, response: Response) {
+        self.out.promise(Output::Reply { client, req, response });
+    }
+
+    pub(crate) fn set_timer(&mut self, timer: Timer, after_us: u64) {
+        self.out.timer(Output::SetTimer { timer, at_us: self.now_us + after_us });
+    }
+}

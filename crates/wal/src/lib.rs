@@ -1,0 +1,34 @@
+//! Segmented, checksummed write-ahead log for Waymark.
+//!
+//! A log is a directory of segment files named by their base (first global
+//! byte offset) as 20 zero-padded digits plus `.wal`. Each file starts with a
+//! header (magic, version, base) followed by frames
+//! `[len u32 LE][crc32c u32 LE][kind u8][payload]`.
+//!
+//! * [`Wal`] appends into a buffer, group-commits with one `fdatasync` per
+//!   [`Wal::sync`], rolls segments at `segment_size_bytes`, and can remove
+//!   or hard-link sealed segments.
+//! * [`Wal::open`] recovers after a crash: a torn tail of the last segment is
+//!   cut and reported in [`OpenReport`]; damage anywhere else is an error.
+//! * [`Reader`] yields [`Record`]s in order across segments.
+//! * [`segment`] holds the pure byte format (fuzzed via
+//!   [`segment::decode_records`]).
+
+mod cursor;
+mod dir;
+mod error;
+mod link;
+mod options;
+mod position;
+mod reader;
+mod recovery;
+pub mod segment;
+mod wal;
+
+pub use dir::SegmentInfo;
+pub use error::{FrameError, HeaderError, Result, WalError};
+pub use options::Options;
+pub use position::Position;
+pub use reader::{Reader, Record};
+pub use recovery::OpenReport;
+pub use wal::Wal;

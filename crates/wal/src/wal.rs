@@ -1,0 +1,363 @@
+//! The writer: appends into a user-space buffer, group-commits with one
+//! `fdatasync` per `sync`, rolls segments, and removes or exports sealed ones.
+//!
+//! Appends are cheap (a copy into the buffer) so that a writer thread can
+//! take many requests, append them all, and pay for a single `sync` that
+//! covers the whole batch. Three positions track progress through the
+//! pipeline and only move forward:
+//! `durable` (fdatasync'ed) <= `written` (handed to the OS) <= `appended`.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::ops::RangeBounds;
+use std::path::{Path, PathBuf};
+
+use crate::dir::{create_segment, sync_dir, SegmentInfo};
+use crate::error::{io_err, Result, WalError};
+use crate::link::link_or_copy_file;
+use crate::options::Options;
+use crate::position::Position;
+use crate::reader::Reader;
+use crate::recovery::{recover, OpenReport};
+use crate::segment::{encode_frame_header, frame_bytes, segment_file_name, HEADER_BYTES};
+
+/// The segment currently being appended to.
+///
+/// Invariant: `synced_len <= written_len <= written_len + buf.len()`, and
+/// the file's length is `written_len` (everything before it was written).
+struct Active {
+    base: u64,
+    path: PathBuf,
+    file: File,
+    buf: Vec<u8>,
+    written_len: u64,
+    synced_len: u64,
+}
+
+impl Active {
+    fn appended_len(&self) -> u64 {
+        self.written_len + self.buf.len() as u64
+    }
+
+    fn has_records(&self) -> bool {
+        self.appended_len() > HEADER_BYTES
+    }
+
+    /// Hands buffered bytes to the OS.
+    fn write_buffer(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        self.file
+            .write_all(&self.buf)
+            .map_err(io_err("writing", &self.path))?;
+        self.written_len += self.buf.len() as u64;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Writes a payload straight to the file, skipping the buffer copy;
+    /// used for payloads at least as large as the buffer.
+    fn write_direct(&mut self, payload: &[u8]) -> Result<()> {
+        debug_assert!(self.buf.is_empty());
+        self.file
+            .write_all(payload)
+            .map_err(io_err("writing", &self.path))?;
+        self.written_len += payload.len() as u64;
+        Ok(())
+    }
+
+    /// One fdatasync covering everything written so far.
+    fn sync(&mut self) -> Result<()> {
+        if self.synced_len == self.written_len {
+            return Ok(());
+        }
+        self.file
+            .sync_data()
+            .map_err(io_err("syncing", &self.path))?;
+        self.synced_len = self.written_len;
+        Ok(())
+    }
+
+    fn info(&self) -> SegmentInfo {
+        SegmentInfo {
+            base: self.base,
+            path: self.path.clone(),
+            len: self.written_len,
+        }
+    }
+}
+
+/// A segmented write-ahead log open for appending. Not shared between
+/// threads by itself: give it to one writer thread, which batches appends
+/// and calls [`Wal::sync`] once per batch.
+pub struct Wal {
+    dir: PathBuf,
+    options: Options,
+    /// Invariant: contiguous, oldest first, each synced and never written again.
+    sealed: Vec<SegmentInfo>,
+    active: Active,
+    /// Set when a write or sync failed: the kernel may have dropped dirty
+    /// pages, so retrying could report durability that is not there.
+    poisoned: bool,
+}
+
+impl Wal {
+    /// Opens (or creates) the log in `dir`, recovering from a crash: a torn
+    /// or corrupt tail of the last segment is cut off and reported; any other
+    /// damage is an error.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<(Wal, OpenReport)> {
+        options.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        let recovered = recover(&dir, &options)?;
+        let active = open_active(&recovered.active, options.write_buffer_bytes)?;
+        let wal = Wal {
+            dir,
+            options,
+            sealed: recovered.sealed,
+            active,
+            poisoned: false,
+        };
+        Ok((wal, recovered.report))
+    }
+
+    /// Buffers a record and returns the position it starts at. The record is
+    /// durable once [`Wal::durable`] is past that position. May roll to a new
+    /// segment first (which syncs the old one).
+    pub fn append(&mut self, kind: u8, payload: &[u8]) -> Result<Position> {
+        self.check_usable()?;
+        let len = payload.len() as u64;
+        if len > self.options.max_record_bytes {
+            return Err(WalError::RecordTooLarge {
+                len,
+                max: self.options.max_record_bytes,
+            });
+        }
+        let frame_len = frame_bytes(len);
+        if self.active.has_records()
+            && self.active.appended_len() + frame_len > self.options.segment_size_bytes
+        {
+            self.poison_on_err(|wal| wal.roll())?;
+        }
+        let position = self.appended();
+        self.poison_on_err(|wal| wal.buffer_frame(kind, payload))?;
+        self.debug_check();
+        Ok(position)
+    }
+
+    /// Puts one frame in the buffer, writing the buffer out when it is full.
+    fn buffer_frame(&mut self, kind: u8, payload: &[u8]) -> Result<()> {
+        let header = encode_frame_header(kind, payload);
+        let limit = self.options.write_buffer_bytes;
+        self.active.buf.extend_from_slice(&header);
+        if payload.len() >= limit {
+            // Large payloads go straight from the caller's slice to the file.
+            self.active.write_buffer()?;
+            return self.active.write_direct(payload);
+        }
+        self.active.buf.extend_from_slice(payload);
+        if self.active.buf.len() >= limit {
+            self.active.write_buffer()?;
+        }
+        Ok(())
+    }
+
+    /// Writes everything appended so far and makes it durable with a single
+    /// `fdatasync`. Returns the new [`Wal::durable`] position.
+    pub fn sync(&mut self) -> Result<Position> {
+        self.check_usable()?;
+        self.poison_on_err(|wal| {
+            wal.active.write_buffer()?;
+            wal.active.sync()
+        })?;
+        self.debug_check();
+        Ok(self.durable())
+    }
+
+    /// Hands buffered records to the OS without syncing, so that readers
+    /// opened afterwards see them. Returns [`Wal::written`].
+    pub fn flush(&mut self) -> Result<Position> {
+        self.check_usable()?;
+        self.poison_on_err(|wal| wal.active.write_buffer())?;
+        Ok(self.written())
+    }
+
+    /// Every record before this position is durable on disk.
+    pub fn durable(&self) -> Position {
+        Position::new(self.active.base, self.active.synced_len)
+    }
+
+    /// Every record before this position has been handed to the OS.
+    pub fn written(&self) -> Position {
+        Position::new(self.active.base, self.active.written_len)
+    }
+
+    /// Where the next record will go (if it does not cause a roll).
+    pub fn appended(&self) -> Position {
+        Position::new(self.active.base, self.active.appended_len())
+    }
+
+    /// The first record position still kept in the log.
+    pub fn first_position(&self) -> Position {
+        let base = self.sealed.first().map_or(self.active.base, |s| s.base);
+        Position::new(base, HEADER_BYTES)
+    }
+
+    /// The log directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The options the log was opened with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Sealed (immutable, synced) segments, oldest first.
+    pub fn sealed_segments(&self) -> Vec<SegmentInfo> {
+        self.sealed.clone()
+    }
+
+    /// Seals the active segment now (if it holds any record) and starts a
+    /// new one, e.g. so that a snapshot can link everything written so far.
+    /// Returns the first position of the new active segment.
+    pub fn roll_segment(&mut self) -> Result<Position> {
+        self.check_usable()?;
+        if self.active.has_records() {
+            self.poison_on_err(|wal| wal.roll())?;
+        }
+        Ok(self.appended())
+    }
+
+    /// Syncs and seals the active segment and opens the next one, whose base
+    /// is the old base plus the old length so positions stay contiguous.
+    fn roll(&mut self) -> Result<()> {
+        self.active.write_buffer()?;
+        self.active.sync()?;
+        let next_base = self.active.base + self.active.written_len;
+        let (file, path) = create_segment(&self.dir, next_base)?;
+        let next = new_active(next_base, path, file, HEADER_BYTES, self.options.write_buffer_bytes);
+        let old = std::mem::replace(&mut self.active, next);
+        self.sealed.push(old.info());
+        Ok(())
+    }
+
+    /// Deletes sealed segments that lie entirely before `position` (their
+    /// records are no longer needed). The active segment is never removed.
+    /// Returns what was removed. Oldest go first, so a crash part-way leaves
+    /// a contiguous log.
+    pub fn truncate_before(&mut self, position: Position) -> Result<Vec<SegmentInfo>> {
+        let mut removed = Vec::new();
+        while let Some(oldest) = self.sealed.first() {
+            if Position::new(oldest.base, oldest.len) > position {
+                break;
+            }
+            fs::remove_file(&oldest.path).map_err(io_err("removing", &oldest.path))?;
+            removed.push(self.sealed.remove(0));
+        }
+        if !removed.is_empty() {
+            sync_dir(&self.dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Hard-links the sealed segments whose base is in `bases` into
+    /// `dest_dir` (copying when linking is impossible, e.g. across file
+    /// systems), then syncs `dest_dir`. Returns the new files.
+    pub fn link_or_copy_segments(
+        &self,
+        bases: impl RangeBounds<u64>,
+        dest_dir: impl AsRef<Path>,
+    ) -> Result<Vec<SegmentInfo>> {
+        let dest_dir = dest_dir.as_ref();
+        let mut out = Vec::new();
+        for segment in self.sealed.iter().filter(|s| bases.contains(&s.base)) {
+            let dest = dest_dir.join(segment_file_name(segment.base));
+            link_or_copy_file(&segment.path, &dest, true)?;
+            out.push(SegmentInfo {
+                base: segment.base,
+                path: dest,
+                len: segment.len,
+            });
+        }
+        sync_dir(dest_dir)?;
+        Ok(out)
+    }
+
+    /// A reader from `from` up to everything appended so far (the buffer is
+    /// handed to the OS first so the reader can see it).
+    pub fn reader_from(&mut self, from: Position) -> Result<Reader> {
+        self.flush()?;
+        let mut segments = self.sealed.clone();
+        segments.push(self.active.info());
+        Reader::from_segments(segments, from, self.options.max_record_bytes)
+    }
+
+    /// Syncs and closes the log, returning the final durable position.
+    pub fn close(mut self) -> Result<Position> {
+        self.sync()
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.poisoned {
+            return Err(WalError::Poisoned);
+        }
+        Ok(())
+    }
+
+    /// Runs a step that writes; any failure poisons the log.
+    fn poison_on_err<T>(&mut self, step: impl FnOnce(&mut Wal) -> Result<T>) -> Result<T> {
+        let result = step(self);
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    fn debug_check(&self) {
+        debug_assert!(self.durable() <= self.written());
+        debug_assert!(self.written() <= self.appended());
+        if let Some(last) = self.sealed.last() {
+            debug_assert_eq!(last.end_global(), self.active.base);
+        }
+    }
+}
+
+impl Drop for Wal {
+    /// Like `BufWriter`, hands buffered records to the OS (without syncing),
+    /// so dropping the log does not discard appends a reader may expect.
+    fn drop(&mut self) {
+        if !self.poisoned {
+            let _ = self.active.write_buffer();
+        }
+    }
+}
+
+/// Opens the recovered last segment for appending at its end.
+fn open_active(segment: &SegmentInfo, write_buffer_bytes: usize) -> Result<Active> {
+    let file = fs::OpenOptions::new()
+        .append(true)
+        .open(&segment.path)
+        .map_err(io_err("opening for append", &segment.path))?;
+    // What recovery kept may only be in the page cache (the previous process
+    // died, not the machine); make it durable before calling it durable.
+    file.sync_data().map_err(io_err("syncing", &segment.path))?;
+    Ok(new_active(
+        segment.base,
+        segment.path.clone(),
+        file,
+        segment.len,
+        write_buffer_bytes,
+    ))
+}
+
+fn new_active(base: u64, path: PathBuf, file: File, len: u64, write_buffer_bytes: usize) -> Active {
+    Active {
+        base,
+        path,
+        file,
+        buf: Vec::with_capacity(write_buffer_bytes + frame_bytes(0) as usize),
+        written_len: len,
+        synced_len: len,
+    }
+}
