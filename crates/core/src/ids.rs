@@ -63,6 +63,26 @@ impl fmt::Debug for TxId {
     }
 }
 
+/// A transaction's branch at one participant: the transaction, the vnode that asked this one to
+/// prepare it, and in which role. A vnode can hold several branches of one transaction — primary
+/// of one partition and backup of another, both asked by the same vnode — and each is prepared,
+/// logged and finished on its own.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
+pub struct Branch {
+    pub tx: TxId,
+    pub upstream: VnodeId,
+    pub role: Role,
+}
+
+/// A participant's role in a transaction branch.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
+pub enum Role {
+    /// Asked by the near: locks, validates, evaluates, answers the near.
+    Primary,
+    /// Asked by a primary (2PC) or the previous hop of a 1PC chain: follows.
+    Backup,
+}
+
 /// A cluster-wide, increasing consistent-cut id (seed 000: ConsistentCutId).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
 pub struct CutId(pub u64);

@@ -1,11 +1,11 @@
 //! A vnode's inputs and outputs: the whole surface between the core and a driver.
 
-use crate::ids::{ClientId, CutId, Key, Lsn, TxId, Value, Version};
+use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, Value, Version};
 use crate::message::{AbortReason, Envelope};
 use crate::record::Record;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Input {
     /// The vnode was just created, fresh or from its durable log. Must come first.
     Restarted,
@@ -25,7 +25,7 @@ pub enum Output {
     SetTimer { timer: Timer, at_us: u64 },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Request {
     Get { key: Key },
     /// `WATCH`ed reads plus `MULTI … EXEC` writes.
@@ -34,7 +34,7 @@ pub enum Request {
     Cut,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Response {
     Value { value: Option<Value>, version: Version },
     Committed { tx: TxId, writes: Vec<ResolvedWrite> },
@@ -47,12 +47,12 @@ pub enum Response {
 }
 
 /// Timers a vnode sets. A timer that fires after its reason is gone is ignored.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Timer {
     /// The near gives up waiting for prepare acks.
     PrepareTimeout(TxId),
     /// A participant asks the first committer what became of a prepared transaction.
-    InDoubt(TxId),
+    InDoubt(Branch),
     /// A forwarded GET that got no answer.
     ReadTimeout(u64),
     /// The cut coordinator's deadline for the current phase.

@@ -24,7 +24,7 @@ pub mod vnode;
 
 pub use breaks::Breaks;
 pub use config::{CutStrategy, Limits, Timeouts, VnodeConfig};
-pub use ids::{ClientId, CutId, Key, Lsn, PartitionId, TxId, Value, Version, VnodeId};
+pub use ids::{Branch, ClientId, CutId, Key, Lsn, PartitionId, Role, TxId, Value, Version, VnodeId};
 pub use io::{Input, Output, Request, Response, Timer};
 pub use message::{AbortReason, Body, CutMsg, Envelope, TxnMsg};
 pub use placement::Placement;

@@ -1,11 +1,11 @@
 //! What vnodes say to each other. Every message travels in an `Envelope` whose `cut` field is the
 //! colour of seed 000 §5 (Mattern's rule): set while the sender runs a cut.
 
-use crate::ids::{CutId, Key, TxId, Value, Version, VnodeId};
+use crate::ids::{CutId, Key, Role, TxId, Value, Version, VnodeId};
 use crate::store::{ReadCheck, ResolvedWrite, Write};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Envelope {
     pub from: VnodeId,
     pub to: VnodeId,
@@ -14,14 +14,14 @@ pub struct Envelope {
     pub body: Body,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Body {
     Txn(TxnMsg),
     Cut(CutMsg),
 }
 
 /// Why a transaction did not commit, as its client is told.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AbortReason {
     /// Another transaction holds a lock on `key` (no-wait locking).
     LockConflict { key: Key },
@@ -35,7 +35,7 @@ pub enum AbortReason {
     PresumedAbort,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PrepareWrites {
     /// From the near vnode to a primary: evaluate under lock.
     Unresolved(Vec<Write>),
@@ -44,7 +44,7 @@ pub enum PrepareWrites {
 }
 
 /// The outcome of a transaction as its first committer knows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TxStatus {
     Committed { tx_cut: Option<CutId> },
     Aborted,
@@ -52,7 +52,7 @@ pub enum TxStatus {
     Pending,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TxnMsg {
     Prepare {
         tx: TxId,
@@ -64,8 +64,10 @@ pub enum TxnMsg {
         downstream: Vec<VnodeId>,
     },
     /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
-    PrepareAck { tx: TxId, result: Result<Vec<ResolvedWrite>, AbortReason>, tx_cut: Option<CutId> },
-    Finish { tx: TxId, commit: bool, tx_cut: Option<CutId> },
+    /// `role` is the answering branch's: `Primary` answers the near, `Backup` its upstream branch.
+    PrepareAck { tx: TxId, role: Role, result: Result<Vec<ResolvedWrite>, AbortReason>, tx_cut: Option<CutId> },
+    /// `role` is the receiving branch's.
+    Finish { tx: TxId, role: Role, commit: bool, tx_cut: Option<CutId> },
     /// `one_phase` says which role answers: the 1PC last backup, or the 2PC near.
     StatusQuery { tx: TxId, one_phase: bool },
     StatusReply { tx: TxId, status: TxStatus },
@@ -74,7 +76,7 @@ pub enum TxnMsg {
 }
 
 /// The cut process (DESIGN §6: START → STARTED → FINISH → END), for now driven by a coordinator.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CutMsg {
     Start { cut: CutId },
     StartAck { cut: CutId },

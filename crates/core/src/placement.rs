@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Partition → replica chain `[primary, backup1, …]`.
 ///
 /// Invariant: every chain is non-empty and names distinct vnodes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
     chains: Vec<Vec<VnodeId>>,
 }

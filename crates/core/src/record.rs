@@ -1,12 +1,12 @@
 //! The records the core appends to a vnode's write-ahead log, and their byte encoding.
 
-use crate::ids::{CutId, TxId, VnodeId};
+use crate::ids::{Branch, CutId, Role, TxId, VnodeId};
 use crate::store::ResolvedWrite;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
 /// One WAL record. The driver stores `encode()`'s bytes under `kind()`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Record {
     /// A vnode (re)started; the count of these in a log is the vnode's incarnation.
     Boot { incarnation: u32 },
@@ -14,10 +14,11 @@ pub enum Record {
     TxPrepared(Prepared),
     /// `tx` committed here. `writes` is non-empty only when this vnode is a 1PC first committer,
     /// which commits without preparing. `tx_cut` is the first committer's stamp (seed 000 §5.2).
-    TxCommitted { tx: TxId, tx_cut: Option<CutId>, writes: Vec<ResolvedWrite> },
-    /// `tx` rolled back here (also written by a 1PC first committer that presumed abort, so that
-    /// a late prepare can never commit what it already reported as aborted).
-    TxRolledBack { tx: TxId },
+    TxCommitted { branch: Branch, tx_cut: Option<CutId>, writes: Vec<ResolvedWrite> },
+    /// A branch of `tx` rolled back here; `upstream: None` is the tombstone a 1PC first committer
+    /// writes when it presumes abort, so that a late prepare can never commit what it already
+    /// reported as aborted.
+    TxRolledBack { tx: TxId, branch: Option<Branch> },
     /// The near vnode decided to commit `tx` (2PC): it is the first committer.
     TxDecided { tx: TxId, tx_cut: Option<CutId> },
     /// Seed 000 §4: this vnode's local cut `cut` started here.
@@ -30,7 +31,7 @@ pub enum Record {
     CutEnd { cut: CutId, ok: bool },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Prepared {
     pub tx: TxId,
     pub writes: Vec<ResolvedWrite>,
@@ -41,10 +42,17 @@ pub struct Prepared {
     /// The vnodes this one forwards to (backups, or the rest of a 1PC chain).
     pub downstream: Vec<VnodeId>,
     pub one_phase: bool,
+    pub role: Role,
+}
+
+impl Prepared {
+    pub fn branch(&self) -> Branch {
+        Branch { tx: self.tx.clone(), upstream: self.upstream.clone(), role: self.role }
+    }
 }
 
 /// Seed 000 §8.1 / Ignite's `IncrementalSnapshotFinishRecord`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CutFinish {
     pub cut: CutId,
     /// Transactions in flight at `CutStart` that committed on the before side.
@@ -97,7 +105,8 @@ mod tests {
     #[test]
     fn records_round_trip_and_reject_garbage() {
         let tx = TxId { near: VnodeId::new("store0", "h1"), incarnation: 1, seq: 7 };
-        let r = Record::TxCommitted { tx, tx_cut: Some(CutId(3)), writes: vec![] };
+        let branch = Branch { tx, upstream: VnodeId::new("store1", "h2"), role: Role::Backup };
+        let r = Record::TxCommitted { branch, tx_cut: Some(CutId(3)), writes: vec![] };
         assert_eq!(Record::decode(r.kind(), &r.encode()).unwrap(), r);
         assert!(Record::decode(r.kind(), &[0xff, 0xff, 0xff]).is_err());
         assert!(matches!(Record::decode(9, &r.encode()), Err(RecordError::KindMismatch { .. })));

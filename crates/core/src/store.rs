@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A write as the client asked for it; `IncrBy` and `Append` are evaluated at the primary under lock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WriteOp {
     Set(Value),
     Del,
@@ -13,7 +13,7 @@ pub enum WriteOp {
     Append(Value),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Write {
     pub key: Key,
     pub op: WriteOp,
@@ -21,7 +21,7 @@ pub struct Write {
 
 /// A read the client made before its transaction: the transaction commits only if the key is
 /// still at `version` (Redis `WATCH`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ReadCheck {
     pub key: Key,
     pub version: Version,
@@ -30,14 +30,14 @@ pub struct ReadCheck {
 /// A write evaluated by the primary: the value the key takes (`None` = deleted) and the version it
 /// gets. Replicas apply it only if `version` is newer than theirs, so the order in which replicas
 /// learn of commits does not matter.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResolvedWrite {
     pub key: Key,
     pub value: Option<Value>,
     pub version: Version,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Entry {
     pub value: Option<Value>,
     pub version: Version,

@@ -12,7 +12,7 @@ use crate::config::VnodeConfig;
 use crate::cut::blocking::BlockingState;
 use crate::cut::coordinator::CutCoordinator;
 use crate::cut::local::CutState;
-use crate::ids::{ClientId, CutId, Key, Lsn, TxId, VnodeId};
+use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, VnodeId};
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, CutMsg, Envelope, TxnMsg};
 use crate::outbox::Outbox;
@@ -144,7 +144,7 @@ impl Vnode {
     fn on_timer(&mut self, timer: Timer) {
         match timer {
             Timer::PrepareTimeout(tx) => self.near_prepare_timeout(tx),
-            Timer::InDoubt(tx) => self.participant_in_doubt(tx),
+            Timer::InDoubt(branch) => self.participant_in_doubt(branch),
             Timer::ReadTimeout(req) => self.near_read_timeout(req),
             Timer::CutPhase(cut, phase) => self.coordinator_timeout(cut, phase),
         }
@@ -172,8 +172,8 @@ impl Vnode {
             TxnMsg::Prepare { tx, reads, writes, one_phase, first_committer, downstream } => {
                 self.on_prepare(from, tx, reads, writes, one_phase, first_committer, downstream)
             }
-            TxnMsg::PrepareAck { tx, result, tx_cut } => self.on_prepare_ack(from, tx, result, tx_cut),
-            TxnMsg::Finish { tx, commit, tx_cut } => self.on_finish(tx, commit, tx_cut),
+            TxnMsg::PrepareAck { tx, role, result, tx_cut } => self.on_prepare_ack(from, tx, role, result, tx_cut),
+            TxnMsg::Finish { tx, role, commit, tx_cut } => self.on_finish(Branch { tx, upstream: from, role }, commit, tx_cut),
             TxnMsg::StatusQuery { tx, one_phase } => self.on_status_query(from, tx, one_phase),
             TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
             TxnMsg::Read { req, key } => self.on_read(from, req, key),

@@ -129,12 +129,7 @@ impl SegmentCursor {
         available: u64,
         payload: &mut Vec<u8>,
     ) -> std::result::Result<FrameHeader, ReadFail> {
-        let truncated = |needed: u64| {
-            ReadFail::Frame(FrameError::Truncated {
-                needed,
-                available,
-            })
-        };
+        let truncated = |needed: u64| ReadFail::Frame(FrameError::Truncated { needed, available });
         if available < FRAME_HEADER_BYTES as u64 {
             return Err(truncated(FRAME_HEADER_BYTES as u64));
         }
@@ -163,10 +158,9 @@ impl SegmentCursor {
         available: u64,
     ) -> std::result::Result<(), ReadFail> {
         self.reader.read_exact(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => ReadFail::Frame(FrameError::Truncated {
-                needed,
-                available,
-            }),
+            io::ErrorKind::UnexpectedEof => {
+                ReadFail::Frame(FrameError::Truncated { needed, available })
+            }
             _ => ReadFail::Io(e),
         })
     }

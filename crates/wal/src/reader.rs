@@ -47,6 +47,15 @@ impl Reader {
         Reader::from_segments(segments, from, max_record_bytes)
     }
 
+    /// Like [`Reader::open`], from the oldest record still in the log.
+    pub fn open_from_start(dir: impl AsRef<Path>, max_record_bytes: u64) -> Result<Reader> {
+        let segments = list_segments(dir.as_ref())?;
+        let from = segments
+            .first()
+            .map_or(Position::ZERO, |s| Position::new(s.base, 0));
+        Reader::from_segments(segments, from, max_record_bytes)
+    }
+
     /// A reader over `segments` (oldest first; `len` is the read bound).
     pub(crate) fn from_segments(
         segments: Vec<SegmentInfo>,

@@ -60,18 +60,21 @@ pub(crate) fn recover(dir: &Path, options: &Options) -> Result<Recovered> {
         });
     }
     check_contiguous(&segments)?;
-    let last = segments.pop().expect("at least one segment was ensured above");
-    for sealed in &segments {
-        check_sealed(sealed, options)?;
+    let Some((last, sealed)) = segments.split_last() else {
+        unreachable!("at least one segment was ensured above");
+    };
+    for segment in sealed {
+        check_sealed(segment, options)?;
     }
-    let (active, truncated_at, bytes_dropped) = repair_tail(last, options)?;
+    let (active, truncated_at, bytes_dropped) = repair_tail(last.clone(), options)?;
     let report = OpenReport {
-        segments: segments.len() + 1,
+        segments: segments.len(),
         truncated_at,
         bytes_dropped,
         temp_files_removed,
         end: Position::new(active.base, active.len),
     };
+    segments.pop();
     Ok(Recovered {
         sealed: segments,
         active,
@@ -134,7 +137,8 @@ fn repair_tail(
     if last.len < HEADER_BYTES {
         return rewrite_torn_header(last);
     }
-    let mut cursor = SegmentCursor::open(&last.path, last.base, 0, last.len, options.max_record_bytes)?;
+    let mut cursor =
+        SegmentCursor::open(&last.path, last.base, 0, last.len, options.max_record_bytes)?;
     let mut payload = Vec::new();
     let cut = loop {
         match cursor.next_into(&mut payload) {

@@ -272,7 +272,10 @@ mod tests {
     fn header_rejects_bad_magic_version_and_crc() {
         let mut bad_magic = encode_header(7);
         bad_magic[0] ^= 1;
-        assert!(matches!(decode_header(&bad_magic), Err(HeaderError::BadMagic { .. })));
+        assert!(matches!(
+            decode_header(&bad_magic),
+            Err(HeaderError::BadMagic { .. })
+        ));
 
         let mut bad_version = encode_header(7);
         bad_version[8] = 2;
@@ -286,7 +289,10 @@ mod tests {
 
         let mut bad_base = encode_header(7);
         bad_base[12] ^= 0x10;
-        assert!(matches!(decode_header(&bad_base), Err(HeaderError::Checksum { .. })));
+        assert!(matches!(
+            decode_header(&bad_base),
+            Err(HeaderError::Checksum { .. })
+        ));
     }
 
     #[test]
@@ -295,8 +301,15 @@ mod tests {
         let decoded = decode_records(&bytes, 1 << 20);
         assert_eq!(decoded.error, None);
         assert_eq!(decoded.valid_bytes, bytes.len());
-        let got: Vec<(u8, &[u8])> = decoded.records.iter().map(|r| (r.kind, r.payload)).collect();
-        assert_eq!(got, vec![(1, &b"hello"[..]), (2, &b""[..]), (255, &[9u8; 1000][..])]);
+        let got: Vec<(u8, &[u8])> = decoded
+            .records
+            .iter()
+            .map(|r| (r.kind, r.payload))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(1, &b"hello"[..]), (2, &b""[..]), (255, &[9u8; 1000][..])]
+        );
         assert_eq!(decoded.records[1].offset, 14);
     }
 
@@ -329,7 +342,9 @@ mod tests {
         let mut bytes = frames(&[(1, b"x")]);
         bytes[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
         let decoded = decode_records(&bytes, 1 << 20);
-        assert!(matches!(decoded.error, Some(FrameError::TooLarge { len, .. }) if len == u64::from(u32::MAX)));
+        assert!(
+            matches!(decoded.error, Some(FrameError::TooLarge { len, .. }) if len == u64::from(u32::MAX))
+        );
         let decoded = decode_records(&bytes, u64::from(u32::MAX));
         assert!(matches!(decoded.error, Some(FrameError::Truncated { .. })));
     }
@@ -337,9 +352,15 @@ mod tests {
     #[test]
     fn file_names_round_trip() {
         assert_eq!(segment_file_name(0), "00000000000000000000.wal");
-        assert_eq!(parse_segment_file_name("00000000000000004096.wal"), Some(Ok(4096)));
+        assert_eq!(
+            parse_segment_file_name("00000000000000004096.wal"),
+            Some(Ok(4096))
+        );
         assert_eq!(parse_segment_file_name("4096.wal"), Some(Err(())));
-        assert_eq!(parse_segment_file_name("99999999999999999999.wal"), Some(Err(())));
+        assert_eq!(
+            parse_segment_file_name("99999999999999999999.wal"),
+            Some(Err(()))
+        );
         assert_eq!(parse_segment_file_name("notes.txt"), None);
     }
 }

@@ -236,7 +236,13 @@ impl Wal {
         self.active.sync()?;
         let next_base = self.active.base + self.active.written_len;
         let (file, path) = create_segment(&self.dir, next_base)?;
-        let next = new_active(next_base, path, file, HEADER_BYTES, self.options.write_buffer_bytes);
+        let next = new_active(
+            next_base,
+            path,
+            file,
+            HEADER_BYTES,
+            self.options.write_buffer_bytes,
+        );
         let old = std::mem::replace(&mut self.active, next);
         self.sealed.push(old.info());
         Ok(())
@@ -263,7 +269,9 @@ impl Wal {
 
     /// Hard-links the sealed segments whose base is in `bases` into
     /// `dest_dir` (copying when linking is impossible, e.g. across file
-    /// systems), then syncs `dest_dir`. Returns the new files.
+    /// systems), then syncs `dest_dir`, which must already exist. An
+    /// existing file of the same name is an error, never overwritten.
+    /// Returns the new files.
     pub fn link_or_copy_segments(
         &self,
         bases: impl RangeBounds<u64>,

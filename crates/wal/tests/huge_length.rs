@@ -10,7 +10,7 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 
 use common::{payload, segment_files, small_options, write_synced};
-use waymark_wal::{Options, Position, Reader, WalError, Wal};
+use waymark_wal::{Options, Position, Reader, Wal, WalError};
 
 struct CappedAllocator;
 
@@ -89,8 +89,14 @@ fn huge_length_in_sealed_segment_is_an_error_without_allocating() {
     fs::write(&first, &bytes).unwrap();
 
     let err = Wal::open(tmp.path(), permissive(512)).err().unwrap();
-    assert!(matches!(&err, WalError::CorruptRecord { path, offset: 24, .. } if path == &first), "{err}");
+    assert!(
+        matches!(&err, WalError::CorruptRecord { path, offset: 24, .. } if path == &first),
+        "{err}"
+    );
     let mut reader = Reader::open(tmp.path(), Position::ZERO, u64::from(u32::MAX)).unwrap();
-    assert!(matches!(reader.next(), Some(Err(WalError::CorruptRecord { offset: 24, .. }))));
+    assert!(matches!(
+        reader.next(),
+        Some(Err(WalError::CorruptRecord { offset: 24, .. }))
+    ));
     assert!(reader.next().is_none(), "the reader stops after an error");
 }

@@ -37,7 +37,7 @@ fn options(segment_size_bytes: u64, write_buffer_bytes: usize) -> Options {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn append_reopen_read_back(

@@ -5,7 +5,7 @@ mod common;
 use std::fs;
 
 use common::{payload, read_all, segment_files, small_options, write_synced};
-use waymark_wal::{HeaderError, Options, Position, Reader, WalError, Wal};
+use waymark_wal::{HeaderError, Options, Position, Reader, Wal, WalError};
 
 #[test]
 fn empty_log_opens_with_one_segment() {
@@ -37,8 +37,22 @@ fn append_sync_durable_and_read_back() {
     drop(wal);
     let records = read_all(tmp.path(), Position::ZERO);
     assert_eq!(records.len(), 2);
-    assert_eq!((records[0].position, records[0].kind, &records[0].payload[..]), (a, 1, &b"alpha"[..]));
-    assert_eq!((records[1].position, records[1].kind, records[1].payload.len()), (b, 2, 0));
+    assert_eq!(
+        (
+            records[0].position,
+            records[0].kind,
+            &records[0].payload[..]
+        ),
+        (a, 1, &b"alpha"[..])
+    );
+    assert_eq!(
+        (
+            records[1].position,
+            records[1].kind,
+            records[1].payload.len()
+        ),
+        (b, 2, 0)
+    );
 }
 
 #[test]
@@ -52,7 +66,10 @@ fn rolls_over_and_reads_across_segments() {
         assert!(fs::metadata(file).unwrap().len() <= 1024);
     }
     let got = read_all(tmp.path(), Position::ZERO);
-    let got: Vec<(Position, u8, Vec<u8>)> = got.into_iter().map(|r| (r.position, r.kind, r.payload)).collect();
+    let got: Vec<(Position, u8, Vec<u8>)> = got
+        .into_iter()
+        .map(|r| (r.position, r.kind, r.payload))
+        .collect();
     let want: Vec<(Position, u8, Vec<u8>)> = positions
         .iter()
         .zip(&records)
@@ -79,11 +96,16 @@ fn oversized_record_goes_alone_and_too_large_is_rejected() {
     assert_eq!(after.offset, 24, "and is alone in it");
     assert!(big.segment < after.segment);
     let err = wal.append(4, &vec![0u8; (1 << 20) + 1]).unwrap_err();
-    assert!(matches!(err, WalError::RecordTooLarge { len, max } if len == (1 << 20) + 1 && max == 1 << 20));
+    assert!(
+        matches!(err, WalError::RecordTooLarge { len, max } if len == (1 << 20) + 1 && max == 1 << 20)
+    );
     // A rejected append does not poison the log.
     wal.append(5, b"ok").unwrap();
     wal.close().unwrap();
-    let kinds: Vec<u8> = read_all(tmp.path(), Position::ZERO).iter().map(|r| r.kind).collect();
+    let kinds: Vec<u8> = read_all(tmp.path(), Position::ZERO)
+        .iter()
+        .map(|r| r.kind)
+        .collect();
     assert_eq!(kinds, vec![1, 2, 3, 5]);
 }
 
@@ -91,11 +113,21 @@ fn oversized_record_goes_alone_and_too_large_is_rejected() {
 fn reader_from_position_and_live_reader() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = Wal::open(tmp.path(), small_options(600)).unwrap();
-    let positions: Vec<Position> = (0..20).map(|i| wal.append(i as u8, &payload(i, 50)).unwrap()).collect();
+    let positions: Vec<Position> = (0..20)
+        .map(|i| wal.append(i as u8, &payload(i, 50)).unwrap())
+        .collect();
     // Live reader sees unsynced appends (they are flushed to the OS).
-    let all: Vec<_> = wal.reader_from(wal.first_position()).unwrap().map(|r| r.unwrap()).collect();
+    let all: Vec<_> = wal
+        .reader_from(wal.first_position())
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(all.len(), 20);
-    let from_mid: Vec<_> = wal.reader_from(positions[13]).unwrap().map(|r| r.unwrap().kind).collect();
+    let from_mid: Vec<_> = wal
+        .reader_from(positions[13])
+        .unwrap()
+        .map(|r| r.unwrap().kind)
+        .collect();
     assert_eq!(from_mid, (13..20).map(|i| i as u8).collect::<Vec<_>>());
     let at_end: Vec<_> = wal.reader_from(wal.appended()).unwrap().collect();
     assert!(at_end.is_empty());
@@ -107,12 +139,18 @@ fn reader_from_position_and_live_reader() {
 fn truncate_before_removes_whole_old_segments_only() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = Wal::open(tmp.path(), small_options(512)).unwrap();
-    let positions: Vec<Position> = (0..40).map(|i| wal.append(1, &payload(i, 60)).unwrap()).collect();
+    let positions: Vec<Position> = (0..40)
+        .map(|i| wal.append(1, &payload(i, 60)).unwrap())
+        .collect();
     wal.sync().unwrap();
     let sealed = wal.sealed_segments();
     assert!(sealed.len() >= 4);
     // A position inside the third segment keeps the third segment.
-    let keep_from = positions.iter().find(|p| p.segment == sealed[2].base).copied().unwrap();
+    let keep_from = positions
+        .iter()
+        .find(|p| p.segment == sealed[2].base)
+        .copied()
+        .unwrap();
     let removed = wal.truncate_before(keep_from).unwrap();
     assert_eq!(removed, sealed[..2].to_vec());
     assert_eq!(wal.first_position(), Position::new(sealed[2].base, 24));
@@ -131,7 +169,10 @@ fn truncate_before_removes_whole_old_segments_only() {
     wal.close().unwrap();
     let (wal, report) = Wal::open(tmp.path(), small_options(512)).unwrap();
     assert_eq!(report.segments, 1);
-    let last: Vec<_> = Reader::open(tmp.path(), wal.first_position(), 1 << 20).unwrap().map(|r| r.unwrap()).collect();
+    let last: Vec<_> = Reader::open(tmp.path(), wal.first_position(), 1 << 20)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(last.last().unwrap().payload, b"still works");
 }
 
@@ -154,15 +195,22 @@ fn link_or_copy_exports_sealed_segments() {
         assert_eq!(src.base, dst.base);
     }
     // The snapshot is itself a readable log holding every record.
-    let records: Vec<_> = Reader::open(&snap, Position::ZERO, 1 << 20).unwrap().map(|r| r.unwrap()).collect();
+    let records: Vec<_> = Reader::open(&snap, Position::ZERO, 1 << 20)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
     assert_eq!(records.len(), 30);
     // Linking again into the same place is refused, not silently replaced.
-    let err = wal.link_or_copy_segments(sealed[0].base..=sealed[0].base, &snap).unwrap_err();
+    let err = wal
+        .link_or_copy_segments(sealed[0].base..=sealed[0].base, &snap)
+        .unwrap_err();
     assert!(matches!(err, WalError::DestinationExists { .. }), "{err}");
     // A sub-range links only those segments.
     let partial_dir = tmp.path().join("partial");
     fs::create_dir_all(&partial_dir).unwrap();
-    let partial = wal.link_or_copy_segments(sealed[1].base.., &partial_dir).unwrap();
+    let partial = wal
+        .link_or_copy_segments(sealed[1].base.., &partial_dir)
+        .unwrap();
     assert_eq!(partial.len(), sealed.len() - 1);
 }
 
@@ -178,7 +226,10 @@ fn header_mismatches_are_hard_errors() {
     bytes[0] ^= 0xff;
     fs::write(&files[1], &bytes).unwrap();
     let err = Wal::open(tmp.path(), small_options(512)).err().unwrap();
-    assert!(matches!(&err, WalError::BadHeader { path, reason: HeaderError::BadMagic { .. } } if path == &files[1]), "{err}");
+    assert!(
+        matches!(&err, WalError::BadHeader { path, reason: HeaderError::BadMagic { .. } } if path == &files[1]),
+        "{err}"
+    );
     assert!(err.to_string().contains(&files[1].display().to_string()));
     bytes[0] ^= 0xff;
 
@@ -186,18 +237,29 @@ fn header_mismatches_are_hard_errors() {
     bytes[8] = 9;
     fs::write(&files[1], &bytes).unwrap();
     let err = Wal::open(tmp.path(), small_options(512)).err().unwrap();
-    assert!(matches!(err, WalError::BadHeader { reason: HeaderError::UnsupportedVersion { found: 9, .. }, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            WalError::BadHeader {
+                reason: HeaderError::UnsupportedVersion { found: 9, .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
     bytes[8] = 1;
     fs::write(&files[1], &bytes).unwrap();
 
-    // Header base that does not match the file name: rename a segment so
-    // that the name is off while contiguity still holds for the listing.
-    let last = files.last().unwrap();
-    let wrong = tmp.path().join("00000000000000000001.wal");
-    fs::copy(last, &wrong).unwrap();
-    let err = Reader::open(tmp.path(), Position::ZERO, 1 << 20).err().unwrap();
-    assert!(matches!(err, WalError::SegmentGap { .. }), "{err}");
-    fs::remove_file(&wrong).unwrap();
+    // A stray segment overlapping the others breaks contiguity.
+    let stray = tmp.path().join("00000000000000000001.wal");
+    fs::copy(files.last().unwrap(), &stray).unwrap();
+    let err = Reader::open(tmp.path(), Position::ZERO, 1 << 20)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, WalError::SegmentGap { path, .. } if path == &stray),
+        "{err}"
+    );
 }
 
 #[test]
@@ -222,7 +284,10 @@ fn missing_middle_segment_is_a_gap_error() {
     let files = segment_files(tmp.path());
     fs::remove_file(&files[1]).unwrap();
     let err = Wal::open(tmp.path(), small_options(512)).err().unwrap();
-    assert!(matches!(&err, WalError::SegmentGap { path, .. } if path == &files[2]), "{err}");
+    assert!(
+        matches!(&err, WalError::SegmentGap { path, .. } if path == &files[2]),
+        "{err}"
+    );
 }
 
 #[test]
@@ -245,21 +310,33 @@ fn invalid_options_are_rejected() {
         max_record_bytes: u64::from(u32::MAX) + 1,
         ..Options::default()
     };
-    assert!(matches!(Wal::open(tmp.path(), bad), Err(WalError::InvalidOptions(_))));
+    assert!(matches!(
+        Wal::open(tmp.path(), bad),
+        Err(WalError::InvalidOptions(_))
+    ));
     let bad = Options {
         segment_size_bytes: 10,
         ..Options::default()
     };
-    assert!(matches!(Wal::open(tmp.path(), bad), Err(WalError::InvalidOptions(_))));
+    assert!(matches!(
+        Wal::open(tmp.path(), bad),
+        Err(WalError::InvalidOptions(_))
+    ));
 }
 
 #[test]
 fn group_commit_one_sync_covers_a_batch() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = Wal::open(tmp.path(), Options::default()).unwrap();
-    let positions: Vec<Position> = (0..1000).map(|i| wal.append(1, &payload(i, 100)).unwrap()).collect();
+    let positions: Vec<Position> = (0..1000)
+        .map(|i| wal.append(1, &payload(i, 100)).unwrap())
+        .collect();
     assert!(wal.durable() <= positions[0]);
     let durable = wal.sync().unwrap();
     assert!(positions.iter().all(|p| *p < durable));
-    assert_eq!(wal.sync().unwrap(), durable, "an empty sync changes nothing");
+    assert_eq!(
+        wal.sync().unwrap(),
+        durable,
+        "an empty sync changes nothing"
+    );
 }

@@ -10,7 +10,7 @@
 //! it is after C on every participant.
 //! Invariant: `CutFinish{C}` is appended only when `waiting` is empty (unless `finish-early`).
 
-use crate::ids::{CutId, TxId, VnodeId};
+use crate::ids::{Branch, CutId, TxId, VnodeId};
 use crate::message::CutMsg;
 use crate::record::{CutFinish, Record};
 use crate::vnode::Vnode;
@@ -26,7 +26,7 @@ pub struct CutState {
 #[derive(Debug)]
 pub(crate) struct LocalCut {
     pub(crate) id: CutId,
-    pub(crate) waiting: BTreeSet<TxId>,
+    pub(crate) waiting: BTreeSet<Branch>,
     pub(crate) before: BTreeSet<TxId>,
     pub(crate) after: BTreeSet<TxId>,
     /// `None` while waiting; `Some(true)` after `CutFinish`; `Some(false)` when it failed.
@@ -60,8 +60,8 @@ impl Vnode {
             self.cut.last_finished = self.cut.last_finished.max(Some(old.id));
         }
         self.out.append(Record::CutStart { cut });
-        let waiting: BTreeSet<TxId> =
-            self.part.prepared.iter().filter(|(_, p)| !p.read_only).map(|(tx, _)| tx.clone()).collect();
+        let waiting: BTreeSet<Branch> =
+            self.part.prepared.iter().filter(|(_, p)| !p.read_only).map(|(b, _)| b.clone()).collect();
         let local = LocalCut { id: cut, waiting, before: BTreeSet::new(), after: BTreeSet::new(), outcome: None, asked_by: None };
         self.cut.running = Some(local);
         if self.cfg.breaks.finish_early {
@@ -72,11 +72,12 @@ impl Vnode {
 
     /// Seed 000 §7: classify a transaction of `waiting` as it finishes here.
     /// `committed` is `Some(tx_cut)` for a commit, `None` for a rollback.
-    pub(crate) fn cut_tx_finished(&mut self, tx: &TxId, committed: Option<Option<CutId>>, recovered: bool, read_only: bool) {
+    pub(crate) fn cut_tx_finished(&mut self, branch: &Branch, committed: Option<Option<CutId>>, recovered: bool, read_only: bool) {
         let Some(c) = self.cut.running.as_mut() else { return };
-        if c.outcome.is_some() || read_only || !c.waiting.remove(tx) {
+        if c.outcome.is_some() || read_only || !c.waiting.remove(branch) {
             return;
         }
+        let tx = &branch.tx;
         match committed {
             _ if recovered => c.outcome = Some(false),
             None => {}

@@ -3,17 +3,17 @@
 //! `CutFinish{C}` that are in `before`; nothing after `CutFinish{C}`. A pure function of a base
 //! checkpoint and the log that follows it.
 
-use crate::ids::{CutId, TxId};
+use crate::ids::{Branch, CutId, TxId};
 use crate::record::{CutFinish, Record};
 use crate::store::{ResolvedWrite, Store};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The state a log segment starts from: committed data, plus the write sets of transactions that
 /// were prepared and not yet finished there (their commit may lie inside the cut window).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Checkpoint {
     pub store: Store,
-    pub prepared: BTreeMap<TxId, Vec<ResolvedWrite>>,
+    pub prepared: BTreeMap<Branch, Vec<ResolvedWrite>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -28,6 +28,14 @@ pub enum RestoreError {
     CommitWithoutPrepare { tx: TxId, index: usize },
 }
 
+/// A vnode's state at a cut, and the transactions that made it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Restored {
+    pub store: Store,
+    /// Transactions committed here that the cut includes.
+    pub included: BTreeSet<TxId>,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Window {
     BeforeStart,
@@ -39,17 +47,19 @@ pub fn restore_to_cut<'a>(
     base: Checkpoint,
     log: impl IntoIterator<Item = &'a Record>,
     target: &CutFinish,
-) -> Result<Store, RestoreError> {
+) -> Result<Restored, RestoreError> {
     let Checkpoint { mut store, mut prepared } = base;
+    let mut included = BTreeSet::new();
     let mut window = Window::BeforeStart;
     for (index, record) in log.into_iter().enumerate() {
         match record {
-            Record::TxPrepared(p) => drop(prepared.insert(p.tx.clone(), p.writes.clone())),
-            Record::TxRolledBack { tx } => drop(prepared.remove(tx)),
-            Record::TxCommitted { tx, writes, .. } => {
+            Record::TxPrepared(p) => drop(prepared.insert(p.branch(), p.writes.clone())),
+            Record::TxRolledBack { branch: Some(branch), .. } => drop(prepared.remove(branch)),
+            Record::TxCommitted { branch, writes, .. } => {
+                let tx = &branch.tx;
                 let writes = match writes.is_empty() {
                     false => writes.clone(),
-                    true => prepared.remove(tx).ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
+                    true => prepared.remove(branch).ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
                 };
                 let keep = match window {
                     Window::BeforeStart => !target.after.contains(tx),
@@ -57,6 +67,7 @@ pub fn restore_to_cut<'a>(
                 };
                 if keep {
                     store.apply_all(&writes);
+                    included.insert(tx.clone());
                 }
             }
             Record::CutStart { cut } if *cut == target.cut => window = Window::Inside,
@@ -67,7 +78,7 @@ pub fn restore_to_cut<'a>(
                 if f != target {
                     return Err(RestoreError::FinishMismatch { cut: target.cut });
                 }
-                return Ok(store);
+                return Ok(Restored { store, included });
             }
             _ => {}
         }

@@ -1,7 +1,7 @@
 //! The near vnode: accepts a client's transaction, sends it to the primaries involved, and as
 //! first committer in 2PC decides it. Also serves single-key GETs by asking the key's primary.
 
-use crate::ids::{ClientId, CutId, Key, TxId, Value, Version, VnodeId};
+use crate::ids::{ClientId, CutId, Key, Role, TxId, Value, Version, VnodeId};
 use crate::io::{Response, Timer};
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::Record;
@@ -146,7 +146,7 @@ impl Vnode {
         self.near.decided.insert(tx.clone(), tx_cut);
         self.reply(ntx.client, ntx.req, Response::Committed { tx: tx.clone(), writes: ntx.writes });
         for p in &ntx.participants {
-            self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), commit: true, tx_cut });
+            self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut });
         }
     }
 
@@ -155,7 +155,7 @@ impl Vnode {
         let ntx = self.near.txs.remove(&tx).expect("aborting a known transaction");
         if !ntx.one_phase {
             for p in &ntx.participants {
-                self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), commit: false, tx_cut: None });
+                self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: false, tx_cut: None });
             }
         }
         self.reply(ntx.client, ntx.req, Response::Aborted { tx: Some(tx), reason });
@@ -186,7 +186,7 @@ impl Vnode {
             TxStatus::Committed { tx_cut: *tx_cut }
         } else if one_phase {
             if self.part.tombstones.insert(tx.clone()) {
-                self.out.append(Record::TxRolledBack { tx: tx.clone() });
+                self.out.append(Record::TxRolledBack { tx: tx.clone(), branch: None });
             }
             TxStatus::Aborted
         } else if self.near.txs.contains_key(&tx) {

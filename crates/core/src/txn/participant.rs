@@ -4,7 +4,7 @@
 //! Invariant (write-ahead): a `PrepareAck` leaves only after this vnode's `TxPrepared` (or, for a
 //! 1PC first committer, `TxCommitted`) is durable — enforced by the outbox.
 
-use crate::ids::{CutId, Key, TxId, VnodeId};
+use crate::ids::{Branch, CutId, Key, Role, TxId, VnodeId};
 use crate::io::Timer;
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::{Prepared, Record};
@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Default)]
 pub struct ParticipantState {
-    pub(crate) prepared: BTreeMap<TxId, PreparedTx>,
+    pub(crate) prepared: BTreeMap<Branch, PreparedTx>,
     /// Transactions rolled back here; a late prepare of one of them is refused.
     pub(crate) tombstones: BTreeSet<TxId>,
 }
@@ -51,24 +51,26 @@ impl Vnode {
         first_committer: VnodeId,
         downstream: Vec<VnodeId>,
     ) {
+        let role = if matches!(writes, PrepareWrites::Unresolved(_)) { Role::Primary } else { Role::Backup };
         if self.part.tombstones.contains(&tx) {
             let result = Err(AbortReason::PresumedAbort);
-            return self.send_txn(&from, TxnMsg::PrepareAck { tx, result, tx_cut: None });
+            return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result, tx_cut: None });
         }
-        if self.part.prepared.contains_key(&tx) || self.near.decided.contains_key(&tx) {
+        let branch = Branch { tx: tx.clone(), upstream: from.clone(), role };
+        if self.part.prepared.contains_key(&branch) || self.near.decided.contains_key(&tx) {
             return; // a duplicate: the first copy is being (or was) answered
         }
-        let is_primary = matches!(writes, PrepareWrites::Unresolved(_));
+        let is_primary = role == Role::Primary;
         let resolved = match writes {
             PrepareWrites::Resolved(ws) => ws,
             PrepareWrites::Unresolved(ws) => match self.validate_and_resolve(&tx, &reads, &ws) {
                 Ok(resolved) => resolved,
                 Err(reason) => {
-                    return self.send_txn(&from, TxnMsg::PrepareAck { tx, result: Err(reason), tx_cut: None })
+                    return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result: Err(reason), tx_cut: None })
                 }
             },
         };
-        let mut rec = Prepared { tx, writes: resolved, first_committer, upstream: from, downstream, one_phase };
+        let mut rec = Prepared { tx, writes: resolved, first_committer, upstream: from, downstream, one_phase, role };
         if one_phase && rec.downstream.is_empty() {
             return self.commit_as_first_committer(rec);
         }
@@ -138,16 +140,16 @@ impl Vnode {
         let tx_cut = self.stamp();
         if !rec.writes.is_empty() {
             let writes = rec.writes.clone();
-            self.out.append(Record::TxCommitted { tx: rec.tx.clone(), tx_cut, writes });
+            self.out.append(Record::TxCommitted { branch: rec.branch(), tx_cut, writes });
             self.near.decided.insert(rec.tx.clone(), tx_cut);
             self.store.apply_all(&rec.writes);
         }
-        let ack = TxnMsg::PrepareAck { tx: rec.tx, result: Ok(rec.writes), tx_cut };
+        let ack = TxnMsg::PrepareAck { tx: rec.tx, role: rec.role, result: Ok(rec.writes), tx_cut };
         self.send_txn(&rec.upstream, ack);
     }
 
     fn prepare(&mut self, rec: Prepared, locked: Vec<Key>) {
-        let tx = rec.tx.clone();
+        let branch = rec.branch();
         let read_only = rec.writes.is_empty();
         if !read_only {
             self.out.append(Record::TxPrepared(rec.clone()));
@@ -159,13 +161,13 @@ impl Vnode {
         };
         self.forward_prepare(&rec);
         if pending.is_empty() {
-            let ack = TxnMsg::PrepareAck { tx: tx.clone(), result: Ok(rec.writes.clone()), tx_cut: None };
+            let ack = TxnMsg::PrepareAck { tx: rec.tx.clone(), role: rec.role, result: Ok(rec.writes.clone()), tx_cut: None };
             self.send_txn(&rec.upstream, ack);
         }
         let backoff_us = self.cfg.timeouts.in_doubt_timeout_us;
         let p = PreparedTx { rec, read_only, locked, pending, recovered: false, backoff_us };
-        self.part.prepared.insert(tx.clone(), p);
-        self.set_timer(Timer::InDoubt(tx), backoff_us);
+        self.part.prepared.insert(branch.clone(), p);
+        self.set_timer(Timer::InDoubt(branch), backoff_us);
     }
 
     fn forward_prepare(&mut self, rec: &Prepared) {
@@ -200,58 +202,65 @@ impl Vnode {
         &mut self,
         from: VnodeId,
         tx: TxId,
+        role: Role,
         result: Result<Vec<ResolvedWrite>, AbortReason>,
         tx_cut: Option<CutId>,
     ) {
-        let Some(p) = self.part.prepared.get_mut(&tx).filter(|p| p.pending.contains(&from)) else {
+        if role == Role::Primary {
             return self.near_on_prepare_ack(from, tx, result);
-        };
+        }
+        let found = self.part.prepared.iter_mut().find(|(b, p)| b.tx == tx && p.pending.contains(&from));
+        let Some((branch, p)) = found else { return };
+        let branch = branch.clone();
         p.pending.remove(&from);
         if p.rec.one_phase {
             let decision = match result {
                 Ok(_) => Decision::Commit { tx_cut },
                 Err(reason) => Decision::Abort(reason),
             };
-            return self.finish_prepared(&tx, decision);
+            return self.finish_prepared(&branch, decision);
         }
         if p.pending.is_empty() {
-            let ack = TxnMsg::PrepareAck { tx: tx.clone(), result: Ok(p.rec.writes.clone()), tx_cut: None };
+            let ack = TxnMsg::PrepareAck { tx: tx.clone(), role: p.rec.role, result: Ok(p.rec.writes.clone()), tx_cut: None };
             let upstream = p.rec.upstream.clone();
             self.send_txn(&upstream, ack);
         }
     }
 
-    pub(crate) fn on_finish(&mut self, tx: TxId, commit: bool, tx_cut: Option<CutId>) {
-        if !self.part.prepared.contains_key(&tx) {
+    pub(crate) fn on_finish(&mut self, branch: Branch, commit: bool, tx_cut: Option<CutId>) {
+        if !self.part.prepared.contains_key(&branch) {
             return;
         }
         let decision = if commit { Decision::Commit { tx_cut } } else { Decision::Abort(AbortReason::Timeout) };
-        self.finish_prepared(&tx, decision);
+        self.finish_prepared(&branch, decision);
     }
 
+    /// The first committer's answer settles every branch of `tx` held here.
     pub(crate) fn on_status_reply(&mut self, tx: TxId, status: TxStatus) {
-        if !self.part.prepared.contains_key(&tx) {
-            return;
-        }
-        match status {
-            TxStatus::Committed { tx_cut } => self.finish_prepared(&tx, Decision::Commit { tx_cut }),
-            TxStatus::Aborted => self.finish_prepared(&tx, Decision::Abort(AbortReason::PresumedAbort)),
-            TxStatus::Pending => {}
+        let decision = match status {
+            TxStatus::Committed { tx_cut } => Decision::Commit { tx_cut },
+            TxStatus::Aborted => Decision::Abort(AbortReason::PresumedAbort),
+            TxStatus::Pending => return,
+        };
+        let branches: Vec<Branch> = self.part.prepared.keys().filter(|b| b.tx == tx).cloned().collect();
+        for branch in branches {
+            self.finish_prepared(&branch, decision.clone());
         }
     }
 
     /// Applies the first committer's decision, then passes it on: down to the backups in 2PC, back
     /// up the chain in 1PC.
-    pub(crate) fn finish_prepared(&mut self, tx: &TxId, decision: Decision) {
-        let p = self.part.prepared.remove(tx).expect("finishing a prepared transaction");
+    pub(crate) fn finish_prepared(&mut self, branch: &Branch, decision: Decision) {
+        let p = self.part.prepared.remove(branch).expect("finishing a prepared branch");
+        let tx = &branch.tx;
         let commit_cut = match &decision {
             Decision::Commit { tx_cut } => Some(*tx_cut),
             Decision::Abort(_) => None,
         };
         if !p.read_only {
             let record = match commit_cut {
-                Some(tx_cut) => Record::TxCommitted { tx: tx.clone(), tx_cut, writes: vec![] },
-                None => Record::TxRolledBack { tx: tx.clone() },
+                Some(tx_cut) => Record::TxCommitted { branch: branch.clone(), tx_cut, writes: vec![] },
+                None => Record::TxRolledBack { tx: tx.clone(), branch: Some(branch.clone()) },
             };
             self.out.append(record);
         }
@@ -265,7 +274,7 @@ impl Vnode {
                 self.locks.remove(k);
             }
         }
-        self.cut_tx_finished(tx, commit_cut, p.recovered, p.read_only);
+        self.cut_tx_finished(branch, commit_cut, p.recovered, p.read_only);
         self.pass_on(&p, decision);
     }
 
@@ -276,26 +285,26 @@ impl Vnode {
                 Decision::Commit { tx_cut } => (Ok(p.rec.writes.clone()), tx_cut),
                 Decision::Abort(reason) => (Err(reason), None),
             };
-            return self.send_txn(&p.rec.upstream, TxnMsg::PrepareAck { tx, result, tx_cut });
+            return self.send_txn(&p.rec.upstream, TxnMsg::PrepareAck { tx, role: p.rec.role, result, tx_cut });
         }
         let (commit, tx_cut) = match decision {
             Decision::Commit { tx_cut } => (true, tx_cut),
             Decision::Abort(_) => (false, None),
         };
         for d in &p.rec.downstream {
-            self.send_txn(d, TxnMsg::Finish { tx: tx.clone(), commit, tx_cut });
+            self.send_txn(d, TxnMsg::Finish { tx: tx.clone(), role: Role::Backup, commit, tx_cut });
         }
     }
 
     /// Nobody told us the outcome in time: ask the first committer, with capped doubling back-off.
-    pub(crate) fn participant_in_doubt(&mut self, tx: TxId) {
+    pub(crate) fn participant_in_doubt(&mut self, branch: Branch) {
         let cap = self.cfg.timeouts.in_doubt_backoff_max_us;
-        let Some(p) = self.part.prepared.get_mut(&tx) else { return };
+        let Some(p) = self.part.prepared.get_mut(&branch) else { return };
         let to = p.rec.first_committer.clone();
         let one_phase = p.rec.one_phase;
         p.backoff_us = (p.backoff_us * 2).min(cap);
         let next = p.backoff_us;
-        self.send_txn(&to, TxnMsg::StatusQuery { tx: tx.clone(), one_phase });
-        self.set_timer(Timer::InDoubt(tx), next);
+        self.send_txn(&to, TxnMsg::StatusQuery { tx: branch.tx.clone(), one_phase });
+        self.set_timer(Timer::InDoubt(branch), next);
     }
 }

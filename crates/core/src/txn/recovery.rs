@@ -29,19 +29,21 @@ impl Vnode {
                     recovered: true,
                     backoff_us: self.cfg.timeouts.in_doubt_timeout_us,
                 };
-                self.part.prepared.insert(p.tx.clone(), in_doubt);
+                self.part.prepared.insert(p.branch(), in_doubt);
             }
-            Record::TxCommitted { tx, tx_cut, writes } => {
+            Record::TxCommitted { branch, tx_cut, writes } => {
                 if !writes.is_empty() {
                     // A 1PC first committer: the commit carries the writes and is the decision.
                     self.store.apply_all(writes);
-                    self.near.decided.insert(tx.clone(), *tx_cut);
-                } else if let Some(p) = self.part.prepared.remove(tx) {
+                    self.near.decided.insert(branch.tx.clone(), *tx_cut);
+                } else if let Some(p) = self.part.prepared.remove(branch) {
                     self.store.apply_all(&p.rec.writes);
                 }
             }
-            Record::TxRolledBack { tx } => {
-                self.part.prepared.remove(tx);
+            Record::TxRolledBack { tx, branch } => {
+                if let Some(branch) = branch {
+                    self.part.prepared.remove(branch);
+                }
                 self.part.tombstones.insert(tx.clone());
             }
             Record::TxDecided { tx, tx_cut } => drop(self.near.decided.insert(tx.clone(), *tx_cut)),
@@ -55,11 +57,11 @@ impl Vnode {
     /// Keys of in-doubt transactions stay locked on their primary until the outcome is known.
     fn relock_in_doubt(&mut self) {
         let me = self.cfg.id.clone();
-        for (tx, p) in self.part.prepared.iter_mut() {
+        for (branch, p) in self.part.prepared.iter_mut() {
             let placement = &self.cfg.placement;
             let keys: Vec<_> = p.rec.writes.iter().map(|w| w.key.clone()).filter(|k| placement.primary_of(k) == &me).collect();
             for k in &keys {
-                self.locks.insert(k.clone(), tx.clone());
+                self.locks.insert(k.clone(), branch.tx.clone());
             }
             p.locked = keys;
         }

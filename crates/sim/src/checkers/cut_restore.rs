@@ -1,0 +1,124 @@
+//! Property: every cut the process declared successful restores, on every vnode, to a state in
+//! which (a) each transaction is included by all the replicas it wrote or by none, (b) per key the
+//! included versions are a prefix of the key's committed history and every transaction an included
+//! one read from is included, and (c) the bank balances sum to the total; and (d) no vnode lacks
+//! the cut's `CutFinish` (a failed local cut is never declared successful).
+
+use super::{names, LogFacts, Violation};
+use crate::config::WorkloadKind;
+use crate::world::World;
+use std::collections::BTreeSet;
+use waymark_core::cut::restore::{find_finish, restore_to_cut, Checkpoint, Restored};
+use waymark_core::{CutId, TxId};
+
+/// How many cuts were restored and verified on every vnode.
+pub fn verified_cuts(w: &World) -> usize {
+    w.declared_cuts().iter().filter(|(_, ok)| *ok).count()
+}
+
+pub fn check(w: &World, facts: &LogFacts) -> Vec<Violation> {
+    let mut out = vec![];
+    for (cut, ok) in w.declared_cuts() {
+        if ok {
+            out.extend(check_cut(w, facts, cut));
+        }
+    }
+    for run in &w.history.cuts {
+        if run.ok && !w.declared_cuts().contains(&(run.cut, true)) {
+            out.push(v(format!("{} was reported successful to the operator but not logged so", run.cut)));
+        }
+    }
+    out
+}
+
+fn v(message: String) -> Violation {
+    Violation { checker: "cut-restore", message }
+}
+
+fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
+    let mut restored: Vec<Restored> = vec![];
+    for (i, node) in w.nodes.iter().enumerate() {
+        let Some(finish) = find_finish(&node.log, cut) else {
+            return vec![v(format!("{cut} declared successful but {} has no CutFinish", names(w, [i])))];
+        };
+        match restore_to_cut(Checkpoint::default(), &node.log, finish) {
+            Ok(r) => restored.push(r),
+            Err(e) => return vec![v(format!("{cut} on {}: {e}", names(w, [i])))],
+        }
+    }
+    let mut out = atomic(w, facts, cut, &restored);
+    out.extend(closed(w, facts, cut, &restored));
+    out.extend(bank_total(w, cut, &restored));
+    out
+}
+
+/// (a) Every replica a transaction wrote includes it, or none does.
+fn atomic(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let all: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
+    let mut out = vec![];
+    for tx in all {
+        let holders = facts.replicas_of(w, tx);
+        let missing: Vec<usize> = holders.iter().copied().filter(|n| !restored[*n].included.contains(tx)).collect();
+        if !missing.is_empty() {
+            let with: Vec<usize> = holders.iter().copied().filter(|n| restored[*n].included.contains(tx)).collect();
+            out.push(v(format!(
+                "{cut}: {tx} restored on {} but not on {} (atomicity)",
+                names(w, with),
+                names(w, missing)
+            )));
+        }
+    }
+    out
+}
+
+/// (b) Versions form a prefix per key; read-from dependencies of included transactions are included.
+fn closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let mut out = vec![];
+    for (node, r) in restored.iter().enumerate() {
+        for (key, entry) in r.store.iter() {
+            for version in 1..=entry.version {
+                match facts.writer.get(&(key.clone(), version)) {
+                    Some(tx) if r.included.contains(tx) => {}
+                    writer => out.push(v(format!(
+                        "{cut} on {}: key {} restored at version {} but version {version} (by {writer:?}) is not included",
+                        names(w, [node]),
+                        String::from_utf8_lossy(key),
+                        entry.version
+                    ))),
+                }
+            }
+        }
+    }
+    for t in w.history.committed() {
+        let Some(tx) = &t.tx else { continue };
+        let holders = facts.replicas_of(w, tx);
+        let Some(&holder) = holders.iter().next() else { continue };
+        if !restored[holder].included.contains(tx) {
+            continue;
+        }
+        for (key, _, version) in t.reads.iter().filter(|(_, _, v)| *v > 0) {
+            let Some(writer) = facts.writer.get(&(key.clone(), *version)) else { continue };
+            let primary = w.index[w.placement.primary_of(key)];
+            if !restored[primary].included.contains(writer) {
+                out.push(v(format!(
+                    "{cut}: {tx} is restored but {writer}, whose write of {} it read, is not (closure)",
+                    String::from_utf8_lossy(key)
+                )));
+            }
+        }
+    }
+    out
+}
+
+/// (c) The restored accounts sum to the total.
+fn bank_total(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    if w.cfg.workload != WorkloadKind::Bank {
+        return vec![];
+    }
+    let balances = super::bank::balances_from(w, |node, key| restored[node].store.get(key).value);
+    let setup_included = balances.iter().any(|b| *b != 0);
+    match super::bank::judge(&balances) {
+        Some(msg) if setup_included => vec![v(format!("{cut}: restored {msg}"))],
+        _ => vec![],
+    }
+}

@@ -1,0 +1,49 @@
+//! What one simulated run is made of. Every field is either given on the command line or drawn
+//! from the seed, so a seed and a config name one run exactly.
+
+use waymark_core::{Breaks, CutStrategy};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadKind {
+    Bank,
+    Append,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub workload: WorkloadKind,
+    pub vnodes: usize,
+    pub replicas: usize,
+    pub partitions: u32,
+    pub clients: usize,
+    /// Clients issue new transactions for this long; then the world heals and settles.
+    pub duration_us: u64,
+    /// After healing, the run goes on until nothing is pending, but no longer than this.
+    pub settle_max_us: u64,
+    pub faults: bool,
+    pub cuts: bool,
+    pub strategy: CutStrategy,
+    pub breaks: Breaks,
+    pub trace: bool,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64, workload: WorkloadKind) -> Self {
+        SimConfig {
+            seed,
+            workload,
+            vnodes: 3,
+            replicas: 2,
+            partitions: 8,
+            clients: 6,
+            duration_us: 1_000_000,
+            settle_max_us: 60_000_000,
+            faults: true,
+            cuts: false,
+            strategy: CutStrategy::Consistent,
+            breaks: Breaks::default(),
+            trace: false,
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Faults drawn from the seed: crashes (with torn tails) and restarts, connection breaks,
+//! partitions (symmetric and one-way) that heal, and FoundationDB-style swizzle clogging — several
+//! links clogged one by one, unclogged in random order.
+
+use crate::world::{Event, World};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Hash)]
+pub enum Fault {
+    Crash(usize),
+    Restart(usize),
+    Break(usize, usize),
+    Partition { id: u32, links: Vec<(usize, usize)>, one_way: bool },
+    Heal { id: u32 },
+    Clog { from: usize, to: usize, until_us: u64 },
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct FaultCounts {
+    pub crashes: u64,
+    pub torn: u64,
+    pub partitions: u64,
+    pub one_way: u64,
+    pub breaks: u64,
+    pub clogs: u64,
+}
+
+impl FaultCounts {
+    pub fn add(&mut self, o: &FaultCounts) {
+        self.crashes += o.crashes;
+        self.torn += o.torn;
+        self.partitions += o.partitions;
+        self.one_way += o.one_way;
+        self.breaks += o.breaks;
+        self.clogs += o.clogs;
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Faults {
+    pub counts: FaultCounts,
+    active: BTreeMap<u32, Vec<(usize, usize)>>,
+    next_id: u32,
+}
+
+/// Draws this seed's fault schedule inside the workload's window.
+pub fn plan(w: &mut World) {
+    let n = w.nodes.len();
+    let (from_us, to_us) = (100_000, w.cfg.duration_us * 9 / 10);
+    let at = |w: &mut World| w.rng.gen_range(from_us..to_us.max(from_us + 1));
+    for _ in 0..w.rng.gen_range(0..=2) {
+        let (t, node) = (at(w), w.rng.gen_range(0..n));
+        w.schedule(t, Event::Fault(Fault::Crash(node)));
+        let back = t + w.rng.gen_range(10_000..300_000);
+        w.schedule(back, Event::Fault(Fault::Restart(node)));
+    }
+    for _ in 0..w.rng.gen_range(0..=5) {
+        let (t, a, b) = (at(w), w.rng.gen_range(0..n), w.rng.gen_range(0..n));
+        w.schedule(t, Event::Fault(Fault::Break(a, b)));
+    }
+    for _ in 0..w.rng.gen_range(0..=2) {
+        let t = at(w);
+        plan_partition(w, t);
+    }
+    if w.rng.gen_bool(0.5) {
+        let t = at(w);
+        plan_swizzle(w, t);
+    }
+}
+
+fn plan_partition(w: &mut World, t: u64) {
+    let n = w.nodes.len();
+    let mut ids: Vec<usize> = (0..n).collect();
+    ids.shuffle(&mut w.rng);
+    let side = w.rng.gen_range(1..n.max(2));
+    let (a, b) = ids.split_at(side.min(n));
+    let one_way = w.rng.gen_bool(0.5);
+    let mut links = vec![];
+    for &x in a {
+        for &y in b {
+            links.push((x, y));
+            if !one_way {
+                links.push((y, x));
+            }
+        }
+    }
+    let id = w.faults.next_id;
+    w.faults.next_id += 1;
+    w.schedule(t, Event::Fault(Fault::Partition { id, links, one_way }));
+    let heal = t + w.rng.gen_range(10_000..300_000);
+    w.schedule(heal, Event::Fault(Fault::Heal { id }));
+}
+
+/// Clog up to four links one after another; each unclogs at its own random time.
+fn plan_swizzle(w: &mut World, t: u64) {
+    let n = w.nodes.len();
+    let mut t = t;
+    for _ in 0..w.rng.gen_range(1..=4) {
+        let (from, to) = (w.rng.gen_range(0..n), w.rng.gen_range(0..n));
+        let until_us = t + w.rng.gen_range(10_000..200_000);
+        w.schedule(t, Event::Fault(Fault::Clog { from, to, until_us }));
+        t += w.rng.gen_range(1_000..20_000);
+    }
+}
+
+pub fn apply(w: &mut World, f: Fault) {
+    if w.is_stopping() {
+        return;
+    }
+    match f {
+        Fault::Crash(node) => crash(w, node),
+        Fault::Restart(node) => w.restart(node),
+        Fault::Break(a, b) => {
+            w.faults.counts.breaks += 1;
+            w.net.break_connection(a, b);
+        }
+        Fault::Partition { id, links, one_way } => {
+            w.faults.counts.partitions += 1;
+            w.faults.counts.one_way += one_way as u64;
+            for &(x, y) in &links {
+                w.net.block(x, y);
+            }
+            w.faults.active.insert(id, links);
+        }
+        Fault::Heal { id } => heal(w, id),
+        Fault::Clog { from, to, until_us } => {
+            w.faults.counts.clogs += 1;
+            w.net.clog(from, to, until_us);
+        }
+    }
+}
+
+fn crash(w: &mut World, node: usize) {
+    if w.nodes[node].vnode.is_none() {
+        return;
+    }
+    w.faults.counts.crashes += 1;
+    if w.nodes[node].crash(&mut w.rng) {
+        w.faults.counts.torn += 1;
+    }
+    let n = w.nodes.len();
+    w.net.break_all_of(node, n);
+}
+
+fn heal(w: &mut World, id: u32) {
+    if let Some(links) = w.faults.active.remove(&id) {
+        for (x, y) in links {
+            w.net.unblock(x, y);
+        }
+    }
+}
+
+/// The end of the run: every partition heals, every clog clears, every crashed vnode restarts.
+pub fn heal_all(w: &mut World) {
+    let ids: Vec<u32> = w.faults.active.keys().copied().collect();
+    for id in ids {
+        heal(w, id);
+    }
+    w.net.unclog_all(w.now_us);
+    for node in 0..w.nodes.len() {
+        w.restart(node);
+    }
+}

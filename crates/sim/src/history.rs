@@ -1,0 +1,49 @@
+//! What clients saw: every transaction they ran, with its reads, writes, outcome and times.
+//! Checkers read this; nothing here judges it.
+
+use waymark_core::{CutId, Key, ResolvedWrite, TxId, Value, Version, Write};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Committed,
+    Aborted,
+    /// The client never learnt: timed out, or the near lost track of a 1PC chain.
+    Unknown,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClientTxn {
+    pub client: usize,
+    /// A short label of the workload's operation, e.g. `transfer`, `audit`, `append`.
+    pub kind: &'static str,
+    pub tx: Option<TxId>,
+    /// The GETs that preceded the transaction, validated by it (`WATCH`).
+    pub reads: Vec<(Key, Option<Value>, Version)>,
+    pub writes: Vec<Write>,
+    /// Values written, as the primaries evaluated them (`Committed` only).
+    pub written: Vec<ResolvedWrite>,
+    pub outcome: Outcome,
+    pub invoked_us: u64,
+    pub completed_us: u64,
+}
+
+/// A cut the cut process finished, as its client (the operator) was told.
+#[derive(Clone, Debug)]
+pub struct CutRun {
+    pub cut: CutId,
+    pub ok: bool,
+    pub begun_us: u64,
+    pub ended_us: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    pub txns: Vec<ClientTxn>,
+    pub cuts: Vec<CutRun>,
+}
+
+impl History {
+    pub fn committed(&self) -> impl Iterator<Item = &ClientTxn> {
+        self.txns.iter().filter(|t| t.outcome == Outcome::Committed)
+    }
+}

@@ -1,0 +1,16 @@
+//! Waymark's deterministic simulator (DESIGN §8): the real `waymark-core` vnodes in a world of
+//! virtual time, seeded faults, workloads and checkers. Same seed, same trace hash.
+
+pub mod checkers;
+pub mod client;
+pub mod config;
+pub mod faults;
+pub mod history;
+pub mod net;
+pub mod run;
+pub mod trace;
+pub mod workloads;
+pub mod world;
+
+pub use config::{SimConfig, WorkloadKind};
+pub use run::{run_many, run_seed, SeedReport, Summary};

@@ -1,0 +1,181 @@
+//! `waymark-sim`: run seeds of the deterministic simulator and report what the checkers found.
+
+use anyhow::{bail, Result};
+use clap::{Parser, ValueEnum};
+use std::time::Instant;
+use waymark_core::{Breaks, CutStrategy};
+use waymark_sim::run::{reproduce, run_many, run_seed, Summary};
+use waymark_sim::{SimConfig, WorkloadKind};
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Workload {
+    Bank,
+    Append,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+enum Strategy {
+    Consistent,
+    Blocking,
+}
+
+#[derive(Parser)]
+#[command(name = "waymark-sim", about = "Deterministic simulation of a Waymark cluster, with faults and checkers")]
+struct Args {
+    /// Run this many seeds.
+    #[arg(long, default_value_t = 100)]
+    seeds: u64,
+    /// First seed of the range.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+    /// Run exactly this one seed (overrides --seeds/--start).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Print every event of the run (with --seed).
+    #[arg(long)]
+    trace: bool,
+    #[arg(long, value_enum, default_value_t = Workload::Bank)]
+    workload: Workload,
+    /// Store vnodes, one per simulated host.
+    #[arg(long, default_value_t = 3)]
+    vnodes: usize,
+    /// Replicas per partition (primary + backups).
+    #[arg(long, default_value_t = 2)]
+    replicas: usize,
+    #[arg(long, default_value_t = 6)]
+    clients: usize,
+    /// Virtual milliseconds of workload per seed.
+    #[arg(long, default_value_t = 1000)]
+    duration_ms: u64,
+    /// Take consistent cuts at random times and restore every successful one.
+    #[arg(long)]
+    cuts: bool,
+    #[arg(long, value_enum, default_value_t = Strategy::Consistent)]
+    strategy: Strategy,
+    /// Run every seed under both strategies and compare commit stalls (implies --cuts).
+    #[arg(long)]
+    compare: bool,
+    /// Inject no faults.
+    #[arg(long)]
+    no_faults: bool,
+    /// Deliberately break the protocol (comma-separated): see `Breaks::NAMES`.
+    #[arg(long = "break")]
+    breaks: Option<String>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let base = config(&args)?;
+    if let Some(seed) = args.seed {
+        return run_one(SimConfig { seed, trace: args.trace, ..base });
+    }
+    let t0 = Instant::now();
+    let summary = run_many(&base, args.start, args.seeds, |r, cfg| {
+        for v in &r.violations {
+            println!("seed {} VIOLATION {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+        }
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    let blocking = args.compare.then(|| {
+        let b = SimConfig { strategy: CutStrategy::Blocking, ..base.clone() };
+        run_many(&b, args.start, args.seeds, |_, _| {})
+    });
+    print_summary(&summary, &base, secs, blocking.as_ref());
+    if summary.failed > 0 || blocking.as_ref().is_some_and(|b| b.failed > 0) {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn config(args: &Args) -> Result<SimConfig> {
+    let workload = match args.workload {
+        Workload::Bank => WorkloadKind::Bank,
+        Workload::Append => WorkloadKind::Append,
+    };
+    if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
+        bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);
+    }
+    let mut breaks = Breaks::default();
+    for name in args.breaks.iter().flat_map(|b| b.split(',')) {
+        if !breaks.enable(name) {
+            bail!("unknown --break {name:?}; known: {}", Breaks::NAMES.join(", "));
+        }
+    }
+    let mut cfg = SimConfig::new(args.start, workload);
+    cfg.vnodes = args.vnodes;
+    cfg.replicas = args.replicas;
+    cfg.clients = args.clients;
+    cfg.duration_us = args.duration_ms * 1000;
+    cfg.cuts = args.cuts || args.compare;
+    cfg.strategy = if args.strategy == Strategy::Blocking { CutStrategy::Blocking } else { CutStrategy::Consistent };
+    cfg.faults = !args.no_faults;
+    cfg.breaks = breaks;
+    Ok(cfg)
+}
+
+fn run_one(cfg: SimConfig) -> Result<()> {
+    let r = run_seed(&cfg);
+    println!(
+        "seed {} trace {:016x} events {} committed {} aborted {} unknown {} cuts ok {} failed {} verified {}",
+        r.seed, r.trace_hash, r.events, r.committed, r.aborted, r.unknown, r.cuts_ok, r.cuts_failed, r.cuts_verified
+    );
+    println!("faults {:?}", r.faults);
+    for v in &r.violations {
+        println!("VIOLATION {v}");
+    }
+    let (passed, failed) = if r.violations.is_empty() { (1, 0) } else { (0, 1) };
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summary>) {
+    let f = &s.faults;
+    println!(
+        "seeds {} ({:.1} seeds/s) | txns committed {} aborted {} unknown {} | faults: crashes {} torn {} partitions {} (one-way {}) breaks {} clogs {}",
+        s.seeds,
+        s.seeds as f64 / secs.max(1e-9),
+        s.committed,
+        s.aborted,
+        s.unknown,
+        f.crashes,
+        f.torn,
+        f.partitions,
+        f.one_way,
+        f.breaks,
+        f.clogs
+    );
+    if cfg.cuts {
+        print_cuts("consistent", s);
+        if let Some(b) = blocking {
+            print_cuts("blocking", b);
+        }
+    }
+    println!("violations {}", s.violations);
+    if let Some((seed, cmd)) = &s.first_failure {
+        println!("first failing seed {seed}: {cmd}");
+    }
+    let (passed, failed) = (s.passed + blocking.map_or(0, |b| b.passed), s.failed + blocking.map_or(0, |b| b.failed));
+    println!("{passed} passed, {failed} failed");
+}
+
+fn print_cuts(name: &str, s: &Summary) {
+    println!(
+        "cuts[{name}]: started {} succeeded {} failed {} restored+verified {} | cut latency p50 {:.1} ms p99 {:.1} ms | longest commit stall during cuts {:.1} ms (outside cuts {:.1} ms)",
+        s.cuts_ok + s.cuts_failed,
+        s.cuts_ok,
+        s.cuts_failed,
+        s.cuts_verified,
+        s.latency_percentile_us(0.5) as f64 / 1e3,
+        s.latency_percentile_us(0.99) as f64 / 1e3,
+        s.stall_during_cuts_us as f64 / 1e3,
+        s.stall_outside_cuts_us as f64 / 1e3,
+    );
+    if s.buckets_cuts > 0 {
+        let per: Vec<String> =
+            s.throughput_buckets.iter().map(|b| format!("{:.1}", *b as f64 / s.buckets_cuts as f64)).collect();
+        println!("cuts[{name}]: commits per 10 ms from -50 ms to +150 ms around cut start: {}", per.join(" "));
+    }
+}

@@ -1,0 +1,93 @@
+//! The network model: per-link latency, FIFO per connection, connections that break and drop what
+//! is in flight, partitions (symmetric and one-way) that heal, and clogged links (FoundationDB's
+//! "swizzle") that hold messages until unclogged. Reordering across links comes from latency.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Link {
+    /// Bumped when the connection breaks; a message of an older epoch is lost.
+    epoch: u64,
+    /// Invariant: deliveries on one link are scheduled in non-decreasing time (FIFO).
+    last_delivery_us: u64,
+    clogged_until_us: u64,
+    /// Partitions currently blocking this direction.
+    blocked: u32,
+}
+
+#[derive(Debug, Default)]
+pub struct Network {
+    links: BTreeMap<(usize, usize), Link>,
+}
+
+/// Where a sent message will arrive, and the connection epoch it travels on.
+pub struct InFlight {
+    pub at_us: u64,
+    pub epoch: u64,
+}
+
+impl Network {
+    /// `None`: the link is partitioned and the message is lost.
+    pub fn send(&mut self, rng: &mut ChaCha8Rng, now_us: u64, from: usize, to: usize) -> Option<InFlight> {
+        let latency_us = if from == to { 5 } else { latency_us(rng) };
+        let link = self.links.entry((from, to)).or_default();
+        if link.blocked > 0 {
+            return None;
+        }
+        let at_us = (now_us + latency_us).max(link.last_delivery_us).max(link.clogged_until_us);
+        link.last_delivery_us = at_us;
+        Some(InFlight { at_us, epoch: link.epoch })
+    }
+
+    pub fn is_current(&self, from: usize, to: usize, epoch: u64) -> bool {
+        self.links.get(&(from, to)).map_or(0, |l| l.epoch) == epoch
+    }
+
+    /// Breaks the connection between `a` and `b`: both directions lose what is in flight.
+    pub fn break_connection(&mut self, a: usize, b: usize) {
+        for key in [(a, b), (b, a)] {
+            let link = self.links.entry(key).or_default();
+            link.epoch += 1;
+            link.last_delivery_us = 0;
+        }
+    }
+
+    pub fn break_all_of(&mut self, node: usize, nodes: usize) {
+        for other in 0..nodes {
+            self.break_connection(node, other);
+        }
+    }
+
+    pub fn block(&mut self, from: usize, to: usize) {
+        self.links.entry((from, to)).or_default().blocked += 1;
+        self.break_connection(from, to);
+    }
+
+    pub fn unblock(&mut self, from: usize, to: usize) {
+        let link = self.links.entry((from, to)).or_default();
+        debug_assert!(link.blocked > 0, "unblocking a link that is not blocked");
+        link.blocked = link.blocked.saturating_sub(1);
+    }
+
+    pub fn clog(&mut self, from: usize, to: usize, until_us: u64) {
+        let link = self.links.entry((from, to)).or_default();
+        link.clogged_until_us = link.clogged_until_us.max(until_us);
+    }
+
+    pub fn unclog_all(&mut self, now_us: u64) {
+        for link in self.links.values_mut() {
+            link.clogged_until_us = link.clogged_until_us.min(now_us);
+        }
+    }
+}
+
+/// Mostly 0.1–1 ms, sometimes up to 10 ms: enough spread to reorder across links.
+fn latency_us(rng: &mut ChaCha8Rng) -> u64 {
+    if rng.gen_bool(0.05) {
+        rng.gen_range(1_000..10_000)
+    } else {
+        rng.gen_range(100..1_000)
+    }
+}

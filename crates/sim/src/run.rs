@@ -1,0 +1,184 @@
+//! Running seeds: one seed gives a `SeedReport`; many give a `Summary`.
+
+use crate::checkers::{self, Violation};
+use crate::config::{SimConfig, WorkloadKind};
+use crate::faults::FaultCounts;
+use crate::history::{History, Outcome};
+use crate::world::World;
+use waymark_core::CutStrategy;
+
+#[derive(Clone, Debug, Default)]
+pub struct CutMetrics {
+    /// Longest time without any commit acknowledgement, in an interval overlapping a cut.
+    pub stall_during_cuts_us: u64,
+    /// The same, away from cuts (the baseline).
+    pub stall_outside_cuts_us: u64,
+    pub cut_latencies_us: Vec<u64>,
+    /// Commits per 10 ms bucket from 50 ms before to 150 ms after each cut began, summed over cuts.
+    pub throughput_buckets: [u64; 20],
+    pub buckets_cuts: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct SeedReport {
+    pub seed: u64,
+    pub trace_hash: u64,
+    pub events: u64,
+    pub committed: u64,
+    pub aborted: u64,
+    pub unknown: u64,
+    pub faults: FaultCounts,
+    pub cuts_ok: u64,
+    pub cuts_failed: u64,
+    pub cuts_verified: u64,
+    pub metrics: CutMetrics,
+    pub violations: Vec<Violation>,
+}
+
+pub fn run_seed(cfg: &SimConfig) -> SeedReport {
+    let mut world = World::new(cfg.clone());
+    world.run();
+    let violations = checkers::check_all(&world);
+    let count = |o: Outcome| world.history.txns.iter().filter(|t| t.outcome == o && t.kind != "setup").count() as u64;
+    let declared = world.declared_cuts();
+    SeedReport {
+        seed: cfg.seed,
+        trace_hash: world.trace.hash(),
+        events: world.trace.events,
+        committed: count(Outcome::Committed),
+        aborted: count(Outcome::Aborted),
+        unknown: count(Outcome::Unknown),
+        faults: world.faults.counts.clone(),
+        cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
+        cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
+        cuts_verified: checkers::cut_restore::verified_cuts(&world) as u64,
+        metrics: cut_metrics(&world.history, cfg.duration_us),
+        violations,
+    }
+}
+
+fn cut_metrics(h: &History, duration_us: u64) -> CutMetrics {
+    let mut commits: Vec<u64> = h
+        .committed()
+        .filter(|t| t.kind != "setup" && t.completed_us <= duration_us)
+        .map(|t| t.completed_us)
+        .collect();
+    commits.sort_unstable();
+    let mut m = CutMetrics::default();
+    for pair in commits.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let overlaps = h.cuts.iter().any(|c| a < c.ended_us && b > c.begun_us);
+        let slot = if overlaps { &mut m.stall_during_cuts_us } else { &mut m.stall_outside_cuts_us };
+        *slot = (*slot).max(b - a);
+    }
+    for c in h.cuts.iter().filter(|c| c.ok) {
+        m.cut_latencies_us.push(c.ended_us - c.begun_us);
+        if c.begun_us < 50_000 || c.begun_us + 150_000 > duration_us {
+            continue;
+        }
+        m.buckets_cuts += 1;
+        for t in &commits {
+            let rel = *t as i64 - c.begun_us as i64 + 50_000;
+            if (0..200_000).contains(&rel) {
+                m.throughput_buckets[(rel / 10_000) as usize] += 1;
+            }
+        }
+    }
+    m
+}
+
+/// The command that reproduces one seed.
+pub fn reproduce(cfg: &SimConfig) -> String {
+    let workload = match cfg.workload {
+        WorkloadKind::Bank => "bank",
+        WorkloadKind::Append => "append",
+    };
+    let mut cmd = format!(
+        "cargo run --release -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",
+        cfg.seed, cfg.vnodes, cfg.replicas
+    );
+    if cfg.cuts {
+        cmd.push_str(" --cuts");
+    }
+    if cfg.strategy == CutStrategy::Blocking {
+        cmd.push_str(" --strategy blocking");
+    }
+    if !cfg.faults {
+        cmd.push_str(" --no-faults");
+    }
+    if cfg.breaks != Default::default() {
+        cmd.push_str(&format!(" --break {}", cfg.breaks));
+    }
+    cmd
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub seeds: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub committed: u64,
+    pub aborted: u64,
+    pub unknown: u64,
+    pub faults: FaultCounts,
+    pub cuts_ok: u64,
+    pub cuts_failed: u64,
+    pub cuts_verified: u64,
+    pub violations: u64,
+    pub stall_during_cuts_us: u64,
+    pub stall_outside_cuts_us: u64,
+    pub cut_latencies_us: Vec<u64>,
+    pub throughput_buckets: [u64; 20],
+    pub buckets_cuts: u64,
+    pub first_failure: Option<(u64, String)>,
+}
+
+impl Summary {
+    pub fn add(&mut self, r: &SeedReport, cfg: &SimConfig) {
+        self.seeds += 1;
+        if r.violations.is_empty() {
+            self.passed += 1;
+        } else {
+            self.failed += 1;
+            if self.first_failure.is_none() {
+                self.first_failure = Some((r.seed, reproduce(cfg)));
+            }
+        }
+        self.committed += r.committed;
+        self.aborted += r.aborted;
+        self.unknown += r.unknown;
+        self.faults.add(&r.faults);
+        self.cuts_ok += r.cuts_ok;
+        self.cuts_failed += r.cuts_failed;
+        self.cuts_verified += r.cuts_verified;
+        self.violations += r.violations.len() as u64;
+        self.stall_during_cuts_us = self.stall_during_cuts_us.max(r.metrics.stall_during_cuts_us);
+        self.stall_outside_cuts_us = self.stall_outside_cuts_us.max(r.metrics.stall_outside_cuts_us);
+        self.cut_latencies_us.extend(&r.metrics.cut_latencies_us);
+        for (a, b) in self.throughput_buckets.iter_mut().zip(r.metrics.throughput_buckets) {
+            *a += b;
+        }
+        self.buckets_cuts += r.metrics.buckets_cuts;
+    }
+
+    pub fn latency_percentile_us(&self, p: f64) -> u64 {
+        let mut v = self.cut_latencies_us.clone();
+        if v.is_empty() {
+            return 0;
+        }
+        v.sort_unstable();
+        v[((v.len() - 1) as f64 * p).round() as usize]
+    }
+}
+
+/// Runs `count` seeds from `start` with `base` as the template.
+pub fn run_many(base: &SimConfig, start: u64, count: u64, mut each: impl FnMut(&SeedReport, &SimConfig)) -> Summary {
+    let mut summary = Summary::default();
+    for seed in start..start + count {
+        let cfg = SimConfig { seed, ..base.clone() };
+        let r = run_seed(&cfg);
+        each(&r, &cfg);
+        summary.add(&r, &cfg);
+    }
+    summary
+}

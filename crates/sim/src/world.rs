@@ -1,0 +1,448 @@
+//! The simulated world: one thread, virtual time, one seeded RNG for every decision, an ordered
+//! event queue. Vnodes are the real `waymark-core` state machines; the world plays their drivers
+//! (WAL with group commit, network, clients) and the faults.
+
+use crate::client::{Client, ClientAction};
+use crate::config::{SimConfig, WorkloadKind};
+use crate::faults::{Fault, Faults};
+use crate::history::{ClientTxn, CutRun, History, Outcome};
+use crate::net::Network;
+use crate::trace::Trace;
+use crate::workloads::{append::Append, bank::Bank, Workload};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use waymark_core::{
+    ClientId, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode, VnodeConfig,
+    VnodeId, Write,
+};
+
+/// The client id the cut process's operator uses.
+pub const OPERATOR: u64 = u64::MAX;
+/// How long a client waits for any answer before calling the outcome unknown.
+const CLIENT_TIMEOUT_US: u64 = 1_500_000;
+const SETUP_CLIENT: usize = 0;
+
+#[derive(Clone, Debug, Hash)]
+pub enum Event {
+    Deliver { from: usize, to: usize, epoch: u64, env: Envelope },
+    Timer { node: usize, instance: u32, timer: Timer },
+    SyncDone { node: usize, instance: u32, upto: usize },
+    ToVnode { node: usize, client: u64, req: u64, request: Request },
+    ToClient { client: u64, req: u64, response: Response },
+    ClientWake { client: usize },
+    ClientTimeout { client: usize, req: u64 },
+    CutTick,
+    Fault(Fault),
+}
+
+/// One host's share of the world: its vnode (absent while crashed) and its log.
+pub struct Node {
+    pub vnode: Option<Vnode>,
+    pub cfg: VnodeConfig,
+    /// Invariant: `log[..durable]` survives any crash.
+    pub log: Vec<Record>,
+    pub durable: usize,
+    /// Bumped at every crash so that timers and syncs of a dead instance are ignored.
+    pub instance: u32,
+    sync_pending: bool,
+}
+
+pub struct World {
+    pub cfg: SimConfig,
+    pub rng: ChaCha8Rng,
+    pub now_us: u64,
+    seq: u64,
+    events: BTreeMap<(u64, u64), Event>,
+    pub nodes: Vec<Node>,
+    pub index: BTreeMap<VnodeId, usize>,
+    pub net: Network,
+    pub placement: Arc<Placement>,
+    clients: Vec<Client>,
+    workload: Box<dyn Workload>,
+    pub history: History,
+    pub faults: Faults,
+    pub trace: Trace,
+    /// When each client's operation started waiting on the near (for latency metrics).
+    setup_done: bool,
+    stopping: bool,
+    cut_begun_us: Option<u64>,
+    pub messages_sent: u64,
+    pub messages_lost: u64,
+}
+
+impl World {
+    pub fn new(cfg: SimConfig) -> World {
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let ids: Vec<VnodeId> = (0..cfg.vnodes).map(|i| VnodeId::new("store0", format!("node{i:03}"))).collect();
+        let placement = Arc::new(Placement::round_robin(&ids, cfg.partitions, cfg.replicas));
+        let nodes = ids.iter().map(|id| Node::fresh(vnode_config(&cfg, id, &ids, &placement))).collect();
+        let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
+        let workload: Box<dyn Workload> = match cfg.workload {
+            WorkloadKind::Bank => Box::new(Bank),
+            WorkloadKind::Append => Box::<Append>::default(),
+        };
+        let clients = (0..cfg.clients.max(1)).map(Client::new).collect();
+        let trace = Trace::new(cfg.trace);
+        let faults = Faults::default();
+        let _ = rng.gen::<u64>();
+        World {
+            cfg,
+            rng,
+            now_us: 0,
+            seq: 0,
+            events: BTreeMap::new(),
+            nodes,
+            index,
+            net: Network::default(),
+            placement,
+            clients,
+            workload,
+            history: History::default(),
+            faults,
+            trace,
+            setup_done: false,
+            stopping: false,
+            cut_begun_us: None,
+            messages_sent: 0,
+            messages_lost: 0,
+        }
+    }
+
+    pub fn schedule(&mut self, at_us: u64, event: Event) {
+        debug_assert!(at_us >= self.now_us, "scheduling in the past");
+        self.seq += 1;
+        self.events.insert((at_us, self.seq), event);
+    }
+
+    /// Runs the whole scenario: boot, setup, workload with faults (and cuts), heal, settle.
+    pub fn run(&mut self) {
+        for node in 0..self.nodes.len() {
+            self.step(node, Input::Restarted);
+        }
+        self.start_setup();
+        if self.cfg.faults {
+            crate::faults::plan(self);
+        }
+        if self.cfg.cuts {
+            let at = self.rng.gen_range(100_000..200_000);
+            self.schedule(at, Event::CutTick);
+        }
+        let end_us = self.cfg.duration_us;
+        let limit_us = end_us + self.cfg.settle_max_us;
+        while let Some(((at, _), event)) = self.events.pop_first() {
+            if at > limit_us {
+                break;
+            }
+            if !self.stopping && at >= end_us {
+                self.now_us = end_us;
+                self.stop_and_heal();
+            }
+            self.now_us = at;
+            self.trace.event(at, &event);
+            self.handle(event);
+        }
+        if !self.stopping {
+            self.stop_and_heal();
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::Deliver { from, to, epoch, env } => self.deliver(from, to, epoch, env),
+            Event::Timer { node, instance, timer } => {
+                if self.nodes[node].is_up(instance) {
+                    self.step(node, Input::Timer(timer));
+                }
+            }
+            Event::SyncDone { node, instance, upto } => self.sync_done(node, instance, upto),
+            Event::ToVnode { node, client, req, request } => self.to_vnode(node, client, req, request),
+            Event::ToClient { client, req, response } => self.to_client(client, req, Some(response)),
+            Event::ClientWake { client } => self.client_wake(client),
+            Event::ClientTimeout { client, req } => {
+                if self.clients[client].in_flight.is_some_and(|(r, _)| r == req) {
+                    self.to_client(client as u64, req, None);
+                }
+            }
+            Event::CutTick => self.cut_tick(),
+            Event::Fault(f) => crate::faults::apply(self, f),
+        }
+    }
+
+    /// Feeds one input to a vnode and carries out its outputs.
+    pub fn step(&mut self, node: usize, input: Input) {
+        let now = self.now_us;
+        let Some(v) = self.nodes[node].vnode.as_mut() else { return };
+        let outputs = v.step(now, input);
+        for out in outputs {
+            self.carry_out(node, out);
+        }
+    }
+
+    fn carry_out(&mut self, node: usize, out: Output) {
+        match out {
+            Output::Append(record) => {
+                self.nodes[node].log.push(record);
+                self.request_sync(node);
+            }
+            Output::Send(env) => self.send(node, env),
+            Output::Reply { client, req, response } => {
+                let at = self.now_us + self.rng.gen_range(50..300);
+                self.schedule(at, Event::ToClient { client: client.0, req, response });
+            }
+            Output::SetTimer { timer, at_us } => {
+                let instance = self.nodes[node].instance;
+                self.schedule(at_us.max(self.now_us), Event::Timer { node, instance, timer });
+            }
+        }
+    }
+
+    fn send(&mut self, from: usize, env: Envelope) {
+        let to = self.index[&env.to];
+        self.messages_sent += 1;
+        match self.net.send(&mut self.rng, self.now_us, from, to) {
+            Some(f) => self.schedule(f.at_us, Event::Deliver { from, to, epoch: f.epoch, env }),
+            None => self.messages_lost += 1,
+        }
+    }
+
+    fn deliver(&mut self, from: usize, to: usize, epoch: u64, env: Envelope) {
+        if !self.net.is_current(from, to, epoch) || self.nodes[to].vnode.is_none() {
+            self.messages_lost += 1;
+            return;
+        }
+        self.step(to, Input::Message(env));
+    }
+
+    /// Group commit: one sync covers every record appended before it started.
+    fn request_sync(&mut self, node: usize) {
+        let n = &mut self.nodes[node];
+        if n.sync_pending || n.vnode.is_none() {
+            return;
+        }
+        n.sync_pending = true;
+        let (instance, upto) = (n.instance, n.log.len());
+        let at = self.now_us + self.rng.gen_range(200..3_000);
+        self.schedule(at, Event::SyncDone { node, instance, upto });
+    }
+
+    fn sync_done(&mut self, node: usize, instance: u32, upto: usize) {
+        let n = &mut self.nodes[node];
+        if !n.is_up(instance) {
+            return;
+        }
+        n.sync_pending = false;
+        n.durable = n.durable.max(upto);
+        let more = n.log.len() > n.durable;
+        self.step(node, Input::WalDurable(Lsn(upto as u64)));
+        if more {
+            self.request_sync(node);
+        }
+    }
+
+    fn to_vnode(&mut self, node: usize, client: u64, req: u64, request: Request) {
+        if self.nodes[node].vnode.is_none() {
+            let at = self.now_us + 100;
+            let response = Response::Unavailable { why: "connection refused" };
+            return self.schedule(at, Event::ToClient { client, req, response });
+        }
+        self.step(node, Input::Client { client: ClientId(client), req, request });
+    }
+
+    // ---- clients ----
+
+    fn start_setup(&mut self) {
+        let writes: Vec<Write> = self.workload.setup();
+        if writes.is_empty() {
+            return self.setup_finished();
+        }
+        self.issue_txn(SETUP_CLIENT, writes);
+    }
+
+    fn setup_finished(&mut self) {
+        self.setup_done = true;
+        for c in 0..self.clients.len() {
+            let at = self.now_us + self.rng.gen_range(0..2_000);
+            self.schedule(at, Event::ClientWake { client: c });
+        }
+    }
+
+    fn issue_txn(&mut self, client: usize, writes: Vec<Write>) {
+        let plan = crate::workloads::Plan { kind: "setup", read_keys: vec![], params: vec![], target_keys: vec![] };
+        let _ = self.clients[client].start(plan, self.now_us);
+        if let ClientAction::Send(req) = self.clients[client].begin_txn(Some(writes), self.now_us) {
+            self.client_send(client, req);
+        }
+    }
+
+    fn client_wake(&mut self, client: usize) {
+        if self.stopping || !self.clients[client].is_idle() {
+            return;
+        }
+        let plan = self.workload.plan(client, &mut self.rng);
+        match self.clients[client].start(plan, self.now_us) {
+            Some(req) => self.client_send(client, req),
+            None => self.client_reads_done(client),
+        }
+    }
+
+    fn client_send(&mut self, client: usize, request: Request) {
+        let c = &mut self.clients[client];
+        c.req_seq += 1;
+        let req = c.req_seq;
+        let deadline = self.now_us + CLIENT_TIMEOUT_US;
+        c.in_flight = Some((req, deadline));
+        let node = self.rng.gen_range(0..self.nodes.len());
+        let at = self.now_us + self.rng.gen_range(50..300);
+        self.schedule(at, Event::ToVnode { node, client: client as u64, req, request });
+        self.schedule(deadline, Event::ClientTimeout { client, req });
+    }
+
+    fn to_client(&mut self, client: u64, req: u64, response: Option<Response>) {
+        if client == OPERATOR {
+            return self.operator_reply(response);
+        }
+        let c = client as usize;
+        if self.clients[c].in_flight.is_none_or(|(r, _)| r != req) {
+            return; // a late answer to a request the client gave up on
+        }
+        match self.clients[c].on_response(response, self.now_us) {
+            Some(ClientAction::Send(req)) => self.client_send(c, req),
+            Some(ClientAction::Done(Some(record))) => self.record_txn(c, record),
+            Some(ClientAction::Done(None)) if self.clients[c].reads_complete() => self.client_reads_done(c),
+            _ => self.client_idle(c),
+        }
+    }
+
+    fn client_reads_done(&mut self, c: usize) {
+        let plan = self.clients[c].plan().cloned().expect("an operation");
+        let writes = self.workload.build(&plan, self.clients[c].reads());
+        match self.clients[c].begin_txn(writes, self.now_us) {
+            ClientAction::Send(req) => self.client_send(c, req),
+            ClientAction::Done(_) => self.client_idle(c),
+        }
+    }
+
+    fn record_txn(&mut self, c: usize, record: ClientTxn) {
+        let setup = record.kind == "setup";
+        let committed = record.outcome == Outcome::Committed;
+        self.history.txns.push(record);
+        if setup && !self.setup_done {
+            if committed {
+                return self.setup_finished();
+            }
+            self.history.txns.pop();
+            let writes = self.workload.setup();
+            return self.issue_txn(SETUP_CLIENT, writes);
+        }
+        self.client_idle(c);
+    }
+
+    fn client_idle(&mut self, c: usize) {
+        if !self.setup_done {
+            let writes = self.workload.setup();
+            return self.issue_txn(SETUP_CLIENT, writes);
+        }
+        let at = self.now_us + self.rng.gen_range(100..2_000);
+        self.schedule(at, Event::ClientWake { client: c });
+    }
+
+    // ---- the operator, who takes cuts ----
+
+    fn coordinator(&self) -> usize {
+        0
+    }
+
+    fn cut_tick(&mut self) {
+        if self.stopping {
+            return;
+        }
+        if self.cut_begun_us.is_none() {
+            self.cut_begun_us = Some(self.now_us);
+            let node = self.coordinator();
+            let at = self.now_us + 100;
+            self.schedule(at, Event::ToVnode { node, client: OPERATOR, req: 0, request: Request::Cut });
+        }
+        let next = self.now_us + self.rng.gen_range(100_000..300_000);
+        self.schedule(next, Event::CutTick);
+    }
+
+    fn operator_reply(&mut self, response: Option<Response>) {
+        let begun_us = self.cut_begun_us.take().unwrap_or(self.now_us);
+        if let Some(Response::CutDone { cut, ok }) = response {
+            self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
+        }
+    }
+
+    // ---- the end ----
+
+    /// Clients stop, faults heal, crashed vnodes restart: what follows must settle everything.
+    fn stop_and_heal(&mut self) {
+        self.stopping = true;
+        crate::faults::heal_all(self);
+        for c in 0..self.clients.len() {
+            if let Some((req, deadline)) = self.clients[c].in_flight {
+                let at = deadline.max(self.now_us);
+                self.schedule(at, Event::ClientTimeout { client: c, req });
+            }
+        }
+    }
+
+    /// The cuts the coordinator's log declares successful (its `CutEnd{ok: true}` records).
+    pub fn declared_cuts(&self) -> Vec<(CutId, bool)> {
+        let log = &self.nodes[self.coordinator()].log[..];
+        log.iter()
+            .filter_map(|r| match r {
+                Record::CutEnd { cut, ok } => Some((*cut, *ok)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping
+    }
+
+    pub fn restart(&mut self, node: usize) {
+        let n = &mut self.nodes[node];
+        if n.vnode.is_some() {
+            return;
+        }
+        n.durable = n.log.len();
+        n.sync_pending = false;
+        n.vnode = Some(Vnode::recover(n.cfg.clone(), &n.log));
+        self.step(node, Input::Restarted);
+    }
+}
+
+impl Node {
+    fn fresh(cfg: VnodeConfig) -> Node {
+        let vnode = Some(Vnode::new(cfg.clone()));
+        Node { vnode, cfg, log: vec![], durable: 0, instance: 0, sync_pending: false }
+    }
+
+    fn is_up(&self, instance: u32) -> bool {
+        self.vnode.is_some() && self.instance == instance
+    }
+
+    /// Loses the vnode's memory and whatever of its log was not durable — except that some
+    /// unsynced records may have reached the disk anyway (a prefix of them), and the one after
+    /// them may be torn. Returns whether a record was torn or lost.
+    pub fn crash(&mut self, rng: &mut ChaCha8Rng) -> bool {
+        self.vnode = None;
+        self.instance += 1;
+        self.sync_pending = false;
+        let unsynced = self.log.len() - self.durable;
+        let kept = rng.gen_range(0..=unsynced);
+        self.log.truncate(self.durable + kept);
+        kept < unsynced
+    }
+}
+
+fn vnode_config(cfg: &SimConfig, id: &VnodeId, ids: &[VnodeId], placement: &Arc<Placement>) -> VnodeConfig {
+    let mut v = VnodeConfig::new(id.clone(), placement.clone(), ids[0].clone());
+    v.breaks = cfg.breaks;
+    v.strategy = cfg.strategy;
+    v
+}
