@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use waymark_core::{
-    ClientId, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode, VnodeConfig,
+    Body, CutMsg, ClientId, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode, VnodeConfig,
     VnodeId, Write,
 };
 
@@ -23,6 +23,8 @@ pub const OPERATOR: u64 = u64::MAX;
 /// How long a client waits for any answer before calling the outcome unknown.
 const CLIENT_TIMEOUT_US: u64 = 1_500_000;
 const SETUP_CLIENT: usize = 0;
+/// How much later than a transaction message a cut's `Start` may arrive.
+const CUT_START_SPREAD_US: u64 = 20_000;
 
 #[derive(Clone, Debug, Hash)]
 pub enum Event {
@@ -201,7 +203,13 @@ impl World {
     fn send(&mut self, from: usize, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
-        match self.net.send(&mut self.rng, self.now_us, from, to) {
+        // The cut process travels slower than transactions (a tree of hops, later): this widens
+        // the windows in which a vnode learns of a cut from a coloured message first.
+        let extra_us = match &env.body {
+            Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..CUT_START_SPREAD_US),
+            _ => 0,
+        };
+        match self.net.send(&mut self.rng, self.now_us + extra_us, from, to) {
             Some(f) => self.schedule(f.at_us, Event::Deliver { from, to, epoch: f.epoch, env }),
             None => self.messages_lost += 1,
         }
@@ -364,7 +372,7 @@ impl World {
             let at = self.now_us + 100;
             self.schedule(at, Event::ToVnode { node, client: OPERATOR, req: 0, request: Request::Cut });
         }
-        let next = self.now_us + self.rng.gen_range(100_000..300_000);
+        let next = self.now_us + self.rng.gen_range(20_000..120_000);
         self.schedule(next, Event::CutTick);
     }
 
