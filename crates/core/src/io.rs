@@ -10,40 +10,72 @@ pub enum Input {
     /// The vnode was just created, fresh or from its durable log. Must come first.
     Restarted,
     Message(Envelope),
-    Client { client: ClientId, req: u64, request: Request },
+    Client {
+        client: ClientId,
+        req: u64,
+        request: Request,
+    },
     Timer(Timer),
     /// Every record up to `Lsn` is durable.
     WalDurable(Lsn),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Output {
     /// Append to the log; it gets the next `Lsn`. Becomes durable later (`Input::WalDurable`).
     Append(Record),
     Send(Envelope),
-    Reply { client: ClientId, req: u64, response: Response },
-    SetTimer { timer: Timer, at_us: u64 },
+    Reply {
+        client: ClientId,
+        req: u64,
+        response: Response,
+    },
+    SetTimer {
+        timer: Timer,
+        at_us: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Request {
-    Get { key: Key },
+    Get {
+        key: Key,
+    },
     /// `WATCH`ed reads plus `MULTI … EXEC` writes.
-    Txn { reads: Vec<ReadCheck>, writes: Vec<Write> },
+    Txn {
+        reads: Vec<ReadCheck>,
+        writes: Vec<Write>,
+    },
     /// Start a consistent cut (only the cut coordinator accepts it).
     Cut,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Response {
-    Value { value: Option<Value>, version: Version },
-    Committed { tx: TxId, writes: Vec<ResolvedWrite> },
-    Aborted { tx: Option<TxId>, reason: AbortReason },
+    Value {
+        value: Option<Value>,
+        version: Version,
+    },
+    Committed {
+        tx: TxId,
+        writes: Vec<ResolvedWrite>,
+    },
+    Aborted {
+        tx: Option<TxId>,
+        reason: AbortReason,
+    },
     /// The near lost track of a 1PC transaction: it may or may not have committed.
-    Unknown { tx: TxId },
-    CutDone { cut: CutId, ok: bool },
+    Unknown {
+        tx: TxId,
+    },
+    CutDone {
+        cut: CutId,
+        ok: bool,
+    },
     /// The request could not be served here (e.g. not the coordinator, or still booting).
-    Unavailable { why: &'static str },
+    Unavailable {
+        why: &'static str,
+    },
 }
 
 /// Timers a vnode sets. A timer that fires after its reason is gone is ignored.

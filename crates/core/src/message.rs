@@ -46,7 +46,9 @@ pub enum PrepareWrites {
 /// The outcome of a transaction as its first committer knows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TxStatus {
-    Committed { tx_cut: Option<CutId> },
+    Committed {
+        tx_cut: Option<CutId>,
+    },
     Aborted,
     /// The first committer has not decided yet; ask again later.
     Pending,
@@ -65,34 +67,81 @@ pub enum TxnMsg {
     },
     /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
     /// `role` is the answering branch's: `Primary` answers the near, `Backup` its upstream branch.
-    PrepareAck { tx: TxId, role: Role, result: Result<Vec<ResolvedWrite>, AbortReason>, tx_cut: Option<CutId> },
+    PrepareAck {
+        tx: TxId,
+        role: Role,
+        result: Result<Vec<ResolvedWrite>, AbortReason>,
+        tx_cut: Option<CutId>,
+    },
     /// `role` is the receiving branch's.
-    Finish { tx: TxId, role: Role, commit: bool, tx_cut: Option<CutId> },
+    Finish {
+        tx: TxId,
+        role: Role,
+        commit: bool,
+        tx_cut: Option<CutId>,
+    },
     /// `one_phase` says which role answers: the 1PC last backup, or the 2PC near.
-    StatusQuery { tx: TxId, one_phase: bool },
-    StatusReply { tx: TxId, status: TxStatus },
-    Read { req: u64, key: Key },
-    ReadReply { req: u64, value: Option<Value>, version: Version },
+    StatusQuery {
+        tx: TxId,
+        one_phase: bool,
+    },
+    StatusReply {
+        tx: TxId,
+        status: TxStatus,
+    },
+    Read {
+        req: u64,
+        key: Key,
+    },
+    ReadReply {
+        req: u64,
+        value: Option<Value>,
+        version: Version,
+    },
 }
 
 /// The cut process (DESIGN §6: START → STARTED → FINISH → END), for now driven by a coordinator.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CutMsg {
-    Start { cut: CutId },
-    StartAck { cut: CutId },
-    Started { cut: CutId },
-    StartedAck { cut: CutId },
+    Start {
+        cut: CutId,
+    },
+    StartAck {
+        cut: CutId,
+    },
+    Started {
+        cut: CutId,
+    },
+    StartedAck {
+        cut: CutId,
+    },
     /// Answer when the local cut is over.
-    Finish { cut: CutId },
-    Finished { cut: CutId, ok: bool },
-    End { cut: CutId, ok: bool },
+    Finish {
+        cut: CutId,
+    },
+    Finished {
+        cut: CutId,
+        ok: bool,
+    },
+    End {
+        cut: CutId,
+        ok: bool,
+    },
     /// Blocking strategy: start no transaction; answer once none this vnode coordinates is open.
-    Pause { cut: CutId },
-    Paused { cut: CutId },
+    Pause {
+        cut: CutId,
+    },
+    Paused {
+        cut: CutId,
+    },
     /// Blocking strategy: once nothing is prepared here, write the marker and answer.
     /// `End` resumes.
-    Drain { cut: CutId },
-    Drained { cut: CutId },
+    Drain {
+        cut: CutId,
+    },
+    Drained {
+        cut: CutId,
+    },
 }
 
 impl TxnMsg {

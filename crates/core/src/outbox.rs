@@ -8,14 +8,16 @@ use std::collections::VecDeque;
 
 /// Holds a step's outputs, and the sends and replies still waiting for durability.
 ///
-/// Invariant: `durable <= appended`, and every entry of `held` waits for an `Lsn` in
-/// `(durable, appended]`, in non-decreasing order.
-#[derive(Debug, Default)]
+/// Invariant: `durable <= appended`, `hold_line <= appended`, and every entry of `held` waits for
+/// an `Lsn` in `(durable, hold_line]`, in non-decreasing order.
+#[derive(Debug, Default, Hash)]
 pub struct Outbox {
     ready: Vec<Output>,
     held: VecDeque<(Lsn, Output)>,
     appended: Lsn,
     durable: Lsn,
+    /// The last record that promises must wait for (see `append_unheld`).
+    hold_line: Lsn,
     /// Break mode `ack-before-durable`: release promises at once.
     pub release_early: bool,
 }
@@ -23,10 +25,19 @@ pub struct Outbox {
 impl Outbox {
     /// Starts from a log of `len` records, all durable (a vnode rebuilt from its log).
     pub fn from_log_len(len: u64) -> Self {
-        Outbox { appended: Lsn(len), durable: Lsn(len), ..Outbox::default() }
+        Outbox { appended: Lsn(len), durable: Lsn(len), hold_line: Lsn(len), ..Outbox::default() }
     }
 
     pub fn append(&mut self, record: Record) -> Lsn {
+        self.append_unheld(record);
+        self.hold_line = self.appended;
+        self.appended
+    }
+
+    /// Appends a record that promises nothing to anyone, so later messages need not wait for it
+    /// (`CutStart`: every record that could depend on it comes after it in the log, and promises
+    /// wait for those). Keeps a cut from adding an fsync to the path of every message.
+    pub fn append_unheld(&mut self, record: Record) -> Lsn {
         self.appended = Lsn(self.appended.0 + 1);
         self.ready.push(Output::Append(record));
         self.appended
@@ -35,11 +46,10 @@ impl Outbox {
     /// A send or a reply: released once everything appended so far is durable.
     pub fn promise(&mut self, output: Output) {
         debug_assert!(matches!(output, Output::Send(_) | Output::Reply { .. }));
-        if self.release_early || self.durable >= self.appended {
-            debug_assert!(self.release_early || self.held.is_empty());
+        if self.release_early || (self.durable >= self.hold_line && self.held.is_empty()) {
             self.ready.push(output);
         } else {
-            self.held.push_back((self.appended, output));
+            self.held.push_back((self.hold_line, output));
         }
     }
 
@@ -93,5 +103,13 @@ mod tests {
         assert_eq!(o.take(), vec![reply()]);
         o.promise(reply());
         assert_eq!(o.take(), vec![reply()], "nothing pending: leaves at once");
+    }
+
+    #[test]
+    fn an_unheld_record_does_not_delay_promises() {
+        let mut o = Outbox::default();
+        o.append_unheld(Record::CutStart { cut: CutId(1) });
+        o.promise(reply());
+        assert_eq!(o.take(), vec![Output::Append(Record::CutStart { cut: CutId(1) }), reply()]);
     }
 }

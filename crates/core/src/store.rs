@@ -51,7 +51,7 @@ pub enum EvalError {
 }
 
 /// Committed key/value state. A `BTreeMap` keeps iteration deterministic.
-#[derive(Clone, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct Store {
     entries: BTreeMap<Key, Entry>,
 }
@@ -126,10 +126,7 @@ impl Store {
 fn incr(current: Option<&[u8]>, delta: i64) -> Result<Value, EvalError> {
     let n: i64 = match current {
         None => 0,
-        Some(bytes) => std::str::from_utf8(bytes)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or(EvalError::NotAnInteger)?,
+        Some(bytes) => std::str::from_utf8(bytes).ok().and_then(|s| s.parse().ok()).ok_or(EvalError::NotAnInteger)?,
     };
     let sum = n.checked_add(delta).ok_or(EvalError::NotAnInteger)?;
     Ok(sum.to_string().into_bytes())

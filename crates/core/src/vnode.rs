@@ -96,6 +96,14 @@ impl Vnode {
         self.near.txs.len()
     }
 
+    /// A digest of the whole in-memory state (not the config): two vnodes with the same digest
+    /// behave the same from here on. The exhaustive explorer prunes repeated states with it.
+    pub fn state_hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        (self.now_us, self.incarnation, self.booted, self.boot_lsn, &self.store, &self.locks).hash(h);
+        (&self.near, &self.part, &self.cut, &self.coordinator, &self.blocking, &self.out).hash(h);
+    }
+
     pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
         debug_assert!(now_us >= self.now_us, "time went backwards");
         self.now_us = now_us;
@@ -173,7 +181,9 @@ impl Vnode {
                 self.on_prepare(from, tx, reads, writes, one_phase, first_committer, downstream)
             }
             TxnMsg::PrepareAck { tx, role, result, tx_cut } => self.on_prepare_ack(from, tx, role, result, tx_cut),
-            TxnMsg::Finish { tx, role, commit, tx_cut } => self.on_finish(Branch { tx, upstream: from, role }, commit, tx_cut),
+            TxnMsg::Finish { tx, role, commit, tx_cut } => {
+                self.on_finish(Branch { tx, upstream: from, role }, commit, tx_cut)
+            }
             TxnMsg::StatusQuery { tx, one_phase } => self.on_status_query(from, tx, one_phase),
             TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
             TxnMsg::Read { req, key } => self.on_read(from, req, key),

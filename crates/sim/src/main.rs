@@ -148,7 +148,8 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
         f.clogs
     );
     if cfg.cuts {
-        print_cuts("consistent", s);
+        let name = if cfg.strategy == CutStrategy::Blocking { "blocking" } else { "consistent" };
+        print_cuts(name, s);
         if let Some(b) = blocking {
             print_cuts("blocking", b);
         }

@@ -58,11 +58,8 @@ pub fn run_seed(cfg: &SimConfig) -> SeedReport {
 }
 
 fn cut_metrics(h: &History, duration_us: u64) -> CutMetrics {
-    let mut commits: Vec<u64> = h
-        .committed()
-        .filter(|t| t.kind != "setup" && t.completed_us <= duration_us)
-        .map(|t| t.completed_us)
-        .collect();
+    let mut commits: Vec<u64> =
+        h.committed().filter(|t| t.kind != "setup" && t.completed_us <= duration_us).map(|t| t.completed_us).collect();
     commits.sort_unstable();
     let mut m = CutMetrics::default();
     for pair in commits.windows(2) {

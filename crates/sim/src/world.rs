@@ -14,8 +14,8 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use waymark_core::{
-    Body, CutMsg, ClientId, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode, VnodeConfig,
-    VnodeId, Write,
+    Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
+    VnodeConfig, VnodeId, Write,
 };
 
 /// The client id the cut process's operator uses.
@@ -26,6 +26,8 @@ const SETUP_CLIENT: usize = 0;
 /// How much later than a transaction message a cut's `Start` may arrive.
 const CUT_START_SPREAD_US: u64 = 20_000;
 
+/// Events are moved in and out of the queue once each; boxing the envelope would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Hash)]
 pub enum Event {
     Deliver { from: usize, to: usize, epoch: u64, env: Envelope },
@@ -159,12 +161,12 @@ impl World {
                 }
             }
             Event::SyncDone { node, instance, upto } => self.sync_done(node, instance, upto),
-            Event::ToVnode { node, client, req, request } => self.to_vnode(node, client, req, request),
-            Event::ToClient { client, req, response } => self.to_client(client, req, Some(response)),
+            Event::ToVnode { node, client, req, request } => self.arrive_at_vnode(node, client, req, request),
+            Event::ToClient { client, req, response } => self.arrive_at_client(client, req, Some(response)),
             Event::ClientWake { client } => self.client_wake(client),
             Event::ClientTimeout { client, req } => {
                 if self.clients[client].in_flight.is_some_and(|(r, _)| r == req) {
-                    self.to_client(client as u64, req, None);
+                    self.arrive_at_client(client as u64, req, None);
                 }
             }
             Event::CutTick => self.cut_tick(),
@@ -249,7 +251,7 @@ impl World {
         }
     }
 
-    fn to_vnode(&mut self, node: usize, client: u64, req: u64, request: Request) {
+    fn arrive_at_vnode(&mut self, node: usize, client: u64, req: u64, request: Request) {
         if self.nodes[node].vnode.is_none() {
             let at = self.now_us + 100;
             let response = Response::Unavailable { why: "connection refused" };
@@ -307,7 +309,7 @@ impl World {
         self.schedule(deadline, Event::ClientTimeout { client, req });
     }
 
-    fn to_client(&mut self, client: u64, req: u64, response: Option<Response>) {
+    fn arrive_at_client(&mut self, client: u64, req: u64, response: Option<Response>) {
         if client == OPERATOR {
             return self.operator_reply(response);
         }

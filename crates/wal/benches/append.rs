@@ -29,14 +29,8 @@ struct Policy {
 }
 
 const POLICIES: [Policy; 2] = [
-    Policy {
-        name: "sync_every_1MiB",
-        sync_every_bytes: 1 << 20,
-    },
-    Policy {
-        name: "sync_every_record",
-        sync_every_bytes: 1,
-    },
+    Policy { name: "sync_every_1MiB", sync_every_bytes: 1 << 20 },
+    Policy { name: "sync_every_record", sync_every_bytes: 1 },
 ];
 
 trait Sink {
@@ -50,11 +44,8 @@ struct WalSink {
 
 impl WalSink {
     fn new(dir: &Path) -> WalSink {
-        let options = Options {
-            segment_size_bytes: SEGMENT_BYTES,
-            verify_sealed_segments: false,
-            ..Options::default()
-        };
+        let options =
+            Options { segment_size_bytes: SEGMENT_BYTES, verify_sealed_segments: false, ..Options::default() };
         let (wal, _) = Wal::open(dir.join("wal"), options).expect("open wal");
         WalSink { wal }
     }
@@ -90,13 +81,7 @@ impl PlainSink {
         fs::create_dir_all(&dir).expect("mkdir");
         let path = dir.join("0.log");
         let file = File::create(&path).expect("create");
-        PlainSink {
-            dir,
-            file,
-            path,
-            len: 0,
-            index: 0,
-        }
+        PlainSink { dir, file, path, len: 0, index: 0 }
     }
 
     fn rotate(&mut self) {
@@ -133,11 +118,7 @@ struct Driver<S> {
 
 impl<S: Sink> Driver<S> {
     fn new(sink: S, policy: Policy) -> Self {
-        Driver {
-            sink,
-            policy,
-            unsynced_bytes: 0,
-        }
+        Driver { sink, policy, unsynced_bytes: 0 }
     }
 
     fn record(&mut self, data: &[u8]) {
@@ -167,13 +148,9 @@ fn criterion_benches(c: &mut Criterion) {
             group.throughput(Throughput::Bytes(size as u64));
             let tmp = tempfile::tempdir_in(&root).expect("tempdir");
             let mut wal = Driver::new(WalSink::new(tmp.path()), policy);
-            group.bench_with_input(BenchmarkId::new("wal", size), &data, |b, data| {
-                b.iter(|| wal.record(data))
-            });
+            group.bench_with_input(BenchmarkId::new("wal", size), &data, |b, data| b.iter(|| wal.record(data)));
             let mut plain = Driver::new(PlainSink::new(tmp.path()), policy);
-            group.bench_with_input(BenchmarkId::new("plain", size), &data, |b, data| {
-                b.iter(|| plain.record(data))
-            });
+            group.bench_with_input(BenchmarkId::new("plain", size), &data, |b, data| b.iter(|| plain.record(data)));
         }
         group.finish();
     }

@@ -17,21 +17,10 @@ use crate::segment::{decode_header, FrameHeader, FRAME_HEADER_BYTES, HEADER_BYTE
 const READ_BUFFER_BYTES: usize = 256 << 10;
 
 /// Reads and checks the header of a segment file.
-pub(crate) fn check_header(
-    file: &mut File,
-    path: &Path,
-    name_base: u64,
-    file_len: u64,
-) -> Result<()> {
-    let bad = |reason| WalError::BadHeader {
-        path: path.to_owned(),
-        reason,
-    };
+pub(crate) fn check_header(file: &mut File, path: &Path, name_base: u64, file_len: u64) -> Result<()> {
+    let bad = |reason| WalError::BadHeader { path: path.to_owned(), reason };
     if file_len < HEADER_BYTES {
-        return Err(bad(HeaderError::Truncated {
-            len: file_len,
-            expected: HEADER_BYTES,
-        }));
+        return Err(bad(HeaderError::Truncated { len: file_len, expected: HEADER_BYTES }));
     }
     let mut bytes = [0u8; HEADER_BYTES as usize];
     file.seek(SeekFrom::Start(0))
@@ -39,10 +28,7 @@ pub(crate) fn check_header(
         .map_err(io_err("reading header of", path))?;
     let header_base = decode_header(&bytes).map_err(bad)?;
     if header_base != name_base {
-        return Err(bad(HeaderError::BaseMismatch {
-            header_base,
-            name_base,
-        }));
+        return Err(bad(HeaderError::BaseMismatch { header_base, name_base }));
     }
     Ok(())
 }
@@ -71,19 +57,12 @@ impl SegmentCursor {
     /// Opens the segment `base` at `path`, checks its header, and positions
     /// at `start` (clamped up to the first record). Frames are read up to
     /// `end` bytes into the file.
-    pub(crate) fn open(
-        path: &Path,
-        base: u64,
-        start: u64,
-        end: u64,
-        max_record_bytes: u64,
-    ) -> Result<SegmentCursor> {
+    pub(crate) fn open(path: &Path, base: u64, start: u64, end: u64, max_record_bytes: u64) -> Result<SegmentCursor> {
         let mut file = File::open(path).map_err(io_err("opening", path))?;
         check_header(&mut file, path, base, end)?;
         let offset = start.max(HEADER_BYTES);
         debug_assert!(offset <= end, "cursor start {offset} beyond bound {end}");
-        file.seek(SeekFrom::Start(offset))
-            .map_err(io_err("seeking in", path))?;
+        file.seek(SeekFrom::Start(offset)).map_err(io_err("seeking in", path))?;
         Ok(SegmentCursor {
             path: path.to_owned(),
             reader: BufReader::with_capacity(READ_BUFFER_BYTES, file),
@@ -108,27 +87,16 @@ impl SegmentCursor {
         let start = self.offset;
         let available = self.end - start;
         let frame = self.read_frame(available, payload).map_err(|e| match e {
-            ReadFail::Frame(reason) => WalError::CorruptRecord {
-                path: self.path.clone(),
-                offset: start,
-                reason,
-            },
+            ReadFail::Frame(reason) => WalError::CorruptRecord { path: self.path.clone(), offset: start, reason },
             ReadFail::Io(source) => io_err("reading", &self.path)(source),
         })?;
         self.offset += FRAME_HEADER_BYTES as u64 + payload.len() as u64;
         debug_assert!(self.offset <= self.end);
-        Ok(Some(FrameAt {
-            offset: start,
-            kind: frame.kind,
-        }))
+        Ok(Some(FrameAt { offset: start, kind: frame.kind }))
     }
 
     /// Reads one frame given `available` bytes before the bound.
-    fn read_frame(
-        &mut self,
-        available: u64,
-        payload: &mut Vec<u8>,
-    ) -> std::result::Result<FrameHeader, ReadFail> {
+    fn read_frame(&mut self, available: u64, payload: &mut Vec<u8>) -> std::result::Result<FrameHeader, ReadFail> {
         let truncated = |needed: u64| ReadFail::Frame(FrameError::Truncated { needed, available });
         if available < FRAME_HEADER_BYTES as u64 {
             return Err(truncated(FRAME_HEADER_BYTES as u64));
@@ -137,9 +105,7 @@ impl SegmentCursor {
         self.read_exact(&mut head, FRAME_HEADER_BYTES as u64, available)?;
         let header = FrameHeader::parse(&head);
         let remaining = available - FRAME_HEADER_BYTES as u64;
-        header
-            .check_len(remaining, self.max_record_bytes)
-            .map_err(ReadFail::Frame)?;
+        header.check_len(remaining, self.max_record_bytes).map_err(ReadFail::Frame)?;
         // Safe to size now: len <= max_record_bytes and len <= bytes left.
         payload.clear();
         payload.resize(header.len as usize, 0);
@@ -151,16 +117,9 @@ impl SegmentCursor {
 
     /// `read_exact` where hitting end-of-file early (the file shrank under
     /// us) is reported as a truncated frame, not as an I/O failure.
-    fn read_exact(
-        &mut self,
-        buf: &mut [u8],
-        needed: u64,
-        available: u64,
-    ) -> std::result::Result<(), ReadFail> {
+    fn read_exact(&mut self, buf: &mut [u8], needed: u64, available: u64) -> std::result::Result<(), ReadFail> {
         self.reader.read_exact(buf).map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => {
-                ReadFail::Frame(FrameError::Truncated { needed, available })
-            }
+            io::ErrorKind::UnexpectedEof => ReadFail::Frame(FrameError::Truncated { needed, available }),
             _ => ReadFail::Io(e),
         })
     }

@@ -54,10 +54,7 @@ pub(crate) fn list_segments(dir: &Path) -> Result<Vec<SegmentInfo>> {
             continue;
         };
         let base = parsed.map_err(|()| WalError::BadSegmentName { path: path.clone() })?;
-        let len = entry
-            .metadata()
-            .map_err(io_err("reading metadata of", &path))?
-            .len();
+        let len = entry.metadata().map_err(io_err("reading metadata of", &path))?.len();
         out.push(SegmentInfo { base, path, len });
     }
     out.sort_by_key(|s| s.base);
@@ -91,14 +88,9 @@ pub(crate) fn remove_temp_files(dir: &Path) -> Result<usize> {
 pub(crate) fn create_segment(dir: &Path, base: u64) -> Result<(File, PathBuf)> {
     let path = segment_path(dir, base);
     let temp = dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(base)));
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .map_err(io_err("creating", &temp))?;
-    file.write_all(&encode_header(base))
-        .map_err(io_err("writing header to", &temp))?;
+    let mut file =
+        OpenOptions::new().write(true).create(true).truncate(true).open(&temp).map_err(io_err("creating", &temp))?;
+    file.write_all(&encode_header(base)).map_err(io_err("writing header to", &temp))?;
     file.sync_all().map_err(io_err("syncing", &temp))?;
     fs::rename(&temp, &path).map_err(io_err("renaming into place", &path))?;
     sync_dir(dir)?;

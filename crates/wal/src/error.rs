@@ -175,14 +175,7 @@ pub enum WalError {
 }
 
 /// Builds a closure that wraps an `io::Error` with action and path.
-pub(crate) fn io_err(
-    action: &'static str,
-    path: impl Into<PathBuf>,
-) -> impl FnOnce(io::Error) -> WalError {
+pub(crate) fn io_err(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> WalError {
     let path = path.into();
-    move |source| WalError::Io {
-        action,
-        path,
-        source,
-    }
+    move |source| WalError::Io { action, path, source }
 }

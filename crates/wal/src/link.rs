@@ -14,17 +14,13 @@ use crate::error::{io_err, Result, WalError};
 /// The caller syncs the destination directory.
 pub(crate) fn link_or_copy_file(src: &Path, dest: &Path, try_link: bool) -> Result<()> {
     if dest.exists() {
-        return Err(WalError::DestinationExists {
-            path: dest.to_owned(),
-        });
+        return Err(WalError::DestinationExists { path: dest.to_owned() });
     }
     if try_link {
         match fs::hard_link(src, dest) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(WalError::DestinationExists {
-                    path: dest.to_owned(),
-                })
+                return Err(WalError::DestinationExists { path: dest.to_owned() })
             }
             Err(_) => {} // e.g. EXDEV: fall back to copying.
         }
@@ -39,9 +35,7 @@ fn copy_durably(src: &Path, dest: &Path) -> Result<()> {
     temp.push(TEMP_SUFFIX);
     let temp = Path::new(&temp);
     fs::copy(src, temp).map_err(io_err("copying to", temp))?;
-    File::open(temp)
-        .and_then(|f| f.sync_all())
-        .map_err(io_err("syncing", temp))?;
+    File::open(temp).and_then(|f| f.sync_all()).map_err(io_err("syncing", temp))?;
     fs::rename(temp, dest).map_err(io_err("renaming into place", dest))
 }
 

@@ -53,9 +53,7 @@ impl Options {
             )));
         }
         if self.write_buffer_bytes == 0 {
-            return Err(WalError::InvalidOptions(
-                "write_buffer_bytes must be > 0".into(),
-            ));
+            return Err(WalError::InvalidOptions("write_buffer_bytes must be > 0".into()));
         }
         Ok(())
     }

@@ -23,10 +23,7 @@ pub struct Position {
 
 impl Position {
     /// The very beginning of a log whose first segment has base 0.
-    pub const ZERO: Position = Position {
-        segment: 0,
-        offset: 0,
-    };
+    pub const ZERO: Position = Position { segment: 0, offset: 0 };
 
     /// Builds a position from a segment base and an offset inside it.
     pub const fn new(segment: u64, offset: u64) -> Position {
@@ -53,14 +50,8 @@ mod tests {
 
     #[test]
     fn display_is_padded_base_and_offset() {
-        assert_eq!(
-            Position::new(0, 1234).to_string(),
-            "00000000000000000000:1234"
-        );
-        assert_eq!(
-            Position::new(4096, 24).to_string(),
-            "00000000000000004096:24"
-        );
+        assert_eq!(Position::new(0, 1234).to_string(), "00000000000000000000:1234");
+        assert_eq!(Position::new(4096, 24).to_string(), "00000000000000004096:24");
     }
 
     #[test]

@@ -50,28 +50,16 @@ impl Reader {
     /// Like [`Reader::open`], from the oldest record still in the log.
     pub fn open_from_start(dir: impl AsRef<Path>, max_record_bytes: u64) -> Result<Reader> {
         let segments = list_segments(dir.as_ref())?;
-        let from = segments
-            .first()
-            .map_or(Position::ZERO, |s| Position::new(s.base, 0));
+        let from = segments.first().map_or(Position::ZERO, |s| Position::new(s.base, 0));
         Reader::from_segments(segments, from, max_record_bytes)
     }
 
     /// A reader over `segments` (oldest first; `len` is the read bound).
-    pub(crate) fn from_segments(
-        segments: Vec<SegmentInfo>,
-        from: Position,
-        max_record_bytes: u64,
-    ) -> Result<Reader> {
+    pub(crate) fn from_segments(segments: Vec<SegmentInfo>, from: Position, max_record_bytes: u64) -> Result<Reader> {
         check_contiguous(&segments)?;
         let mut pending: VecDeque<SegmentInfo> = segments.into();
         let first_offset = seek_start(&mut pending, from)?;
-        Ok(Reader {
-            pending,
-            first_offset,
-            current: None,
-            max_record_bytes,
-            done: false,
-        })
+        Ok(Reader { pending, first_offset, current: None, max_record_bytes, done: false })
     }
 
     /// Next record or error, opening segments as the previous one ends.
@@ -82,13 +70,8 @@ impl Reader {
                     return Ok(None);
                 };
                 let start = std::mem::replace(&mut self.first_offset, 0);
-                let cursor = SegmentCursor::open(
-                    &segment.path,
-                    segment.base,
-                    start,
-                    segment.len,
-                    self.max_record_bytes,
-                )?;
+                let cursor =
+                    SegmentCursor::open(&segment.path, segment.base, start, segment.len, self.max_record_bytes)?;
                 self.current = Some((segment.base, cursor));
             }
             let Some((base, cursor)) = self.current.as_mut() else {
@@ -97,11 +80,7 @@ impl Reader {
             let mut payload = Vec::new();
             match cursor.next_into(&mut payload)? {
                 Some(frame) => {
-                    return Ok(Some(Record {
-                        position: Position::new(*base, frame.offset),
-                        kind: frame.kind,
-                        payload,
-                    }))
+                    return Ok(Some(Record { position: Position::new(*base, frame.offset), kind: frame.kind, payload }))
                 }
                 None => self.current = None,
             }
@@ -132,23 +111,15 @@ fn seek_start(pending: &mut VecDeque<SegmentInfo>, from: Position) -> Result<u64
         return Ok(0);
     };
     if from < Position::new(first.base, 0) {
-        return Err(WalError::PositionTruncated {
-            requested: from,
-            first: Position::new(first.base, HEADER_BYTES),
-        });
+        return Err(WalError::PositionTruncated { requested: from, first: Position::new(first.base, HEADER_BYTES) });
     }
     let end = Position::new(last.base, last.len);
-    let out_of_range = WalError::PositionOutOfRange {
-        requested: from,
-        end,
-    };
+    let out_of_range = WalError::PositionOutOfRange { requested: from, end };
     while pending.front().is_some_and(|s| s.base < from.segment) {
         pending.pop_front();
     }
     match pending.front() {
-        Some(segment) if segment.base == from.segment && from.offset <= segment.len => {
-            Ok(from.offset)
-        }
+        Some(segment) if segment.base == from.segment && from.offset <= segment.len => Ok(from.offset),
         _ => Err(out_of_range),
     }
 }

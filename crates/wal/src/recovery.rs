@@ -53,11 +53,7 @@ pub(crate) fn recover(dir: &Path, options: &Options) -> Result<Recovered> {
     let mut segments = list_segments(dir)?;
     if segments.is_empty() {
         let (_, path) = create_segment(dir, 0)?;
-        segments.push(SegmentInfo {
-            base: 0,
-            path,
-            len: HEADER_BYTES,
-        });
+        segments.push(SegmentInfo { base: 0, path, len: HEADER_BYTES });
     }
     check_contiguous(&segments)?;
     let Some((last, sealed)) = segments.split_last() else {
@@ -75,11 +71,7 @@ pub(crate) fn recover(dir: &Path, options: &Options) -> Result<Recovered> {
         end: Position::new(active.base, active.len),
     };
     segments.pop();
-    Ok(Recovered {
-        sealed: segments,
-        active,
-        report,
-    })
+    Ok(Recovered { sealed: segments, active, report })
 }
 
 /// Creates the log directory if missing, making its own name durable.
@@ -99,11 +91,7 @@ pub(crate) fn check_contiguous(segments: &[SegmentInfo]) -> Result<()> {
     for pair in segments.windows(2) {
         let expected_base = pair[0].end_global();
         if pair[1].base != expected_base {
-            return Err(WalError::SegmentGap {
-                path: pair[1].path.clone(),
-                expected_base,
-                found_base: pair[1].base,
-            });
+            return Err(WalError::SegmentGap { path: pair[1].path.clone(), expected_base, found_base: pair[1].base });
         }
     }
     Ok(())
@@ -116,13 +104,7 @@ fn check_sealed(segment: &SegmentInfo, options: &Options) -> Result<()> {
         let mut file = File::open(&segment.path).map_err(io_err("opening", &segment.path))?;
         return check_header(&mut file, &segment.path, segment.base, segment.len);
     }
-    let mut cursor = SegmentCursor::open(
-        &segment.path,
-        segment.base,
-        0,
-        segment.len,
-        options.max_record_bytes,
-    )?;
+    let mut cursor = SegmentCursor::open(&segment.path, segment.base, 0, segment.len, options.max_record_bytes)?;
     let mut payload = Vec::new();
     while cursor.next_into(&mut payload)?.is_some() {}
     Ok(())
@@ -130,15 +112,11 @@ fn check_sealed(segment: &SegmentInfo, options: &Options) -> Result<()> {
 
 /// Scans the last segment and cuts it at the first bad frame. Returns the
 /// segment with its new length, where it was cut, and how much was dropped.
-fn repair_tail(
-    mut last: SegmentInfo,
-    options: &Options,
-) -> Result<(SegmentInfo, Option<Position>, u64)> {
+fn repair_tail(mut last: SegmentInfo, options: &Options) -> Result<(SegmentInfo, Option<Position>, u64)> {
     if last.len < HEADER_BYTES {
         return rewrite_torn_header(last);
     }
-    let mut cursor =
-        SegmentCursor::open(&last.path, last.base, 0, last.len, options.max_record_bytes)?;
+    let mut cursor = SegmentCursor::open(&last.path, last.base, 0, last.len, options.max_record_bytes)?;
     let mut payload = Vec::new();
     let cut = loop {
         match cursor.next_into(&mut payload) {
@@ -164,25 +142,17 @@ fn repair_tail(
 /// would have written (or zeros, never-written blocks); then rewrite it.
 fn rewrite_torn_header(mut last: SegmentInfo) -> Result<(SegmentInfo, Option<Position>, u64)> {
     let mut present = Vec::new();
-    File::open(&last.path)
-        .and_then(|mut f| f.read_to_end(&mut present))
-        .map_err(io_err("reading", &last.path))?;
+    File::open(&last.path).and_then(|mut f| f.read_to_end(&mut present)).map_err(io_err("reading", &last.path))?;
     let expected = encode_header(last.base);
     let is_prefix = expected.starts_with(&present);
     let is_zeros = present.iter().all(|&b| b == 0);
     if present.len() as u64 >= HEADER_BYTES || !(is_prefix || is_zeros) {
         return Err(WalError::BadHeader {
             path: last.path.clone(),
-            reason: HeaderError::Truncated {
-                len: present.len() as u64,
-                expected: HEADER_BYTES,
-            },
+            reason: HeaderError::Truncated { len: present.len() as u64, expected: HEADER_BYTES },
         });
     }
-    let mut file = OpenOptions::new()
-        .write(true)
-        .open(&last.path)
-        .map_err(io_err("opening", &last.path))?;
+    let mut file = OpenOptions::new().write(true).open(&last.path).map_err(io_err("opening", &last.path))?;
     file.set_len(0)
         .and_then(|_| file.write_all(&expected))
         .and_then(|_| file.sync_all())
@@ -195,10 +165,7 @@ fn rewrite_torn_header(mut last: SegmentInfo) -> Result<(SegmentInfo, Option<Pos
 
 /// Cuts a file to `len` bytes and makes the new length durable.
 fn truncate_file(path: &Path, len: u64) -> Result<()> {
-    let file = OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(io_err("opening", path))?;
+    let file = OpenOptions::new().write(true).open(path).map_err(io_err("opening", path))?;
     file.set_len(len).map_err(io_err("truncating", path))?;
     file.sync_all().map_err(io_err("syncing", path))
 }

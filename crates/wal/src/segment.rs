@@ -41,17 +41,11 @@ pub fn encode_header(base: u64) -> [u8; HEADER_BYTES as usize] {
 pub fn decode_header(bytes: &[u8; HEADER_BYTES as usize]) -> Result<u64, HeaderError> {
     let found: [u8; 8] = take(bytes, 0);
     if found != MAGIC {
-        return Err(HeaderError::BadMagic {
-            found,
-            expected: MAGIC,
-        });
+        return Err(HeaderError::BadMagic { found, expected: MAGIC });
     }
     let version = u32::from_le_bytes(take(bytes, 8));
     if version != FORMAT_VERSION {
-        return Err(HeaderError::UnsupportedVersion {
-            found: version,
-            supported: FORMAT_VERSION,
-        });
+        return Err(HeaderError::UnsupportedVersion { found: version, supported: FORMAT_VERSION });
     }
     let stored = u32::from_le_bytes(take(bytes, 20));
     let computed = crc32c::crc32c(&bytes[0..20]);
@@ -116,11 +110,7 @@ pub struct FrameHeader {
 impl FrameHeader {
     /// Parses the 9 header bytes; nothing is validated yet.
     pub fn parse(bytes: &[u8; FRAME_HEADER_BYTES]) -> FrameHeader {
-        FrameHeader {
-            len: u32::from_le_bytes(take(bytes, 0)),
-            crc: u32::from_le_bytes(take(bytes, 4)),
-            kind: bytes[8],
-        }
+        FrameHeader { len: u32::from_le_bytes(take(bytes, 0)), crc: u32::from_le_bytes(take(bytes, 4)), kind: bytes[8] }
     }
 
     /// Checks the length field before anything is allocated for the payload:
@@ -130,10 +120,7 @@ impl FrameHeader {
     pub fn check_len(&self, remaining_bytes: u64, max_record_bytes: u64) -> Result<(), FrameError> {
         let len = u64::from(self.len);
         if len > max_record_bytes {
-            return Err(FrameError::TooLarge {
-                len,
-                max_record_bytes,
-            });
+            return Err(FrameError::TooLarge { len, max_record_bytes });
         }
         if len > remaining_bytes {
             return Err(FrameError::Truncated {
@@ -148,10 +135,7 @@ impl FrameHeader {
     pub fn check_crc(&self, payload: &[u8]) -> Result<(), FrameError> {
         let computed = frame_crc(self.len, self.kind, payload);
         if computed != self.crc {
-            return Err(FrameError::Checksum {
-                stored: self.crc,
-                computed,
-            });
+            return Err(FrameError::Checksum { stored: self.crc, computed });
         }
         Ok(())
     }
@@ -193,38 +177,20 @@ pub fn decode_records(bytes: &[u8], max_record_bytes: u64) -> Decoded<'_> {
     while at < bytes.len() {
         match decode_one(&bytes[at..], max_record_bytes) {
             Ok((header, payload)) => {
-                records.push(DecodedRecord {
-                    offset: at,
-                    kind: header.kind,
-                    crc: header.crc,
-                    payload,
-                });
+                records.push(DecodedRecord { offset: at, kind: header.kind, crc: header.crc, payload });
                 at += FRAME_HEADER_BYTES + payload.len();
             }
-            Err(error) => {
-                return Decoded {
-                    records,
-                    valid_bytes: at,
-                    error: Some(error),
-                }
-            }
+            Err(error) => return Decoded { records, valid_bytes: at, error: Some(error) },
         }
     }
     debug_assert_eq!(at, bytes.len());
-    Decoded {
-        records,
-        valid_bytes: at,
-        error: None,
-    }
+    Decoded { records, valid_bytes: at, error: None }
 }
 
 /// Decodes the frame at the start of `bytes`.
 fn decode_one(bytes: &[u8], max_record_bytes: u64) -> Result<(FrameHeader, &[u8]), FrameError> {
     let Some(head) = bytes.first_chunk::<FRAME_HEADER_BYTES>() else {
-        return Err(FrameError::Truncated {
-            needed: FRAME_HEADER_BYTES as u64,
-            available: bytes.len() as u64,
-        });
+        return Err(FrameError::Truncated { needed: FRAME_HEADER_BYTES as u64, available: bytes.len() as u64 });
     };
     let header = FrameHeader::parse(head);
     let rest = &bytes[FRAME_HEADER_BYTES..];
@@ -272,27 +238,15 @@ mod tests {
     fn header_rejects_bad_magic_version_and_crc() {
         let mut bad_magic = encode_header(7);
         bad_magic[0] ^= 1;
-        assert!(matches!(
-            decode_header(&bad_magic),
-            Err(HeaderError::BadMagic { .. })
-        ));
+        assert!(matches!(decode_header(&bad_magic), Err(HeaderError::BadMagic { .. })));
 
         let mut bad_version = encode_header(7);
         bad_version[8] = 2;
-        assert_eq!(
-            decode_header(&bad_version),
-            Err(HeaderError::UnsupportedVersion {
-                found: 2,
-                supported: 1
-            })
-        );
+        assert_eq!(decode_header(&bad_version), Err(HeaderError::UnsupportedVersion { found: 2, supported: 1 }));
 
         let mut bad_base = encode_header(7);
         bad_base[12] ^= 0x10;
-        assert!(matches!(
-            decode_header(&bad_base),
-            Err(HeaderError::Checksum { .. })
-        ));
+        assert!(matches!(decode_header(&bad_base), Err(HeaderError::Checksum { .. })));
     }
 
     #[test]
@@ -301,15 +255,8 @@ mod tests {
         let decoded = decode_records(&bytes, 1 << 20);
         assert_eq!(decoded.error, None);
         assert_eq!(decoded.valid_bytes, bytes.len());
-        let got: Vec<(u8, &[u8])> = decoded
-            .records
-            .iter()
-            .map(|r| (r.kind, r.payload))
-            .collect();
-        assert_eq!(
-            got,
-            vec![(1, &b"hello"[..]), (2, &b""[..]), (255, &[9u8; 1000][..])]
-        );
+        let got: Vec<(u8, &[u8])> = decoded.records.iter().map(|r| (r.kind, r.payload)).collect();
+        assert_eq!(got, vec![(1, &b"hello"[..]), (2, &b""[..]), (255, &[9u8; 1000][..])]);
         assert_eq!(decoded.records[1].offset, 14);
     }
 
@@ -342,9 +289,7 @@ mod tests {
         let mut bytes = frames(&[(1, b"x")]);
         bytes[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
         let decoded = decode_records(&bytes, 1 << 20);
-        assert!(
-            matches!(decoded.error, Some(FrameError::TooLarge { len, .. }) if len == u64::from(u32::MAX))
-        );
+        assert!(matches!(decoded.error, Some(FrameError::TooLarge { len, .. }) if len == u64::from(u32::MAX)));
         let decoded = decode_records(&bytes, u64::from(u32::MAX));
         assert!(matches!(decoded.error, Some(FrameError::Truncated { .. })));
     }
@@ -352,15 +297,9 @@ mod tests {
     #[test]
     fn file_names_round_trip() {
         assert_eq!(segment_file_name(0), "00000000000000000000.wal");
-        assert_eq!(
-            parse_segment_file_name("00000000000000004096.wal"),
-            Some(Ok(4096))
-        );
+        assert_eq!(parse_segment_file_name("00000000000000004096.wal"), Some(Ok(4096)));
         assert_eq!(parse_segment_file_name("4096.wal"), Some(Err(())));
-        assert_eq!(
-            parse_segment_file_name("99999999999999999999.wal"),
-            Some(Err(()))
-        );
+        assert_eq!(parse_segment_file_name("99999999999999999999.wal"), Some(Err(())));
         assert_eq!(parse_segment_file_name("notes.txt"), None);
     }
 }

@@ -48,9 +48,7 @@ impl Active {
         if self.buf.is_empty() {
             return Ok(());
         }
-        self.file
-            .write_all(&self.buf)
-            .map_err(io_err("writing", &self.path))?;
+        self.file.write_all(&self.buf).map_err(io_err("writing", &self.path))?;
         self.written_len += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
@@ -60,9 +58,7 @@ impl Active {
     /// used for payloads at least as large as the buffer.
     fn write_direct(&mut self, payload: &[u8]) -> Result<()> {
         debug_assert!(self.buf.is_empty());
-        self.file
-            .write_all(payload)
-            .map_err(io_err("writing", &self.path))?;
+        self.file.write_all(payload).map_err(io_err("writing", &self.path))?;
         self.written_len += payload.len() as u64;
         Ok(())
     }
@@ -72,19 +68,13 @@ impl Active {
         if self.synced_len == self.written_len {
             return Ok(());
         }
-        self.file
-            .sync_data()
-            .map_err(io_err("syncing", &self.path))?;
+        self.file.sync_data().map_err(io_err("syncing", &self.path))?;
         self.synced_len = self.written_len;
         Ok(())
     }
 
     fn info(&self) -> SegmentInfo {
-        SegmentInfo {
-            base: self.base,
-            path: self.path.clone(),
-            len: self.written_len,
-        }
+        SegmentInfo { base: self.base, path: self.path.clone(), len: self.written_len }
     }
 }
 
@@ -111,13 +101,7 @@ impl Wal {
         let dir = dir.as_ref().to_path_buf();
         let recovered = recover(&dir, &options)?;
         let active = open_active(&recovered.active, options.write_buffer_bytes)?;
-        let wal = Wal {
-            dir,
-            options,
-            sealed: recovered.sealed,
-            active,
-            poisoned: false,
-        };
+        let wal = Wal { dir, options, sealed: recovered.sealed, active, poisoned: false };
         Ok((wal, recovered.report))
     }
 
@@ -128,15 +112,10 @@ impl Wal {
         self.check_usable()?;
         let len = payload.len() as u64;
         if len > self.options.max_record_bytes {
-            return Err(WalError::RecordTooLarge {
-                len,
-                max: self.options.max_record_bytes,
-            });
+            return Err(WalError::RecordTooLarge { len, max: self.options.max_record_bytes });
         }
         let frame_len = frame_bytes(len);
-        if self.active.has_records()
-            && self.active.appended_len() + frame_len > self.options.segment_size_bytes
-        {
+        if self.active.has_records() && self.active.appended_len() + frame_len > self.options.segment_size_bytes {
             self.poison_on_err(|wal| wal.roll())?;
         }
         let position = self.appended();
@@ -236,13 +215,7 @@ impl Wal {
         self.active.sync()?;
         let next_base = self.active.base + self.active.written_len;
         let (file, path) = create_segment(&self.dir, next_base)?;
-        let next = new_active(
-            next_base,
-            path,
-            file,
-            HEADER_BYTES,
-            self.options.write_buffer_bytes,
-        );
+        let next = new_active(next_base, path, file, HEADER_BYTES, self.options.write_buffer_bytes);
         let old = std::mem::replace(&mut self.active, next);
         self.sealed.push(old.info());
         Ok(())
@@ -282,11 +255,7 @@ impl Wal {
         for segment in self.sealed.iter().filter(|s| bases.contains(&s.base)) {
             let dest = dest_dir.join(segment_file_name(segment.base));
             link_or_copy_file(&segment.path, &dest, true)?;
-            out.push(SegmentInfo {
-                base: segment.base,
-                path: dest,
-                len: segment.len,
-            });
+            out.push(SegmentInfo { base: segment.base, path: dest, len: segment.len });
         }
         sync_dir(dest_dir)?;
         Ok(out)
@@ -343,20 +312,12 @@ impl Drop for Wal {
 
 /// Opens the recovered last segment for appending at its end.
 fn open_active(segment: &SegmentInfo, write_buffer_bytes: usize) -> Result<Active> {
-    let file = fs::OpenOptions::new()
-        .append(true)
-        .open(&segment.path)
-        .map_err(io_err("opening for append", &segment.path))?;
+    let file =
+        fs::OpenOptions::new().append(true).open(&segment.path).map_err(io_err("opening for append", &segment.path))?;
     // What recovery kept may only be in the page cache (the previous process
     // died, not the machine); make it durable before calling it durable.
     file.sync_data().map_err(io_err("syncing", &segment.path))?;
-    Ok(new_active(
-        segment.base,
-        segment.path.clone(),
-        file,
-        segment.len,
-        write_buffer_bytes,
-    ))
+    Ok(new_active(segment.base, segment.path.clone(), file, segment.len, write_buffer_bytes))
 }
 
 fn new_active(base: u64, path: PathBuf, file: File, len: u64, write_buffer_bytes: usize) -> Active {

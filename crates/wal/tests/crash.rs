@@ -17,9 +17,7 @@ const SEGMENT_BYTES: u64 = 1024;
 /// A log of several segments whose last segment holds a few records of
 /// awkward sizes. Returns the records and their positions.
 fn build_log(dir: &Path) -> (Vec<(u8, Vec<u8>)>, Vec<Position>) {
-    let mut records: Vec<(u8, Vec<u8>)> = (0..20)
-        .map(|i| ((i % 5) as u8, payload(i, 90 + i)))
-        .collect();
+    let mut records: Vec<(u8, Vec<u8>)> = (0..20).map(|i| ((i % 5) as u8, payload(i, 90 + i))).collect();
     // Force a fresh segment, then a few small and odd-sized records.
     records.push((7, payload(100, 700)));
     for (i, len) in [0usize, 1, 17, 40].into_iter().enumerate() {
@@ -50,17 +48,13 @@ fn assert_recovers_prefix(
     expect_count: usize,
     what: &str,
 ) {
-    let (wal, report) = Wal::open(dir, small_options(SEGMENT_BYTES))
-        .unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
+    let (wal, report) =
+        Wal::open(dir, small_options(SEGMENT_BYTES)).unwrap_or_else(|e| panic!("{what}: open failed: {e}"));
     let got = read_all(dir, Position::ZERO);
     assert_eq!(got.len(), expect_count, "{what}: report {report:?}");
     for (i, record) in got.iter().enumerate() {
         assert_eq!(record.position, positions[i], "{what}");
-        assert_eq!(
-            (record.kind, &record.payload),
-            (records[i].0, &records[i].1),
-            "{what}: record {i}"
-        );
+        assert_eq!((record.kind, &record.payload), (records[i].0, &records[i].1), "{what}: record {i}");
     }
     assert_eq!(report.end, wal.appended());
 }
@@ -79,17 +73,9 @@ fn truncation_at_every_byte_of_the_tail_recovers_a_prefix() {
     let src = tmp.path().join("src");
     let (records, positions) = build_log(&src);
     let (_, bytes, base) = last_segment(&src);
-    let in_last: Vec<usize> = (0..records.len())
-        .filter(|&i| positions[i].segment == base)
-        .collect();
-    assert!(
-        in_last.len() >= 4,
-        "test needs several records in the last segment"
-    );
-    let ends: Vec<u64> = in_last
-        .iter()
-        .map(|&i| positions[i].offset + 9 + records[i].1.len() as u64)
-        .collect();
+    let in_last: Vec<usize> = (0..records.len()).filter(|&i| positions[i].segment == base).collect();
+    assert!(in_last.len() >= 4, "test needs several records in the last segment");
+    let ends: Vec<u64> = in_last.iter().map(|&i| positions[i].offset + 9 + records[i].1.len() as u64).collect();
     assert_eq!(*ends.last().unwrap(), bytes.len() as u64);
     let before_last = in_last[0];
 
@@ -99,13 +85,7 @@ fn truncation_at_every_byte_of_the_tail_recovers_a_prefix() {
         // Every record whose bytes all precede the cut was synced before
         // the "crash" and must survive; nothing after it may appear.
         let complete = ends.iter().filter(|&&end| end <= cut as u64).count();
-        assert_recovers_prefix(
-            &dir,
-            &records,
-            &positions,
-            before_last + complete,
-            &format!("cut {cut}"),
-        );
+        assert_recovers_prefix(&dir, &records, &positions, before_last + complete, &format!("cut {cut}"));
         // The repaired log accepts appends and keeps them.
         let (mut wal, _) = Wal::open(&dir, small_options(SEGMENT_BYTES)).unwrap();
         let at = wal.append(42, b"after recovery").unwrap();
@@ -150,9 +130,7 @@ fn bit_flips_in_the_tail_drop_the_damaged_record_and_after() {
     let src = tmp.path().join("src");
     let (records, positions) = build_log(&src);
     let (_, bytes, base) = last_segment(&src);
-    let in_last: Vec<usize> = (0..records.len())
-        .filter(|&i| positions[i].segment == base)
-        .collect();
+    let in_last: Vec<usize> = (0..records.len()).filter(|&i| positions[i].segment == base).collect();
     let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
     for trial in 0..200 {
         let byte = 24 + (rng.next() % (bytes.len() as u64 - 24)) as usize;
@@ -160,20 +138,10 @@ fn bit_flips_in_the_tail_drop_the_damaged_record_and_after() {
         let mut damaged = bytes.clone();
         damaged[byte] ^= 1 << bit;
         // The record containing the flipped byte and all after it go.
-        let hit = in_last
-            .iter()
-            .copied()
-            .rfind(|&i| positions[i].offset as usize <= byte)
-            .unwrap();
+        let hit = in_last.iter().copied().rfind(|&i| positions[i].offset as usize <= byte).unwrap();
         let dir = tmp.path().join(format!("flip{trial}"));
         damaged_copy(&src, &dir, &damaged);
-        assert_recovers_prefix(
-            &dir,
-            &records,
-            &positions,
-            hit,
-            &format!("flip byte {byte} bit {bit}"),
-        );
+        assert_recovers_prefix(&dir, &records, &positions, hit, &format!("flip byte {byte} bit {bit}"));
         fs::remove_dir_all(&dir).unwrap();
     }
 }
@@ -185,13 +153,8 @@ fn bit_flip_in_last_segment_header_is_a_hard_error() {
     let (path, mut bytes, _) = last_segment(tmp.path());
     bytes[13] ^= 0x04;
     fs::write(&path, &bytes).unwrap();
-    let err = Wal::open(tmp.path(), small_options(SEGMENT_BYTES))
-        .err()
-        .unwrap();
-    assert!(
-        matches!(&err, WalError::BadHeader { path: p, .. } if p == &path),
-        "{err}"
-    );
+    let err = Wal::open(tmp.path(), small_options(SEGMENT_BYTES)).err().unwrap();
+    assert!(matches!(&err, WalError::BadHeader { path: p, .. } if p == &path), "{err}");
 }
 
 #[test]
@@ -204,20 +167,14 @@ fn bit_flips_in_sealed_segments_are_hard_errors_naming_file_and_offset() {
     for trial in 0..40 {
         // A record in a sealed (not last) segment.
         let last_base = positions.last().unwrap().segment;
-        let sealed: Vec<usize> = (0..records.len())
-            .filter(|&i| positions[i].segment != last_base)
-            .collect();
+        let sealed: Vec<usize> = (0..records.len()).filter(|&i| positions[i].segment != last_base).collect();
         let victim = sealed[(rng.next() % sealed.len() as u64) as usize];
         let frame_len = 9 + records[victim].1.len() as u64;
         let byte = positions[victim].offset + rng.next() % frame_len;
         let file = files
             .iter()
             .find(|f| {
-                f.file_name()
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .starts_with(&format!("{:020}", positions[victim].segment))
+                f.file_name().unwrap().to_str().unwrap().starts_with(&format!("{:020}", positions[victim].segment))
             })
             .unwrap();
         let dir = tmp.path().join(format!("sealed{trial}"));
@@ -227,33 +184,23 @@ fn bit_flips_in_sealed_segments_are_hard_errors_naming_file_and_offset() {
         bytes[byte as usize] ^= 1 << (rng.next() % 8);
         fs::write(&target, &bytes).unwrap();
 
-        let err = Wal::open(&dir, small_options(SEGMENT_BYTES))
-            .err()
-            .expect("open must fail");
+        let err = Wal::open(&dir, small_options(SEGMENT_BYTES)).err().expect("open must fail");
         assert!(
             matches!(&err, WalError::CorruptRecord { path, offset, .. } if path == &target && *offset == positions[victim].offset),
             "trial {trial}: {err}"
         );
         let message = err.to_string();
         assert!(
-            message.contains(&target.display().to_string())
-                && message.contains(&positions[victim].offset.to_string())
+            message.contains(&target.display().to_string()) && message.contains(&positions[victim].offset.to_string())
         );
 
         // Without the open-time scan the reader stops at the same place.
-        let lazy = Options {
-            verify_sealed_segments: false,
-            ..small_options(SEGMENT_BYTES)
-        };
+        let lazy = Options { verify_sealed_segments: false, ..small_options(SEGMENT_BYTES) };
         Wal::open(&dir, lazy).unwrap();
-        let items: Vec<_> = Reader::open(&dir, Position::ZERO, 1 << 20)
-            .unwrap()
-            .collect();
+        let items: Vec<_> = Reader::open(&dir, Position::ZERO, 1 << 20).unwrap().collect();
         assert_eq!(items.len(), victim + 1, "all good records, then one error");
         assert!(items[..victim].iter().all(|r| r.is_ok()));
-        assert!(
-            matches!(&items[victim], Err(WalError::CorruptRecord { path, .. }) if path == &target)
-        );
+        assert!(matches!(&items[victim], Err(WalError::CorruptRecord { path, .. }) if path == &target));
         fs::remove_dir_all(&dir).unwrap();
     }
 }
@@ -264,8 +211,6 @@ fn torn_header_that_is_not_a_prefix_is_a_hard_error() {
     build_log(tmp.path());
     let (path, _, _) = last_segment(tmp.path());
     fs::write(&path, b"garbage").unwrap();
-    let err = Wal::open(tmp.path(), small_options(SEGMENT_BYTES))
-        .err()
-        .unwrap();
+    let err = Wal::open(tmp.path(), small_options(SEGMENT_BYTES)).err().unwrap();
     assert!(matches!(err, WalError::BadHeader { .. }), "{err}");
 }

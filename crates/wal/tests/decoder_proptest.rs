@@ -13,10 +13,7 @@ fn check_invariants(bytes: &[u8], max_record_bytes: u64) {
     let mut offset = 0;
     for record in &decoded.records {
         assert_eq!(record.offset, offset);
-        assert_eq!(
-            record.crc,
-            frame_crc(record.payload.len() as u32, record.kind, record.payload)
-        );
+        assert_eq!(record.crc, frame_crc(record.payload.len() as u32, record.kind, record.payload));
         offset += FRAME_HEADER_BYTES + record.payload.len();
     }
     assert_eq!(offset, decoded.valid_bytes);

@@ -49,10 +49,7 @@ static ALLOCATOR: CappedAllocator = CappedAllocator;
 /// Options whose max_record_bytes allows the full u32 range, so only the
 /// remaining-file-length check stands between the field and an allocation.
 fn permissive(segment_size_bytes: u64) -> Options {
-    Options {
-        max_record_bytes: u64::from(u32::MAX),
-        ..small_options(segment_size_bytes)
-    }
+    Options { max_record_bytes: u64::from(u32::MAX), ..small_options(segment_size_bytes) }
 }
 
 /// Appends a frame header claiming `len` payload bytes, plus a few bytes.
@@ -89,14 +86,8 @@ fn huge_length_in_sealed_segment_is_an_error_without_allocating() {
     fs::write(&first, &bytes).unwrap();
 
     let err = Wal::open(tmp.path(), permissive(512)).err().unwrap();
-    assert!(
-        matches!(&err, WalError::CorruptRecord { path, offset: 24, .. } if path == &first),
-        "{err}"
-    );
+    assert!(matches!(&err, WalError::CorruptRecord { path, offset: 24, .. } if path == &first), "{err}");
     let mut reader = Reader::open(tmp.path(), Position::ZERO, u64::from(u32::MAX)).unwrap();
-    assert!(matches!(
-        reader.next(),
-        Some(Err(WalError::CorruptRecord { offset: 24, .. }))
-    ));
+    assert!(matches!(reader.next(), Some(Err(WalError::CorruptRecord { offset: 24, .. }))));
     assert!(reader.next().is_none(), "the reader stops after an error");
 }

@@ -20,20 +20,11 @@ fn op() -> impl Strategy<Value = Op> {
         2 => 256usize..8192,
         1 => 8192usize..70 * 1024,
     ];
-    (any::<u8>(), len, proptest::bool::weighted(0.2)).prop_map(|(kind, len, sync_after)| Op {
-        kind,
-        len,
-        sync_after,
-    })
+    (any::<u8>(), len, proptest::bool::weighted(0.2)).prop_map(|(kind, len, sync_after)| Op { kind, len, sync_after })
 }
 
 fn options(segment_size_bytes: u64, write_buffer_bytes: usize) -> Options {
-    Options {
-        segment_size_bytes,
-        max_record_bytes: 80 * 1024,
-        write_buffer_bytes,
-        verify_sealed_segments: true,
-    }
+    Options { segment_size_bytes, max_record_bytes: 80 * 1024, write_buffer_bytes, verify_sealed_segments: true }
 }
 
 proptest! {

@@ -16,10 +16,7 @@ fn empty_log_opens_with_one_segment() {
     assert_eq!(report.truncated_at, None);
     assert_eq!(report.end, Position::new(0, 24));
     assert_eq!(wal.durable(), Position::new(0, 24));
-    assert_eq!(
-        segment_files(&dir)[0].file_name().unwrap(),
-        "00000000000000000000.wal"
-    );
+    assert_eq!(segment_files(&dir)[0].file_name().unwrap(), "00000000000000000000.wal");
 }
 
 #[test]
@@ -37,22 +34,8 @@ fn append_sync_durable_and_read_back() {
     drop(wal);
     let records = read_all(tmp.path(), Position::ZERO);
     assert_eq!(records.len(), 2);
-    assert_eq!(
-        (
-            records[0].position,
-            records[0].kind,
-            &records[0].payload[..]
-        ),
-        (a, 1, &b"alpha"[..])
-    );
-    assert_eq!(
-        (
-            records[1].position,
-            records[1].kind,
-            records[1].payload.len()
-        ),
-        (b, 2, 0)
-    );
+    assert_eq!((records[0].position, records[0].kind, &records[0].payload[..]), (a, 1, &b"alpha"[..]));
+    assert_eq!((records[1].position, records[1].kind, records[1].payload.len()), (b, 2, 0));
 }
 
 #[test]
@@ -66,15 +49,9 @@ fn rolls_over_and_reads_across_segments() {
         assert!(fs::metadata(file).unwrap().len() <= 1024);
     }
     let got = read_all(tmp.path(), Position::ZERO);
-    let got: Vec<(Position, u8, Vec<u8>)> = got
-        .into_iter()
-        .map(|r| (r.position, r.kind, r.payload))
-        .collect();
-    let want: Vec<(Position, u8, Vec<u8>)> = positions
-        .iter()
-        .zip(&records)
-        .map(|(p, (k, d))| (*p, *k, d.clone()))
-        .collect();
+    let got: Vec<(Position, u8, Vec<u8>)> = got.into_iter().map(|r| (r.position, r.kind, r.payload)).collect();
+    let want: Vec<(Position, u8, Vec<u8>)> =
+        positions.iter().zip(&records).map(|(p, (k, d))| (*p, *k, d.clone())).collect();
     assert_eq!(got, want);
     // Positions are globally monotone and a new segment's base is the
     // previous base + previous length.
@@ -96,16 +73,11 @@ fn oversized_record_goes_alone_and_too_large_is_rejected() {
     assert_eq!(after.offset, 24, "and is alone in it");
     assert!(big.segment < after.segment);
     let err = wal.append(4, &vec![0u8; (1 << 20) + 1]).unwrap_err();
-    assert!(
-        matches!(err, WalError::RecordTooLarge { len, max } if len == (1 << 20) + 1 && max == 1 << 20)
-    );
+    assert!(matches!(err, WalError::RecordTooLarge { len, max } if len == (1 << 20) + 1 && max == 1 << 20));
     // A rejected append does not poison the log.
     wal.append(5, b"ok").unwrap();
     wal.close().unwrap();
-    let kinds: Vec<u8> = read_all(tmp.path(), Position::ZERO)
-        .iter()
-        .map(|r| r.kind)
-        .collect();
+    let kinds: Vec<u8> = read_all(tmp.path(), Position::ZERO).iter().map(|r| r.kind).collect();
     assert_eq!(kinds, vec![1, 2, 3, 5]);
 }
 
@@ -113,21 +85,11 @@ fn oversized_record_goes_alone_and_too_large_is_rejected() {
 fn reader_from_position_and_live_reader() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = Wal::open(tmp.path(), small_options(600)).unwrap();
-    let positions: Vec<Position> = (0..20)
-        .map(|i| wal.append(i as u8, &payload(i, 50)).unwrap())
-        .collect();
+    let positions: Vec<Position> = (0..20).map(|i| wal.append(i as u8, &payload(i, 50)).unwrap()).collect();
     // Live reader sees unsynced appends (they are flushed to the OS).
-    let all: Vec<_> = wal
-        .reader_from(wal.first_position())
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
+    let all: Vec<_> = wal.reader_from(wal.first_position()).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(all.len(), 20);
-    let from_mid: Vec<_> = wal
-        .reader_from(positions[13])
-        .unwrap()
-        .map(|r| r.unwrap().kind)
-        .collect();
+    let from_mid: Vec<_> = wal.reader_from(positions[13]).unwrap().map(|r| r.unwrap().kind).collect();
     assert_eq!(from_mid, (13..20).map(|i| i as u8).collect::<Vec<_>>());
     let at_end: Vec<_> = wal.reader_from(wal.appended()).unwrap().collect();
     assert!(at_end.is_empty());
@@ -139,18 +101,12 @@ fn reader_from_position_and_live_reader() {
 fn truncate_before_removes_whole_old_segments_only() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = Wal::open(tmp.path(), small_options(512)).unwrap();
-    let positions: Vec<Position> = (0..40)
-        .map(|i| wal.append(1, &payload(i, 60)).unwrap())
-        .collect();
+    let positions: Vec<Position> = (0..40).map(|i| wal.append(1, &payload(i, 60)).unwrap()).collect();
     wal.sync().unwrap();
     let sealed = wal.sealed_segments();
     assert!(sealed.len() >= 4);
     // A position inside the third segment keeps the third segment.
-    let keep_from = positions
-        .iter()
-        .find(|p| p.segment == sealed[2].base)
-        .copied()
-        .unwrap();
+    let keep_from = positions.iter().find(|p| p.segment == sealed[2].base).copied().unwrap();
     let removed = wal.truncate_before(keep_from).unwrap();
     assert_eq!(removed, sealed[..2].to_vec());
     assert_eq!(wal.first_position(), Position::new(sealed[2].base, 24));
@@ -169,10 +125,7 @@ fn truncate_before_removes_whole_old_segments_only() {
     wal.close().unwrap();
     let (wal, report) = Wal::open(tmp.path(), small_options(512)).unwrap();
     assert_eq!(report.segments, 1);
-    let last: Vec<_> = Reader::open(tmp.path(), wal.first_position(), 1 << 20)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
+    let last: Vec<_> = Reader::open(tmp.path(), wal.first_position(), 1 << 20).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(last.last().unwrap().payload, b"still works");
 }
 
@@ -195,22 +148,15 @@ fn link_or_copy_exports_sealed_segments() {
         assert_eq!(src.base, dst.base);
     }
     // The snapshot is itself a readable log holding every record.
-    let records: Vec<_> = Reader::open(&snap, Position::ZERO, 1 << 20)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect();
+    let records: Vec<_> = Reader::open(&snap, Position::ZERO, 1 << 20).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(records.len(), 30);
     // Linking again into the same place is refused, not silently replaced.
-    let err = wal
-        .link_or_copy_segments(sealed[0].base..=sealed[0].base, &snap)
-        .unwrap_err();
+    let err = wal.link_or_copy_segments(sealed[0].base..=sealed[0].base, &snap).unwrap_err();
     assert!(matches!(err, WalError::DestinationExists { .. }), "{err}");
     // A sub-range links only those segments.
     let partial_dir = tmp.path().join("partial");
     fs::create_dir_all(&partial_dir).unwrap();
-    let partial = wal
-        .link_or_copy_segments(sealed[1].base.., &partial_dir)
-        .unwrap();
+    let partial = wal.link_or_copy_segments(sealed[1].base.., &partial_dir).unwrap();
     assert_eq!(partial.len(), sealed.len() - 1);
 }
 
@@ -238,13 +184,7 @@ fn header_mismatches_are_hard_errors() {
     fs::write(&files[1], &bytes).unwrap();
     let err = Wal::open(tmp.path(), small_options(512)).err().unwrap();
     assert!(
-        matches!(
-            err,
-            WalError::BadHeader {
-                reason: HeaderError::UnsupportedVersion { found: 9, .. },
-                ..
-            }
-        ),
+        matches!(err, WalError::BadHeader { reason: HeaderError::UnsupportedVersion { found: 9, .. }, .. }),
         "{err}"
     );
     bytes[8] = 1;
@@ -253,13 +193,8 @@ fn header_mismatches_are_hard_errors() {
     // A stray segment overlapping the others breaks contiguity.
     let stray = tmp.path().join("00000000000000000001.wal");
     fs::copy(files.last().unwrap(), &stray).unwrap();
-    let err = Reader::open(tmp.path(), Position::ZERO, 1 << 20)
-        .err()
-        .unwrap();
-    assert!(
-        matches!(&err, WalError::SegmentGap { path, .. } if path == &stray),
-        "{err}"
-    );
+    let err = Reader::open(tmp.path(), Position::ZERO, 1 << 20).err().unwrap();
+    assert!(matches!(&err, WalError::SegmentGap { path, .. } if path == &stray), "{err}");
 }
 
 #[test]
@@ -284,10 +219,7 @@ fn missing_middle_segment_is_a_gap_error() {
     let files = segment_files(tmp.path());
     fs::remove_file(&files[1]).unwrap();
     let err = Wal::open(tmp.path(), small_options(512)).err().unwrap();
-    assert!(
-        matches!(&err, WalError::SegmentGap { path, .. } if path == &files[2]),
-        "{err}"
-    );
+    assert!(matches!(&err, WalError::SegmentGap { path, .. } if path == &files[2]), "{err}");
 }
 
 #[test]
@@ -306,37 +238,19 @@ fn leftover_temp_files_are_removed_and_bad_names_rejected() {
 #[test]
 fn invalid_options_are_rejected() {
     let tmp = tempfile::tempdir().unwrap();
-    let bad = Options {
-        max_record_bytes: u64::from(u32::MAX) + 1,
-        ..Options::default()
-    };
-    assert!(matches!(
-        Wal::open(tmp.path(), bad),
-        Err(WalError::InvalidOptions(_))
-    ));
-    let bad = Options {
-        segment_size_bytes: 10,
-        ..Options::default()
-    };
-    assert!(matches!(
-        Wal::open(tmp.path(), bad),
-        Err(WalError::InvalidOptions(_))
-    ));
+    let bad = Options { max_record_bytes: u64::from(u32::MAX) + 1, ..Options::default() };
+    assert!(matches!(Wal::open(tmp.path(), bad), Err(WalError::InvalidOptions(_))));
+    let bad = Options { segment_size_bytes: 10, ..Options::default() };
+    assert!(matches!(Wal::open(tmp.path(), bad), Err(WalError::InvalidOptions(_))));
 }
 
 #[test]
 fn group_commit_one_sync_covers_a_batch() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut wal, _) = Wal::open(tmp.path(), Options::default()).unwrap();
-    let positions: Vec<Position> = (0..1000)
-        .map(|i| wal.append(1, &payload(i, 100)).unwrap())
-        .collect();
+    let positions: Vec<Position> = (0..1000).map(|i| wal.append(1, &payload(i, 100)).unwrap()).collect();
     assert!(wal.durable() <= positions[0]);
     let durable = wal.sync().unwrap();
     assert!(positions.iter().all(|p| *p < durable));
-    assert_eq!(
-        wal.sync().unwrap(),
-        durable,
-        "an empty sync changes nothing"
-    );
+    assert_eq!(wal.sync().unwrap(), durable, "an empty sync changes nothing");
 }

@@ -13,7 +13,7 @@ use crate::record::{CutFinish, Record};
 use crate::vnode::Vnode;
 use std::collections::{BTreeSet, VecDeque};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Hash)]
 pub struct BlockingState {
     paused: Option<CutId>,
     pause_asked: Option<VnodeId>,

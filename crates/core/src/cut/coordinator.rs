@@ -16,7 +16,7 @@ use crate::record::Record;
 use crate::vnode::Vnode;
 use std::collections::BTreeSet;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Hash)]
 pub struct CutCoordinator {
     last_cut: u64,
     /// A `CutBegin` without its `CutEnd` in the log.
@@ -24,7 +24,7 @@ pub struct CutCoordinator {
     current: Option<Process>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Hash)]
 struct Process {
     cut: CutId,
     phase: Phase,
@@ -34,7 +34,7 @@ struct Process {
     req: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     Start,
     Started,

@@ -16,14 +16,14 @@ use crate::record::{CutFinish, Record};
 use crate::vnode::Vnode;
 use std::collections::BTreeSet;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Hash)]
 pub struct CutState {
     pub(crate) running: Option<LocalCut>,
     /// Invariant: no cut with an id `<= last_finished` is ever started again here.
     pub(crate) last_finished: Option<CutId>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Hash)]
 pub(crate) struct LocalCut {
     pub(crate) id: CutId,
     pub(crate) waiting: BTreeSet<Branch>,
@@ -59,10 +59,17 @@ impl Vnode {
         if let Some(old) = self.cut.running.take() {
             self.cut.last_finished = self.cut.last_finished.max(Some(old.id));
         }
-        self.out.append(Record::CutStart { cut });
+        self.out.append_unheld(Record::CutStart { cut });
         let waiting: BTreeSet<Branch> =
             self.part.prepared.iter().filter(|(_, p)| !p.read_only).map(|(b, _)| b.clone()).collect();
-        let local = LocalCut { id: cut, waiting, before: BTreeSet::new(), after: BTreeSet::new(), outcome: None, asked_by: None };
+        let local = LocalCut {
+            id: cut,
+            waiting,
+            before: BTreeSet::new(),
+            after: BTreeSet::new(),
+            outcome: None,
+            asked_by: None,
+        };
         self.cut.running = Some(local);
         if self.cfg.breaks.finish_early {
             self.write_cut_finish();
@@ -72,7 +79,13 @@ impl Vnode {
 
     /// Seed 000 §7: classify a transaction of `waiting` as it finishes here.
     /// `committed` is `Some(tx_cut)` for a commit, `None` for a rollback.
-    pub(crate) fn cut_tx_finished(&mut self, branch: &Branch, committed: Option<Option<CutId>>, recovered: bool, read_only: bool) {
+    pub(crate) fn cut_tx_finished(
+        &mut self,
+        branch: &Branch,
+        committed: Option<Option<CutId>>,
+        recovered: bool,
+        read_only: bool,
+    ) {
         let Some(c) = self.cut.running.as_mut() else { return };
         if c.outcome.is_some() || read_only || !c.waiting.remove(branch) {
             return;

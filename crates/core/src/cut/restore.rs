@@ -59,7 +59,9 @@ pub fn restore_to_cut<'a>(
                 let tx = &branch.tx;
                 let writes = match writes.is_empty() {
                     false => writes.clone(),
-                    true => prepared.remove(branch).ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
+                    true => prepared
+                        .remove(branch)
+                        .ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
                 };
                 let keep = match window {
                     Window::BeforeStart => !target.after.contains(tx),

@@ -9,7 +9,7 @@ use crate::store::{ReadCheck, ResolvedWrite, Write};
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, BTreeSet};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Hash)]
 pub struct NearState {
     pub(crate) txs: BTreeMap<TxId, NearTx>,
     pub(crate) next_seq: u32,
@@ -20,7 +20,7 @@ pub struct NearState {
     pub(crate) next_read: u64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Hash)]
 pub(crate) struct NearTx {
     client: ClientId,
     req: u64,

@@ -12,14 +12,14 @@ use crate::store::{ReadCheck, ResolvedWrite, Store, Write};
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, BTreeSet};
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Hash)]
 pub struct ParticipantState {
     pub(crate) prepared: BTreeMap<Branch, PreparedTx>,
     /// Transactions rolled back here; a late prepare of one of them is refused.
     pub(crate) tombstones: BTreeSet<TxId>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Hash)]
 pub(crate) struct PreparedTx {
     pub(crate) rec: Prepared,
     /// A primary that only validated reads: nothing logged, nothing to replicate.
@@ -114,7 +114,8 @@ impl Vnode {
         if self.cfg.breaks.skip_lock {
             return vec![];
         }
-        let mut keys: Vec<Key> = reads.iter().map(|r| r.key.clone()).chain(writes.iter().map(|w| w.key.clone())).collect();
+        let mut keys: Vec<Key> =
+            reads.iter().map(|r| r.key.clone()).chain(writes.iter().map(|w| w.key.clone())).collect();
         keys.sort();
         keys.dedup();
         for k in &keys {
@@ -161,7 +162,8 @@ impl Vnode {
         };
         self.forward_prepare(&rec);
         if pending.is_empty() {
-            let ack = TxnMsg::PrepareAck { tx: rec.tx.clone(), role: rec.role, result: Ok(rec.writes.clone()), tx_cut: None };
+            let ack =
+                TxnMsg::PrepareAck { tx: rec.tx.clone(), role: rec.role, result: Ok(rec.writes.clone()), tx_cut: None };
             self.send_txn(&rec.upstream, ack);
         }
         let backoff_us = self.cfg.timeouts.in_doubt_timeout_us;
@@ -221,7 +223,8 @@ impl Vnode {
             return self.finish_prepared(&branch, decision);
         }
         if p.pending.is_empty() {
-            let ack = TxnMsg::PrepareAck { tx: tx.clone(), role: p.rec.role, result: Ok(p.rec.writes.clone()), tx_cut: None };
+            let ack =
+                TxnMsg::PrepareAck { tx: tx.clone(), role: p.rec.role, result: Ok(p.rec.writes.clone()), tx_cut: None };
             let upstream = p.rec.upstream.clone();
             self.send_txn(&upstream, ack);
         }

@@ -59,7 +59,8 @@ impl Vnode {
         let me = self.cfg.id.clone();
         for (branch, p) in self.part.prepared.iter_mut() {
             let placement = &self.cfg.placement;
-            let keys: Vec<_> = p.rec.writes.iter().map(|w| w.key.clone()).filter(|k| placement.primary_of(k) == &me).collect();
+            let keys: Vec<_> =
+                p.rec.writes.iter().map(|w| w.key.clone()).filter(|k| placement.primary_of(k) == &me).collect();
             for k in &keys {
                 self.locks.insert(k.clone(), branch.tx.clone());
             }

@@ -18,7 +18,10 @@ pub fn check(w: &World, facts: &LogFacts) -> Vec<Violation> {
     }
     for (i, node) in w.nodes.iter().enumerate() {
         let Some(v) = &node.vnode else {
-            out.push(Violation { checker: "atomicity", message: format!("{} is still down at the end", names(w, [i])) });
+            out.push(Violation {
+                checker: "atomicity",
+                message: format!("{} is still down at the end", names(w, [i])),
+            });
             continue;
         };
         if v.prepared_count() > 0 {

@@ -17,7 +17,10 @@ pub fn check(w: &World) -> Vec<Violation> {
             if s != &stores[0] {
                 out.push(Violation {
                     checker: "replicas",
-                    message: format!("partition {} differs between {} and {}: {:?} vs {:?}", p.0, chain[0], chain[i], stores[0], s),
+                    message: format!(
+                        "partition {} differs between {} and {}: {:?} vs {:?}",
+                        p.0, chain[0], chain[i], stores[0], s
+                    ),
                 });
             }
         }

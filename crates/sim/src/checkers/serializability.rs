@@ -92,31 +92,18 @@ pub struct Stats {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Violation {
     /// Two reads of `key` are not prefixes of one another: no single append order explains both.
-    IncompatibleOrder {
-        key: Key,
-        a: Vec<Elem>,
-        b: Vec<Elem>,
-    },
+    IncompatibleOrder { key: Key, a: Vec<Elem>, b: Vec<Elem> },
     /// Transaction `txn` read `elem` in `key`, but nobody appended `elem` to `key`.
     UnknownElem { txn: u64, key: Key, elem: Elem },
     /// G1a: `reader` observed `elem` in `key`, appended by the aborted transaction `writer`.
-    AbortedRead {
-        reader: u64,
-        writer: u64,
-        key: Key,
-        elem: Elem,
-    },
+    AbortedRead { reader: u64, writer: u64, key: Key, elem: Elem },
     /// `elem` appears twice in one read of `key` by `txn` (or was appended twice; then `txn` is
     /// the second appender).
     DuplicateElem { txn: u64, key: Key, elem: Elem },
     /// A dependency cycle. `txns` lists the cycle's transactions in order; `edges[i]` goes from
     /// `txns[i]` to `txns[(i + 1) % len]`. `txn_ops` holds the operations of each transaction of
     /// the cycle (same order as `txns`) so that the report is self-contained.
-    Cycle {
-        txns: Vec<u64>,
-        edges: Vec<(u64, EdgeKind, u64, Key)>,
-        txn_ops: Vec<(u64, Vec<Op>)>,
-    },
+    Cycle { txns: Vec<u64>, edges: Vec<(u64, EdgeKind, u64, Key)>, txn_ops: Vec<(u64, Vec<Op>)> },
 }
 
 impl Violation {
@@ -176,12 +163,7 @@ impl fmt::Display for Violation {
                 "garbage read: T{txn} read element {elem} in key {key}, but no transaction \
                  appended {elem} to key {key}"
             ),
-            Violation::AbortedRead {
-                reader,
-                writer,
-                key,
-                elem,
-            } => write!(
+            Violation::AbortedRead { reader, writer, key, elem } => write!(
                 f,
                 "G1a (aborted read): T{reader} read element {elem} in key {key}, which was \
                  appended by T{writer}, an aborted transaction"
@@ -191,11 +173,7 @@ impl fmt::Display for Violation {
                 "duplicate element: element {elem} of key {key} occurs more than once (in T{txn}); \
                  every append must be unique and appear at most once in a list"
             ),
-            Violation::Cycle {
-                txns,
-                edges,
-                txn_ops,
-            } => {
+            Violation::Cycle { txns, edges, txn_ops } => {
                 let anomaly = cycle_anomaly(edges);
                 let rw = edges.iter().filter(|e| e.1 == EdgeKind::RW).count();
                 let what = match anomaly {
@@ -215,10 +193,7 @@ impl fmt::Display for Violation {
                         EdgeKind::WR => "appended the last element read by",
                         EdgeKind::RW => "read a version later overwritten by",
                     };
-                    writeln!(
-                        f,
-                        "  T{from} --{kind} on key {key}--> T{to}   (T{from} {meaning} T{to})"
-                    )?;
+                    writeln!(f, "  T{from} --{kind} on key {key}--> T{to}   (T{from} {meaning} T{to})")?;
                 }
                 write!(f, "transactions:")?;
                 for (id, ops) in txn_ops {
@@ -395,11 +370,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
             if let Op::Append { key, elem } = *op {
                 match elem_index.entry(elem) {
                     Entry::Occupied(_) => {
-                        return Err(Violation::DuplicateElem {
-                            txn: txn.id,
-                            key,
-                            elem,
-                        });
+                        return Err(Violation::DuplicateElem { txn: txn.id, key, elem });
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(appends.len());
@@ -444,11 +415,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
             let Op::Read { key, list } = op else { continue };
             stamp += 1;
             for &elem in list {
-                let unknown = Violation::UnknownElem {
-                    txn: history[t].id,
-                    key: *key,
-                    elem,
-                };
+                let unknown = Violation::UnknownElem { txn: history[t].id, key: *key, elem };
                 let Some(&d) = elem_index.get(&elem) else {
                     return Err(unknown);
                 };
@@ -465,11 +432,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
                     });
                 }
                 if seen_in_read[d] == stamp {
-                    return Err(Violation::DuplicateElem {
-                        txn: history[t].id,
-                        key: *key,
-                        elem,
-                    });
+                    return Err(Violation::DuplicateElem { txn: history[t].id, key: *key, elem });
                 }
                 seen_in_read[d] = stamp;
             }
@@ -486,17 +449,9 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
                 }
                 Op::Read { key, list } => {
                     let cur = orders.entry(*key).or_insert(&[]);
-                    let compatible = if list.len() > cur.len() {
-                        list.starts_with(cur)
-                    } else {
-                        cur.starts_with(list)
-                    };
+                    let compatible = if list.len() > cur.len() { list.starts_with(cur) } else { cur.starts_with(list) };
                     if !compatible {
-                        return Err(Violation::IncompatibleOrder {
-                            key: *key,
-                            a: cur.to_vec(),
-                            b: list.clone(),
-                        });
+                        return Err(Violation::IncompatibleOrder { key: *key, a: cur.to_vec(), b: list.clone() });
                     }
                     if list.len() > cur.len() {
                         *cur = list;
@@ -535,15 +490,9 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
         }
     }
     edges.sort_unstable();
-    edges.dedup_by(|later, earlier| {
-        later.0 == earlier.0 && later.1 == earlier.1 && later.2 == earlier.2
-    });
+    edges.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1 && later.2 == earlier.2);
 
-    let mut stats = Stats {
-        txns_checked: checked.len(),
-        keys: orders.len(),
-        ..Stats::default()
-    };
+    let mut stats = Stats { txns_checked: checked.len(), keys: orders.len(), ..Stats::default() };
     for e in &edges {
         match e.2 {
             EdgeKind::WW => stats.edges_ww += 1,
@@ -559,13 +508,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
     for i in 0..n {
         start[i + 1] += start[i];
     }
-    let graph = Graph {
-        start,
-        adj: edges
-            .iter()
-            .map(|&(_, to, kind, key)| (to, kind, key))
-            .collect(),
-    };
+    let graph = Graph { start, adj: edges.iter().map(|&(_, to, kind, key)| (to, kind, key)).collect() };
 
     if graph.first_cyclic_scc(EdgeKind::RW).is_none() {
         return Ok(stats);
@@ -576,14 +519,8 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
             let id = |t: usize| history[t].id;
             return Err(Violation::Cycle {
                 txns: cycle.iter().map(|e| id(e.0)).collect(),
-                edges: cycle
-                    .iter()
-                    .map(|&(a, kind, b, key)| (id(a), kind, id(b), key))
-                    .collect(),
-                txn_ops: cycle
-                    .iter()
-                    .map(|e| (id(e.0), history[e.0].ops.clone()))
-                    .collect(),
+                edges: cycle.iter().map(|&(a, kind, b, key)| (id(a), kind, id(b), key)).collect(),
+                txn_ops: cycle.iter().map(|e| (id(e.0), history[e.0].ops.clone())).collect(),
             });
         }
     }
@@ -598,14 +535,7 @@ mod tests {
     const Y: Key = 1;
 
     fn txn(id: u64, outcome: Outcome, ops: Vec<Op>) -> TxnRecord {
-        TxnRecord {
-            id,
-            client: id % 4,
-            ops,
-            outcome,
-            invoked_at_us: id * 10,
-            completed_at_us: id * 10 + 5,
-        }
+        TxnRecord { id, client: id % 4, ops, outcome, invoked_at_us: id * 10, completed_at_us: id * 10 + 5 }
     }
 
     fn ok(id: u64, ops: Vec<Op>) -> TxnRecord {
@@ -613,10 +543,7 @@ mod tests {
     }
 
     fn r(key: Key, list: &[Elem]) -> Op {
-        Op::Read {
-            key,
-            list: list.to_vec(),
-        }
+        Op::Read { key, list: list.to_vec() }
     }
 
     fn a(key: Key, elem: Elem) -> Op {
@@ -625,12 +552,7 @@ mod tests {
 
     /// Asserts `v` is a well-formed cycle and returns its edge kinds.
     fn cycle_kinds(v: &Violation) -> Vec<EdgeKind> {
-        let Violation::Cycle {
-            txns,
-            edges,
-            txn_ops,
-        } = v
-        else {
+        let Violation::Cycle { txns, edges, txn_ops } = v else {
             panic!("expected a cycle, got {v}");
         };
         assert!(txns.len() >= 2);
@@ -654,16 +576,7 @@ mod tests {
             ok(4, vec![r(Y, &[3]), r(X, &[1, 2])]),
         ];
         let s = check(&h).unwrap();
-        assert_eq!(
-            s,
-            Stats {
-                txns_checked: 5,
-                edges_ww: 1,
-                edges_wr: 4,
-                edges_rw: 1,
-                keys: 2,
-            }
-        );
+        assert_eq!(s, Stats { txns_checked: 5, edges_ww: 1, edges_wr: 4, edges_rw: 1, keys: 2 });
     }
 
     #[test]
@@ -706,9 +619,7 @@ mod tests {
         let v = check(&h).unwrap_err();
         assert_eq!(cycle_kinds(&v), vec![EdgeKind::WW, EdgeKind::WW]);
         assert_eq!(v.anomaly(), "G0");
-        let Violation::Cycle { txns, .. } = &v else {
-            unreachable!()
-        };
+        let Violation::Cycle { txns, .. } = &v else { unreachable!() };
         assert_eq!(txns, &vec![1, 2]);
         let text = v.to_string();
         assert!(text.starts_with("G0"), "{text}");
@@ -734,11 +645,8 @@ mod tests {
 
     #[test]
     fn g2_write_skew() {
-        let h = vec![
-            ok(1, vec![r(X, &[]), a(Y, 1)]),
-            ok(2, vec![r(Y, &[]), a(X, 2)]),
-            ok(3, vec![r(X, &[2]), r(Y, &[1])]),
-        ];
+        let h =
+            vec![ok(1, vec![r(X, &[]), a(Y, 1)]), ok(2, vec![r(Y, &[]), a(X, 2)]), ok(3, vec![r(X, &[2]), r(Y, &[1])])];
         let v = check(&h).unwrap_err();
         assert_eq!(cycle_kinds(&v), vec![EdgeKind::RW, EdgeKind::RW]);
         assert_eq!(
@@ -768,39 +676,23 @@ mod tests {
         let mut kinds = cycle_kinds(&v);
         kinds.sort();
         assert_eq!(kinds, vec![EdgeKind::WW, EdgeKind::RW]);
-        let Violation::Cycle { txns, .. } = &v else {
-            unreachable!()
-        };
+        let Violation::Cycle { txns, .. } = &v else { unreachable!() };
         assert_eq!(txns, &vec![1, 2]);
         assert!(v.to_string().contains("G-single"));
     }
 
     #[test]
     fn aborted_read_is_g1a() {
-        let h = vec![
-            txn(1, Outcome::Aborted, vec![a(X, 1)]),
-            ok(2, vec![r(X, &[1])]),
-        ];
+        let h = vec![txn(1, Outcome::Aborted, vec![a(X, 1)]), ok(2, vec![r(X, &[1])])];
         let v = check(&h).unwrap_err();
-        assert_eq!(
-            v,
-            Violation::AbortedRead {
-                reader: 2,
-                writer: 1,
-                key: X,
-                elem: 1
-            }
-        );
+        assert_eq!(v, Violation::AbortedRead { reader: 2, writer: 1, key: X, elem: 1 });
         assert_eq!(v.anomaly(), "G1a");
         assert!(v.to_string().contains("G1a"));
     }
 
     #[test]
     fn reads_inside_aborted_txns_are_ignored() {
-        let h = vec![
-            txn(1, Outcome::Aborted, vec![r(X, &[42, 42]), a(X, 1)]),
-            ok(2, vec![r(X, &[])]),
-        ];
+        let h = vec![txn(1, Outcome::Aborted, vec![r(X, &[42, 42]), a(X, 1)]), ok(2, vec![r(X, &[])])];
         assert_eq!(check(&h).unwrap().txns_checked, 1);
     }
 
@@ -813,60 +705,29 @@ mod tests {
             ok(4, vec![r(X, &[1, 2])]),
             ok(5, vec![r(X, &[1, 3])]),
         ];
-        assert_eq!(
-            check(&h).unwrap_err(),
-            Violation::IncompatibleOrder {
-                key: X,
-                a: vec![1, 2],
-                b: vec![1, 3]
-            }
-        );
+        assert_eq!(check(&h).unwrap_err(), Violation::IncompatibleOrder { key: X, a: vec![1, 2], b: vec![1, 3] });
     }
 
     #[test]
     fn shorter_read_must_be_prefix_too() {
-        let h = vec![
-            ok(1, vec![a(X, 1), a(X, 2)]),
-            ok(2, vec![r(X, &[1, 2])]),
-            ok(3, vec![r(X, &[2])]),
-        ];
-        assert!(matches!(
-            check(&h),
-            Err(Violation::IncompatibleOrder { key: X, .. })
-        ));
+        let h = vec![ok(1, vec![a(X, 1), a(X, 2)]), ok(2, vec![r(X, &[1, 2])]), ok(3, vec![r(X, &[2])])];
+        assert!(matches!(check(&h), Err(Violation::IncompatibleOrder { key: X, .. })));
     }
 
     #[test]
     fn unknown_elem() {
         let h = vec![ok(1, vec![a(X, 1)]), ok(2, vec![r(X, &[1, 99])])];
         let v = check(&h).unwrap_err();
-        assert_eq!(
-            v,
-            Violation::UnknownElem {
-                txn: 2,
-                key: X,
-                elem: 99
-            }
-        );
+        assert_eq!(v, Violation::UnknownElem { txn: 2, key: X, elem: 99 });
         // An element appended to a different key is also garbage for this one.
         let h = vec![ok(1, vec![a(Y, 1)]), ok(2, vec![r(X, &[1])])];
-        assert!(matches!(
-            check(&h),
-            Err(Violation::UnknownElem { elem: 1, .. })
-        ));
+        assert!(matches!(check(&h), Err(Violation::UnknownElem { elem: 1, .. })));
     }
 
     #[test]
     fn duplicate_elem_in_read() {
         let h = vec![ok(1, vec![a(X, 1)]), ok(2, vec![r(X, &[1, 1])])];
-        assert_eq!(
-            check(&h).unwrap_err(),
-            Violation::DuplicateElem {
-                txn: 2,
-                key: X,
-                elem: 1
-            }
-        );
+        assert_eq!(check(&h).unwrap_err(), Violation::DuplicateElem { txn: 2, key: X, elem: 1 });
     }
 
     #[test]
@@ -879,17 +740,11 @@ mod tests {
         ];
         let v = check(&h).unwrap_err();
         assert_eq!(cycle_kinds(&v), vec![EdgeKind::RW, EdgeKind::RW]);
-        let Violation::Cycle { txns, .. } = &v else {
-            unreachable!()
-        };
+        let Violation::Cycle { txns, .. } = &v else { unreachable!() };
         assert!(txns.contains(&1));
 
         // Unobserved, the unknown transaction is ignored and the rest is serializable.
-        let h2 = vec![
-            h[0].clone(),
-            h[1].clone(),
-            ok(3, vec![r(X, &[2]), r(Y, &[])]),
-        ];
+        let h2 = vec![h[0].clone(), h[1].clone(), ok(3, vec![r(X, &[2]), r(Y, &[])])];
         assert_eq!(check(&h2).unwrap().txns_checked, 2);
     }
 
@@ -902,14 +757,7 @@ mod tests {
             txn(2, Outcome::Unknown, vec![r(X, &[1]), a(Y, 2)]),
             ok(3, vec![r(Y, &[2])]),
         ];
-        assert_eq!(
-            check(&h).unwrap_err(),
-            Violation::UnknownElem {
-                txn: 1,
-                key: Y,
-                elem: 77
-            }
-        );
+        assert_eq!(check(&h).unwrap_err(), Violation::UnknownElem { txn: 1, key: Y, elem: 77 });
     }
 
     #[test]
@@ -930,10 +778,7 @@ mod tests {
 
     impl Lcg {
         fn below(&mut self, n: u64) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
+            self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             (self.0 >> 33) % n
         }
     }
@@ -962,10 +807,7 @@ mod tests {
                     ops.push(Op::Read { key, list });
                 } else {
                     mine.push((key, next_elem));
-                    ops.push(Op::Append {
-                        key,
-                        elem: next_elem,
-                    });
+                    ops.push(Op::Append { key, elem: next_elem });
                     next_elem += 1;
                 }
             }
@@ -1007,9 +849,10 @@ mod tests {
                     let other = h.iter().enumerate().any(|(u, other)| {
                         u != t
                             && other.outcome == Outcome::Committed
-                            && other.ops.iter().any(|op| {
-                                matches!(op, Op::Read { key: k, list: l } if k == key && !l.is_empty())
-                            })
+                            && other
+                                .ops
+                                .iter()
+                                .any(|op| matches!(op, Op::Read { key: k, list: l } if k == key && !l.is_empty()))
                     });
                     if other {
                         target = Some((t, o));
@@ -1018,9 +861,7 @@ mod tests {
                 }
             }
             let (t, o) = target.expect("a corruptible read");
-            let Op::Read { list, .. } = &mut h[t].ops[o] else {
-                unreachable!()
-            };
+            let Op::Read { list, .. } = &mut h[t].ops[o] else { unreachable!() };
             list.swap(0, 1);
             assert!(check(&h).is_err(), "seed {seed}: corruption not detected");
         }

@@ -41,11 +41,8 @@ impl Workload for Bank {
         let a = rng.gen_range(0..ACCOUNTS);
         let b = (a + rng.gen_range(1..ACCOUNTS)) % ACCOUNTS;
         let amount = rng.gen_range(1..=30);
-        let (kind, read_keys) = if roll < 6 {
-            ("transfer", vec![account(a), account(b)])
-        } else {
-            ("incrby", vec![account(a)])
-        };
+        let (kind, read_keys) =
+            if roll < 6 { ("transfer", vec![account(a), account(b)]) } else { ("incrby", vec![account(a)]) };
         Plan { kind, read_keys, params: vec![amount], target_keys: vec![account(a), account(b)] }
     }
 

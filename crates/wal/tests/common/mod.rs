@@ -8,12 +8,7 @@ use waymark_wal::{Options, Position, Reader, Record, Wal};
 
 /// Small segments so tests roll over often.
 pub fn small_options(segment_size_bytes: u64) -> Options {
-    Options {
-        segment_size_bytes,
-        max_record_bytes: 1 << 20,
-        write_buffer_bytes: 4096,
-        verify_sealed_segments: true,
-    }
+    Options { segment_size_bytes, max_record_bytes: 1 << 20, write_buffer_bytes: 4096, verify_sealed_segments: true }
 }
 
 /// Deterministic payload for record `i`.
@@ -23,10 +18,7 @@ pub fn payload(i: usize, len: usize) -> Vec<u8> {
 
 /// Reads every record from `from`, panicking on an error item.
 pub fn read_all(dir: &Path, from: Position) -> Vec<Record> {
-    Reader::open(dir, from, 1 << 20)
-        .expect("reader opens")
-        .map(|r| r.expect("record reads"))
-        .collect()
+    Reader::open(dir, from, 1 << 20).expect("reader opens").map(|r| r.expect("record reads")).collect()
 }
 
 /// Writes `records` (kind, payload) syncing after each, and returns

@@ -1,0 +1,38 @@
+//! The default simulation run: many short seeds with every kind of fault, and cuts; no checker may
+//! find anything. Longer runs: `waymark-sim --seeds 10000` (see the README).
+
+use waymark_sim::run::{reproduce, run_many, Summary};
+use waymark_sim::{SimConfig, WorkloadKind};
+
+fn run(workload: WorkloadKind, seeds: u64, cuts: bool) -> Summary {
+    let mut base = SimConfig::new(0, workload);
+    base.cuts = cuts;
+    base.duration_us = 500_000;
+    let summary = run_many(&base, 0, seeds, |r, cfg| {
+        for v in &r.violations {
+            eprintln!("seed {} {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+        }
+    });
+    assert_eq!(summary.failed, 0, "{} of {seeds} seeds failed: {:?}", summary.failed, summary.first_failure);
+    assert!(summary.faults.crashes > 0 && summary.faults.partitions > 0 && summary.faults.breaks > 0);
+    assert!(summary.committed > seeds, "too few commits to mean anything: {}", summary.committed);
+    summary
+}
+
+#[test]
+fn bank_seeds_with_faults_and_cuts_find_no_violation() {
+    let s = run(WorkloadKind::Bank, 200, true);
+    assert!(s.cuts_ok > 0 && s.cuts_failed > 0, "cuts ok {} failed {}", s.cuts_ok, s.cuts_failed);
+    assert_eq!(s.cuts_verified, s.cuts_ok, "every successful cut is restored and verified");
+}
+
+#[test]
+fn append_seeds_with_faults_find_no_violation() {
+    run(WorkloadKind::Append, 100, false);
+}
+
+#[test]
+fn append_seeds_with_faults_and_cuts_find_no_violation() {
+    let s = run(WorkloadKind::Append, 100, true);
+    assert!(s.cuts_ok > 0);
+}
