@@ -4,6 +4,7 @@
 pub mod checkers;
 pub mod client;
 pub mod config;
+pub mod explore;
 pub mod faults;
 pub mod history;
 pub mod net;

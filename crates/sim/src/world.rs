@@ -135,13 +135,16 @@ impl World {
         }
         let end_us = self.cfg.duration_us;
         let limit_us = end_us + self.cfg.settle_max_us;
-        while let Some(((at, _), event)) = self.events.pop_first() {
+        while let Some(((at, seq), event)) = self.events.pop_first() {
             if at > limit_us {
                 break;
             }
             if !self.stopping && at >= end_us {
+                // Heal first; what healing schedules may come before this event.
+                self.events.insert((at, seq), event);
                 self.now_us = end_us;
                 self.stop_and_heal();
+                continue;
             }
             self.now_us = at;
             self.trace.event(at, &event);

@@ -1,0 +1,712 @@
+//! Exhaustive interleaving explorer (DESIGN §4, §8): for a small case — a few vnodes, one or two
+//! client transactions and one cut request — it runs the real `waymark-core` vnodes through
+//! **every** order in which the messages in flight can be delivered (FIFO per link, as the real
+//! network) and the requests injected, and checks at each terminal state:
+//!
+//! 1. a cut the coordinator declared ok (`CutEnd{ok: true}`) has its `CutFinish` on every vnode,
+//!    and every vnode restores to it;
+//! 2. the cut is consistent: a transaction is on the same side of the cut on every replica of
+//!    every partition it wrote, and each restored key holds exactly the writes of the included
+//!    transactions (closure under overwrites; replicas of a partition agree);
+//! 3. every client request got exactly one reply, and a transaction is committed on all of its
+//!    replicas or on none, as its reply says.
+//!
+//! Durability is immediate, timers never fire and nothing fails, so every schedule completes.
+//!
+//! Search: depth-first over a state graph. A vnode is not `Clone`, so a vnode's state is kept as
+//! its input history plus its log, and a local step replays the history into a fresh vnode. Local
+//! steps are memoised on `(vnode state hash, input)`: the same delivery to the same vnode state
+//! recurs in many global states, which is what makes the search cheap. Global states are hashed
+//! (vnode states, logs, link queues, pending requests, replies) and a state already seen is not
+//! expanded again; its number of complete schedules is reused, so `paths` counts every schedule
+//! covered, not only those walked.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use std::sync::Arc;
+use waymark_core::cut::restore::{find_finish, restore_to_cut, Checkpoint, Restored};
+use waymark_core::message::PrepareWrites;
+use waymark_core::{
+    Body, Breaks, ClientId, CutId, Envelope, Input, Key, Lsn, Output, Placement, Record, Request, Response, TxId,
+    TxnMsg, Version, Vnode, VnodeConfig, VnodeId, Write, WriteOp,
+};
+
+/// Violations kept per case (the count of violating terminal states is reported in full).
+const VIOLATIONS_KEPT: usize = 10;
+
+/// One client transaction: its near vnode and the partitions it writes (one key each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxSpec {
+    pub near: usize,
+    /// Partition `p` has its primary on vnode `p`; two transactions writing `p` use the same key.
+    pub partitions: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub name: String,
+    /// 2 or 3; there are as many partitions as vnodes.
+    pub vnodes: usize,
+    /// Copies of each partition, 1..=vnodes.
+    pub replicas: usize,
+    pub txs: Vec<TxSpec>,
+    /// A cut request to vnode 0 (the coordinator), injected at any point.
+    pub cut: bool,
+    /// Safety bound on distinct global states; hitting it sets `truncated`.
+    pub max_states: usize,
+    pub breaks: Breaks,
+}
+
+impl Case {
+    pub fn new(vnodes: usize, replicas: usize, txs: Vec<TxSpec>) -> Case {
+        let name = case_name(vnodes, replicas, &txs);
+        Case { name, vnodes, replicas, txs, cut: true, max_states: 2_000_000, breaks: Breaks::default() }
+    }
+}
+
+fn case_name(vnodes: usize, replicas: usize, txs: &[TxSpec]) -> String {
+    let txs: Vec<String> = txs
+        .iter()
+        .map(|t| {
+            let ps: Vec<String> = t.partitions.iter().map(|p| format!("p{p}")).collect();
+            format!("n{}:[{}]", t.near, ps.join(","))
+        })
+        .collect();
+    format!("{vnodes}v/{}b {}", replicas - 1, txs.join(" "))
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CaseReport {
+    pub name: String,
+    /// Distinct global states expanded.
+    pub states_visited: u64,
+    /// Distinct terminal states (nothing in flight, nothing left to inject).
+    pub terminal_states: u64,
+    /// Complete schedules covered (root-to-terminal paths of the state graph), saturating.
+    pub paths: u128,
+    /// Global transitions executed.
+    pub transitions: u64,
+    /// Local vnode steps actually run (cache misses of the memoised local step).
+    pub local_steps: u64,
+    /// Terminal states that broke a property.
+    pub violating_terminals: u64,
+    /// The first few violations, each with the schedule that reaches it.
+    pub violations: Vec<String>,
+    /// `max_states` was hit: the search is incomplete.
+    pub truncated: bool,
+}
+
+/// Ignite's `IncrementalSnapshotMessagesBlockingTest` matrix, single transaction: topologies
+/// {3 vnodes/0 backups, 2 vnodes/1 backup, 3 vnodes/2 backups} × near = each vnode × one key on
+/// each primary (1PC) or two keys on each ordered pair of distinct primaries (2PC).
+pub fn single_tx_matrix() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (vnodes, replicas) in [(3, 1), (2, 2), (3, 3)] {
+        for near in 0..vnodes {
+            for partitions in one_and_two_key_sets(vnodes) {
+                cases.push(Case::new(vnodes, replicas, vec![TxSpec { near, partitions }]));
+            }
+        }
+    }
+    cases
+}
+
+/// Two transactions from one near, for the smaller topologies: two single-key transactions (same
+/// key → one aborts by lock conflict unless they run one after the other), and a 1-key + 2-key pair.
+pub fn two_tx_matrix() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (vnodes, replicas) in [(2, 2), (3, 1)] {
+        for near in 0..vnodes {
+            for (a, b) in two_tx_pairs(vnodes) {
+                let txs = vec![TxSpec { near, partitions: a }, TxSpec { near, partitions: b }];
+                cases.push(Case::new(vnodes, replicas, txs));
+            }
+        }
+    }
+    cases
+}
+
+/// The whole matrix: single-transaction cases, then two-transaction cases.
+pub fn matrix() -> Vec<Case> {
+    let mut cases = single_tx_matrix();
+    cases.extend(two_tx_matrix());
+    cases
+}
+
+fn one_and_two_key_sets(vnodes: usize) -> Vec<Vec<usize>> {
+    let singles = (0..vnodes).map(|p| vec![p]);
+    let pairs = (0..vnodes).flat_map(|p| (0..vnodes).filter(move |q| *q != p).map(move |q| vec![p, q]));
+    singles.chain(pairs).collect()
+}
+
+fn two_tx_pairs(vnodes: usize) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let mut pairs = Vec::new();
+    for p in 0..vnodes {
+        for q in p..vnodes {
+            pairs.push((vec![p], vec![q]));
+        }
+    }
+    for p in 0..vnodes {
+        for two in one_and_two_key_sets(vnodes).into_iter().filter(|s| s.len() == 2) {
+            pairs.push((vec![p], two));
+        }
+    }
+    pairs
+}
+
+/// Explores every case of `matrix()`; prints one line per case and the totals when `print`.
+pub fn run_matrix(print: bool) -> Vec<CaseReport> {
+    let reports: Vec<CaseReport> = matrix().iter().map(explore).inspect(|r| print_if(print, r)).collect();
+    if print {
+        println!("{}", totals_line(&reports));
+    }
+    reports
+}
+
+fn print_if(print: bool, r: &CaseReport) {
+    if print {
+        println!("{}", report_line(r));
+        for v in &r.violations {
+            println!("  VIOLATION {v}");
+        }
+    }
+}
+
+/// One line: name, states, terminal states, schedules, violations.
+pub fn report_line(r: &CaseReport) -> String {
+    format!(
+        "{:<28} states {:>8} terminal {:>6} schedules {:>14} local-steps {:>6} violations {}{}",
+        r.name,
+        r.states_visited,
+        r.terminal_states,
+        r.paths,
+        r.local_steps,
+        r.violating_terminals,
+        if r.truncated { " TRUNCATED" } else { "" }
+    )
+}
+
+/// Totals over several reports.
+pub fn totals_line(reports: &[CaseReport]) -> String {
+    let states: u64 = reports.iter().map(|r| r.states_visited).sum();
+    let terminal: u64 = reports.iter().map(|r| r.terminal_states).sum();
+    let paths = reports.iter().fold(0u128, |a, r| a.saturating_add(r.paths));
+    let bad: u64 = reports.iter().map(|r| r.violating_terminals).sum();
+    let truncated = reports.iter().filter(|r| r.truncated).count();
+    format!(
+        "{} cases: states {states} terminal {terminal} schedules {paths} violations {bad} truncated {truncated}",
+        reports.len()
+    )
+}
+
+/// Explores every schedule of `case` (up to `case.max_states` states).
+pub fn explore(case: &Case) -> CaseReport {
+    let setup = Setup::new(case);
+    let mut ex = Explorer::new(&setup, case);
+    let root = ex.root();
+    ex.visit(root);
+    ex.report
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setup: ids, configs, keys, requests.
+
+struct Setup {
+    ids: Vec<VnodeId>,
+    index: BTreeMap<VnodeId, usize>,
+    cfgs: Vec<VnodeConfig>,
+    placement: Arc<Placement>,
+    /// Target vnode and request; request `i` comes from client `i + 1`.
+    requests: Vec<(usize, Request)>,
+    /// Every key the case writes.
+    keys: BTreeSet<Key>,
+}
+
+impl Setup {
+    fn new(case: &Case) -> Setup {
+        let ids: Vec<VnodeId> = (0..case.vnodes).map(|i| VnodeId::new("store0", format!("node{i:03}"))).collect();
+        let placement = Arc::new(Placement::round_robin(&ids, case.vnodes as u32, case.replicas));
+        let cfgs = ids
+            .iter()
+            .map(|id| {
+                let mut cfg = VnodeConfig::new(id.clone(), placement.clone(), ids[0].clone());
+                cfg.breaks = case.breaks;
+                cfg
+            })
+            .collect();
+        let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
+        let mut requests = Vec::new();
+        let mut keys = BTreeSet::new();
+        for (t, spec) in case.txs.iter().enumerate() {
+            let writes: Vec<Write> = spec
+                .partitions
+                .iter()
+                .map(|p| Write { key: key_on(&placement, *p), op: WriteOp::Set(format!("v{t}").into_bytes()) })
+                .collect();
+            keys.extend(writes.iter().map(|w| w.key.clone()));
+            requests.push((spec.near, Request::Txn { reads: vec![], writes }));
+        }
+        if case.cut {
+            requests.push((0, Request::Cut));
+        }
+        Setup { ids, index, cfgs, placement, requests, keys }
+    }
+
+    fn idx(&self, id: &VnodeId) -> usize {
+        *self.index.get(id).expect("vnodes only address members of the placement")
+    }
+
+    fn host(&self, i: usize) -> &str {
+        &self.ids[i].host
+    }
+}
+
+/// The first key `k0`, `k1`, … of partition `p`.
+fn key_on(placement: &Placement, p: usize) -> Key {
+    (0u32..)
+        .map(|i| format!("k{i}").into_bytes())
+        .find(|k| placement.partition_of(k).0 as usize == p)
+        .expect("crc32c spreads keys over every partition")
+}
+
+// ---------------------------------------------------------------------------------------------
+// States.
+
+/// One vnode's state, as the inputs that produced it plus its log.
+struct Slot {
+    history: Vec<Input>,
+    log: Vec<Record>,
+    log_hash: u64,
+    /// `state_hash` of the vnode and `log_hash`.
+    hash: u64,
+}
+
+/// A message in flight, with its hash precomputed.
+#[derive(Clone)]
+struct Msg {
+    hash: u64,
+    env: Rc<Envelope>,
+}
+
+/// What one local step did.
+struct Effect {
+    slot: Rc<Slot>,
+    sends: Vec<Msg>,
+    replies: Vec<(ClientId, Response)>,
+}
+
+#[derive(Clone)]
+struct World {
+    slots: Vec<Rc<Slot>>,
+    links: BTreeMap<(usize, usize), VecDeque<Msg>>,
+    pending: BTreeSet<usize>,
+    replies: BTreeMap<ClientId, Vec<Response>>,
+}
+
+#[derive(Clone, Copy)]
+enum Choice {
+    Deliver(usize, usize),
+    Inject(usize),
+}
+
+/// A step of a schedule, for describing it.
+enum Label {
+    Deliver(Rc<Envelope>),
+    Inject(usize),
+}
+
+fn hash_of<T: Hash + ?Sized>(t: &T) -> u64 {
+    let mut h = DefaultHasher::new();
+    t.hash(&mut h);
+    h.finish()
+}
+
+impl World {
+    fn hash(&self) -> u64 {
+        let mut h = DefaultHasher::new();
+        for s in &self.slots {
+            s.hash.hash(&mut h);
+        }
+        for (link, q) in &self.links {
+            (link, q.len()).hash(&mut h);
+            q.iter().for_each(|m| m.hash.hash(&mut h));
+        }
+        (&self.pending, &self.replies).hash(&mut h);
+        h.finish()
+    }
+
+    fn choices(&self) -> Vec<Choice> {
+        let deliveries = self.links.keys().map(|(a, b)| Choice::Deliver(*a, *b));
+        deliveries.chain(self.pending.iter().map(|i| Choice::Inject(*i))).collect()
+    }
+
+    fn absorb(&mut self, x: usize, effect: &Effect, setup: &Setup) {
+        self.slots[x] = effect.slot.clone();
+        for m in &effect.sends {
+            let to = setup.idx(&m.env.to);
+            self.links.entry((x, to)).or_default().push_back(m.clone());
+        }
+        for (client, response) in &effect.replies {
+            self.replies.entry(*client).or_default().push(response.clone());
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The search.
+
+struct Explorer<'a> {
+    setup: &'a Setup,
+    max_states: usize,
+    /// Memoised local steps: (slot hash, input) → effect.
+    cache: HashMap<(u64, Input), Rc<Effect>>,
+    /// Global state hash → complete schedules below it (`None` while on the DFS stack).
+    visited: HashMap<u64, Option<u128>>,
+    path: Vec<Label>,
+    report: CaseReport,
+}
+
+impl<'a> Explorer<'a> {
+    fn new(setup: &'a Setup, case: &Case) -> Self {
+        let report = CaseReport { name: case.name.clone(), ..CaseReport::default() };
+        let (cache, visited) = (HashMap::new(), HashMap::new());
+        Explorer { setup, max_states: case.max_states, cache, visited, path: Vec::new(), report }
+    }
+
+    /// Every vnode restarted with its `Boot` record durable; every request pending.
+    fn root(&mut self) -> World {
+        let empty = Slot { history: vec![], log: vec![], log_hash: 0, hash: 0 };
+        let n = self.setup.ids.len();
+        let effects: Vec<Effect> = (0..n).map(|x| self.run_local(x, &empty, Input::Restarted)).collect();
+        let mut w = World {
+            slots: effects.iter().map(|e| e.slot.clone()).collect(),
+            links: BTreeMap::new(),
+            pending: (0..self.setup.requests.len()).collect(),
+            replies: BTreeMap::new(),
+        };
+        for (x, effect) in effects.iter().enumerate() {
+            w.absorb(x, effect, self.setup);
+        }
+        w
+    }
+
+    /// Depth-first search from `w`; returns the number of complete schedules below it.
+    fn visit(&mut self, w: World) -> u128 {
+        let h = w.hash();
+        if let Some(seen) = self.visited.get(&h) {
+            return seen.unwrap_or(0);
+        }
+        if self.visited.len() >= self.max_states {
+            self.report.truncated = true;
+            return 0;
+        }
+        self.visited.insert(h, None);
+        self.report.states_visited += 1;
+        let choices = w.choices();
+        let count = match choices.is_empty() {
+            true => self.terminal(&w),
+            false => choices.into_iter().fold(0u128, |acc, c| acc.saturating_add(self.branch(&w, c))),
+        };
+        self.visited.insert(h, Some(count));
+        count
+    }
+
+    fn branch(&mut self, w: &World, choice: Choice) -> u128 {
+        self.report.transitions += 1;
+        let (child, label) = self.apply(w, choice);
+        self.path.push(label);
+        let count = self.visit(child);
+        self.path.pop();
+        count
+    }
+
+    fn apply(&mut self, w: &World, choice: Choice) -> (World, Label) {
+        let mut child = w.clone();
+        let (x, input, label) = match choice {
+            Choice::Deliver(a, b) => {
+                let q = child.links.get_mut(&(a, b)).expect("only non-empty links are chosen");
+                let m = q.pop_front().expect("only non-empty links are chosen");
+                if q.is_empty() {
+                    child.links.remove(&(a, b));
+                }
+                (b, Input::Message((*m.env).clone()), Label::Deliver(m.env))
+            }
+            Choice::Inject(i) => {
+                child.pending.remove(&i);
+                let (x, request) = self.setup.requests[i].clone();
+                (x, Input::Client { client: ClientId(i as u64 + 1), req: 1, request }, Label::Inject(i))
+            }
+        };
+        let effect = self.local(x, &w.slots[x], input);
+        child.absorb(x, &effect, self.setup);
+        (child, label)
+    }
+
+    /// The memoised local step.
+    fn local(&mut self, x: usize, slot: &Slot, input: Input) -> Rc<Effect> {
+        let key = (slot.hash, input);
+        if let Some(e) = self.cache.get(&key) {
+            return e.clone();
+        }
+        let effect = Rc::new(self.run_local(x, slot, key.1.clone()));
+        self.cache.insert(key, effect.clone());
+        effect
+    }
+
+    /// Rebuilds vnode `x` from its history, steps `input`, then makes every append durable at once.
+    fn run_local(&mut self, x: usize, slot: &Slot, input: Input) -> Effect {
+        self.report.local_steps += 1;
+        let mut v = Vnode::new(self.setup.cfgs[x].clone());
+        for i in &slot.history {
+            drop(v.step(0, i.clone()));
+        }
+        let (mut history, mut log, mut log_hash) = (slot.history.clone(), slot.log.clone(), slot.log_hash);
+        let (mut sends, mut replies) = (Vec::new(), Vec::new());
+        let mut next = Some(input);
+        while let Some(input) = next.take() {
+            history.push(input.clone());
+            let before = log.len();
+            for out in v.step(0, input) {
+                match out {
+                    Output::Append(r) => {
+                        log_hash = hash_of(&(log_hash, &r));
+                        log.push(r);
+                    }
+                    Output::Send(env) => sends.push(Msg { hash: hash_of(&env), env: Rc::new(env) }),
+                    Output::Reply { client, response, .. } => replies.push((client, response)),
+                    Output::SetTimer { .. } => {}
+                }
+            }
+            if log.len() > before {
+                next = Some(Input::WalDurable(Lsn(log.len() as u64)));
+            }
+        }
+        let mut h = DefaultHasher::new();
+        v.state_hash(&mut h);
+        log_hash.hash(&mut h);
+        let slot = Rc::new(Slot { history, log, log_hash, hash: h.finish() });
+        Effect { slot, sends, replies }
+    }
+
+    fn terminal(&mut self, w: &World) -> u128 {
+        self.report.terminal_states += 1;
+        let problems = check(self.setup, w);
+        if !problems.is_empty() {
+            self.report.violating_terminals += 1;
+            if self.report.violations.len() < VIOLATIONS_KEPT {
+                let v = format!("{}\n    schedule: {}", problems.join("; "), self.schedule());
+                self.report.violations.push(v);
+            }
+        }
+        1
+    }
+
+    fn schedule(&self) -> String {
+        let steps: Vec<String> = self.path.iter().map(|l| describe(self.setup, l)).collect();
+        steps.join(" | ")
+    }
+}
+
+fn describe(setup: &Setup, label: &Label) -> String {
+    match label {
+        Label::Inject(i) => match &setup.requests[*i] {
+            (_, Request::Cut) => "inject Cut".to_string(),
+            (x, _) => format!("inject tx#{} at {}", i + 1, setup.host(*x)),
+        },
+        Label::Deliver(env) => {
+            let colour = env.cut.map(|c| format!(" [{c}]")).unwrap_or_default();
+            format!("deliver {}->{} {}{colour}", env.from.host, env.to.host, body_label(&env.body))
+        }
+    }
+}
+
+fn body_label(body: &Body) -> String {
+    match body {
+        Body::Cut(msg) => format!("{msg:?}"),
+        Body::Txn(TxnMsg::Prepare { tx, one_phase, writes, .. }) => {
+            let kind = if *one_phase { "1pc" } else { "2pc" };
+            let resolved = if matches!(writes, PrepareWrites::Resolved(_)) { " resolved" } else { "" };
+            format!("Prepare {tx} {kind}{resolved}")
+        }
+        Body::Txn(TxnMsg::PrepareAck { tx, role, result, tx_cut }) => {
+            let ok = if result.is_ok() { "ok" } else { "refused" };
+            format!("PrepareAck {tx} {role:?} {ok} tx_cut={tx_cut:?}")
+        }
+        Body::Txn(TxnMsg::Finish { tx, role, commit, tx_cut }) => {
+            format!("Finish {tx} {role:?} commit={commit} tx_cut={tx_cut:?}")
+        }
+        Body::Txn(other) => format!("{other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminal checks.
+
+/// What the logs say about the transactions.
+#[derive(Default)]
+struct TxFacts {
+    /// Every key a transaction wrote, with the version the primary gave it.
+    writes: BTreeMap<TxId, BTreeMap<Key, Version>>,
+    /// Keys of `tx` committed on each vnode.
+    committed: BTreeMap<(usize, TxId), BTreeSet<Key>>,
+}
+
+fn tx_facts(w: &World) -> TxFacts {
+    let mut facts = TxFacts::default();
+    for (x, slot) in w.slots.iter().enumerate() {
+        let mut prepared = BTreeMap::new();
+        for r in &slot.log {
+            match r {
+                Record::TxPrepared(p) => {
+                    let keys = facts.writes.entry(p.tx.clone()).or_default();
+                    keys.extend(p.writes.iter().map(|w| (w.key.clone(), w.version)));
+                    prepared.insert(p.branch(), p.writes.iter().map(|w| w.key.clone()).collect::<Vec<_>>());
+                }
+                Record::TxCommitted { branch, writes, .. } => {
+                    let keys = facts.writes.entry(branch.tx.clone()).or_default();
+                    keys.extend(writes.iter().map(|w| (w.key.clone(), w.version)));
+                    let mut done: Vec<Key> = writes.iter().map(|w| w.key.clone()).collect();
+                    done.extend(prepared.get(branch).cloned().unwrap_or_default());
+                    facts.committed.entry((x, branch.tx.clone())).or_default().extend(done);
+                }
+                _ => {}
+            }
+        }
+    }
+    facts
+}
+
+/// Every property of the module doc; an empty list when all hold.
+fn check(setup: &Setup, w: &World) -> Vec<String> {
+    let facts = tx_facts(w);
+    let mut problems = check_replies_and_atomicity(setup, w, &facts);
+    problems.extend(check_cut(setup, w, &facts));
+    problems
+}
+
+/// The replicas that must hold `key`: (vnode, key) pairs of a transaction.
+fn replica_pairs<'k>(setup: &Setup, keys: impl Iterator<Item = &'k Key>) -> Vec<(usize, Key)> {
+    keys.flat_map(|k| {
+        let chain = setup.placement.chain(setup.placement.partition_of(k));
+        chain.iter().map(|v| (setup.idx(v), k.clone())).collect::<Vec<_>>()
+    })
+    .collect()
+}
+
+/// (3): one reply per request; all-or-nothing commit on the replicas, as the reply says.
+fn check_replies_and_atomicity(setup: &Setup, w: &World, facts: &TxFacts) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut told: BTreeMap<TxId, bool> = BTreeMap::new();
+    for (i, (_, request)) in setup.requests.iter().enumerate() {
+        let client = ClientId(i as u64 + 1);
+        let replies = w.replies.get(&client).map(Vec::as_slice).unwrap_or_default();
+        match (request, replies) {
+            (Request::Txn { .. }, [Response::Committed { tx, .. }]) => drop(told.insert(tx.clone(), true)),
+            (Request::Txn { .. }, [Response::Aborted { tx: Some(tx), .. }]) => drop(told.insert(tx.clone(), false)),
+            (Request::Txn { .. }, [Response::Aborted { tx: None, .. }]) => {}
+            (Request::Cut, [Response::CutDone { ok: true, .. }]) => {}
+            _ => problems.push(format!("request #{} got replies {replies:?}", i + 1)),
+        }
+    }
+    for (tx, keys) in &facts.writes {
+        let pairs = replica_pairs(setup, keys.keys());
+        let (on, off): (Vec<_>, Vec<_>) = pairs.iter().partition(|(x, k)| {
+            facts.committed.get(&(*x, tx.clone())).is_some_and(|ks| ks.contains(k))
+        });
+        if !on.is_empty() && !off.is_empty() {
+            problems.push(format!("{tx} partially committed: on {} but not on {}", hosts(setup, &on), hosts(setup, &off)));
+        }
+        match told.get(tx) {
+            Some(true) if !off.is_empty() => problems.push(format!("{tx} reported committed, missing on {}", hosts(setup, &off))),
+            Some(false) if !on.is_empty() => problems.push(format!("{tx} reported aborted, committed on {}", hosts(setup, &on))),
+            _ => {}
+        }
+    }
+    problems
+}
+
+fn hosts(setup: &Setup, pairs: &[&(usize, Key)]) -> String {
+    let names: Vec<String> =
+        pairs.iter().map(|(x, k)| format!("{}/{}", setup.host(*x), String::from_utf8_lossy(k))).collect();
+    names.join(",")
+}
+
+/// (1) and (2) for every cut the coordinator declared ok.
+fn check_cut(setup: &Setup, w: &World, facts: &TxFacts) -> Vec<String> {
+    let ok_cuts: Vec<CutId> = w.slots[0]
+        .log
+        .iter()
+        .filter_map(|r| match r {
+            Record::CutEnd { cut, ok: true } => Some(*cut),
+            _ => None,
+        })
+        .collect();
+    ok_cuts.into_iter().flat_map(|cut| check_one_cut(setup, w, facts, cut)).collect()
+}
+
+fn check_one_cut(setup: &Setup, w: &World, facts: &TxFacts, cut: CutId) -> Vec<String> {
+    let mut restored = Vec::new();
+    for (x, slot) in w.slots.iter().enumerate() {
+        let Some(finish) = find_finish(&slot.log, cut) else {
+            return vec![format!("{cut} declared ok but {} has no CutFinish", setup.host(x))];
+        };
+        match restore_to_cut(Checkpoint::default(), &slot.log, finish) {
+            Ok(r) => restored.push(r),
+            Err(e) => return vec![format!("{cut}: {} does not restore: {e}", setup.host(x))],
+        }
+    }
+    let mut problems = same_side(setup, facts, &restored, cut);
+    problems.extend(restored_keys(setup, facts, &restored, cut));
+    problems
+}
+
+/// (2) a transaction is included on all of its replicas or on none.
+fn same_side(setup: &Setup, facts: &TxFacts, restored: &[Restored], cut: CutId) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (tx, keys) in &facts.writes {
+        let pairs = replica_pairs(setup, keys.keys());
+        let (inc, exc): (Vec<_>, Vec<_>) = pairs.iter().partition(|(x, _)| restored[*x].included.contains(tx));
+        if !inc.is_empty() && !exc.is_empty() {
+            problems.push(format!(
+                "{cut} splits {tx}: included on {}, excluded on {}",
+                hosts(setup, &inc),
+                hosts(setup, &exc)
+            ));
+        }
+    }
+    problems
+}
+
+/// (2) each restored key holds exactly the writes of the transactions committed and included
+/// there (closure under overwrites), and the replicas of its partition agree.
+fn restored_keys(setup: &Setup, facts: &TxFacts, restored: &[Restored], cut: CutId) -> Vec<String> {
+    let mut problems = Vec::new();
+    for key in &setup.keys {
+        let chain = setup.placement.chain(setup.placement.partition_of(key));
+        let entries: Vec<_> = chain.iter().map(|v| restored[setup.idx(v)].store.get(key)).collect();
+        if entries.windows(2).any(|e| e[0] != e[1]) {
+            problems.push(format!("{cut}: replicas of {} disagree: {entries:?}", String::from_utf8_lossy(key)));
+        }
+        for v in chain {
+            let x = setup.idx(v);
+            let version = restored[x].store.get(key).version;
+            for (tx, keys) in &facts.writes {
+                let Some(written) = keys.get(key) else { continue };
+                if !facts.committed.get(&(x, tx.clone())).is_some_and(|ks| ks.contains(key)) {
+                    continue;
+                }
+                if (*written <= version) != restored[x].included.contains(tx) {
+                    problems.push(format!(
+                        "{cut}: on {} key {} is at version {version} but {tx} (version {written}) included={}",
+                        setup.host(x),
+                        String::from_utf8_lossy(key),
+                        restored[x].included.contains(tx)
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
