@@ -206,7 +206,7 @@ pub fn explore(case: &Case) -> CaseReport {
     let setup = Setup::new(case);
     let mut ex = Explorer::new(&setup, case);
     let root = ex.root();
-    ex.visit(root);
+    ex.report.paths = ex.visit(root);
     ex.report
 }
 
@@ -612,15 +612,22 @@ fn check_replies_and_atomicity(setup: &Setup, w: &World, facts: &TxFacts) -> Vec
     }
     for (tx, keys) in &facts.writes {
         let pairs = replica_pairs(setup, keys.keys());
-        let (on, off): (Vec<_>, Vec<_>) = pairs.iter().partition(|(x, k)| {
-            facts.committed.get(&(*x, tx.clone())).is_some_and(|ks| ks.contains(k))
-        });
+        let (on, off): (Vec<_>, Vec<_>) =
+            pairs.iter().partition(|(x, k)| facts.committed.get(&(*x, tx.clone())).is_some_and(|ks| ks.contains(k)));
         if !on.is_empty() && !off.is_empty() {
-            problems.push(format!("{tx} partially committed: on {} but not on {}", hosts(setup, &on), hosts(setup, &off)));
+            problems.push(format!(
+                "{tx} partially committed: on {} but not on {}",
+                hosts(setup, &on),
+                hosts(setup, &off)
+            ));
         }
         match told.get(tx) {
-            Some(true) if !off.is_empty() => problems.push(format!("{tx} reported committed, missing on {}", hosts(setup, &off))),
-            Some(false) if !on.is_empty() => problems.push(format!("{tx} reported aborted, committed on {}", hosts(setup, &on))),
+            Some(true) if !off.is_empty() => {
+                problems.push(format!("{tx} reported committed, missing on {}", hosts(setup, &off)))
+            }
+            Some(false) if !on.is_empty() => {
+                problems.push(format!("{tx} reported aborted, committed on {}", hosts(setup, &on)))
+            }
             _ => {}
         }
     }

@@ -39,3 +39,53 @@ fn single_transaction_matrix_is_clean() {
 fn two_transaction_matrix_is_clean() {
     assert_clean(&run_all(&two_tx_matrix()));
 }
+
+/// The cheap cases of the whole matrix (no 2PC over three replicas), cheapest topologies first.
+fn cheap_cases(breaks: Breaks) -> Vec<Case> {
+    let mut cases: Vec<Case> = single_tx_matrix().into_iter().chain(two_tx_matrix()).collect();
+    cases.retain(|c| c.replicas < 3 || c.txs.iter().all(|t| t.partitions.len() == 1));
+    cases.sort_by_key(|c| (c.txs.len(), c.replicas, c.vnodes));
+    for c in &mut cases {
+        c.breaks = breaks;
+        c.max_states = 200_000;
+    }
+    cases
+}
+
+/// The first case on which the explorer reports a violation under break `name`.
+fn first_caught(name: &str) -> Option<(String, String)> {
+    let mut breaks = Breaks::default();
+    assert!(breaks.enable(name), "unknown break {name}");
+    cheap_cases(breaks).iter().find_map(|c| {
+        let r = explore(c);
+        r.violations.first().map(|v| (r.name.clone(), v.clone()))
+    })
+}
+
+fn assert_caught(name: &str) {
+    match first_caught(name) {
+        Some((case, v)) => eprintln!("--break {name}: caught on {case}: {v}"),
+        None => panic!("--break {name} went unnoticed by the explorer"),
+    }
+}
+
+#[test]
+fn no_tx_cut_is_caught() {
+    assert_caught("no-tx-cut");
+}
+
+#[test]
+fn color_after_handle_is_caught() {
+    assert_caught("color-after-handle");
+}
+
+#[test]
+#[ignore]
+fn survey_breaks() {
+    for name in Breaks::NAMES {
+        match first_caught(name) {
+            Some((case, v)) => eprintln!("--break {name}: caught on {case}: {v}"),
+            None => eprintln!("--break {name}: NOT caught"),
+        }
+    }
+}

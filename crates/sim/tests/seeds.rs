@@ -21,18 +21,18 @@ fn run(workload: WorkloadKind, seeds: u64, cuts: bool) -> Summary {
 
 #[test]
 fn bank_seeds_with_faults_and_cuts_find_no_violation() {
-    let s = run(WorkloadKind::Bank, 200, true);
+    let s = run(WorkloadKind::Bank, 600, true);
     assert!(s.cuts_ok > 0 && s.cuts_failed > 0, "cuts ok {} failed {}", s.cuts_ok, s.cuts_failed);
     assert_eq!(s.cuts_verified, s.cuts_ok, "every successful cut is restored and verified");
 }
 
 #[test]
 fn append_seeds_with_faults_find_no_violation() {
-    run(WorkloadKind::Append, 100, false);
+    run(WorkloadKind::Append, 300, false);
 }
 
 #[test]
 fn append_seeds_with_faults_and_cuts_find_no_violation() {
-    let s = run(WorkloadKind::Append, 100, true);
+    let s = run(WorkloadKind::Append, 300, true);
     assert!(s.cuts_ok > 0);
 }
