@@ -23,7 +23,7 @@
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::rc::Rc;
 use std::sync::Arc;
 use waymark_core::cut::restore::{find_finish, restore_to_cut, Checkpoint, Restored};
@@ -302,7 +302,9 @@ struct World {
     slots: Vec<Rc<Slot>>,
     links: BTreeMap<(usize, usize), VecDeque<Msg>>,
     pending: BTreeSet<usize>,
-    replies: BTreeMap<ClientId, Vec<Response>>,
+    /// Shared between states until a reply arrives; `replies_hash` is its digest.
+    replies: Rc<BTreeMap<ClientId, Vec<Response>>>,
+    replies_hash: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -311,11 +313,37 @@ enum Choice {
     Inject(usize),
 }
 
-/// A step of a schedule, for describing it.
+/// A step of a schedule: the input it gives a vnode, and its description.
 enum Label {
-    Deliver(Rc<Envelope>),
+    Deliver(Msg),
     Inject(usize),
 }
+
+/// A fast hasher for values that are mostly already well-mixed `u64` digests (slot and message
+/// hashes, global state keys). Deterministic: no random seed.
+#[derive(Default)]
+struct Mix(u64);
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        let x = self.0 ^ (self.0 >> 31);
+        x.wrapping_mul(0x94d0_49bb_1331_11eb) ^ (x >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    }
+
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
 
 fn hash_of<T: Hash + ?Sized>(t: &T) -> u64 {
     let mut h = DefaultHasher::new();
@@ -325,7 +353,7 @@ fn hash_of<T: Hash + ?Sized>(t: &T) -> u64 {
 
 impl World {
     fn hash(&self) -> u64 {
-        let mut h = DefaultHasher::new();
+        let mut h = Mix::default();
         for s in &self.slots {
             s.hash.hash(&mut h);
         }
@@ -333,7 +361,7 @@ impl World {
             (link, q.len()).hash(&mut h);
             q.iter().for_each(|m| m.hash.hash(&mut h));
         }
-        (&self.pending, &self.replies).hash(&mut h);
+        (&self.pending, self.replies_hash).hash(&mut h);
         h.finish()
     }
 
@@ -348,9 +376,14 @@ impl World {
             let to = setup.idx(&m.env.to);
             self.links.entry((x, to)).or_default().push_back(m.clone());
         }
-        for (client, response) in &effect.replies {
-            self.replies.entry(*client).or_default().push(response.clone());
+        if effect.replies.is_empty() {
+            return;
         }
+        let replies = Rc::make_mut(&mut self.replies);
+        for (client, response) in &effect.replies {
+            replies.entry(*client).or_default().push(response.clone());
+        }
+        self.replies_hash = hash_of(&self.replies);
     }
 }
 
@@ -360,10 +393,10 @@ impl World {
 struct Explorer<'a> {
     setup: &'a Setup,
     max_states: usize,
-    /// Memoised local steps: (slot hash, input) → effect.
-    cache: HashMap<(u64, Input), Rc<Effect>>,
+    /// Memoised local steps: (slot hash, input hash) → effect.
+    cache: FastMap<(u64, u64), Rc<Effect>>,
     /// Global state hash → complete schedules below it (`None` while on the DFS stack).
-    visited: HashMap<u64, Option<u128>>,
+    visited: FastMap<u64, Option<u128>>,
     path: Vec<Label>,
     report: CaseReport,
 }
@@ -371,7 +404,7 @@ struct Explorer<'a> {
 impl<'a> Explorer<'a> {
     fn new(setup: &'a Setup, case: &Case) -> Self {
         let report = CaseReport { name: case.name.clone(), ..CaseReport::default() };
-        let (cache, visited) = (HashMap::new(), HashMap::new());
+        let (cache, visited) = (FastMap::default(), FastMap::default());
         Explorer { setup, max_states: case.max_states, cache, visited, path: Vec::new(), report }
     }
 
@@ -384,7 +417,8 @@ impl<'a> Explorer<'a> {
             slots: effects.iter().map(|e| e.slot.clone()).collect(),
             links: BTreeMap::new(),
             pending: (0..self.setup.requests.len()).collect(),
-            replies: BTreeMap::new(),
+            replies: Rc::default(),
+            replies_hash: 0,
         };
         for (x, effect) in effects.iter().enumerate() {
             w.absorb(x, effect, self.setup);
@@ -424,33 +458,42 @@ impl<'a> Explorer<'a> {
 
     fn apply(&mut self, w: &World, choice: Choice) -> (World, Label) {
         let mut child = w.clone();
-        let (x, input, label) = match choice {
+        let (x, label) = match choice {
             Choice::Deliver(a, b) => {
                 let q = child.links.get_mut(&(a, b)).expect("only non-empty links are chosen");
                 let m = q.pop_front().expect("only non-empty links are chosen");
                 if q.is_empty() {
                     child.links.remove(&(a, b));
                 }
-                (b, Input::Message((*m.env).clone()), Label::Deliver(m.env))
+                (b, Label::Deliver(m))
             }
             Choice::Inject(i) => {
                 child.pending.remove(&i);
-                let (x, request) = self.setup.requests[i].clone();
-                (x, Input::Client { client: ClientId(i as u64 + 1), req: 1, request }, Label::Inject(i))
+                (self.setup.requests[i].0, Label::Inject(i))
             }
         };
-        let effect = self.local(x, &w.slots[x], input);
+        let effect = self.local(x, &w.slots[x], &label);
         child.absorb(x, &effect, self.setup);
         (child, label)
     }
 
-    /// The memoised local step.
-    fn local(&mut self, x: usize, slot: &Slot, input: Input) -> Rc<Effect> {
-        let key = (slot.hash, input);
+    /// The memoised local step: vnode `x` in state `slot` takes the input `label` names.
+    fn local(&mut self, x: usize, slot: &Slot, label: &Label) -> Rc<Effect> {
+        let key = match label {
+            Label::Deliver(m) => (slot.hash, m.hash),
+            Label::Inject(i) => (slot.hash, hash_of(&("inject", i))),
+        };
         if let Some(e) = self.cache.get(&key) {
             return e.clone();
         }
-        let effect = Rc::new(self.run_local(x, slot, key.1.clone()));
+        let input = match label {
+            Label::Deliver(m) => Input::Message((*m.env).clone()),
+            Label::Inject(i) => {
+                let request = self.setup.requests[*i].1.clone();
+                Input::Client { client: ClientId(*i as u64 + 1), req: 1, request }
+            }
+        };
+        let effect = Rc::new(self.run_local(x, slot, input));
         self.cache.insert(key, effect.clone());
         effect
     }
@@ -515,7 +558,7 @@ fn describe(setup: &Setup, label: &Label) -> String {
             (_, Request::Cut) => "inject Cut".to_string(),
             (x, _) => format!("inject tx#{} at {}", i + 1, setup.host(*x)),
         },
-        Label::Deliver(env) => {
+        Label::Deliver(Msg { env, .. }) => {
             let colour = env.cut.map(|c| format!(" [{c}]")).unwrap_or_default();
             format!("deliver {}->{} {}{colour}", env.from.host, env.to.host, body_label(&env.body))
         }

@@ -61,11 +61,17 @@ struct Args {
     /// Deliberately break the protocol (comma-separated): see `Breaks::NAMES`.
     #[arg(long = "break")]
     breaks: Option<String>,
+    /// Explore every delivery order of Ignite's small-case matrix instead of running seeds.
+    #[arg(long)]
+    explore: bool,
 }
 
 fn main() -> Result<()> {
     let args = Args::parse();
     let base = config(&args)?;
+    if args.explore {
+        return explore();
+    }
     if let Some(seed) = args.seed {
         return run_one(SimConfig { seed, trace: args.trace, ..base });
     }
@@ -82,6 +88,16 @@ fn main() -> Result<()> {
     });
     print_summary(&summary, &base, secs, blocking.as_ref());
     if summary.failed > 0 || blocking.as_ref().is_some_and(|b| b.failed > 0) {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn explore() -> Result<()> {
+    let reports = waymark_sim::explore::run_matrix(true);
+    let failed = reports.iter().filter(|r| !r.violations.is_empty() || r.truncated).count();
+    println!("{} passed, {failed} failed", reports.len() - failed);
+    if failed > 0 {
         std::process::exit(1);
     }
     Ok(())
