@@ -61,7 +61,7 @@ fn demo(runs: u64, first: u64, duration_ms: u64) -> Result<()> {
         cfg.duration_us = duration_ms * 1000;
         let mut world = World::new(cfg.clone());
         world.run();
-        let report = report(&world, &cfg);
+        let report = waymark_sim::run::report(&world);
         for v in &report.violations {
             bar.println(format!("seed {seed}: VIOLATION {v}\n  reproduce: {}", reproduce(&cfg)));
         }
@@ -81,26 +81,6 @@ fn demo(runs: u64, first: u64, duration_ms: u64) -> Result<()> {
         bail!("{} of {runs} runs found a violation", summary.failed);
     }
     Ok(())
-}
-
-fn report(world: &World, cfg: &SimConfig) -> waymark_sim::SeedReport {
-    let violations = checkers::check_all(world);
-    let declared = world.declared_cuts();
-    let committed = world.history.committed().filter(|t| t.kind != "setup").count() as u64;
-    waymark_sim::SeedReport {
-        seed: cfg.seed,
-        trace_hash: world.trace.hash(),
-        events: world.trace.events,
-        committed,
-        aborted: 0,
-        unknown: 0,
-        faults: world.faults.counts.clone(),
-        cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
-        cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
-        cuts_verified: checkers::cut_restore::verified_cuts(world) as u64,
-        metrics: Default::default(),
-        violations,
-    }
 }
 
 /// The balances of the last successful cut of a run, as restored from the vnodes' logs.

@@ -38,7 +38,13 @@ pub struct SeedReport {
 pub fn run_seed(cfg: &SimConfig) -> SeedReport {
     let mut world = World::new(cfg.clone());
     world.run();
-    let violations = checkers::check_all(&world);
+    report(&world)
+}
+
+/// Checks a world that has run and sums up what happened in it.
+pub fn report(world: &World) -> SeedReport {
+    let cfg = &world.cfg;
+    let violations = checkers::check_all(world);
     let count = |o: Outcome| world.history.txns.iter().filter(|t| t.outcome == o && t.kind != "setup").count() as u64;
     let declared = world.declared_cuts();
     SeedReport {
@@ -51,7 +57,7 @@ pub fn run_seed(cfg: &SimConfig) -> SeedReport {
         faults: world.faults.counts.clone(),
         cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
         cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
-        cuts_verified: checkers::cut_restore::verified_cuts(&world) as u64,
+        cuts_verified: checkers::cut_restore::verified_cuts(world) as u64,
         metrics: cut_metrics(&world.history, cfg.duration_us),
         violations,
     }
