@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use std::time::Instant;
 use waymark_core::{Breaks, CutStrategy};
-use waymark_sim::run::{reproduce, run_many, run_seed, Summary};
+use waymark_sim::run::{percentile_us, reproduce, run_many, run_seed, Summary};
 use waymark_sim::{SimConfig, WorkloadKind};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -189,6 +189,12 @@ fn print_cuts(name: &str, s: &Summary) {
         s.latency_percentile_us(0.99) as f64 / 1e3,
         s.stall_during_cuts_us as f64 / 1e3,
         s.stall_outside_cuts_us as f64 / 1e3,
+    );
+    let ms = |v: &[u64], p: f64| percentile_us(v, p) as f64 / 1e3;
+    let (during, outside) = (&s.latencies_during_cuts_us, &s.latencies_outside_cuts_us);
+    println!(
+        "cuts[{name}]: commit latency of transactions overlapping a cut p50 {:.1} p99 {:.1} max {:.1} ms; overlapping none p50 {:.1} p99 {:.1} max {:.1} ms",
+        ms(during, 0.5), ms(during, 0.99), ms(during, 1.0), ms(outside, 0.5), ms(outside, 0.99), ms(outside, 1.0)
     );
     if s.buckets_cuts > 0 {
         let per: Vec<String> =

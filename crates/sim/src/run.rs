@@ -13,6 +13,10 @@ pub struct CutMetrics {
     pub stall_during_cuts_us: u64,
     /// The same, away from cuts (the baseline).
     pub stall_outside_cuts_us: u64,
+    /// Invoke-to-commit latencies of transactions whose life overlapped a cut.
+    pub latencies_during_cuts_us: Vec<u64>,
+    /// The same for transactions that overlapped no cut.
+    pub latencies_outside_cuts_us: Vec<u64>,
     pub cut_latencies_us: Vec<u64>,
     /// Commits per 10 ms bucket from 50 ms before to 150 ms after each cut began, summed over cuts.
     pub throughput_buckets: [u64; 20],
@@ -74,6 +78,11 @@ fn cut_metrics(h: &History, duration_us: u64) -> CutMetrics {
         let slot = if overlaps { &mut m.stall_during_cuts_us } else { &mut m.stall_outside_cuts_us };
         *slot = (*slot).max(b - a);
     }
+    for t in h.committed().filter(|t| t.kind != "setup" && t.completed_us <= duration_us) {
+        let overlaps = h.cuts.iter().any(|c| t.invoked_us < c.ended_us && t.completed_us > c.begun_us);
+        let slot = if overlaps { &mut m.latencies_during_cuts_us } else { &mut m.latencies_outside_cuts_us };
+        slot.push(t.completed_us - t.invoked_us);
+    }
     for c in h.cuts.iter().filter(|c| c.ok) {
         m.cut_latencies_us.push(c.ended_us - c.begun_us);
         if c.begun_us < 50_000 || c.begun_us + 150_000 > duration_us {
@@ -130,6 +139,8 @@ pub struct Summary {
     pub violations: u64,
     pub stall_during_cuts_us: u64,
     pub stall_outside_cuts_us: u64,
+    pub latencies_during_cuts_us: Vec<u64>,
+    pub latencies_outside_cuts_us: Vec<u64>,
     pub cut_latencies_us: Vec<u64>,
     pub throughput_buckets: [u64; 20],
     pub buckets_cuts: u64,
@@ -157,6 +168,8 @@ impl Summary {
         self.violations += r.violations.len() as u64;
         self.stall_during_cuts_us = self.stall_during_cuts_us.max(r.metrics.stall_during_cuts_us);
         self.stall_outside_cuts_us = self.stall_outside_cuts_us.max(r.metrics.stall_outside_cuts_us);
+        self.latencies_during_cuts_us.extend(&r.metrics.latencies_during_cuts_us);
+        self.latencies_outside_cuts_us.extend(&r.metrics.latencies_outside_cuts_us);
         self.cut_latencies_us.extend(&r.metrics.cut_latencies_us);
         for (a, b) in self.throughput_buckets.iter_mut().zip(r.metrics.throughput_buckets) {
             *a += b;
@@ -165,13 +178,18 @@ impl Summary {
     }
 
     pub fn latency_percentile_us(&self, p: f64) -> u64 {
-        let mut v = self.cut_latencies_us.clone();
-        if v.is_empty() {
-            return 0;
-        }
-        v.sort_unstable();
-        v[((v.len() - 1) as f64 * p).round() as usize]
+        percentile_us(&self.cut_latencies_us, p)
     }
+}
+
+/// The `p` quantile (0..=1) of `values`, 0 when empty.
+pub fn percentile_us(values: &[u64], p: f64) -> u64 {
+    let mut v = values.to_vec();
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
 /// Runs `count` seeds from `start` with `base` as the template.
