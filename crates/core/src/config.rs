@@ -27,6 +27,8 @@ pub struct Timeouts {
     pub read_timeout_us: u64,
     /// The coordinator fails a cut whose phase is not confirmed by every vnode in this time.
     pub cut_phase_timeout_us: u64,
+    /// A reply held for real-time safety is released after this long (its cut then fails here).
+    pub held_reply_timeout_us: u64,
 }
 
 impl Default for Timeouts {
@@ -37,6 +39,7 @@ impl Default for Timeouts {
             in_doubt_backoff_max_us: 3_200_000,
             read_timeout_us: 200_000,
             cut_phase_timeout_us: 1_000_000,
+            held_reply_timeout_us: 2_000_000,
         }
     }
 }
@@ -68,6 +71,8 @@ pub struct VnodeConfig {
     pub timeouts: Timeouts,
     pub limits: Limits,
     pub breaks: Breaks,
+    /// Hold client replies that reveal an *after* transaction until STARTED (cluster setting).
+    pub real_time_safety: bool,
 }
 
 impl VnodeConfig {
@@ -80,6 +85,7 @@ impl VnodeConfig {
             timeouts: Timeouts::default(),
             limits: Limits::default(),
             breaks: Breaks::default(),
+            real_time_safety: true,
         }
     }
 }

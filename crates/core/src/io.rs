@@ -89,4 +89,6 @@ pub enum Timer {
     ReadTimeout(u64),
     /// The cut coordinator's deadline for the current phase.
     CutPhase(CutId, u8),
+    /// Replies held for real-time safety on this cut have waited long enough.
+    HeldReplies(CutId),
 }

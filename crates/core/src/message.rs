@@ -93,10 +93,12 @@ pub enum TxnMsg {
         req: u64,
         key: Key,
     },
+    /// `writer_cut`: the value reveals a transaction after this cut (real-time safety).
     ReadReply {
         req: u64,
         value: Option<Value>,
         version: Version,
+        writer_cut: Option<CutId>,
     },
 }
 

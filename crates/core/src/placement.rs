@@ -5,10 +5,13 @@ use serde::{Deserialize, Serialize};
 
 /// Partition → replica chain `[primary, backup1, …]`.
 ///
-/// Invariant: every chain is non-empty and names distinct vnodes.
+/// Invariant: every chain is non-empty and names distinct members.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
     chains: Vec<Vec<VnodeId>>,
+    /// Every store vnode, sorted, including those that hold no partition (they still coordinate
+    /// transactions, so the cut process must reach them).
+    members: Vec<VnodeId>,
 }
 
 impl Placement {
@@ -19,7 +22,10 @@ impl Placement {
         let chains = (0..partitions as usize)
             .map(|p| (0..replicas).map(|r| vnodes[(p + r) % vnodes.len()].clone()).collect())
             .collect();
-        Placement { chains }
+        let mut members = vnodes.to_vec();
+        members.sort();
+        members.dedup();
+        Placement { chains, members }
     }
 
     pub fn partitions(&self) -> u32 {
@@ -48,9 +54,6 @@ impl Placement {
     }
 
     pub fn vnodes(&self) -> Vec<VnodeId> {
-        let mut all: Vec<VnodeId> = self.chains.iter().flatten().cloned().collect();
-        all.sort();
-        all.dedup();
-        all
+        self.members.clone()
     }
 }

@@ -12,6 +12,7 @@ use crate::config::VnodeConfig;
 use crate::cut::blocking::BlockingState;
 use crate::cut::coordinator::CutCoordinator;
 use crate::cut::local::CutState;
+use crate::cut::real_time::RealTime;
 use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, VnodeId};
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, CutMsg, Envelope, TxnMsg};
@@ -38,6 +39,7 @@ pub struct Vnode {
     pub(crate) cut: CutState,
     pub(crate) coordinator: CutCoordinator,
     pub(crate) blocking: BlockingState,
+    pub(crate) rt: RealTime,
     pub(crate) out: Outbox,
 }
 
@@ -62,6 +64,7 @@ impl Vnode {
             cut: CutState::default(),
             coordinator: CutCoordinator::default(),
             blocking: BlockingState::default(),
+            rt: RealTime::default(),
             cfg,
         };
         v.out.release_early = v.cfg.breaks.ack_before_durable;
@@ -101,7 +104,7 @@ impl Vnode {
     pub fn state_hash<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
         (self.now_us, self.incarnation, self.booted, self.boot_lsn, &self.store, &self.locks).hash(h);
-        (&self.near, &self.part, &self.cut, &self.coordinator, &self.blocking, &self.out).hash(h);
+        (&self.near, &self.part, &self.cut, &self.coordinator, &self.blocking, &self.rt, &self.out).hash(h);
     }
 
     pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
@@ -155,6 +158,7 @@ impl Vnode {
             Timer::InDoubt(branch) => self.participant_in_doubt(branch),
             Timer::ReadTimeout(req) => self.near_read_timeout(req),
             Timer::CutPhase(cut, phase) => self.coordinator_timeout(cut, phase),
+            Timer::HeldReplies(cut) => self.held_replies_timeout(cut),
         }
     }
 
@@ -187,7 +191,9 @@ impl Vnode {
             TxnMsg::StatusQuery { tx, one_phase } => self.on_status_query(from, tx, one_phase),
             TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
             TxnMsg::Read { req, key } => self.on_read(from, req, key),
-            TxnMsg::ReadReply { req, value, version } => self.on_read_reply(req, value, version),
+            TxnMsg::ReadReply { req, value, version, writer_cut } => {
+                self.on_read_reply(req, value, version, writer_cut)
+            }
         }
     }
 

@@ -25,6 +25,12 @@ pub struct SimConfig {
     pub cuts: bool,
     pub strategy: CutStrategy,
     pub breaks: Breaks,
+    /// The cluster setting: hold replies that reveal an after-transaction until STARTED.
+    pub real_time_safety: bool,
+    /// A cut's `Start` reaches each vnode up to this much later than a transaction message would
+    /// (the cut process travels a tree of hops); widens the windows in which a vnode learns of a
+    /// cut from a coloured message first.
+    pub cut_start_spread_us: u64,
     pub trace: bool,
 }
 
@@ -43,6 +49,8 @@ impl SimConfig {
             cuts: false,
             strategy: CutStrategy::Consistent,
             breaks: Breaks::default(),
+            real_time_safety: true,
+            cut_start_spread_us: 20_000,
             trace: false,
         }
     }

@@ -61,6 +61,12 @@ struct Args {
     /// Deliberately break the protocol (comma-separated): see `Breaks::NAMES`.
     #[arg(long = "break")]
     breaks: Option<String>,
+    /// Turn off real-time safety (replies revealing an after-transaction are not held).
+    #[arg(long)]
+    no_real_time: bool,
+    /// A cut's Start reaches each vnode up to this many ms late (the cut process's spread).
+    #[arg(long, default_value_t = 20)]
+    cut_spread_ms: u64,
     /// Explore every delivery order of Ignite's small-case matrix instead of running seeds.
     #[arg(long)]
     explore: bool,
@@ -126,6 +132,8 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.strategy = if args.strategy == Strategy::Blocking { CutStrategy::Blocking } else { CutStrategy::Consistent };
     cfg.faults = !args.no_faults;
     cfg.breaks = breaks;
+    cfg.real_time_safety = !args.no_real_time;
+    cfg.cut_start_spread_us = args.cut_spread_ms * 1000;
     Ok(cfg)
 }
 
@@ -195,6 +203,14 @@ fn print_cuts(name: &str, s: &Summary) {
     println!(
         "cuts[{name}]: commit latency of transactions overlapping a cut p50 {:.1} p99 {:.1} max {:.1} ms; overlapping none p50 {:.1} p99 {:.1} max {:.1} ms",
         ms(during, 0.5), ms(during, 0.99), ms(during, 1.0), ms(outside, 0.5), ms(outside, 0.99), ms(outside, 1.0)
+    );
+    let held = &s.held_replies_us;
+    println!(
+        "cuts[{name}]: replies held for real-time safety {} | held p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
+        held.len(),
+        ms(held, 0.5),
+        ms(held, 0.99),
+        ms(held, 1.0)
     );
     if s.buckets_cuts > 0 {
         let per: Vec<String> =

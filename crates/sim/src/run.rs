@@ -21,6 +21,8 @@ pub struct CutMetrics {
     /// Commits per 10 ms bucket from 50 ms before to 150 ms after each cut began, summed over cuts.
     pub throughput_buckets: [u64; 20],
     pub buckets_cuts: u64,
+    /// How long replies were held for real-time safety.
+    pub held_replies_us: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -62,7 +64,10 @@ pub fn report(world: &World) -> SeedReport {
         cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
         cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
         cuts_verified: checkers::cut_restore::verified_cuts(world) as u64,
-        metrics: cut_metrics(&world.history, cfg.duration_us),
+        metrics: CutMetrics {
+            held_replies_us: world.held_replies_us.clone(),
+            ..cut_metrics(&world.history, cfg.duration_us)
+        },
         violations,
     }
 }
@@ -118,6 +123,12 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     if !cfg.faults {
         cmd.push_str(" --no-faults");
     }
+    if cfg.cut_start_spread_us != 20_000 {
+        cmd.push_str(&format!(" --cut-spread-ms {}", cfg.cut_start_spread_us / 1000));
+    }
+    if !cfg.real_time_safety {
+        cmd.push_str(" --no-real-time");
+    }
     if cfg.breaks != Default::default() {
         cmd.push_str(&format!(" --break {}", cfg.breaks));
     }
@@ -144,6 +155,7 @@ pub struct Summary {
     pub cut_latencies_us: Vec<u64>,
     pub throughput_buckets: [u64; 20],
     pub buckets_cuts: u64,
+    pub held_replies_us: Vec<u64>,
     pub first_failure: Option<(u64, String)>,
 }
 
@@ -175,6 +187,7 @@ impl Summary {
             *a += b;
         }
         self.buckets_cuts += r.metrics.buckets_cuts;
+        self.held_replies_us.extend(&r.metrics.held_replies_us);
     }
 
     pub fn latency_percentile_us(&self, p: f64) -> u64 {

@@ -23,8 +23,6 @@ pub const OPERATOR: u64 = u64::MAX;
 /// How long a client waits for any answer before calling the outcome unknown.
 const CLIENT_TIMEOUT_US: u64 = 1_500_000;
 const SETUP_CLIENT: usize = 0;
-/// How much later than a transaction message a cut's `Start` may arrive.
-const CUT_START_SPREAD_US: u64 = 20_000;
 
 /// Events are moved in and out of the queue once each; boxing the envelope would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -74,6 +72,8 @@ pub struct World {
     cut_begun_us: Option<u64>,
     pub messages_sent: u64,
     pub messages_lost: u64,
+    /// How long each reply held for real-time safety waited.
+    pub held_replies_us: Vec<u64>,
 }
 
 impl World {
@@ -111,6 +111,7 @@ impl World {
             cut_begun_us: None,
             messages_sent: 0,
             messages_lost: 0,
+            held_replies_us: vec![],
         }
     }
 
@@ -182,6 +183,7 @@ impl World {
         let now = self.now_us;
         let Some(v) = self.nodes[node].vnode.as_mut() else { return };
         let outputs = v.step(now, input);
+        self.held_replies_us.extend(v.take_hold_durations_us());
         for out in outputs {
             self.carry_out(node, out);
         }
@@ -208,10 +210,8 @@ impl World {
     fn send(&mut self, from: usize, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
-        // The cut process travels slower than transactions (a tree of hops, later): this widens
-        // the windows in which a vnode learns of a cut from a coloured message first.
         let extra_us = match &env.body {
-            Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..CUT_START_SPREAD_US),
+            Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..self.cfg.cut_start_spread_us.max(1)),
             _ => 0,
         };
         match self.net.send(&mut self.rng, self.now_us + extra_us, from, to) {
@@ -457,5 +457,6 @@ fn vnode_config(cfg: &SimConfig, id: &VnodeId, ids: &[VnodeId], placement: &Arc<
     let mut v = VnodeConfig::new(id.clone(), placement.clone(), ids[0].clone());
     v.breaks = cfg.breaks;
     v.strategy = cfg.strategy;
+    v.real_time_safety = cfg.real_time_safety;
     v
 }

@@ -176,10 +176,16 @@ impl Vnode {
                 self.start_local_cut(cut);
                 self.send_cut(&from, CutMsg::StartAck { cut });
             }
-            CutMsg::Started { cut } => self.send_cut(&from, CutMsg::StartedAck { cut }),
+            CutMsg::Started { cut } => {
+                if !self.rt.refused(cut) {
+                    self.cut_started_everywhere(cut);
+                    self.send_cut(&from, CutMsg::StartedAck { cut });
+                }
+            }
             CutMsg::Finish { cut } => self.on_cut_finish_asked(from, cut),
             CutMsg::End { cut, .. } => {
                 self.on_cut_end(cut);
+                self.cut_started_everywhere(cut);
                 self.blocking_resume(cut);
             }
             CutMsg::Pause { cut } => self.blocking_pause(from, cut),

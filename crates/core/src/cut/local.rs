@@ -128,6 +128,14 @@ impl Vnode {
         self.send_cut(&to, CutMsg::Finished { cut, ok });
     }
 
+    /// The local cut `cut` can no longer be trusted here (real-time safety gave up on it).
+    pub(crate) fn fail_local_cut(&mut self, cut: CutId) {
+        if let Some(c) = self.cut.running.as_mut().filter(|c| c.id == cut && c.outcome != Some(false)) {
+            c.outcome = Some(false);
+            self.answer_cut_process();
+        }
+    }
+
     /// Phase FINISH reached this vnode: answer now or when the local cut is over.
     pub(crate) fn on_cut_finish_asked(&mut self, from: VnodeId, cut: CutId) {
         match self.cut.running.as_mut() {

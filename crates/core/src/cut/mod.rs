@@ -4,4 +4,5 @@
 pub mod blocking;
 pub mod coordinator;
 pub mod local;
+pub mod real_time;
 pub mod restore;

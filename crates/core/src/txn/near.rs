@@ -118,6 +118,7 @@ impl Vnode {
         from: VnodeId,
         tx: TxId,
         result: Result<Vec<ResolvedWrite>, AbortReason>,
+        tx_cut: Option<CutId>,
     ) {
         let Some(ntx) = self.near.txs.get_mut(&tx) else { return };
         if !ntx.waiting.remove(&from) {
@@ -130,7 +131,8 @@ impl Vnode {
                 let all_prepared = ntx.waiting.is_empty() || self.cfg.breaks.commit_before_all_prepared;
                 if ntx.one_phase {
                     let ntx = self.near.txs.remove(&tx).expect("present");
-                    self.reply(ntx.client, ntx.req, Response::Committed { tx, writes: ntx.writes });
+                    let response = Response::Committed { tx, writes: ntx.writes };
+                    self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
                 } else if all_prepared {
                     self.near_commit(tx);
                 }
@@ -144,7 +146,8 @@ impl Vnode {
         let tx_cut = self.stamp();
         self.out.append(Record::TxDecided { tx: tx.clone(), tx_cut });
         self.near.decided.insert(tx.clone(), tx_cut);
-        self.reply(ntx.client, ntx.req, Response::Committed { tx: tx.clone(), writes: ntx.writes });
+        let response = Response::Committed { tx: tx.clone(), writes: ntx.writes };
+        self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
         for p in &ntx.participants {
             self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut });
         }
@@ -201,7 +204,8 @@ impl Vnode {
         let primary = self.cfg.placement.primary_of(&key).clone();
         if primary == self.cfg.id {
             let e = self.store.get(&key);
-            return self.reply(client, req, Response::Value { value: e.value, version: e.version });
+            let reveals = self.rt.reveals(&key);
+            return self.reply_revealing(reveals, client, req, Response::Value { value: e.value, version: e.version });
         }
         let id = self.near.next_read;
         self.near.next_read += 1;
@@ -212,12 +216,19 @@ impl Vnode {
 
     pub(crate) fn on_read(&mut self, from: VnodeId, req: u64, key: Key) {
         let e = self.store.get(&key);
-        self.send_txn(&from, TxnMsg::ReadReply { req, value: e.value, version: e.version });
+        let writer_cut = self.rt.reveals(&key);
+        self.send_txn(&from, TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut });
     }
 
-    pub(crate) fn on_read_reply(&mut self, req: u64, value: Option<Value>, version: Version) {
+    pub(crate) fn on_read_reply(
+        &mut self,
+        req: u64,
+        value: Option<Value>,
+        version: Version,
+        writer_cut: Option<CutId>,
+    ) {
         if let Some((client, creq)) = self.near.reads.remove(&req) {
-            self.reply(client, creq, Response::Value { value, version });
+            self.reply_revealing(writer_cut, client, creq, Response::Value { value, version });
         }
     }
 

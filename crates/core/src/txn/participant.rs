@@ -143,7 +143,7 @@ impl Vnode {
             let writes = rec.writes.clone();
             self.out.append(Record::TxCommitted { branch: rec.branch(), tx_cut, writes });
             self.near.decided.insert(rec.tx.clone(), tx_cut);
-            self.store.apply_all(&rec.writes);
+            self.apply_committed(&rec.writes, tx_cut);
         }
         let ack = TxnMsg::PrepareAck { tx: rec.tx, role: rec.role, result: Ok(rec.writes), tx_cut };
         self.send_txn(&rec.upstream, ack);
@@ -209,7 +209,7 @@ impl Vnode {
         tx_cut: Option<CutId>,
     ) {
         if role == Role::Primary {
-            return self.near_on_prepare_ack(from, tx, result);
+            return self.near_on_prepare_ack(from, tx, result, tx_cut);
         }
         let found = self.part.prepared.iter_mut().find(|(b, p)| b.tx == tx && p.pending.contains(&from));
         let Some((branch, p)) = found else { return };
@@ -267,8 +267,8 @@ impl Vnode {
             };
             self.out.append(record);
         }
-        if commit_cut.is_some() {
-            self.store.apply_all(&p.rec.writes);
+        if let Some(tx_cut) = commit_cut {
+            self.apply_committed(&p.rec.writes, tx_cut);
         } else {
             self.part.tombstones.insert(tx.clone());
         }

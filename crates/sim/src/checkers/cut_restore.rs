@@ -2,7 +2,8 @@
 //! which (a) each transaction is included by all the replicas it wrote or by none, (b) per key the
 //! included versions are a prefix of the key's committed history and every transaction an included
 //! one read from is included, and (c) the bank balances sum to the total; and (d) no vnode lacks
-//! the cut's `CutFinish` (a failed local cut is never declared successful).
+//! the cut's `CutFinish` (a failed local cut is never declared successful). The real-time order
+//! of `real_time.rs` is checked on the same restores.
 
 use super::{names, LogFacts, Violation};
 use crate::config::WorkloadKind;
@@ -49,6 +50,8 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
     let mut out = atomic(w, facts, cut, &restored);
     out.extend(closed(w, facts, cut, &restored));
     out.extend(bank_total(w, cut, &restored));
+    let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
+    out.extend(super::real_time::check_cut(w, cut, &included));
     out
 }
 

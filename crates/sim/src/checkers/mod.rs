@@ -5,6 +5,7 @@ pub mod atomicity;
 pub mod bank;
 pub mod cut_restore;
 pub mod durability;
+pub mod real_time;
 pub mod replicas;
 pub mod serializability;
 pub mod serializable_history;
