@@ -77,3 +77,85 @@ fn a_coloured_message_starts_the_cut_before_it_is_handled() {
     let out = primary.step(3, Input::WalDurable(Lsn(4)));
     assert_eq!(sends(&out)[0].cut, Some(CutId(1)), "the answer is coloured with the running cut");
 }
+
+/// Feeds `v` every input until it is quiet: appends become durable at once.
+fn settle(v: &mut Vnode, now: u64, input: Input, lsn: &mut u64) -> Vec<Output> {
+    let mut out = v.step(now, input);
+    let appended = out.iter().filter(|o| matches!(o, Output::Append(_))).count() as u64;
+    if appended > 0 {
+        *lsn += appended;
+        out.extend(v.step(now, Input::WalDurable(Lsn(*lsn))));
+    }
+    out
+}
+
+#[test]
+fn two_partitions_take_two_phases_and_the_near_decides_with_a_durable_record_first() {
+    let mut near = booted(0);
+    let mut other = booted(1);
+    let (a, b) = (key_on(0), key_on(1));
+    let writes =
+        vec![Write { key: a.clone(), op: WriteOp::IncrBy(-5) }, Write { key: b.clone(), op: WriteOp::IncrBy(5) }];
+    let (mut near_lsn, mut other_lsn) = (1, 1);
+    let request = Request::Txn { reads: vec![], writes };
+    let out = settle(&mut near, 2, Input::Client { client: ClientId(1), req: 9, request }, &mut near_lsn);
+    let prepares: Vec<Envelope> = sends(&out).into_iter().cloned().collect();
+    assert_eq!(prepares.len(), 2, "one prepare per primary, the near being one of them");
+    assert!(prepares.iter().all(|p| matches!(&p.body, Body::Txn(TxnMsg::Prepare { one_phase: false, .. }))));
+
+    let mut acks = vec![];
+    for p in prepares {
+        let (v, lsn) = if p.to == ids()[0] { (&mut near, &mut near_lsn) } else { (&mut other, &mut other_lsn) };
+        let out = settle(v, 3, Input::Message(p), lsn);
+        assert!(matches!(out[0], Output::Append(Record::TxPrepared(_))), "prepare is logged before the ack: {out:?}");
+        acks.extend(sends(&out).into_iter().cloned());
+    }
+    let mut decision = vec![];
+    for ack in acks {
+        decision.extend(near.step(4, Input::Message(ack)));
+    }
+    assert!(matches!(decision[0], Output::Append(Record::TxDecided { tx_cut: None, .. })), "{decision:?}");
+    assert_eq!(decision.len(), 1, "the reply and the finishes wait for the decision to be durable");
+    let out = near.step(5, Input::WalDurable(Lsn(near_lsn + 1)));
+    assert!(matches!(&out[0], Output::Reply { req: 9, response: Response::Committed { .. }, .. }));
+    assert_eq!(sends(&out).len(), 2, "Finish to both primaries");
+}
+
+#[test]
+fn after_a_crash_a_prepared_branch_is_in_doubt_and_asks_its_first_committer() {
+    let mut primary = booted(0);
+    let writes = PrepareWrites::Unresolved(vec![Write { key: key_on(0), op: WriteOp::Set(b"v".to_vec()) }]);
+    let tx = waymark_core::TxId { near: ids()[1].clone(), incarnation: 0, seq: 0 };
+    let prepare = TxnMsg::Prepare {
+        tx: tx.clone(),
+        reads: vec![],
+        writes,
+        one_phase: false,
+        first_committer: ids()[1].clone(),
+        downstream: vec![],
+    };
+    let env = Envelope { from: ids()[1].clone(), to: ids()[0].clone(), cut: None, body: Body::Txn(prepare) };
+    let out = primary.step(2, Input::Message(env));
+    let Output::Append(prepared) = out[0].clone() else { panic!("{out:?}") };
+
+    // The crash loses memory, not the durable log: Boot + TxPrepared.
+    let log = vec![Record::Boot { incarnation: 0 }, prepared];
+    let placement = Arc::new(Placement::round_robin(&ids(), 2, 1));
+    let mut back = Vnode::recover(VnodeConfig::new(ids()[0].clone(), placement, ids()[0].clone()), &log);
+    assert_eq!(back.prepared_count(), 1);
+    let out = back.step(10, Input::Restarted);
+    assert_eq!(out[0], Output::Append(Record::Boot { incarnation: 1 }));
+    let Some(Output::SetTimer { timer, .. }) = out.get(1).cloned() else { panic!("an in-doubt timer: {out:?}") };
+    back.step(11, Input::WalDurable(Lsn(3)));
+    let out = back.step(1_000_000, Input::Timer(timer));
+    let query = sends(&out)[0].clone();
+    assert_eq!(query.to, ids()[1], "the first committer (the near) is asked");
+    assert!(matches!(&query.body, Body::Txn(TxnMsg::StatusQuery { one_phase: false, .. })));
+
+    // The near restarted too and has no record of it: presumed abort.
+    let reply = TxnMsg::StatusReply { tx, status: waymark_core::message::TxStatus::Aborted };
+    let env = Envelope { from: ids()[1].clone(), to: ids()[0].clone(), cut: None, body: Body::Txn(reply) };
+    let out = back.step(1_000_001, Input::Message(env));
+    assert!(matches!(out[0], Output::Append(Record::TxRolledBack { .. })), "{out:?}");
+    assert_eq!(back.prepared_count(), 0);
+}
