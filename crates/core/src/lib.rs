@@ -9,6 +9,7 @@
 //! - [`cut`]: the consistent cut of seed 000 — local cut, cut process, restore filter (DESIGN §4).
 //! - [`outbox`]: the write-ahead contract — promises leave only after their records are durable.
 
+pub mod alter;
 pub mod breaks;
 pub mod config;
 pub mod cut;

@@ -10,6 +10,7 @@ pub mod history;
 pub mod net;
 pub mod run;
 pub mod trace;
+pub mod tree;
 pub mod workloads;
 pub mod world;
 

@@ -67,6 +67,16 @@ struct Args {
     /// A cut's Start reaches each vnode up to this many ms late (the cut process's spread).
     #[arg(long, default_value_t = 20)]
     cut_spread_ms: u64,
+    /// Simulate the cluster tree (seed 004): alterations, manager crashes, splits, md5 corruption,
+    /// parent failover, and the cut process as alterations.
+    #[arg(long)]
+    tree: bool,
+    /// Cut-process latency on the tree against a ring, at 1 000 and 10 000 vnodes.
+    #[arg(long)]
+    scale: bool,
+    /// Fan-out of the tree (with --tree or --scale).
+    #[arg(long, default_value_t = 16)]
+    fanout: usize,
     /// Explore every delivery order of Ignite's small-case matrix instead of running seeds.
     #[arg(long)]
     explore: bool,
@@ -77,6 +87,12 @@ fn main() -> Result<()> {
     let base = config(&args)?;
     if args.explore {
         return explore();
+    }
+    if args.scale {
+        return scale(args.fanout);
+    }
+    if args.tree {
+        return tree(&args);
     }
     if let Some(seed) = args.seed {
         return run_one(SimConfig { seed, trace: args.trace, ..base });
@@ -105,6 +121,69 @@ fn explore() -> Result<()> {
     println!("{} passed, {failed} failed", reports.len() - failed);
     if failed > 0 {
         std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn tree(args: &Args) -> Result<()> {
+    use waymark_sim::tree::{TreeConfig, TreeWorld};
+    let t0 = Instant::now();
+    let (mut failed, mut total) = (0u64, waymark_sim::tree::TreeReport::default());
+    let mut latencies = vec![];
+    for seed in args.start..args.start + args.seeds {
+        let mut cfg = TreeConfig::new(seed);
+        cfg.fanout = if args.fanout == 16 { 4 } else { args.fanout.clamp(2, 64) };
+        cfg.faults = !args.no_faults;
+        let r = TreeWorld::new(cfg).run();
+        for v in &r.violations {
+            println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree --seeds 1 --start {seed}");
+        }
+        failed += !r.violations.is_empty() as u64;
+        latencies.extend(&r.cut_latencies_us);
+        add(&mut total, &r);
+    }
+    let t = &total;
+    println!(
+        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
+        args.seeds,
+        args.seeds as f64 / t0.elapsed().as_secs_f64().max(1e-9),
+        t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.manager_crashes, t.splits, t.md5_corruptions,
+        t.cuts_ok, t.cuts_failed,
+        percentile_us(&latencies, 0.5) as f64 / 1e3,
+        percentile_us(&latencies, 0.99) as f64 / 1e3,
+    );
+    println!("{} passed, {failed} failed", args.seeds - failed);
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+fn add(total: &mut waymark_sim::tree::TreeReport, r: &waymark_sim::tree::TreeReport) {
+    total.alterations_ok += r.alterations_ok;
+    total.alterations_failed += r.alterations_failed;
+    total.retried += r.retried;
+    total.failovers += r.failovers;
+    total.switch_backs += r.switch_backs;
+    total.manager_crashes += r.manager_crashes;
+    total.splits += r.splits;
+    total.md5_corruptions += r.md5_corruptions;
+    total.cuts_ok += r.cuts_ok;
+    total.cuts_failed += r.cuts_failed;
+}
+
+fn scale(fanout: usize) -> Result<()> {
+    println!("cut process (START, STARTED, FINISH, END), no transactions, fan-out {fanout}:");
+    for row in waymark_sim::tree::scale::run(&[1_000, 10_000], fanout, 1) {
+        println!(
+            "{:>6} vnodes: tree {:>8.1} ms {:>7} messages | ring {:>9.1} ms {:>7} messages | ring/tree latency {:.0}x",
+            row.vnodes,
+            row.tree_latency_us as f64 / 1e3,
+            row.tree_messages,
+            row.ring_latency_us as f64 / 1e3,
+            row.ring_messages,
+            row.ring_latency_us as f64 / row.tree_latency_us.max(1) as f64
+        );
     }
     Ok(())
 }

@@ -9,6 +9,9 @@ pub mod real_time;
 pub mod replicas;
 pub mod serializability;
 pub mod serializable_history;
+pub mod tree_alterations;
+pub mod tree_convergence;
+pub mod tree_parents;
 
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};

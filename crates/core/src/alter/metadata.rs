@@ -1,0 +1,69 @@
+//! Cluster metadata as the alteration module sees it: a sequence number and a map of records,
+//! with one md5 over the whole (seed 004 point 5: a returning vnode compares it with its parent's
+//! and clones what differs).
+
+use md5::{Digest, Md5};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One alteration: set `key` to `value` (an empty value removes it). Keys name what they hold:
+/// `config/…`, `host/…`, `vnode/…`, `placement/…`, `catalog/cut/…`, `cut/…/phase`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AlterRecord {
+    pub key: String,
+    pub value: Vec<u8>,
+}
+
+impl AlterRecord {
+    pub fn set(key: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+        AlterRecord { key: key.into(), value: value.into() }
+    }
+
+    /// The bytes written to the log and read back, and what the md5 is taken of.
+    pub fn encode(&self, seq: u64) -> Vec<u8> {
+        postcard::to_stdvec(&(seq, self)).expect("records always serialize")
+    }
+}
+
+pub type Md5Sum = [u8; 16];
+
+pub fn md5_of(bytes: &[u8]) -> Md5Sum {
+    Md5::digest(bytes).into()
+}
+
+/// Invariant: `seq` is the number of alterations applied; records only change through `apply`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Metadata {
+    seq: u64,
+    records: BTreeMap<String, Vec<u8>>,
+}
+
+impl Metadata {
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        self.records.get(key).map(|v| v.as_slice())
+    }
+
+    pub fn records(&self) -> impl Iterator<Item = (&String, &Vec<u8>)> {
+        self.records.iter()
+    }
+
+    /// Applies alteration `seq`, which must be the next one.
+    pub fn apply(&mut self, seq: u64, record: &AlterRecord) {
+        debug_assert_eq!(seq, self.seq + 1, "alterations apply in order");
+        self.seq = seq;
+        if record.value.is_empty() {
+            self.records.remove(&record.key);
+        } else {
+            self.records.insert(record.key.clone(), record.value.clone());
+        }
+    }
+
+    /// md5 of the whole metadata: equal sums, equal metadata.
+    pub fn md5(&self) -> Md5Sum {
+        md5_of(&postcard::to_stdvec(self).expect("metadata always serializes"))
+    }
+}

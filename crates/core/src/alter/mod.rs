@@ -1,0 +1,19 @@
+//! Alterations (seed 004 points 4–8; DESIGN §6): the one way cluster metadata changes.
+//!
+//! The initiator sends a record up its parent chain; the root orders it (a sequence number) and
+//! sends `Alter{seq, record, md5}` down. Each vnode writes it, reads it back and compares the md5
+//! (a mismatch fails the alteration), applies it, forwards it to its working children and confirms
+//! to its parent only once all of them confirmed (a branch transaction). The root answers the
+//! initiator, which retries a failed alteration with back-off, a bounded number of times.
+//!
+//! Invariant: alterations are applied in `seq` order on every vnode; one is in flight at a time.
+//! Invariant: a vnode confirms `ok` only after its own copy was read back intact and applied, and
+//! every working child confirmed `ok`.
+//! Invariant: a vnode that misses an alteration (a gap, a bad md5, a crash) never applies a later
+//! one before it has cloned its parent's metadata (compared by md5 on every heartbeat).
+
+pub mod metadata;
+pub mod node;
+
+pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
+pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};

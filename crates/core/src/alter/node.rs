@@ -1,0 +1,449 @@
+//! One vnode's part in alterations: initiator, relay up the chain, orderer (at the root), and
+//! branch of the confirmation tree. Sans-IO like the rest of the core.
+
+use super::metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
+use crate::ids::VnodeId;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+#[derive(Clone, Debug)]
+pub struct AlterConfig {
+    pub id: VnodeId,
+    /// Prioritized parent queue; `parents[0]` is the primary parent. Empty at the root.
+    pub parents: Vec<VnodeId>,
+    pub children: Vec<VnodeId>,
+    /// How long this vnode waits for its branch (children) to confirm; grows with subtree height.
+    pub confirm_timeout_us: u64,
+    /// How long an initiator waits for an outcome before it retries.
+    pub propose_timeout_us: u64,
+    pub retries_max: u32,
+    pub retry_backoff_us: u64,
+    pub heartbeat_interval_us: u64,
+    /// A parent or child not heard from for this long is not working.
+    pub heartbeat_timeout_us: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProposalId {
+    pub initiator: VnodeId,
+    pub n: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AlterMsg {
+    Propose { id: ProposalId, record: AlterRecord },
+    Alter { seq: u64, id: ProposalId, record: AlterRecord, md5: Md5Sum },
+    Confirm { seq: u64, ok: bool },
+    Outcome { id: ProposalId, seq: u64, ok: bool },
+    /// Parent → children: I am alive, and this is my metadata.
+    Heartbeat { seq: u64, md5: Md5Sum },
+    /// Child → parent: I am alive and you are my parent.
+    Alive,
+    Fetch,
+    Clone { metadata: Metadata },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlterInput {
+    /// Start (or restart) with the metadata recovered from the log. Must come first.
+    Started { metadata: Metadata },
+    Message { from: VnodeId, msg: AlterMsg },
+    Timer(AlterTimer),
+    /// The host wants this record applied cluster-wide, as its proposal number `n` (the host keeps
+    /// `n` unique across its restarts, e.g. with its incarnation in the high bits).
+    Propose { n: u64, record: AlterRecord },
+    /// The record of alteration `seq` was written and read back as `bytes`.
+    Persisted { seq: u64, bytes: Vec<u8> },
+    /// The host acted on alteration `seq` (e.g. its local cut finished), well or not.
+    Applied { seq: u64, ok: bool },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlterOutput {
+    Send { to: VnodeId, msg: AlterMsg },
+    /// Write these bytes durably, then read them back and answer `Persisted`.
+    Persist { seq: u64, bytes: Vec<u8> },
+    /// The metadata was replaced by a clone of the parent's: persist it whole.
+    PersistClone { metadata: Metadata },
+    /// Act on the alteration and answer `Applied`.
+    Apply { seq: u64, record: AlterRecord },
+    /// This vnode's proposal ended: applied everywhere (`ok`) or given up.
+    Done { id: ProposalId, ok: bool, attempts: u32 },
+    SetTimer { timer: AlterTimer, at_us: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AlterTimer {
+    Confirm(u64),
+    /// Attempt `u32` of a proposal got no outcome in time.
+    ProposeTimeout(ProposalId, u32),
+    /// The back-off before attempt `u32` is over.
+    Resubmit(ProposalId, u32),
+    Heartbeat,
+}
+
+/// The alteration in flight through this vnode.
+#[derive(Debug, Hash)]
+struct InFlight {
+    seq: u64,
+    id: ProposalId,
+    record: AlterRecord,
+    md5: Md5Sum,
+    applied: Option<bool>,
+    /// Invariant: working children that have not confirmed yet.
+    waiting: BTreeSet<VnodeId>,
+    failed: bool,
+}
+
+#[derive(Debug, Hash)]
+struct Proposal {
+    record: AlterRecord,
+    attempts: u32,
+}
+
+pub struct AlterNode {
+    cfg: AlterConfig,
+    now_us: u64,
+    metadata: Metadata,
+    in_flight: Option<InFlight>,
+    /// Root only: proposals waiting to be ordered.
+    queue: VecDeque<(ProposalId, AlterRecord)>,
+    proposals: BTreeMap<ProposalId, Proposal>,
+    /// Index in `cfg.parents` of the parent this vnode follows now.
+    active_parent: usize,
+    parent_seen_us: Vec<u64>,
+    /// Children (configured or adopted) and when each was last heard from.
+    children_seen_us: BTreeMap<VnodeId, u64>,
+    out: Vec<AlterOutput>,
+}
+
+impl AlterNode {
+    pub fn new(cfg: AlterConfig) -> Self {
+        let children_seen_us = cfg.children.iter().map(|c| (c.clone(), 0)).collect();
+        let parent_seen_us = vec![0; cfg.parents.len()];
+        AlterNode {
+            cfg,
+            now_us: 0,
+            metadata: Metadata::default(),
+            in_flight: None,
+            queue: VecDeque::new(),
+            proposals: BTreeMap::new(),
+            active_parent: 0,
+            parent_seen_us,
+            children_seen_us,
+            out: vec![],
+        }
+    }
+
+    pub fn id(&self) -> &VnodeId {
+        &self.cfg.id
+    }
+
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
+    /// The parent this vnode follows now (`None` at the root).
+    pub fn parent(&self) -> Option<&VnodeId> {
+        self.cfg.parents.get(self.active_parent)
+    }
+
+    pub fn follows_primary_parent(&self) -> bool {
+        self.active_parent == 0
+    }
+
+    /// Children this vnode currently counts as working (heard from recently).
+    pub fn working_children(&self) -> Vec<VnodeId> {
+        let fresh = |seen: u64| self.now_us < self.cfg.heartbeat_timeout_us || self.now_us - seen <= self.cfg.heartbeat_timeout_us;
+        self.children_seen_us.iter().filter(|(_, s)| fresh(**s)).map(|(c, _)| c.clone()).collect()
+    }
+
+    pub fn step(&mut self, now_us: u64, input: AlterInput) -> Vec<AlterOutput> {
+        debug_assert!(now_us >= self.now_us, "time went backwards");
+        self.now_us = now_us;
+        match input {
+            AlterInput::Started { metadata } => self.on_started(metadata),
+            AlterInput::Message { from, msg } => self.on_message(from, msg),
+            AlterInput::Timer(t) => self.on_timer(t),
+            AlterInput::Propose { n, record } => self.propose(n, record),
+            AlterInput::Persisted { seq, bytes } => self.on_persisted(seq, &bytes),
+            AlterInput::Applied { seq, ok } => self.on_applied(seq, ok),
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    fn send(&mut self, to: &VnodeId, msg: AlterMsg) {
+        self.out.push(AlterOutput::Send { to: to.clone(), msg });
+    }
+
+    fn timer(&mut self, timer: AlterTimer, after_us: u64) {
+        self.out.push(AlterOutput::SetTimer { timer, at_us: self.now_us + after_us });
+    }
+
+    fn on_started(&mut self, metadata: Metadata) {
+        self.metadata = metadata;
+        self.parent_seen_us.iter_mut().for_each(|s| *s = self.now_us);
+        self.children_seen_us.values_mut().for_each(|s| *s = self.now_us);
+        self.heartbeat();
+    }
+
+    fn on_message(&mut self, from: VnodeId, msg: AlterMsg) {
+        self.note_alive(&from);
+        match msg {
+            AlterMsg::Propose { id, record } => self.on_propose(id, record),
+            AlterMsg::Alter { seq, id, record, md5 } => self.on_alter(&from, seq, id, record, md5),
+            AlterMsg::Confirm { seq, ok } => self.on_confirm(&from, seq, ok),
+            AlterMsg::Outcome { id, ok, .. } => self.on_outcome(id, ok),
+            AlterMsg::Heartbeat { seq, md5 } => self.on_heartbeat(&from, seq, md5),
+            AlterMsg::Alive => self.adopt(from),
+            AlterMsg::Fetch => {
+                let metadata = self.metadata.clone();
+                self.send(&from, AlterMsg::Clone { metadata });
+            }
+            AlterMsg::Clone { metadata } => self.on_clone(metadata),
+        }
+    }
+
+    fn note_alive(&mut self, from: &VnodeId) {
+        if let Some(i) = self.cfg.parents.iter().position(|p| p == from) {
+            self.parent_seen_us[i] = self.now_us;
+        }
+        if let Some(seen) = self.children_seen_us.get_mut(from) {
+            *seen = self.now_us;
+        }
+    }
+}
+
+// ---- initiator ----
+
+impl AlterNode {
+    fn propose(&mut self, n: u64, record: AlterRecord) {
+        let id = ProposalId { initiator: self.cfg.id.clone(), n };
+        self.proposals.insert(id.clone(), Proposal { record: record.clone(), attempts: 1 });
+        self.submit(id, record, 1);
+    }
+
+    fn submit(&mut self, id: ProposalId, record: AlterRecord, attempt: u32) {
+        self.timer(AlterTimer::ProposeTimeout(id.clone(), attempt), self.cfg.propose_timeout_us);
+        self.on_propose(id, record);
+    }
+
+    fn on_outcome(&mut self, id: ProposalId, ok: bool) {
+        let Some(p) = self.proposals.get(&id) else { return };
+        if ok {
+            let attempts = p.attempts;
+            self.proposals.remove(&id);
+            return self.out.push(AlterOutput::Done { id, ok: true, attempts });
+        }
+        self.retry(id);
+    }
+
+    /// Bounded retries with doubling back-off; then a clear failure.
+    fn retry(&mut self, id: ProposalId) {
+        let Some(p) = self.proposals.get_mut(&id) else { return };
+        if p.attempts > self.cfg.retries_max {
+            let attempts = p.attempts;
+            self.proposals.remove(&id);
+            return self.out.push(AlterOutput::Done { id, ok: false, attempts });
+        }
+        p.attempts += 1;
+        let attempt = p.attempts;
+        let backoff_us = self.cfg.retry_backoff_us << (attempt - 2).min(10);
+        self.timer(AlterTimer::Resubmit(id, attempt), backoff_us);
+    }
+
+    fn is_current(&self, id: &ProposalId, attempt: u32) -> bool {
+        self.proposals.get(id).is_some_and(|p| p.attempts == attempt)
+    }
+}
+
+// ---- relay and orderer ----
+
+impl AlterNode {
+    fn on_propose(&mut self, id: ProposalId, record: AlterRecord) {
+        if let Some(parent) = self.parent().cloned() {
+            return self.send(&parent, AlterMsg::Propose { id, record });
+        }
+        if !self.queue.iter().any(|(q, _)| q == &id) {
+            self.queue.push_back((id, record));
+        }
+        self.order_next();
+    }
+
+    /// The root orders one alteration at a time.
+    fn order_next(&mut self) {
+        if self.in_flight.is_some() {
+            return;
+        }
+        let Some((id, record)) = self.queue.pop_front() else { return };
+        let seq = self.metadata.seq() + 1;
+        let md5 = md5_of(&record.encode(seq));
+        self.begin(seq, id, record, md5);
+    }
+
+    fn begin(&mut self, seq: u64, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+        let bytes = record.encode(seq);
+        self.in_flight =
+            Some(InFlight { seq, id, record, md5, applied: None, waiting: BTreeSet::new(), failed: false });
+        self.out.push(AlterOutput::Persist { seq, bytes });
+    }
+}
+
+// ---- a branch of the confirmation tree ----
+
+impl AlterNode {
+    fn on_alter(&mut self, from: &VnodeId, seq: u64, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+        if self.parent() != Some(from) {
+            return; // not our parent (any more): it will time out on us
+        }
+        if self.in_flight.as_ref().is_some_and(|f| f.seq == seq) {
+            return;
+        }
+        if seq != self.metadata.seq() + 1 || self.in_flight.is_some() {
+            // A gap: this vnode missed alterations. Fail this one and catch up by cloning.
+            self.send(from, AlterMsg::Confirm { seq, ok: false });
+            return self.send(from, AlterMsg::Fetch);
+        }
+        self.begin(seq, id, record, md5);
+    }
+
+    /// Seed 004 point 4: the record is read after write and its md5 compared with the one sent.
+    fn on_persisted(&mut self, seq: u64, bytes: &[u8]) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        if md5_of(bytes) != f.md5 {
+            f.failed = true;
+            f.applied = Some(false);
+            return self.finish();
+        }
+        let record = f.record.clone();
+        self.metadata.apply(seq, &record);
+        self.out.push(AlterOutput::Apply { seq, record: record.clone() });
+        let (id, md5) = (f.id.clone(), f.md5);
+        let children = self.working_children();
+        for c in &children {
+            self.send(c, AlterMsg::Alter { seq, id: id.clone(), record: record.clone(), md5 });
+        }
+        self.in_flight.as_mut().expect("in flight").waiting = children.into_iter().collect();
+        self.timer(AlterTimer::Confirm(seq), self.cfg.confirm_timeout_us);
+    }
+
+    fn on_applied(&mut self, seq: u64, ok: bool) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        f.applied = Some(ok);
+        self.maybe_finish();
+    }
+
+    fn on_confirm(&mut self, from: &VnodeId, seq: u64, ok: bool) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        if f.waiting.remove(from) && !ok {
+            f.failed = true;
+        }
+        self.maybe_finish();
+    }
+
+    fn maybe_finish(&mut self) {
+        let Some(f) = self.in_flight.as_ref() else { return };
+        if f.applied.is_some() && f.waiting.is_empty() {
+            self.finish();
+        }
+    }
+
+    /// Confirm to the parent — or, at the root, answer the initiator and order the next one.
+    fn finish(&mut self) {
+        let f = self.in_flight.take().expect("in flight");
+        let ok = !f.failed && f.applied == Some(true);
+        match self.parent().cloned() {
+            Some(parent) => self.send(&parent, AlterMsg::Confirm { seq: f.seq, ok }),
+            None => {
+                let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok };
+                if f.id.initiator == self.cfg.id {
+                    self.on_message(self.cfg.id.clone(), outcome);
+                } else {
+                    self.send(&f.id.initiator.clone(), outcome);
+                }
+                self.order_next();
+            }
+        }
+    }
+
+    fn on_confirm_timeout(&mut self, seq: u64) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        f.failed = true;
+        f.applied.get_or_insert(false);
+        self.finish();
+    }
+}
+
+// ---- liveness: heartbeats, parent queue, cloning ----
+
+impl AlterNode {
+    fn heartbeat(&mut self) {
+        let (seq, md5) = (self.metadata.seq(), self.metadata.md5());
+        let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
+        for c in &children {
+            self.send(c, AlterMsg::Heartbeat { seq, md5 });
+        }
+        if let Some(p) = self.parent().cloned() {
+            self.send(&p, AlterMsg::Alive);
+        }
+        self.check_parents();
+        self.timer(AlterTimer::Heartbeat, self.cfg.heartbeat_interval_us);
+    }
+
+    /// A parent silent for a heartbeat timeout is passed over for the next one in the queue, which
+    /// is asked to adopt this vnode (and given a timeout of its own to answer). A returning
+    /// primary parent is followed again as soon as it heartbeats (`on_heartbeat`), as Slurm's
+    /// ordered list of controllers does.
+    fn check_parents(&mut self) {
+        let Some(seen) = self.parent_seen_us.get(self.active_parent) else { return };
+        if self.now_us.saturating_sub(*seen) <= self.cfg.heartbeat_timeout_us || self.cfg.parents.len() < 2 {
+            return;
+        }
+        self.active_parent = (self.active_parent + 1) % self.cfg.parents.len();
+        self.parent_seen_us[self.active_parent] = self.now_us;
+        let p = self.cfg.parents[self.active_parent].clone();
+        self.send(&p, AlterMsg::Alive);
+    }
+
+    fn on_heartbeat(&mut self, from: &VnodeId, seq: u64, md5: Md5Sum) {
+        let Some(i) = self.cfg.parents.iter().position(|p| p == from) else { return };
+        if i < self.active_parent {
+            self.active_parent = i; // the primary parent is back: switch to it
+            self.send(from, AlterMsg::Alive);
+        }
+        let behind = i == self.active_parent && self.in_flight.is_none() && md5 != self.metadata.md5();
+        if behind && seq >= self.metadata.seq() {
+            self.send(from, AlterMsg::Fetch);
+        }
+    }
+
+    /// A child that lost its parent chose this vnode as its next parent.
+    fn adopt(&mut self, child: VnodeId) {
+        if !self.cfg.parents.contains(&child) {
+            self.children_seen_us.insert(child, self.now_us);
+        }
+    }
+
+    fn on_clone(&mut self, metadata: Metadata) {
+        if self.in_flight.is_some() || metadata.seq() < self.metadata.seq() {
+            return;
+        }
+        if metadata.md5() != self.metadata.md5() {
+            self.metadata = metadata.clone();
+            self.out.push(AlterOutput::PersistClone { metadata });
+        }
+    }
+
+    fn on_timer(&mut self, t: AlterTimer) {
+        match t {
+            AlterTimer::Confirm(seq) => self.on_confirm_timeout(seq),
+            AlterTimer::ProposeTimeout(id, attempt) if self.is_current(&id, attempt) => self.retry(id),
+            AlterTimer::Resubmit(id, attempt) if self.is_current(&id, attempt) => {
+                let record = self.proposals[&id].record.clone();
+                self.submit(id, record, attempt);
+            }
+            AlterTimer::ProposeTimeout(..) | AlterTimer::Resubmit(..) => {}
+            AlterTimer::Heartbeat => self.heartbeat(),
+        }
+    }
+}

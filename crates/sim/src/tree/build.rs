@@ -1,0 +1,68 @@
+//! Builds the tree: store vnodes (`store0@nodeNNNNN`) as leaves, grouped `fanout` at a time under
+//! manager vnodes (`managerL@<host of its first child>`, several vnodes per host), up to one root.
+//! Each vnode's parent queue is its parent, then its parent's next sibling (wrapping).
+
+use waymark_core::alter::AlterConfig;
+use waymark_core::VnodeId;
+
+pub struct Shape {
+    pub configs: Vec<AlterConfig>,
+    /// Index of the first manager; leaves are `0..first_manager`.
+    pub first_manager: usize,
+    pub depth: usize,
+}
+
+pub struct Timing {
+    pub hop_us: u64,
+    pub heartbeat_interval_us: u64,
+}
+
+pub fn build(leaves: usize, fanout: usize, t: &Timing) -> Shape {
+    assert!(leaves >= 1 && fanout >= 2);
+    let mut levels: Vec<Vec<VnodeId>> = vec![(0..leaves).map(|i| VnodeId::new("store0", format!("node{i:05}"))).collect()];
+    while levels.last().expect("a level").len() > 1 {
+        let below = levels.last().expect("a level");
+        let level = levels.len();
+        let above = below.chunks(fanout).map(|c| VnodeId::new(format!("manager{level}"), c[0].host.clone())).collect();
+        levels.push(above);
+    }
+    let depth = levels.len() - 1;
+    let mut configs = vec![];
+    for (level, ids) in levels.iter().enumerate() {
+        for (i, id) in ids.iter().enumerate() {
+            configs.push(config(id, level, i, &levels, fanout, depth, t));
+        }
+    }
+    Shape { configs, first_manager: leaves, depth }
+}
+
+fn config(id: &VnodeId, level: usize, i: usize, levels: &[Vec<VnodeId>], fanout: usize, depth: usize, t: &Timing) -> AlterConfig {
+    let parents = match levels.get(level + 1) {
+        Some(up) => {
+            let p = i / fanout;
+            let mut q = vec![up[p].clone()];
+            if up.len() > 1 {
+                q.push(up[(p + 1) % up.len()].clone());
+            }
+            q
+        }
+        None => vec![],
+    };
+    let children = match level.checked_sub(1) {
+        Some(down) => levels[down].iter().skip(i * fanout).take(fanout).cloned().collect(),
+        None => vec![],
+    };
+    // A branch's deadline covers the round trips of the subtree below it.
+    let height = level as u64 + 1;
+    AlterConfig {
+        id: id.clone(),
+        parents,
+        children,
+        confirm_timeout_us: 10 * t.hop_us + 4 * t.hop_us * height,
+        propose_timeout_us: 8 * t.hop_us * (depth as u64 + 2),
+        retries_max: 4,
+        retry_backoff_us: 2 * t.hop_us,
+        heartbeat_interval_us: t.heartbeat_interval_us,
+        heartbeat_timeout_us: 3 * t.heartbeat_interval_us,
+    }
+}

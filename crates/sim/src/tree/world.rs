@@ -1,0 +1,398 @@
+//! The tree world: `AlterNode`s for every vnode of the tree, a network with latency and partitions,
+//! a disk per vnode (what survives a crash), and the operator's proposals and cut processes.
+
+use super::build::{build, Timing};
+use crate::trace::Fnv;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use waymark_core::alter::{AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata, ProposalId};
+use waymark_core::VnodeId;
+
+#[derive(Clone, Debug)]
+pub struct TreeConfig {
+    pub seed: u64,
+    pub leaves: usize,
+    pub fanout: usize,
+    pub faults: bool,
+    /// Plain metadata changes proposed by random vnodes.
+    pub proposals: usize,
+    /// Cut processes (START, STARTED, FINISH, END) run by the operator.
+    pub cut_processes: usize,
+    pub duration_us: u64,
+    /// Heartbeats off (scale runs): no failure detection, fewer messages to count.
+    pub heartbeats: bool,
+}
+
+impl TreeConfig {
+    pub fn new(seed: u64) -> Self {
+        TreeConfig { seed, leaves: 24, fanout: 4, faults: true, proposals: 12, cut_processes: 3, duration_us: 3_000_000, heartbeats: true }
+    }
+}
+
+#[derive(Clone, Debug, Hash)]
+enum Ev {
+    Deliver { from: usize, to: usize, msg: AlterMsg },
+    Timer { node: usize, instance: u32, timer: AlterTimer },
+    Persisted { node: usize, instance: u32, seq: u64, bytes: Vec<u8> },
+    Applied { node: usize, instance: u32, seq: u64 },
+    Propose { node: usize, record: AlterRecord, cut: Option<(u64, usize, u64)> },
+    Crash { node: usize, down_us: u64 },
+    Restart { node: usize },
+    Split { side: Vec<usize>, heal_us: u64 },
+    Heal,
+    Corrupt { node: usize },
+}
+
+struct Vn {
+    alter: Option<AlterNode>,
+    cfg: waymark_core::alter::AlterConfig,
+    /// What the log holds: the metadata as of the last persisted alteration or clone.
+    disk: Metadata,
+    instance: u32,
+    corrupt_next: bool,
+    was_primary: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TreeReport {
+    pub seed: u64,
+    pub trace_hash: u64,
+    pub messages: u64,
+    pub alterations_ok: u64,
+    pub alterations_failed: u64,
+    pub retried: u64,
+    pub failovers: u64,
+    pub switch_backs: u64,
+    pub manager_crashes: u64,
+    pub splits: u64,
+    pub md5_corruptions: u64,
+    pub cuts_ok: u64,
+    pub cuts_failed: u64,
+    /// Virtual time from the first START proposal to the END outcome, per successful cut.
+    pub cut_latencies_us: Vec<u64>,
+    pub violations: Vec<String>,
+}
+
+pub struct TreeWorld {
+    pub cfg: TreeConfig,
+    rng: ChaCha8Rng,
+    now_us: u64,
+    seq: u64,
+    events: BTreeMap<(u64, u64), Ev>,
+    nodes: Vec<Vn>,
+    index: BTreeMap<VnodeId, usize>,
+    blocked: BTreeSet<(usize, usize)>,
+    first_manager: usize,
+    hasher: Fnv,
+    pub report: TreeReport,
+    /// Proposals made and how they ended: record, initiator, outcome.
+    proposals: BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
+    /// The operator's cut processes: (initiator, cut id, phase index, started at).
+    cut_runs: BTreeMap<ProposalId, (usize, u64, usize, u64)>,
+    stopping: bool,
+}
+
+const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END"];
+const HOP_US: u64 = 1_000;
+
+impl TreeWorld {
+    pub fn new(cfg: TreeConfig) -> Self {
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let heartbeat_interval_us = if cfg.heartbeats { 20 * HOP_US } else { u64::MAX / 4 };
+        let shape = build(cfg.leaves, cfg.fanout, &Timing { hop_us: HOP_US, heartbeat_interval_us });
+        let index = shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        let nodes = shape
+            .configs
+            .into_iter()
+            .map(|c| Vn { alter: Some(AlterNode::new(c.clone())), cfg: c, disk: Metadata::default(), instance: 0, corrupt_next: false, was_primary: true })
+            .collect();
+        let report = TreeReport { seed: cfg.seed, ..TreeReport::default() };
+        TreeWorld {
+            cfg,
+            rng,
+            now_us: 0,
+            seq: 0,
+            events: BTreeMap::new(),
+            nodes,
+            index,
+            blocked: BTreeSet::new(),
+            first_manager: shape.first_manager,
+            hasher: Fnv::default(),
+            report,
+            proposals: BTreeMap::new(),
+            cut_runs: BTreeMap::new(),
+            stopping: false,
+        }
+    }
+
+    fn schedule(&mut self, at_us: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.insert((at_us.max(self.now_us), self.seq), ev);
+    }
+
+    fn root(&self) -> usize {
+        self.nodes.len() - 1
+    }
+
+    pub fn run(mut self) -> TreeReport {
+        for n in 0..self.nodes.len() {
+            self.step(n, AlterInput::Started { metadata: Metadata::default() });
+        }
+        self.plan();
+        let end = self.cfg.duration_us;
+        while let Some(((at, seq), ev)) = self.events.pop_first() {
+            if !self.stopping && at >= end {
+                self.events.insert((at, seq), ev);
+                self.now_us = end;
+                self.heal_all();
+                continue;
+            }
+            if at > end * 4 {
+                break;
+            }
+            self.now_us = at;
+            (at, &ev).hash(&mut self.hasher);
+            self.handle(ev);
+        }
+        self.report.trace_hash = self.hasher.finish();
+        self.check();
+        self.report
+    }
+
+    fn plan(&mut self) {
+        let n = self.nodes.len();
+        let window = self.cfg.duration_us / 2;
+        for i in 0..self.cfg.proposals {
+            let (at, node) = (self.rng.gen_range(10_000..window), self.rng.gen_range(0..n));
+            let record = AlterRecord::set(format!("config/k{i}"), format!("v{i}"));
+            self.schedule(at, Ev::Propose { node, record, cut: None });
+        }
+        for c in 1..=self.cfg.cut_processes as u64 {
+            let at = self.rng.gen_range(10_000..window);
+            self.start_cut(at, c);
+        }
+        if self.cfg.faults {
+            self.plan_faults(window);
+        }
+    }
+
+    /// The operator runs cut `c` from the root vnode: four alterations, each after the last.
+    fn start_cut(&mut self, at: u64, c: u64) {
+        let record = AlterRecord::set(format!("cut/{c}"), PHASES[0]);
+        self.schedule(at, Ev::Propose { node: self.root(), record, cut: Some((c, 0, at)) });
+    }
+
+    fn plan_faults(&mut self, window: u64) {
+        let managers: Vec<usize> = (self.first_manager..self.root()).collect();
+        if !managers.is_empty() {
+            for _ in 0..self.rng.gen_range(1..=2) {
+                let node = managers[self.rng.gen_range(0..managers.len())];
+                let (at, down_us) = (self.rng.gen_range(10_000..window), self.rng.gen_range(50_000..400_000));
+                self.schedule(at, Ev::Crash { node, down_us });
+            }
+        }
+        if self.rng.gen_bool(0.7) {
+            let n = self.nodes.len();
+            let side: Vec<usize> = (0..n).filter(|_| self.rng.gen_bool(0.3)).collect();
+            let (at, heal_us) = (self.rng.gen_range(10_000..window), self.rng.gen_range(20_000..300_000));
+            self.schedule(at, Ev::Split { side, heal_us });
+        }
+        if self.rng.gen_bool(0.5) {
+            let node = self.rng.gen_range(0..self.nodes.len());
+            let at = self.rng.gen_range(10_000..window);
+            self.schedule(at, Ev::Corrupt { node });
+        }
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Deliver { from, to, msg } => {
+                let from_id = self.nodes[from].cfg.id.clone();
+                self.step(to, AlterInput::Message { from: from_id, msg });
+            }
+            Ev::Timer { node, instance, timer } if self.nodes[node].instance == instance => {
+                self.step(node, AlterInput::Timer(timer))
+            }
+            Ev::Persisted { node, instance, seq, bytes } if self.nodes[node].instance == instance => {
+                self.step(node, AlterInput::Persisted { seq, bytes })
+            }
+            Ev::Applied { node, instance, seq } if self.nodes[node].instance == instance => {
+                self.step(node, AlterInput::Applied { seq, ok: true })
+            }
+            Ev::Timer { .. } | Ev::Persisted { .. } | Ev::Applied { .. } => {}
+            Ev::Propose { node, record, cut } => self.propose(node, record, cut),
+            Ev::Crash { node, down_us } => self.crash(node, down_us),
+            Ev::Restart { node } => self.restart(node),
+            Ev::Split { side, heal_us } => self.split(&side, heal_us),
+            Ev::Heal => self.blocked.clear(),
+            Ev::Corrupt { node } => {
+                self.report.md5_corruptions += 1;
+                self.nodes[node].corrupt_next = true;
+            }
+        }
+    }
+
+    fn step(&mut self, node: usize, input: AlterInput) {
+        let now = self.now_us;
+        let Some(a) = self.nodes[node].alter.as_mut() else { return };
+        let outputs = a.step(now, input);
+        let primary = a.follows_primary_parent();
+        let v = &mut self.nodes[node];
+        match (v.was_primary, primary) {
+            (true, false) => self.report.failovers += 1,
+            (false, true) => self.report.switch_backs += 1,
+            _ => {}
+        }
+        v.was_primary = primary;
+        for o in outputs {
+            self.carry_out(node, o);
+        }
+    }
+
+    fn carry_out(&mut self, node: usize, o: AlterOutput) {
+        let instance = self.nodes[node].instance;
+        match o {
+            AlterOutput::Send { to, msg } => self.send(node, &to, msg),
+            AlterOutput::Persist { seq, mut bytes } => {
+                if std::mem::take(&mut self.nodes[node].corrupt_next) && !bytes.is_empty() {
+                    let last = bytes.len() - 1;
+                    bytes[last] ^= 0x01; // what a bad disk or a bad copy hands back
+                }
+                let at = self.now_us + self.rng.gen_range(200..2_000);
+                self.schedule(at, Ev::Persisted { node, instance, seq, bytes });
+            }
+            AlterOutput::PersistClone { metadata } => self.nodes[node].disk = metadata,
+            AlterOutput::Apply { seq, record } => {
+                if let Some(a) = &self.nodes[node].alter {
+                    self.nodes[node].disk = a.metadata().clone();
+                }
+                // A store vnode's local cut finishes after a while; everything else acts at once.
+                let leaf = node < self.first_manager;
+                let work = if leaf && record.value == b"FINISH" { self.rng.gen_range(100..5_000) } else { 10 };
+                self.schedule(self.now_us + work, Ev::Applied { node, instance, seq });
+            }
+            AlterOutput::Done { id, ok, attempts } => self.on_done(node, id, ok, attempts),
+            AlterOutput::SetTimer { timer, at_us } => self.schedule(at_us, Ev::Timer { node, instance, timer }),
+        }
+    }
+
+    fn send(&mut self, from: usize, to: &VnodeId, msg: AlterMsg) {
+        let to = self.index[to];
+        if !matches!(msg, AlterMsg::Heartbeat { .. } | AlterMsg::Alive) {
+            self.report.messages += 1;
+        }
+        if self.blocked.contains(&(from, to)) {
+            return;
+        }
+        let at = self.now_us + self.rng.gen_range(HOP_US / 10..HOP_US);
+        self.schedule(at, Ev::Deliver { from, to, msg });
+    }
+
+    fn on_done(&mut self, _node: usize, id: ProposalId, ok: bool, attempts: u32) {
+        if attempts > 1 {
+            self.report.retried += 1;
+        }
+        if ok {
+            self.report.alterations_ok += 1;
+        } else {
+            self.report.alterations_failed += 1;
+        }
+        if let Some(p) = self.proposals.get_mut(&id) {
+            p.1 = Some(ok);
+        }
+        self.advance_cut(&id, ok);
+    }
+
+    fn advance_cut(&mut self, id: &ProposalId, ok: bool) {
+        let Some((node, cut, phase, started)) = self.cut_runs.remove(id) else { return };
+        let last = phase == PHASES.len() - 1;
+        match (ok, last) {
+            (true, true) => {
+                self.report.cuts_ok += 1;
+                self.report.cut_latencies_us.push(self.now_us - started);
+            }
+            (false, true) => self.report.cuts_failed += 1,
+            _ => {
+                // A failed phase ends the cut as failed; otherwise go on to the next phase.
+                let next = if ok { phase + 1 } else { PHASES.len() - 1 };
+                let value = if ok { PHASES[next].to_string() } else { "END:failed".to_string() };
+                let record = AlterRecord::set(format!("cut/{cut}"), value);
+                self.propose_cut_phase(node, cut, next, started, record);
+            }
+        }
+    }
+
+    fn propose_cut_phase(&mut self, node: usize, cut: u64, phase: usize, started: u64, record: AlterRecord) {
+        self.propose(node, record, Some((cut, phase, started)));
+    }
+
+    /// Every proposal gets a number unique in the whole run, so restarts never reuse one.
+    fn propose(&mut self, node: usize, record: AlterRecord, cut: Option<(u64, usize, u64)>) {
+        let n = self.proposals.len() as u64;
+        let id = ProposalId { initiator: self.nodes[node].cfg.id.clone(), n };
+        self.proposals.insert(id.clone(), (record.clone(), None));
+        if let Some((c, phase, started)) = cut {
+            self.cut_runs.insert(id, (node, c, phase, started));
+        }
+        if self.nodes[node].alter.is_none() {
+            // The initiator is down: the proposal is lost with it, and reported failed.
+            let id = ProposalId { initiator: self.nodes[node].cfg.id.clone(), n };
+            return self.on_done(node, id, false, 1);
+        }
+        self.step(node, AlterInput::Propose { n, record });
+    }
+
+    fn crash(&mut self, node: usize, down_us: u64) {
+        if self.nodes[node].alter.take().is_some() {
+            self.report.manager_crashes += 1;
+            self.nodes[node].instance += 1;
+            self.schedule(self.now_us + down_us, Ev::Restart { node });
+        }
+    }
+
+    fn restart(&mut self, node: usize) {
+        let v = &mut self.nodes[node];
+        if v.alter.is_some() {
+            return;
+        }
+        v.alter = Some(AlterNode::new(v.cfg.clone()));
+        let metadata = v.disk.clone();
+        self.step(node, AlterInput::Started { metadata });
+    }
+
+    fn split(&mut self, side: &[usize], heal_us: u64) {
+        let n = self.nodes.len();
+        for &a in side {
+            for b in (0..n).filter(|b| !side.contains(b)) {
+                self.blocked.insert((a, b));
+                self.blocked.insert((b, a));
+            }
+        }
+        self.report.splits += 1;
+        self.schedule(self.now_us + heal_us, Ev::Heal);
+    }
+
+    fn heal_all(&mut self) {
+        self.stopping = true;
+        self.blocked.clear();
+        for node in 0..self.nodes.len() {
+            self.restart(node);
+        }
+    }
+}
+
+impl TreeWorld {
+    fn check(&mut self) {
+        let live: Vec<&AlterNode> = self.nodes.iter().filter_map(|v| v.alter.as_ref()).collect();
+        let metadata: Vec<(VnodeId, Metadata)> = live.iter().map(|a| (a.id().clone(), a.metadata().clone())).collect();
+        let mut v = crate::checkers::tree_convergence::check(&metadata);
+        v.extend(crate::checkers::tree_alterations::check(&self.proposals, &metadata));
+        v.extend(crate::checkers::tree_parents::check(&live));
+        if live.len() != self.nodes.len() {
+            v.push(format!("{} vnodes still down at the end", self.nodes.len() - live.len()));
+        }
+        self.report.violations = v;
+    }
+}
