@@ -19,10 +19,12 @@ pub struct Breaks {
     pub uncoloured_responses: bool,
     /// `CutFinish` is written at `CutStart`, without waiting for in-flight transactions.
     pub finish_early: bool,
+    /// An alteration read back with a wrong md5 is applied anyway.
+    pub skip_md5: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -30,6 +32,7 @@ impl Breaks {
         "no-tx-cut",
         "uncoloured-responses",
         "finish-early",
+        "skip-md5",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -42,6 +45,7 @@ impl Breaks {
             "no-tx-cut" => &mut self.no_tx_cut,
             "uncoloured-responses" => &mut self.uncoloured_responses,
             "finish-early" => &mut self.finish_early,
+            "skip-md5" => &mut self.skip_md5,
             _ => return false,
         };
         *flag = true;
@@ -59,6 +63,7 @@ impl fmt::Display for Breaks {
             self.no_tx_cut,
             self.uncoloured_responses,
             self.finish_early,
+            self.skip_md5,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -134,6 +134,7 @@ fn tree(args: &Args) -> Result<()> {
         let mut cfg = TreeConfig::new(seed);
         cfg.fanout = if args.fanout == 16 { 4 } else { args.fanout.clamp(2, 64) };
         cfg.faults = !args.no_faults;
+        cfg.breaks = config(args)?.breaks;
         let r = TreeWorld::new(cfg).run();
         for v in &r.violations {
             println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree --seeds 1 --start {seed}");

@@ -23,6 +23,11 @@ impl AlterRecord {
     pub fn encode(&self, seq: u64) -> Vec<u8> {
         postcard::to_stdvec(&(seq, self)).expect("records always serialize")
     }
+
+    /// What was read back: `None` if the bytes are not a record at all.
+    pub fn decode(bytes: &[u8]) -> Option<(u64, AlterRecord)> {
+        postcard::from_bytes(bytes).ok()
+    }
 }
 
 pub type Md5Sum = [u8; 16];

@@ -10,6 +10,7 @@ pub mod replicas;
 pub mod serializability;
 pub mod serializable_history;
 pub mod tree_alterations;
+pub mod tree_applied;
 pub mod tree_convergence;
 pub mod tree_parents;
 

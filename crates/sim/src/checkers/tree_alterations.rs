@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use waymark_core::alter::{AlterRecord, Metadata, ProposalId};
 use waymark_core::VnodeId;
 
-pub fn check(proposals: &BTreeMap<ProposalId, (AlterRecord, Option<bool>)>, metadata: &[(VnodeId, Metadata)]) -> Vec<String> {
+pub fn check(
+    proposals: &BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
+    metadata: &[(VnodeId, Metadata)],
+) -> Vec<String> {
     let mut out = vec![];
     for (id, (record, outcome)) in proposals {
         match outcome {

@@ -9,6 +9,14 @@ pub fn check(metadata: &[(VnodeId, Metadata)]) -> Vec<String> {
         .iter()
         .filter(|(_, m)| m.md5() != m0.md5())
         .take(3)
-        .map(|(v, m)| format!("{v} has metadata seq {} md5 {:x?}, {first} has seq {} md5 {:x?}", m.seq(), m.md5(), m0.seq(), m0.md5()))
+        .map(|(v, m)| {
+            format!(
+                "{v} has metadata seq {} md5 {:x?}, {first} has seq {} md5 {:x?}",
+                m.seq(),
+                m.md5(),
+                m0.seq(),
+                m0.md5()
+            )
+        })
         .collect()
 }

@@ -15,11 +15,13 @@ pub struct Shape {
 pub struct Timing {
     pub hop_us: u64,
     pub heartbeat_interval_us: u64,
+    pub breaks: waymark_core::Breaks,
 }
 
 pub fn build(leaves: usize, fanout: usize, t: &Timing) -> Shape {
     assert!(leaves >= 1 && fanout >= 2);
-    let mut levels: Vec<Vec<VnodeId>> = vec![(0..leaves).map(|i| VnodeId::new("store0", format!("node{i:05}"))).collect()];
+    let mut levels: Vec<Vec<VnodeId>> =
+        vec![(0..leaves).map(|i| VnodeId::new("store0", format!("node{i:05}"))).collect()];
     while levels.last().expect("a level").len() > 1 {
         let below = levels.last().expect("a level");
         let level = levels.len();
@@ -36,7 +38,15 @@ pub fn build(leaves: usize, fanout: usize, t: &Timing) -> Shape {
     Shape { configs, first_manager: leaves, depth }
 }
 
-fn config(id: &VnodeId, level: usize, i: usize, levels: &[Vec<VnodeId>], fanout: usize, depth: usize, t: &Timing) -> AlterConfig {
+fn config(
+    id: &VnodeId,
+    level: usize,
+    i: usize,
+    levels: &[Vec<VnodeId>],
+    fanout: usize,
+    depth: usize,
+    t: &Timing,
+) -> AlterConfig {
     let parents = match levels.get(level + 1) {
         Some(up) => {
             let p = i / fanout;
@@ -64,5 +74,6 @@ fn config(id: &VnodeId, level: usize, i: usize, levels: &[Vec<VnodeId>], fanout:
         retry_backoff_us: 2 * t.hop_us,
         heartbeat_interval_us: t.heartbeat_interval_us,
         heartbeat_timeout_us: 3 * t.heartbeat_interval_us,
+        breaks: t.breaks,
     }
 }

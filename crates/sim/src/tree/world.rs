@@ -7,7 +7,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
-use waymark_core::alter::{AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata, ProposalId};
+use waymark_core::alter::{
+    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata, ProposalId,
+};
 use waymark_core::VnodeId;
 
 #[derive(Clone, Debug)]
@@ -23,11 +25,22 @@ pub struct TreeConfig {
     pub duration_us: u64,
     /// Heartbeats off (scale runs): no failure detection, fewer messages to count.
     pub heartbeats: bool,
+    pub breaks: waymark_core::Breaks,
 }
 
 impl TreeConfig {
     pub fn new(seed: u64) -> Self {
-        TreeConfig { seed, leaves: 24, fanout: 4, faults: true, proposals: 12, cut_processes: 3, duration_us: 3_000_000, heartbeats: true }
+        TreeConfig {
+            seed,
+            leaves: 24,
+            fanout: 4,
+            faults: true,
+            proposals: 12,
+            cut_processes: 3,
+            duration_us: 3_000_000,
+            heartbeats: true,
+            breaks: Default::default(),
+        }
     }
 }
 
@@ -92,6 +105,9 @@ pub struct TreeWorld {
     /// The operator's cut processes: (initiator, cut id, phase index, started at).
     cut_runs: BTreeMap<ProposalId, (usize, u64, usize, u64)>,
     stopping: bool,
+    /// What the root ordered for each sequence number, and what every vnode applied.
+    ordered: BTreeMap<u64, AlterRecord>,
+    applied: Vec<(VnodeId, u64, AlterRecord)>,
 }
 
 const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END"];
@@ -101,12 +117,20 @@ impl TreeWorld {
     pub fn new(cfg: TreeConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let heartbeat_interval_us = if cfg.heartbeats { 20 * HOP_US } else { u64::MAX / 4 };
-        let shape = build(cfg.leaves, cfg.fanout, &Timing { hop_us: HOP_US, heartbeat_interval_us });
+        let shape =
+            build(cfg.leaves, cfg.fanout, &Timing { hop_us: HOP_US, heartbeat_interval_us, breaks: cfg.breaks });
         let index = shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         let nodes = shape
             .configs
             .into_iter()
-            .map(|c| Vn { alter: Some(AlterNode::new(c.clone())), cfg: c, disk: Metadata::default(), instance: 0, corrupt_next: false, was_primary: true })
+            .map(|c| Vn {
+                alter: Some(AlterNode::new(c.clone())),
+                cfg: c,
+                disk: Metadata::default(),
+                instance: 0,
+                corrupt_next: false,
+                was_primary: true,
+            })
             .collect();
         let report = TreeReport { seed: cfg.seed, ..TreeReport::default() };
         TreeWorld {
@@ -124,6 +148,8 @@ impl TreeWorld {
             proposals: BTreeMap::new(),
             cut_runs: BTreeMap::new(),
             stopping: false,
+            ordered: BTreeMap::new(),
+            applied: vec![],
         }
     }
 
@@ -265,6 +291,10 @@ impl TreeWorld {
             }
             AlterOutput::PersistClone { metadata } => self.nodes[node].disk = metadata,
             AlterOutput::Apply { seq, record } => {
+                if node == self.root() {
+                    self.ordered.insert(seq, record.clone());
+                }
+                self.applied.push((self.nodes[node].cfg.id.clone(), seq, record.clone()));
                 if let Some(a) = &self.nodes[node].alter {
                     self.nodes[node].disk = a.metadata().clone();
                 }
@@ -390,6 +420,7 @@ impl TreeWorld {
         let mut v = crate::checkers::tree_convergence::check(&metadata);
         v.extend(crate::checkers::tree_alterations::check(&self.proposals, &metadata));
         v.extend(crate::checkers::tree_parents::check(&live));
+        v.extend(crate::checkers::tree_applied::check(&self.ordered, &self.applied));
         if live.len() != self.nodes.len() {
             v.push(format!("{} vnodes still down at the end", self.nodes.len() - live.len()));
         }

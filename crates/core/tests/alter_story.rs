@@ -1,0 +1,85 @@
+//! Alteration stories: a root with one child, driven by hand.
+
+use waymark_core::alter::{md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, Metadata};
+use waymark_core::VnodeId;
+
+fn cfg(id: &VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> AlterConfig {
+    AlterConfig {
+        id: id.clone(),
+        parents,
+        children,
+        confirm_timeout_us: 10_000,
+        propose_timeout_us: 50_000,
+        retries_max: 2,
+        retry_backoff_us: 1_000,
+        heartbeat_interval_us: 20_000,
+        heartbeat_timeout_us: 60_000,
+        breaks: Default::default(),
+    }
+}
+
+fn ids() -> (VnodeId, VnodeId) {
+    (VnodeId::new("manager1", "node000"), VnodeId::new("store0", "node001"))
+}
+
+fn sends(out: &[AlterOutput]) -> Vec<(VnodeId, AlterMsg)> {
+    out.iter()
+        .filter_map(|o| if let AlterOutput::Send { to, msg } = o { Some((to.clone(), msg.clone())) } else { None })
+        .collect()
+}
+
+fn started(c: AlterConfig) -> AlterNode {
+    let mut n = AlterNode::new(c);
+    n.step(0, AlterInput::Started { metadata: Metadata::default() });
+    n
+}
+
+#[test]
+fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and_confirmed() {
+    let (root_id, leaf_id) = ids();
+    let mut root = started(cfg(&root_id, vec![], vec![leaf_id.clone()]));
+    let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
+    let record = AlterRecord::set("config/x", "1");
+
+    let out = leaf.step(1, AlterInput::Propose { n: 0, record: record.clone() });
+    let (to, propose) = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Propose { .. })).unwrap();
+    assert_eq!(to, root_id, "proposals go up the parent chain");
+
+    let out = root.step(2, AlterInput::Message { from: leaf_id.clone(), msg: propose });
+    let bytes = record.encode(1);
+    assert_eq!(out, vec![AlterOutput::Persist { seq: 1, bytes: bytes.clone() }], "the root orders it as seq 1");
+    let out = root.step(3, AlterInput::Persisted { seq: 1, bytes: bytes.clone() });
+    let alter = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Alter { .. })).unwrap().1;
+    assert!(matches!(&alter, AlterMsg::Alter { seq: 1, record: r, md5, .. } if r == &record && *md5 == md5_of(&bytes)));
+    root.step(4, AlterInput::Applied { seq: 1, ok: true });
+
+    leaf.step(5, AlterInput::Message { from: root_id.clone(), msg: alter });
+    let out = leaf.step(6, AlterInput::Persisted { seq: 1, bytes });
+    assert!(out.contains(&AlterOutput::Apply { seq: 1, record: record.clone() }));
+    let out = leaf.step(7, AlterInput::Applied { seq: 1, ok: true });
+    let confirm = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Confirm { .. })).unwrap().1;
+    assert_eq!(confirm, AlterMsg::Confirm { seq: 1, ok: true });
+
+    let out = root.step(8, AlterInput::Message { from: leaf_id.clone(), msg: confirm });
+    let outcome = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Outcome { .. })).unwrap().1;
+    let out = leaf.step(9, AlterInput::Message { from: root_id, msg: outcome });
+    assert!(matches!(&out[..], [AlterOutput::Done { ok: true, attempts: 1, .. }]));
+    assert_eq!(leaf.metadata(), root.metadata());
+    assert_eq!(leaf.metadata().get("config/x"), Some(&b"1"[..]));
+}
+
+#[test]
+fn a_copy_read_back_with_a_wrong_md5_is_not_applied_and_fails_the_branch() {
+    let (root_id, leaf_id) = ids();
+    let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
+    let record = AlterRecord::set("config/x", "1");
+    let bytes = record.encode(1);
+    let id = waymark_core::alter::ProposalId { initiator: root_id.clone(), n: 0 };
+    let alter = AlterMsg::Alter { seq: 1, id, record, md5: md5_of(&bytes) };
+    leaf.step(1, AlterInput::Message { from: root_id.clone(), msg: alter });
+    let mut damaged = bytes;
+    *damaged.last_mut().unwrap() ^= 1;
+    let out = leaf.step(2, AlterInput::Persisted { seq: 1, bytes: damaged });
+    assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { seq: 1, ok: false })]);
+    assert_eq!(leaf.metadata().seq(), 0, "nothing applied");
+}
