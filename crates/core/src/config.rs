@@ -73,6 +73,9 @@ pub struct VnodeConfig {
     pub breaks: Breaks,
     /// Hold client replies that reveal an *after* transaction until STARTED (cluster setting).
     pub real_time_safety: bool,
+    /// This vnode's place in the cluster tree: when set, the cut process runs on alterations
+    /// (DESIGN §6) instead of the coordinator.
+    pub tree: Option<crate::alter::AlterConfig>,
 }
 
 impl VnodeConfig {
@@ -86,6 +89,7 @@ impl VnodeConfig {
             limits: Limits::default(),
             breaks: Breaks::default(),
             real_time_safety: true,
+            tree: None,
         }
     }
 }

@@ -18,6 +18,11 @@ pub enum Input {
     Timer(Timer),
     /// Every record up to `Lsn` is durable.
     WalDurable(Lsn),
+    /// The driver read back the durable `Record::Alteration` of `seq` (seed 004 point 4).
+    AlterPersisted {
+        seq: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -91,4 +96,5 @@ pub enum Timer {
     CutPhase(CutId, u8),
     /// Replies held for real-time safety on this cut have waited long enough.
     HeldReplies(CutId),
+    Alter(crate::alter::AlterTimer),
 }

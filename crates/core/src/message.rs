@@ -18,6 +18,8 @@ pub struct Envelope {
 pub enum Body {
     Txn(TxnMsg),
     Cut(CutMsg),
+    /// Alterations of cluster metadata over the tree (never coloured).
+    Alter(crate::alter::AlterMsg),
 }
 
 /// Why a transaction did not commit, as its client is told.

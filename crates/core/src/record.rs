@@ -29,6 +29,10 @@ pub enum Record {
     CutBegin { cut: CutId },
     /// The cut coordinator's verdict on `cut`.
     CutEnd { cut: CutId, ok: bool },
+    /// Alteration `seq` of the cluster metadata, as sent (the driver reads it back after sync).
+    Alteration { seq: u64, bytes: Vec<u8> },
+    /// The metadata, cloned whole from the parent (this vnode had missed alterations).
+    AlterClone { metadata: crate::alter::Metadata },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -82,6 +86,8 @@ impl Record {
             Record::CutFinish(_) => 7,
             Record::CutBegin { .. } => 8,
             Record::CutEnd { .. } => 9,
+            Record::Alteration { .. } => 10,
+            Record::AlterClone { .. } => 11,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::cut::blocking::BlockingState;
 use crate::cut::coordinator::CutCoordinator;
 use crate::cut::local::CutState;
 use crate::cut::real_time::RealTime;
+use crate::cut::tree_process::TreeRole;
 use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, VnodeId};
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, CutMsg, Envelope, TxnMsg};
@@ -40,6 +41,7 @@ pub struct Vnode {
     pub(crate) coordinator: CutCoordinator,
     pub(crate) blocking: BlockingState,
     pub(crate) rt: RealTime,
+    pub(crate) tree: Option<TreeRole>,
     pub(crate) out: Outbox,
 }
 
@@ -65,9 +67,15 @@ impl Vnode {
             coordinator: CutCoordinator::default(),
             blocking: BlockingState::default(),
             rt: RealTime::default(),
+            tree: None,
             cfg,
         };
         v.out.release_early = v.cfg.breaks.ack_before_durable;
+        v.tree = v.cfg.tree.clone().map(|c| TreeRole {
+            alter: crate::alter::AlterNode::new(c),
+            recovered: Default::default(),
+            finish_pending: None,
+        });
         v.replay(log);
         v
     }
@@ -116,6 +124,7 @@ impl Vnode {
             Input::Client { client, req, request } => self.on_client(client, req, request),
             Input::Timer(timer) => self.on_timer(timer),
             Input::Message(env) => self.on_message(env),
+            Input::AlterPersisted { seq, bytes } => self.on_alter_persisted(seq, bytes),
         }
         self.blocking_progress();
         self.out.take()
@@ -124,6 +133,9 @@ impl Vnode {
     fn on_restarted(&mut self) {
         self.boot_lsn = self.out.append(Record::Boot { incarnation: self.incarnation });
         self.after_recovery();
+        if let Some(metadata) = self.tree.as_ref().map(|t| t.recovered.clone()) {
+            self.alter_input(crate::alter::AlterInput::Started { metadata });
+        }
     }
 
     fn on_durable(&mut self, lsn: Lsn) {
@@ -159,6 +171,7 @@ impl Vnode {
             Timer::ReadTimeout(req) => self.near_read_timeout(req),
             Timer::CutPhase(cut, phase) => self.coordinator_timeout(cut, phase),
             Timer::HeldReplies(cut) => self.held_replies_timeout(cut),
+            Timer::Alter(t) => self.alter_input(crate::alter::AlterInput::Timer(t)),
         }
     }
 
@@ -173,6 +186,7 @@ impl Vnode {
         match env.body {
             Body::Txn(msg) => self.on_txn(env.from, msg),
             Body::Cut(msg) => self.on_cut_msg(env.from, msg),
+            Body::Alter(msg) => self.alter_input(crate::alter::AlterInput::Message { from: env.from, msg }),
         }
         if let (Some(cut), true) = (colour, late) {
             self.start_local_cut(cut);

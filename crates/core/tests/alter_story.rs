@@ -58,12 +58,12 @@ fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and
     assert!(out.contains(&AlterOutput::Apply { seq: 1, record: record.clone() }));
     let out = leaf.step(7, AlterInput::Applied { seq: 1, ok: true });
     let confirm = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Confirm { .. })).unwrap().1;
-    assert_eq!(confirm, AlterMsg::Confirm { seq: 1, ok: true });
+    assert_eq!(confirm, AlterMsg::Confirm { seq: 1, ok: true, applied: 1 });
 
     let out = root.step(8, AlterInput::Message { from: leaf_id.clone(), msg: confirm });
     let outcome = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Outcome { .. })).unwrap().1;
     let out = leaf.step(9, AlterInput::Message { from: root_id, msg: outcome });
-    assert!(matches!(&out[..], [AlterOutput::Done { ok: true, attempts: 1, .. }]));
+    assert!(matches!(&out[..], [AlterOutput::Done { ok: true, attempts: 1, applied: 2, .. }]));
     assert_eq!(leaf.metadata(), root.metadata());
     assert_eq!(leaf.metadata().get("config/x"), Some(&b"1"[..]));
 }
@@ -80,6 +80,6 @@ fn a_copy_read_back_with_a_wrong_md5_is_not_applied_and_fails_the_branch() {
     let mut damaged = bytes;
     *damaged.last_mut().unwrap() ^= 1;
     let out = leaf.step(2, AlterInput::Persisted { seq: 1, bytes: damaged });
-    assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { seq: 1, ok: false })]);
+    assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { seq: 1, ok: false, applied: 0 })]);
     assert_eq!(leaf.metadata().seq(), 0, "nothing applied");
 }

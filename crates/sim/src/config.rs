@@ -31,6 +31,9 @@ pub struct SimConfig {
     /// (the cut process travels a tree of hops); widens the windows in which a vnode learns of a
     /// cut from a coloured message first.
     pub cut_start_spread_us: u64,
+    /// Run the cut process on the cluster tree (alterations over manager vnodes).
+    pub tree: bool,
+    pub fanout: usize,
     pub trace: bool,
 }
 
@@ -51,6 +54,8 @@ impl SimConfig {
             breaks: Breaks::default(),
             real_time_safety: true,
             cut_start_spread_us: 20_000,
+            tree: false,
+            fanout: 2,
             trace: false,
         }
     }

@@ -12,9 +12,27 @@ pub enum Fault {
     Crash(usize),
     Restart(usize),
     Break(usize, usize),
-    Partition { id: u32, links: Vec<(usize, usize)>, one_way: bool },
-    Heal { id: u32 },
-    Clog { from: usize, to: usize, until_us: u64 },
+    Partition {
+        id: u32,
+        links: Vec<(usize, usize)>,
+        one_way: bool,
+    },
+    Heal {
+        id: u32,
+    },
+    Clog {
+        from: usize,
+        to: usize,
+        until_us: u64,
+    },
+    CrashManager {
+        m: usize,
+        down_us: u64,
+    },
+    /// The next alteration read back on tree vnode `node` is damaged.
+    Corrupt {
+        node: usize,
+    },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -68,10 +86,27 @@ pub fn plan(w: &mut World) {
         let t = at(w);
         plan_swizzle(w, t);
     }
+    if w.cfg.tree {
+        plan_tree(w, from_us, to_us.max(from_us + 1));
+    }
+}
+
+/// Manager crashes (the root included) and one damaged alteration record.
+fn plan_tree(w: &mut World, from_us: u64, to_us: u64) {
+    let managers = w.managers.len();
+    for _ in 0..w.rng.gen_range(1..=2) {
+        let (t, m) = (w.rng.gen_range(from_us..to_us), w.rng.gen_range(0..managers));
+        let down_us = w.rng.gen_range(50_000..400_000);
+        w.schedule(t, Event::Fault(Fault::CrashManager { m, down_us }));
+    }
+    if w.rng.gen_bool(0.5) {
+        let (t, node) = (w.rng.gen_range(from_us..to_us), w.rng.gen_range(0..w.nodes.len() + managers));
+        w.schedule(t, Event::Fault(Fault::Corrupt { node }));
+    }
 }
 
 fn plan_partition(w: &mut World, t: u64) {
-    let n = w.nodes.len();
+    let n = w.nodes.len() + w.managers.len();
     let mut ids: Vec<usize> = (0..n).collect();
     ids.shuffle(&mut w.rng);
     let side = w.rng.gen_range(1..n.max(2));
@@ -129,6 +164,14 @@ pub fn apply(w: &mut World, f: Fault) {
             w.faults.counts.clogs += 1;
             w.net.clog(from, to, until_us);
         }
+        Fault::CrashManager { m, down_us } => w.crash_manager(m, down_us),
+        Fault::Corrupt { node } => {
+            w.tree_stats.md5_corruptions += 1;
+            match node.checked_sub(w.nodes.len()) {
+                Some(m) => w.managers[m].corrupt_next = true,
+                None => w.nodes[node].corrupt_next = true,
+            }
+        }
     }
 }
 
@@ -140,7 +183,7 @@ fn crash(w: &mut World, node: usize) {
     if w.nodes[node].crash(&mut w.rng) {
         w.faults.counts.torn += 1;
     }
-    let n = w.nodes.len();
+    let n = w.nodes.len() + w.managers.len();
     w.net.break_all_of(node, n);
 }
 

@@ -11,6 +11,7 @@ pub mod net;
 pub mod run;
 pub mod trace;
 pub mod tree;
+pub mod tree_mode;
 pub mod workloads;
 pub mod world;
 

@@ -67,10 +67,13 @@ struct Args {
     /// A cut's Start reaches each vnode up to this many ms late (the cut process's spread).
     #[arg(long, default_value_t = 20)]
     cut_spread_ms: u64,
-    /// Simulate the cluster tree (seed 004): alterations, manager crashes, splits, md5 corruption,
-    /// parent failover, and the cut process as alterations.
+    /// Run the cut process on the cluster tree (seed 004): alterations over manager vnodes, with
+    /// manager crashes and md5 corruption among the faults (implies --cuts).
     #[arg(long)]
     tree: bool,
+    /// Simulate the cluster tree alone: metadata alterations and cut processes, no transactions.
+    #[arg(long)]
+    tree_only: bool,
     /// Cut-process latency on the tree against a ring, at 1 000 and 10 000 vnodes.
     #[arg(long)]
     scale: bool,
@@ -91,7 +94,7 @@ fn main() -> Result<()> {
     if args.scale {
         return scale(args.fanout);
     }
-    if args.tree {
+    if args.tree_only {
         return tree(&args);
     }
     if let Some(seed) = args.seed {
@@ -214,6 +217,9 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.breaks = breaks;
     cfg.real_time_safety = !args.no_real_time;
     cfg.cut_start_spread_us = args.cut_spread_ms * 1000;
+    cfg.tree = args.tree;
+    cfg.cuts |= args.tree;
+    cfg.fanout = if args.fanout == 16 { 2 } else { args.fanout.max(2) };
     Ok(cfg)
 }
 
@@ -259,6 +265,13 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
         }
     }
     println!("violations {}", s.violations);
+    if cfg.tree {
+        let t = &s.tree;
+        println!(
+            "tree: alterations ok {} failed {} retried {} | failovers {} switch-backs {} | manager crashes {} md5 corruptions {}",
+            t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.manager_crashes, t.md5_corruptions
+        );
+    }
     if let Some((seed, cmd)) = &s.first_failure {
         println!("first failing seed {seed}: {cmd}");
     }

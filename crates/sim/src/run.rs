@@ -38,6 +38,7 @@ pub struct SeedReport {
     pub cuts_failed: u64,
     pub cuts_verified: u64,
     pub metrics: CutMetrics,
+    pub tree: crate::tree_mode::TreeStats,
     pub violations: Vec<Violation>,
 }
 
@@ -64,6 +65,7 @@ pub fn report(world: &World) -> SeedReport {
         cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
         cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
         cuts_verified: checkers::cut_restore::verified_cuts(world) as u64,
+        tree: world.tree_stats.clone(),
         metrics: CutMetrics {
             held_replies_us: world.held_replies_us.clone(),
             ..cut_metrics(&world.history, cfg.duration_us)
@@ -117,6 +119,9 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     if cfg.cuts {
         cmd.push_str(" --cuts");
     }
+    if cfg.tree {
+        cmd.push_str(&format!(" --tree --fanout {}", cfg.fanout));
+    }
     if cfg.strategy == CutStrategy::Blocking {
         cmd.push_str(" --strategy blocking");
     }
@@ -156,6 +161,7 @@ pub struct Summary {
     pub throughput_buckets: [u64; 20],
     pub buckets_cuts: u64,
     pub held_replies_us: Vec<u64>,
+    pub tree: crate::tree_mode::TreeStats,
     pub first_failure: Option<(u64, String)>,
 }
 
@@ -188,6 +194,7 @@ impl Summary {
         }
         self.buckets_cuts += r.metrics.buckets_cuts;
         self.held_replies_us.extend(&r.metrics.held_replies_us);
+        self.tree.add(&r.tree);
     }
 
     pub fn latency_percentile_us(&self, p: f64) -> u64 {

@@ -37,6 +37,10 @@ pub enum Event {
     ClientTimeout { client: usize, req: u64 },
     CutTick,
     Fault(Fault),
+    ManagerTimer { m: usize, instance: u32, timer: waymark_core::alter::AlterTimer },
+    ManagerPersisted { m: usize, instance: u32, seq: u64, bytes: Vec<u8> },
+    ManagerRestart { m: usize },
+    AlterReadBack { node: usize, instance: u32, seq: u64, bytes: Vec<u8> },
 }
 
 /// One host's share of the world: its vnode (absent while crashed) and its log.
@@ -49,6 +53,8 @@ pub struct Node {
     /// Bumped at every crash so that timers and syncs of a dead instance are ignored.
     pub instance: u32,
     sync_pending: bool,
+    /// Fault: the next alteration read back from this log comes back damaged.
+    pub corrupt_next: bool,
 }
 
 pub struct World {
@@ -74,6 +80,13 @@ pub struct World {
     pub messages_lost: u64,
     /// How long each reply held for real-time safety waited.
     pub held_replies_us: Vec<u64>,
+    /// `--tree`: the manager vnodes, and the operator's cut process on alterations.
+    pub managers: Vec<crate::tree_mode::Manager>,
+    pub(crate) was_primary: Vec<bool>,
+    pub tree_stats: crate::tree_mode::TreeStats,
+    pub(crate) cut_process: Option<crate::tree_mode::CutProcess>,
+    pub(crate) next_cut: u64,
+    pub(crate) next_proposal: u64,
 }
 
 impl World {
@@ -81,8 +94,24 @@ impl World {
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let ids: Vec<VnodeId> = (0..cfg.vnodes).map(|i| VnodeId::new("store0", format!("node{i:03}"))).collect();
         let placement = Arc::new(Placement::round_robin(&ids, cfg.partitions, cfg.replicas));
-        let nodes = ids.iter().map(|id| Node::fresh(vnode_config(&cfg, id, &ids, &placement))).collect();
-        let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
+        let (leaves, managers) = match cfg.tree {
+            true => crate::tree_mode::shape(&ids, cfg.fanout.max(2)),
+            false => (vec![], vec![]),
+        };
+        let nodes: Vec<Node> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let mut v = vnode_config(&cfg, id, &ids, &placement);
+                v.tree = leaves.get(i).cloned();
+                Node::fresh(v)
+            })
+            .collect();
+        let mut index: BTreeMap<VnodeId, usize> = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
+        for (m, mg) in managers.iter().enumerate() {
+            index.insert(mg.cfg.id.clone(), nodes.len() + m);
+        }
+        let was_primary = vec![true; nodes.len() + managers.len()];
         let workload: Box<dyn Workload> = match cfg.workload {
             WorkloadKind::Bank => Box::new(Bank),
             WorkloadKind::Append => Box::<Append>::default(),
@@ -112,6 +141,12 @@ impl World {
             messages_sent: 0,
             messages_lost: 0,
             held_replies_us: vec![],
+            managers,
+            was_primary,
+            tree_stats: Default::default(),
+            cut_process: None,
+            next_cut: 0,
+            next_proposal: 0,
         }
     }
 
@@ -126,6 +161,7 @@ impl World {
         for node in 0..self.nodes.len() {
             self.step(node, Input::Restarted);
         }
+        self.boot_managers();
         self.start_setup();
         if self.cfg.faults {
             crate::faults::plan(self);
@@ -135,7 +171,9 @@ impl World {
             self.schedule(at, Event::CutTick);
         }
         let end_us = self.cfg.duration_us;
-        let limit_us = end_us + self.cfg.settle_max_us;
+        // Heartbeats never stop in tree mode: settle for a bounded time instead of until quiet.
+        let settle_us = if self.cfg.tree { 3_000_000 } else { self.cfg.settle_max_us };
+        let limit_us = end_us + settle_us;
         while let Some(((at, seq), event)) = self.events.pop_first() {
             if at > limit_us {
                 break;
@@ -175,6 +213,19 @@ impl World {
             }
             Event::CutTick => self.cut_tick(),
             Event::Fault(f) => crate::faults::apply(self, f),
+            Event::ManagerTimer { m, instance, timer } if self.managers[m].instance == instance => {
+                self.manager_step(m, waymark_core::alter::AlterInput::Timer(timer))
+            }
+            Event::ManagerPersisted { m, instance, seq, bytes } if self.managers[m].instance == instance => {
+                self.manager_step(m, waymark_core::alter::AlterInput::Persisted { seq, bytes })
+            }
+            Event::ManagerTimer { .. } | Event::ManagerPersisted { .. } => {}
+            Event::ManagerRestart { m } => self.restart_manager(m),
+            Event::AlterReadBack { node, instance, seq, bytes } => {
+                if self.nodes[node].is_up(instance) {
+                    self.alter_read_back(node, seq, bytes);
+                }
+            }
         }
     }
 
@@ -184,6 +235,9 @@ impl World {
         let Some(v) = self.nodes[node].vnode.as_mut() else { return };
         let outputs = v.step(now, input);
         self.held_replies_us.extend(v.take_hold_durations_us());
+        if let Some(primary) = v.tree().map(|a| a.follows_primary_parent()) {
+            self.note_parent(node, primary);
+        }
         for out in outputs {
             self.carry_out(node, out);
         }
@@ -207,7 +261,7 @@ impl World {
         }
     }
 
-    fn send(&mut self, from: usize, env: Envelope) {
+    pub(crate) fn send(&mut self, from: usize, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
         let extra_us = match &env.body {
@@ -221,6 +275,13 @@ impl World {
     }
 
     fn deliver(&mut self, from: usize, to: usize, epoch: u64, env: Envelope) {
+        if to >= self.nodes.len() {
+            let m = to - self.nodes.len();
+            if self.net.is_current(from, to, epoch) && self.managers[m].alter.is_some() {
+                self.manager_deliver(m, env);
+            }
+            return;
+        }
         if !self.net.is_current(from, to, epoch) || self.nodes[to].vnode.is_none() {
             self.messages_lost += 1;
             return;
@@ -246,8 +307,10 @@ impl World {
             return;
         }
         n.sync_pending = false;
+        let before = n.durable;
         n.durable = n.durable.max(upto);
         let more = n.log.len() > n.durable;
+        self.read_back(node, before, upto);
         self.step(node, Input::WalDurable(Lsn(upto as u64)));
         if more {
             self.request_sync(node);
@@ -371,6 +434,11 @@ impl World {
         if self.stopping {
             return;
         }
+        if self.cfg.tree {
+            self.tree_cut_tick();
+            let next = self.now_us + self.rng.gen_range(20_000..120_000);
+            return self.schedule(next, Event::CutTick);
+        }
         if self.cut_begun_us.is_none() {
             self.cut_begun_us = Some(self.now_us);
             let node = self.coordinator();
@@ -394,6 +462,9 @@ impl World {
     fn stop_and_heal(&mut self) {
         self.stopping = true;
         crate::faults::heal_all(self);
+        for m in 0..self.managers.len() {
+            self.restart_manager(m);
+        }
         for c in 0..self.clients.len() {
             if let Some((req, deadline)) = self.clients[c].in_flight {
                 let at = deadline.max(self.now_us);
@@ -404,6 +475,9 @@ impl World {
 
     /// The cuts the coordinator's log declares successful (its `CutEnd{ok: true}` records).
     pub fn declared_cuts(&self) -> Vec<(CutId, bool)> {
+        if self.cfg.tree {
+            return self.catalog();
+        }
         let log = &self.nodes[self.coordinator()].log[..];
         log.iter()
             .filter_map(|r| match r {
@@ -432,7 +506,7 @@ impl World {
 impl Node {
     fn fresh(cfg: VnodeConfig) -> Node {
         let vnode = Some(Vnode::new(cfg.clone()));
-        Node { vnode, cfg, log: vec![], durable: 0, instance: 0, sync_pending: false }
+        Node { vnode, cfg, log: vec![], durable: 0, instance: 0, sync_pending: false, corrupt_next: false }
     }
 
     fn is_up(&self, instance: u32) -> bool {

@@ -36,3 +36,21 @@ fn append_seeds_with_faults_and_cuts_find_no_violation() {
     let s = run(WorkloadKind::Append, 300, true);
     assert!(s.cuts_ok > 0);
 }
+
+#[test]
+fn bank_seeds_with_the_cut_process_on_the_tree_find_no_violation() {
+    let mut base = SimConfig::new(0, WorkloadKind::Bank);
+    base.cuts = true;
+    base.tree = true;
+    base.duration_us = 500_000;
+    let s = run_many(&base, 0, 150, |r, cfg| {
+        for v in &r.violations {
+            eprintln!("seed {} {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+        }
+    });
+    assert_eq!(s.failed, 0, "{:?}", s.first_failure);
+    assert!(s.cuts_ok > 0 && s.cuts_verified == s.cuts_ok);
+    let t = &s.tree;
+    assert!(t.manager_crashes > 0 && t.md5_corruptions > 0);
+    assert!(t.failovers > 0 && t.switch_backs > 0 && t.retried > 0, "{t:?}");
+}

@@ -43,14 +43,17 @@ pub enum AlterMsg {
         record: AlterRecord,
         md5: Md5Sum,
     },
+    /// `applied`: how many vnodes of the branch applied it (the cut process needs them all).
     Confirm {
         seq: u64,
         ok: bool,
+        applied: u64,
     },
     Outcome {
         id: ProposalId,
         seq: u64,
         ok: bool,
+        applied: u64,
     },
     /// Parent → children: I am alive, and this is my metadata.
     Heartbeat {
@@ -119,6 +122,7 @@ pub enum AlterOutput {
         id: ProposalId,
         ok: bool,
         attempts: u32,
+        applied: u64,
     },
     SetTimer {
         timer: AlterTimer,
@@ -147,6 +151,8 @@ struct InFlight {
     /// Invariant: working children that have not confirmed yet.
     waiting: BTreeSet<VnodeId>,
     failed: bool,
+    /// Vnodes of this branch that applied it, this one included.
+    applied_count: u64,
 }
 
 #[derive(Debug, Hash)]
@@ -248,8 +254,8 @@ impl AlterNode {
         match msg {
             AlterMsg::Propose { id, record } => self.on_propose(id, record),
             AlterMsg::Alter { seq, id, record, md5 } => self.on_alter(&from, seq, id, record, md5),
-            AlterMsg::Confirm { seq, ok } => self.on_confirm(&from, seq, ok),
-            AlterMsg::Outcome { id, ok, .. } => self.on_outcome(id, ok),
+            AlterMsg::Confirm { seq, ok, applied } => self.on_confirm(&from, seq, ok, applied),
+            AlterMsg::Outcome { id, ok, applied, .. } => self.on_outcome(id, ok, applied),
             AlterMsg::Heartbeat { seq, md5 } => self.on_heartbeat(&from, seq, md5),
             AlterMsg::Alive => self.adopt(from),
             AlterMsg::Fetch => {
@@ -284,12 +290,12 @@ impl AlterNode {
         self.on_propose(id, record);
     }
 
-    fn on_outcome(&mut self, id: ProposalId, ok: bool) {
+    fn on_outcome(&mut self, id: ProposalId, ok: bool, applied: u64) {
         let Some(p) = self.proposals.get(&id) else { return };
         if ok {
             let attempts = p.attempts;
             self.proposals.remove(&id);
-            return self.out.push(AlterOutput::Done { id, ok: true, attempts });
+            return self.out.push(AlterOutput::Done { id, ok: true, attempts, applied });
         }
         self.retry(id);
     }
@@ -300,7 +306,7 @@ impl AlterNode {
         if p.attempts > self.cfg.retries_max {
             let attempts = p.attempts;
             self.proposals.remove(&id);
-            return self.out.push(AlterOutput::Done { id, ok: false, attempts });
+            return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0 });
         }
         p.attempts += 1;
         let attempt = p.attempts;
@@ -339,8 +345,16 @@ impl AlterNode {
 
     fn begin(&mut self, seq: u64, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
         let bytes = record.encode(seq);
-        self.in_flight =
-            Some(InFlight { seq, id, record, md5, applied: None, waiting: BTreeSet::new(), failed: false });
+        self.in_flight = Some(InFlight {
+            seq,
+            id,
+            record,
+            md5,
+            applied: None,
+            waiting: BTreeSet::new(),
+            failed: false,
+            applied_count: 0,
+        });
         self.out.push(AlterOutput::Persist { seq, bytes });
     }
 }
@@ -357,7 +371,7 @@ impl AlterNode {
         }
         if seq != self.metadata.seq() + 1 || self.in_flight.is_some() {
             // A gap: this vnode missed alterations. Fail this one and catch up by cloning.
-            self.send(from, AlterMsg::Confirm { seq, ok: false });
+            self.send(from, AlterMsg::Confirm { seq, ok: false, applied: 0 });
             return self.send(from, AlterMsg::Fetch);
         }
         self.begin(seq, id, record, md5);
@@ -388,13 +402,15 @@ impl AlterNode {
     fn on_applied(&mut self, seq: u64, ok: bool) {
         let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
         f.applied = Some(ok);
+        f.applied_count += ok as u64;
         self.maybe_finish();
     }
 
-    fn on_confirm(&mut self, from: &VnodeId, seq: u64, ok: bool) {
+    fn on_confirm(&mut self, from: &VnodeId, seq: u64, ok: bool, applied: u64) {
         let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
-        if f.waiting.remove(from) && !ok {
-            f.failed = true;
+        if f.waiting.remove(from) {
+            f.failed |= !ok;
+            f.applied_count += applied;
         }
         self.maybe_finish();
     }
@@ -410,10 +426,11 @@ impl AlterNode {
     fn finish(&mut self) {
         let f = self.in_flight.take().expect("in flight");
         let ok = !f.failed && f.applied == Some(true);
+        let applied = f.applied_count;
         match self.parent().cloned() {
-            Some(parent) => self.send(&parent, AlterMsg::Confirm { seq: f.seq, ok }),
+            Some(parent) => self.send(&parent, AlterMsg::Confirm { seq: f.seq, ok, applied }),
             None => {
-                let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok };
+                let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
                 if f.id.initiator == self.cfg.id {
                     self.on_message(self.cfg.id.clone(), outcome);
                 } else {

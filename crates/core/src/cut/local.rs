@@ -121,6 +121,9 @@ impl Vnode {
     }
 
     fn answer_cut_process(&mut self) {
+        if let Some((cut, Some(ok))) = self.cut.running.as_ref().map(|c| (c.id, c.outcome)) {
+            self.tree_local_cut_over(cut, ok);
+        }
         let Some(c) = self.cut.running.as_mut() else { return };
         let (Some(ok), Some(to)) = (c.outcome, c.asked_by.clone()) else { return };
         c.asked_by = None;

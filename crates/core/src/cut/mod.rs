@@ -6,3 +6,4 @@ pub mod coordinator;
 pub mod local;
 pub mod real_time;
 pub mod restore;
+pub mod tree_process;

@@ -51,6 +51,24 @@ impl Vnode {
             Record::CutFinish(_) => {}
             Record::CutBegin { cut } => self.coordinator.note_begun(*cut),
             Record::CutEnd { cut, .. } => self.coordinator.note_ended(*cut),
+            Record::Alteration { seq, bytes } => self.replay_alteration(*seq, bytes),
+            Record::AlterClone { metadata } => {
+                if let Some(t) = self.tree.as_mut() {
+                    t.recovered = metadata.clone();
+                }
+            }
+        }
+    }
+
+    /// An alteration record counts if it is the next one and reads back whole; an alteration that
+    /// was appended but never confirmed may be in the log too — applying it is what every vnode
+    /// that confirmed did, and a clone from the parent settles any difference.
+    fn replay_alteration(&mut self, seq: u64, bytes: &[u8]) {
+        let Some(t) = self.tree.as_mut() else { return };
+        if let Some((s, record)) = crate::alter::AlterRecord::decode(bytes).filter(|(s, _)| *s == seq) {
+            if s == t.recovered.seq() + 1 {
+                t.recovered.apply(s, &record);
+            }
         }
     }
 

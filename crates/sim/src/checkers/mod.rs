@@ -41,6 +41,14 @@ pub fn check_all(w: &World) -> Vec<Violation> {
     out.extend(replicas::check(w));
     out.extend(serializable_history::check(w));
     out.extend(cut_restore::check(w, &facts));
+    if w.cfg.tree {
+        let metadata = w.tree_metadata();
+        out.extend(
+            tree_convergence::check(&metadata)
+                .into_iter()
+                .map(|message| Violation { checker: "tree-convergence", message }),
+        );
+    }
     out
 }
 

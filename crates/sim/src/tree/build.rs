@@ -19,9 +19,14 @@ pub struct Timing {
 }
 
 pub fn build(leaves: usize, fanout: usize, t: &Timing) -> Shape {
-    assert!(leaves >= 1 && fanout >= 2);
-    let mut levels: Vec<Vec<VnodeId>> =
-        vec![(0..leaves).map(|i| VnodeId::new("store0", format!("node{i:05}"))).collect()];
+    build_over((0..leaves).map(|i| VnodeId::new("store0", format!("node{i:05}"))).collect(), fanout, t)
+}
+
+/// The tree over the given store vnodes (the leaves, in this order).
+pub fn build_over(leaves: Vec<VnodeId>, fanout: usize, t: &Timing) -> Shape {
+    assert!(!leaves.is_empty() && fanout >= 2);
+    let first_manager = leaves.len();
+    let mut levels: Vec<Vec<VnodeId>> = vec![leaves];
     while levels.last().expect("a level").len() > 1 {
         let below = levels.last().expect("a level");
         let level = levels.len();
@@ -35,7 +40,7 @@ pub fn build(leaves: usize, fanout: usize, t: &Timing) -> Shape {
             configs.push(config(id, level, i, &levels, fanout, depth, t));
         }
     }
-    Shape { configs, first_manager: leaves, depth }
+    Shape { configs, first_manager, depth }
 }
 
 fn config(

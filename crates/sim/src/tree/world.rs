@@ -303,7 +303,7 @@ impl TreeWorld {
                 let work = if leaf && record.value == b"FINISH" { self.rng.gen_range(100..5_000) } else { 10 };
                 self.schedule(self.now_us + work, Ev::Applied { node, instance, seq });
             }
-            AlterOutput::Done { id, ok, attempts } => self.on_done(node, id, ok, attempts),
+            AlterOutput::Done { id, ok, attempts, .. } => self.on_done(node, id, ok, attempts),
             AlterOutput::SetTimer { timer, at_us } => self.schedule(at_us, Ev::Timer { node, instance, timer }),
         }
     }

@@ -1,0 +1,122 @@
+//! The cut process on the cluster tree (DESIGN §6): START → STARTED → FINISH → END are four
+//! branch-confirmed alterations of the metadata key `cut/<id>`, proposed by the operator at the
+//! root. A store vnode is a leaf of the tree; it acts on each phase and confirms:
+//! START — start the local cut; STARTED — release replies held for real-time safety;
+//! FINISH — confirm when the local cut is over, with its verdict; END — stop colouring.
+//! A successful cut's END writes `END:ok` into the metadata: that entry is the snapshot catalog.
+
+use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord, Metadata};
+use crate::ids::CutId;
+use crate::io::{Output, Timer};
+use crate::message::{Body, Envelope};
+use crate::record::Record;
+use crate::vnode::Vnode;
+use std::collections::VecDeque;
+
+/// A store vnode's place in the tree.
+pub struct TreeRole {
+    pub(crate) alter: AlterNode,
+    /// Metadata as the log holds it (replayed at recovery).
+    pub(crate) recovered: Metadata,
+    /// A FINISH alteration waiting for the local cut: (seq, cut).
+    pub(crate) finish_pending: Option<(u64, CutId)>,
+}
+
+/// The value of a phase in `cut/<id>`.
+pub fn phase_value(phase: &str) -> Vec<u8> {
+    phase.as_bytes().to_vec()
+}
+
+/// `cut/<id>` → the cut id.
+pub fn cut_of(key: &str) -> Option<CutId> {
+    key.strip_prefix("cut/")?.parse().ok().map(CutId)
+}
+
+impl Vnode {
+    /// Feeds the tree role and carries out what it asks, until it asks nothing more.
+    pub(crate) fn alter_input(&mut self, input: AlterInput) {
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let Some(tree) = self.tree.as_mut() else { return };
+            for out in tree.alter.step(self.now_us, input) {
+                if let Some(next) = self.alter_output(out) {
+                    inputs.push_back(next);
+                }
+            }
+        }
+    }
+
+    fn alter_output(&mut self, out: AlterOutput) -> Option<AlterInput> {
+        match out {
+            AlterOutput::Send { to, msg } => {
+                let env = Envelope { from: self.cfg.id.clone(), to, cut: None, body: Body::Alter(msg) };
+                self.out.promise(Output::Send(env));
+                None
+            }
+            AlterOutput::Persist { seq, bytes } => {
+                self.out.append(Record::Alteration { seq, bytes });
+                None
+            }
+            AlterOutput::PersistClone { metadata } => {
+                self.out.append(Record::AlterClone { metadata });
+                None
+            }
+            AlterOutput::Apply { seq, record } => self.apply_cut_phase(seq, &record),
+            AlterOutput::Done { .. } => None, // store vnodes do not propose
+            AlterOutput::SetTimer { timer, at_us } => {
+                self.out.timer(Output::SetTimer { timer: Timer::Alter(timer), at_us });
+                None
+            }
+        }
+    }
+
+    /// Acts on a phase of a cut; `Some(Applied)` when the verdict is known now.
+    fn apply_cut_phase(&mut self, seq: u64, record: &AlterRecord) -> Option<AlterInput> {
+        let applied = |ok| Some(AlterInput::Applied { seq, ok });
+        let Some(cut) = cut_of(&record.key) else { return applied(true) };
+        match record.value.as_slice() {
+            b"START" => {
+                self.start_local_cut(cut);
+                applied(self.cut.running_id() == Some(cut))
+            }
+            b"STARTED" if self.rt.refused(cut) => applied(false),
+            b"STARTED" => {
+                self.cut_started_everywhere(cut);
+                applied(true)
+            }
+            b"FINISH" => match self.cut.running.as_ref().filter(|c| c.id == cut).map(|c| c.outcome) {
+                Some(Some(ok)) => applied(ok),
+                Some(None) => {
+                    self.tree.as_mut().expect("tree role").finish_pending = Some((seq, cut));
+                    None
+                }
+                None => applied(false), // never started here, or lost in a crash
+            },
+            _ => {
+                self.on_cut_end(cut);
+                self.cut_started_everywhere(cut);
+                applied(true)
+            }
+        }
+    }
+
+    /// The local cut's verdict is known: answer a FINISH that waits for it.
+    pub(crate) fn tree_local_cut_over(&mut self, cut: CutId, ok: bool) {
+        let Some(tree) = self.tree.as_mut() else { return };
+        if let Some((seq, c)) = tree.finish_pending.filter(|(_, c)| *c == cut) {
+            tree.finish_pending = None;
+            debug_assert_eq!(c, cut);
+            self.alter_input(AlterInput::Applied { seq, ok });
+        }
+    }
+
+    /// The driver read back an alteration record that became durable.
+    pub(crate) fn on_alter_persisted(&mut self, seq: u64, bytes: Vec<u8>) {
+        self.alter_input(AlterInput::Persisted { seq, bytes });
+    }
+
+    /// The tree role's view, for tools and the simulator.
+    pub fn tree(&self) -> Option<&AlterNode> {
+        self.tree.as_ref().map(|t| &t.alter)
+    }
+}

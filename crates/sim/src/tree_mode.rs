@@ -1,0 +1,282 @@
+//! The bank/append world with the cut process on the cluster tree (`--tree`): manager vnodes over
+//! the store vnodes, alterations for START → STARTED → FINISH → END, manager crashes and md5
+//! corruption among the faults. The operator proposes each phase at the root and requires every
+//! vnode of the tree to have applied START, STARTED and FINISH.
+
+use crate::history::CutRun;
+use crate::tree::build::{build_over, Timing};
+use crate::world::{Event, World};
+use rand::Rng;
+use waymark_core::alter::{AlterConfig, AlterInput, AlterNode, AlterOutput, AlterRecord, Metadata};
+use waymark_core::{Body, CutId, Envelope, Input, VnodeId};
+
+pub const HOP_US: u64 = 1_000;
+const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
+/// The operator gives up on a cut process that has not ended in this long.
+const OPERATOR_TIMEOUT_US: u64 = 5_000_000;
+
+/// A manager vnode: only a tree role, no data.
+pub struct Manager {
+    pub alter: Option<AlterNode>,
+    pub cfg: AlterConfig,
+    pub disk: Metadata,
+    pub instance: u32,
+    pub corrupt_next: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TreeStats {
+    pub failovers: u64,
+    pub switch_backs: u64,
+    pub retried: u64,
+    pub alterations_ok: u64,
+    pub alterations_failed: u64,
+    pub manager_crashes: u64,
+    pub md5_corruptions: u64,
+}
+
+impl TreeStats {
+    pub fn add(&mut self, o: &TreeStats) {
+        self.failovers += o.failovers;
+        self.switch_backs += o.switch_backs;
+        self.retried += o.retried;
+        self.alterations_ok += o.alterations_ok;
+        self.alterations_failed += o.alterations_failed;
+        self.manager_crashes += o.manager_crashes;
+        self.md5_corruptions += o.md5_corruptions;
+    }
+}
+
+/// The operator's cut process in flight: cut id, phase index, proposal number, start time.
+#[derive(Clone, Copy, Debug)]
+pub struct CutProcess {
+    pub cut: u64,
+    pub phase: usize,
+    pub n: u64,
+    pub begun_us: u64,
+}
+
+/// Leaf configs for the store vnodes (in order) and the managers above them.
+pub fn shape(stores: &[VnodeId], fanout: usize) -> (Vec<AlterConfig>, Vec<Manager>) {
+    let timing = Timing { hop_us: HOP_US, heartbeat_interval_us: 20 * HOP_US, breaks: Default::default() };
+    let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
+    let managers = configs
+        .split_off(stores.len())
+        .into_iter()
+        .map(|cfg| Manager {
+            alter: Some(AlterNode::new(cfg.clone())),
+            cfg,
+            disk: Metadata::default(),
+            instance: 0,
+            corrupt_next: false,
+        })
+        .collect();
+    (configs, managers)
+}
+
+impl World {
+    pub(crate) fn manager_index(&self, m: usize) -> usize {
+        self.nodes.len() + m
+    }
+
+    pub(crate) fn root_manager(&self) -> usize {
+        self.managers.len() - 1
+    }
+
+    /// Every vnode of the tree: store vnodes and managers.
+    pub(crate) fn tree_size(&self) -> u64 {
+        (self.nodes.len() + self.managers.len()) as u64
+    }
+
+    pub(crate) fn boot_managers(&mut self) {
+        for m in 0..self.managers.len() {
+            self.manager_step(m, AlterInput::Started { metadata: Metadata::default() });
+        }
+    }
+
+    pub(crate) fn manager_step(&mut self, m: usize, input: AlterInput) {
+        let mut inputs = vec![input];
+        while let Some(input) = inputs.pop() {
+            let now = self.now_us;
+            let Some(a) = self.managers[m].alter.as_mut() else { return };
+            let outputs = a.step(now, input);
+            let primary = a.follows_primary_parent();
+            self.note_parent(self.manager_index(m), primary);
+            for o in outputs {
+                inputs.extend(self.manager_output(m, o));
+            }
+        }
+    }
+
+    fn manager_output(&mut self, m: usize, o: AlterOutput) -> Option<AlterInput> {
+        let instance = self.managers[m].instance;
+        match o {
+            AlterOutput::Send { to, msg } => {
+                let from = self.managers[m].cfg.id.clone();
+                let env = Envelope { from, to, cut: None, body: Body::Alter(msg) };
+                self.send(self.manager_index(m), env);
+                None
+            }
+            AlterOutput::Persist { seq, mut bytes } => {
+                if std::mem::take(&mut self.managers[m].corrupt_next) {
+                    corrupt(&mut bytes);
+                }
+                let at = self.now_us + self.rng.gen_range(200..3_000);
+                self.schedule(at, Event::ManagerPersisted { m, instance, seq, bytes });
+                None
+            }
+            AlterOutput::PersistClone { metadata } => {
+                self.managers[m].disk = metadata;
+                None
+            }
+            AlterOutput::Apply { seq, .. } => {
+                let disk = self.managers[m].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
+                self.managers[m].disk = disk;
+                Some(AlterInput::Applied { seq, ok: true })
+            }
+            AlterOutput::Done { ok, attempts, applied, id } => {
+                self.on_operator_done(id.n, ok, attempts, applied);
+                None
+            }
+            AlterOutput::SetTimer { timer, at_us } => {
+                self.schedule(at_us, Event::ManagerTimer { m, instance, timer });
+                None
+            }
+        }
+    }
+
+    pub(crate) fn note_parent(&mut self, tree_node: usize, primary: bool) {
+        let was = std::mem::replace(&mut self.was_primary[tree_node], primary);
+        match (was, primary) {
+            (true, false) => self.tree_stats.failovers += 1,
+            (false, true) => self.tree_stats.switch_backs += 1,
+            _ => {}
+        }
+    }
+
+    pub(crate) fn manager_deliver(&mut self, m: usize, env: Envelope) {
+        if let Body::Alter(msg) = env.body {
+            self.manager_step(m, AlterInput::Message { from: env.from, msg });
+        }
+    }
+
+    /// After a store vnode's sync: read back the alteration records that became durable.
+    pub(crate) fn read_back(&mut self, node: usize, from: usize, upto: usize) {
+        let instance = self.nodes[node].instance;
+        for i in from..upto.min(self.nodes[node].log.len()) {
+            if let waymark_core::Record::Alteration { seq, bytes } = &self.nodes[node].log[i] {
+                let (seq, mut bytes) = (*seq, bytes.clone());
+                if std::mem::take(&mut self.nodes[node].corrupt_next) {
+                    corrupt(&mut bytes);
+                }
+                let at = self.now_us + 50;
+                self.schedule(at, Event::AlterReadBack { node, instance, seq, bytes });
+            }
+        }
+    }
+
+    pub(crate) fn alter_read_back(&mut self, node: usize, seq: u64, bytes: Vec<u8>) {
+        self.step(node, Input::AlterPersisted { seq, bytes });
+    }
+
+    // ---- the operator ----
+
+    pub(crate) fn tree_cut_tick(&mut self) {
+        let stuck = self.cut_process.is_some_and(|p| self.now_us - p.begun_us > OPERATOR_TIMEOUT_US);
+        if stuck {
+            self.cut_process = None;
+        }
+        if self.cut_process.is_some() || self.managers[self.root_manager()].alter.is_none() {
+            return;
+        }
+        self.next_cut += 1;
+        let cut = self.next_cut;
+        self.propose_phase(CutProcess { cut, phase: 0, n: 0, begun_us: self.now_us }, PHASES[0]);
+    }
+
+    fn propose_phase(&mut self, mut p: CutProcess, value: &str) {
+        self.next_proposal += 1;
+        p.n = self.next_proposal;
+        self.cut_process = Some(p);
+        let record = AlterRecord::set(format!("cut/{}", p.cut), value);
+        let root = self.root_manager();
+        self.manager_step(root, AlterInput::Propose { n: p.n, record });
+    }
+
+    fn on_operator_done(&mut self, n: u64, ok: bool, attempts: u32, applied: u64) {
+        if attempts > 1 {
+            self.tree_stats.retried += 1;
+        }
+        if ok {
+            self.tree_stats.alterations_ok += 1;
+        } else {
+            self.tree_stats.alterations_failed += 1;
+        }
+        let Some(p) = self.cut_process.filter(|p| p.n == n) else { return };
+        let everywhere = ok && applied == self.tree_size();
+        match p.phase {
+            0..=2 if everywhere => self.propose_phase(CutProcess { phase: p.phase + 1, ..p }, PHASES[p.phase + 1]),
+            0..=2 => self.propose_phase(CutProcess { phase: 4, ..p }, "END:failed"),
+            _ => {
+                self.cut_process = None;
+                let ended =
+                    CutRun { cut: CutId(p.cut), ok: ok && p.phase == 3, begun_us: p.begun_us, ended_us: self.now_us };
+                self.history.cuts.push(ended);
+            }
+        }
+    }
+
+    /// The snapshot catalog: `cut/<id>` entries of the root's metadata that say how the cut ended.
+    pub(crate) fn catalog(&self) -> Vec<(CutId, bool)> {
+        let root = &self.managers[self.root_manager()];
+        let metadata = root.alter.as_ref().map_or(&root.disk, |a| a.metadata());
+        metadata
+            .records()
+            .filter_map(|(k, v)| {
+                let cut = k.strip_prefix("cut/")?.parse().ok()?;
+                match v.as_slice() {
+                    b"END:ok" => Some((CutId(cut), true)),
+                    b"END:failed" => Some((CutId(cut), false)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    pub(crate) fn crash_manager(&mut self, m: usize, down_us: u64) {
+        if self.managers[m].alter.take().is_some() {
+            self.tree_stats.manager_crashes += 1;
+            self.managers[m].instance += 1;
+            let idx = self.manager_index(m);
+            let total = self.nodes.len() + self.managers.len();
+            self.net.break_all_of(idx, total);
+            self.schedule(self.now_us + down_us, Event::ManagerRestart { m });
+        }
+    }
+
+    pub(crate) fn restart_manager(&mut self, m: usize) {
+        let mg = &mut self.managers[m];
+        if mg.alter.is_some() {
+            return;
+        }
+        mg.alter = Some(AlterNode::new(mg.cfg.clone()));
+        let metadata = mg.disk.clone();
+        self.manager_step(m, AlterInput::Started { metadata });
+    }
+
+    /// Every tree vnode's metadata at the end, for the convergence checker.
+    pub fn tree_metadata(&self) -> Vec<(VnodeId, Metadata)> {
+        let stores =
+            self.nodes.iter().filter_map(|n| n.vnode.as_ref()?.tree().map(|a| (a.id().clone(), a.metadata().clone())));
+        let managers =
+            self.managers.iter().filter_map(|m| m.alter.as_ref().map(|a| (a.id().clone(), a.metadata().clone())));
+        stores.chain(managers).collect()
+    }
+}
+
+/// What a bad disk or a bad copy hands back.
+fn corrupt(bytes: &mut [u8]) {
+    if let Some(last) = bytes.last_mut() {
+        *last ^= 0x01;
+    }
+}
