@@ -140,7 +140,7 @@ fn tree(args: &Args) -> Result<()> {
         cfg.breaks = config(args)?.breaks;
         let r = TreeWorld::new(cfg).run();
         for v in &r.violations {
-            println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree --seeds 1 --start {seed}");
+            println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree-only --seeds 1 --start {seed}");
         }
         failed += !r.violations.is_empty() as u64;
         latencies.extend(&r.cut_latencies_us);

@@ -376,6 +376,14 @@ impl TreeWorld {
 
     fn crash(&mut self, node: usize, down_us: u64) {
         if self.nodes[node].alter.take().is_some() {
+            // An initiator's proposals die with it: nobody is left to be answered.
+            let me = self.nodes[node].cfg.id.clone();
+            for (id, (_, outcome)) in self.proposals.iter_mut() {
+                if id.initiator == me && outcome.is_none() {
+                    *outcome = Some(false);
+                }
+            }
+            self.cut_runs.retain(|id, _| id.initiator != me);
             self.report.manager_crashes += 1;
             self.nodes[node].instance += 1;
             self.schedule(self.now_us + down_us, Ev::Restart { node });
