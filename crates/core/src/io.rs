@@ -1,6 +1,6 @@
 //! A vnode's inputs and outputs: the whole surface between the core and a driver.
 
-use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, Value, Version};
+use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, Value, Version, VnodeId};
 use crate::message::{AbortReason, Envelope};
 use crate::record::Record;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
@@ -38,6 +38,17 @@ pub enum Output {
     SetTimer {
         timer: Timer,
         at_us: u64,
+    },
+    /// Seed 004: this vnode is the assisting child; start secondary parent `id` (standing in for
+    /// `of`) on this host with this metadata.
+    StartSecondaryParent {
+        id: VnodeId,
+        of: VnodeId,
+        metadata: crate::alter::Metadata,
+    },
+    /// The primary parent is back: stop the secondary parent `id` on this host.
+    StopSecondaryParent {
+        id: VnodeId,
     },
 }
 

@@ -53,8 +53,9 @@ impl Outbox {
         }
     }
 
+    /// Outputs that promise nothing to anyone (timers, host actions): out at once.
     pub fn timer(&mut self, output: Output) {
-        debug_assert!(matches!(output, Output::SetTimer { .. }));
+        debug_assert!(!matches!(output, Output::Send(_) | Output::Reply { .. } | Output::Append(_)));
         self.ready.push(output);
     }
 

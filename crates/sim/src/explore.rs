@@ -519,7 +519,9 @@ impl<'a> Explorer<'a> {
                     }
                     Output::Send(env) => sends.push(Msg { hash: hash_of(&env), env: Rc::new(env) }),
                     Output::Reply { client, response, .. } => replies.push((client, response)),
-                    Output::SetTimer { .. } => {}
+                    Output::SetTimer { .. }
+                    | Output::StartSecondaryParent { .. }
+                    | Output::StopSecondaryParent { .. } => {}
                 }
             }
             if log.len() > before {

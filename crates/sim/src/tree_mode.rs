@@ -1,7 +1,7 @@
 //! The bank/append world with the cut process on the cluster tree (`--tree`): manager vnodes over
 //! the store vnodes, alterations for START → STARTED → FINISH → END, manager crashes and md5
 //! corruption among the faults. The operator proposes each phase at the root and requires every
-//! vnode of the tree to have applied START, STARTED and FINISH.
+//! store vnode to have applied START, STARTED and FINISH.
 
 use crate::history::CutRun;
 use crate::tree::build::{build_over, Timing};
@@ -33,6 +33,8 @@ pub struct TreeStats {
     pub alterations_failed: u64,
     pub manager_crashes: u64,
     pub md5_corruptions: u64,
+    pub secondaries_started: u64,
+    pub secondaries_stopped: u64,
 }
 
 impl TreeStats {
@@ -44,6 +46,8 @@ impl TreeStats {
         self.alterations_failed += o.alterations_failed;
         self.manager_crashes += o.manager_crashes;
         self.md5_corruptions += o.md5_corruptions;
+        self.secondaries_started += o.secondaries_started;
+        self.secondaries_stopped += o.secondaries_stopped;
     }
 }
 
@@ -79,13 +83,64 @@ impl World {
         self.nodes.len() + m
     }
 
+    /// The root: the one primary manager without a parent.
     pub(crate) fn root_manager(&self) -> usize {
-        self.managers.len() - 1
+        self.managers.iter().position(|m| m.cfg.parents.is_empty() && m.cfg.secondary_of.is_none()).expect("a root")
     }
 
-    /// Every vnode of the tree: store vnodes and managers.
+    /// The leaves every cut phase must reach: all store vnodes.
     pub(crate) fn tree_size(&self) -> u64 {
-        (self.nodes.len() + self.managers.len()) as u64
+        self.nodes.len() as u64
+    }
+
+    /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
+    pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata) {
+        let Some(of_m) = self.index.get(of).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
+        let cfg = AlterConfig {
+            id: id.clone(),
+            secondary_of: Some(of.clone()),
+            failover: false,
+            ..self.managers[of_m].cfg.clone()
+        };
+        let m = match self.index.get(&id).map(|i| i - self.nodes.len()) {
+            Some(m) if self.managers[m].alter.is_some() => return,
+            Some(m) => m,
+            None => {
+                let mg = Manager {
+                    alter: None,
+                    cfg: cfg.clone(),
+                    disk: Metadata::default(),
+                    instance: 0,
+                    corrupt_next: false,
+                };
+                self.managers.push(mg);
+                self.was_primary.push(true);
+                let m = self.managers.len() - 1;
+                self.index.insert(id, self.manager_index(m));
+                m
+            }
+        };
+        self.tree_stats.secondaries_started += 1;
+        self.managers[m].cfg = cfg.clone();
+        self.managers[m].alter = Some(AlterNode::new(cfg));
+        self.manager_step(m, AlterInput::Started { metadata });
+    }
+
+    pub(crate) fn stop_secondary(&mut self, id: &VnodeId) {
+        let Some(m) = self.index.get(id).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
+        if self.managers[m].alter.take().is_some() {
+            self.managers[m].instance += 1;
+            self.tree_stats.secondaries_stopped += 1;
+        }
+    }
+
+    /// Secondary parents still running (none may be, once every primary is back).
+    pub fn running_secondaries(&self) -> Vec<VnodeId> {
+        self.managers
+            .iter()
+            .filter(|m| m.cfg.secondary_of.is_some() && m.alter.is_some())
+            .map(|m| m.cfg.id.clone())
+            .collect()
     }
 
     pub(crate) fn boot_managers(&mut self) {
@@ -133,6 +188,14 @@ impl World {
                 let disk = self.managers[m].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
                 self.managers[m].disk = disk;
                 Some(AlterInput::Applied { seq, ok: true })
+            }
+            AlterOutput::StartSecondaryParent { id, of, metadata } => {
+                self.start_secondary(id, &of, metadata);
+                None
+            }
+            AlterOutput::StopSecondaryParent { id } => {
+                self.stop_secondary(&id);
+                None
             }
             AlterOutput::Done { ok, attempts, applied, id } => {
                 self.on_operator_done(id.n, ok, attempts, applied);
@@ -268,8 +331,11 @@ impl World {
     pub fn tree_metadata(&self) -> Vec<(VnodeId, Metadata)> {
         let stores =
             self.nodes.iter().filter_map(|n| n.vnode.as_ref()?.tree().map(|a| (a.id().clone(), a.metadata().clone())));
-        let managers =
-            self.managers.iter().filter_map(|m| m.alter.as_ref().map(|a| (a.id().clone(), a.metadata().clone())));
+        let managers = self
+            .managers
+            .iter()
+            .filter(|m| m.cfg.secondary_of.is_none())
+            .filter_map(|m| m.alter.as_ref().map(|a| (a.id().clone(), a.metadata().clone())));
         stores.chain(managers).collect()
     }
 }

@@ -258,6 +258,8 @@ impl World {
                 let instance = self.nodes[node].instance;
                 self.schedule(at_us.max(self.now_us), Event::Timer { node, instance, timer });
             }
+            Output::StartSecondaryParent { id, of, metadata } => self.start_secondary(id, &of, metadata),
+            Output::StopSecondaryParent { id } => self.stop_secondary(&id),
         }
     }
 
@@ -463,7 +465,9 @@ impl World {
         self.stopping = true;
         crate::faults::heal_all(self);
         for m in 0..self.managers.len() {
-            self.restart_manager(m);
+            if self.managers[m].cfg.secondary_of.is_none() {
+                self.restart_manager(m);
+            }
         }
         for c in 0..self.clients.len() {
             if let Some((req, deadline)) = self.clients[c].in_flight {

@@ -53,4 +53,17 @@ fn bank_seeds_with_the_cut_process_on_the_tree_find_no_violation() {
     let t = &s.tree;
     assert!(t.manager_crashes > 0 && t.md5_corruptions > 0);
     assert!(t.failovers > 0 && t.switch_backs > 0 && t.retried > 0, "{t:?}");
+    assert!(t.secondaries_started > 0 && t.secondaries_stopped == t.secondaries_started, "{t:?}");
+}
+
+/// Regression (found by the simulator): a manager and the secondary parent standing in for it were
+/// both counted, so FINISH looked applied everywhere while a store vnode had not finished its
+/// local cut; the cut was declared successful without that vnode's `CutFinish`.
+#[test]
+fn a_cut_needs_every_store_vnode_not_just_enough_confirmations() {
+    let mut cfg = SimConfig::new(131, WorkloadKind::Bank);
+    cfg.cuts = true;
+    cfg.tree = true;
+    let r = waymark_sim::run_seed(&cfg);
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
 }

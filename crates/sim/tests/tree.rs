@@ -26,6 +26,8 @@ fn tree_seeds_with_manager_crashes_splits_and_corruption_find_no_violation() {
     assert!(sum(|r| r.failovers) > 0, "no vnode ever failed over to a secondary parent");
     assert!(sum(|r| r.switch_backs) > 0, "no vnode ever switched back to its primary parent");
     assert!(sum(|r| r.retried) > 0, "no alteration was ever retried");
+    assert!(sum(|r| r.secondaries_started) > 0, "no assisting child ever started a secondary parent");
+    assert_eq!(sum(|r| r.secondaries_started), sum(|r| r.secondaries_stopped), "secondary parents must stop");
     assert!(sum(|r| r.cuts_ok) > 0);
 }
 

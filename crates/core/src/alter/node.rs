@@ -1,6 +1,7 @@
 //! One vnode's part in alterations: initiator, relay up the chain, orderer (at the root), and
 //! branch of the confirmation tree. Sans-IO like the rest of the core.
 
+use super::failover::Election;
 use super::metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
 use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
@@ -9,8 +10,15 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 #[derive(Clone, Debug)]
 pub struct AlterConfig {
     pub id: VnodeId,
-    /// Prioritized parent queue; `parents[0]` is the primary parent. Empty at the root.
+    /// The primary parent (empty at the root). A secondary parent, started by an assisting child
+    /// when the primary dies, is learnt at run time and follows it in the queue.
     pub parents: Vec<VnodeId>,
+    /// The primary parent's children in election priority order, this vnode among them.
+    pub siblings: Vec<VnodeId>,
+    /// Whether this vnode may replace a dead parent with a secondary one (not under the root).
+    pub failover: bool,
+    /// Set on a secondary parent: the primary parent it stands in for.
+    pub secondary_of: Option<VnodeId>,
     pub children: Vec<VnodeId>,
     /// How long this vnode waits for its branch (children) to confirm; grows with subtree height.
     pub confirm_timeout_us: u64,
@@ -43,7 +51,8 @@ pub enum AlterMsg {
         record: AlterRecord,
         md5: Md5Sum,
     },
-    /// `applied`: how many vnodes of the branch applied it (the cut process needs them all).
+    /// `applied`: how many leaves (store vnodes) of the branch applied it (the cut process needs
+    /// them all).
     Confirm {
         seq: u64,
         ok: bool,
@@ -65,6 +74,15 @@ pub enum AlterMsg {
     Fetch,
     Clone {
         metadata: Metadata,
+    },
+    /// Seed 004: a child that lost its parent stands for assisting child (bully election: the
+    /// sibling first in priority that is alive wins).
+    Elect,
+    /// A sibling placed before the sender is alive and takes over the election.
+    Defer,
+    /// The assisting child started this secondary parent: follow it.
+    SecondaryAt {
+        parent: VnodeId,
     },
 }
 
@@ -112,6 +130,17 @@ pub enum AlterOutput {
     PersistClone {
         metadata: Metadata,
     },
+    /// Seed 004: as assisting child, start a secondary parent `id` on this host in place of the
+    /// dead primary parent `of`, with this vnode's copy of the metadata.
+    StartSecondaryParent {
+        id: VnodeId,
+        of: VnodeId,
+        metadata: Metadata,
+    },
+    /// The primary parent is back: stop the secondary parent this host runs.
+    StopSecondaryParent {
+        id: VnodeId,
+    },
     /// Act on the alteration and answer `Applied`.
     Apply {
         seq: u64,
@@ -138,11 +167,13 @@ pub enum AlterTimer {
     /// The back-off before attempt `u32` is over.
     Resubmit(ProposalId, u32),
     Heartbeat,
+    /// No better-placed sibling answered: become the assisting child.
+    Election,
 }
 
 /// The alteration in flight through this vnode.
 #[derive(Debug, Hash)]
-struct InFlight {
+pub(super) struct InFlight {
     seq: u64,
     id: ProposalId,
     record: AlterRecord,
@@ -151,7 +182,7 @@ struct InFlight {
     /// Invariant: working children that have not confirmed yet.
     waiting: BTreeSet<VnodeId>,
     failed: bool,
-    /// Vnodes of this branch that applied it, this one included.
+    /// Leaves of this branch that applied it, this one included.
     applied_count: u64,
 }
 
@@ -162,25 +193,28 @@ struct Proposal {
 }
 
 pub struct AlterNode {
-    cfg: AlterConfig,
-    now_us: u64,
-    metadata: Metadata,
-    in_flight: Option<InFlight>,
+    pub(super) cfg: AlterConfig,
+    pub(super) now_us: u64,
+    pub(super) metadata: Metadata,
+    pub(super) in_flight: Option<InFlight>,
     /// Root only: proposals waiting to be ordered.
     queue: VecDeque<(ProposalId, AlterRecord)>,
     proposals: BTreeMap<ProposalId, Proposal>,
-    /// Index in `cfg.parents` of the parent this vnode follows now.
-    active_parent: usize,
-    parent_seen_us: Vec<u64>,
+    pub(super) primary_seen_us: u64,
+    /// The secondary parent this vnode follows while its primary parent is dead.
+    pub(super) secondary: Option<VnodeId>,
+    pub(super) secondary_seen_us: u64,
+    pub(super) election: Option<Election>,
+    /// The secondary parent this vnode's host runs as assisting child.
+    pub(super) assisting: Option<VnodeId>,
     /// Children (configured or adopted) and when each was last heard from.
-    children_seen_us: BTreeMap<VnodeId, u64>,
-    out: Vec<AlterOutput>,
+    pub(super) children_seen_us: BTreeMap<VnodeId, u64>,
+    pub(super) out: Vec<AlterOutput>,
 }
 
 impl AlterNode {
     pub fn new(cfg: AlterConfig) -> Self {
         let children_seen_us = cfg.children.iter().map(|c| (c.clone(), 0)).collect();
-        let parent_seen_us = vec![0; cfg.parents.len()];
         AlterNode {
             cfg,
             now_us: 0,
@@ -188,8 +222,11 @@ impl AlterNode {
             in_flight: None,
             queue: VecDeque::new(),
             proposals: BTreeMap::new(),
-            active_parent: 0,
-            parent_seen_us,
+            primary_seen_us: 0,
+            secondary: None,
+            secondary_seen_us: 0,
+            election: None,
+            assisting: None,
             children_seen_us,
             out: vec![],
         }
@@ -205,11 +242,11 @@ impl AlterNode {
 
     /// The parent this vnode follows now (`None` at the root).
     pub fn parent(&self) -> Option<&VnodeId> {
-        self.cfg.parents.get(self.active_parent)
+        self.secondary.as_ref().or(self.cfg.parents.first())
     }
 
     pub fn follows_primary_parent(&self) -> bool {
-        self.active_parent == 0
+        self.secondary.is_none()
     }
 
     /// Children this vnode currently counts as working (heard from recently).
@@ -234,17 +271,17 @@ impl AlterNode {
         std::mem::take(&mut self.out)
     }
 
-    fn send(&mut self, to: &VnodeId, msg: AlterMsg) {
+    pub(super) fn send(&mut self, to: &VnodeId, msg: AlterMsg) {
         self.out.push(AlterOutput::Send { to: to.clone(), msg });
     }
 
-    fn timer(&mut self, timer: AlterTimer, after_us: u64) {
+    pub(super) fn timer(&mut self, timer: AlterTimer, after_us: u64) {
         self.out.push(AlterOutput::SetTimer { timer, at_us: self.now_us + after_us });
     }
 
     fn on_started(&mut self, metadata: Metadata) {
         self.metadata = metadata;
-        self.parent_seen_us.iter_mut().for_each(|s| *s = self.now_us);
+        self.primary_seen_us = self.now_us;
         self.children_seen_us.values_mut().for_each(|s| *s = self.now_us);
         self.heartbeat();
     }
@@ -263,12 +300,18 @@ impl AlterNode {
                 self.send(&from, AlterMsg::Clone { metadata });
             }
             AlterMsg::Clone { metadata } => self.on_clone(metadata),
+            AlterMsg::Elect => self.on_elect(&from),
+            AlterMsg::Defer => self.on_defer(),
+            AlterMsg::SecondaryAt { parent } => self.follow_secondary(parent),
         }
     }
 
     fn note_alive(&mut self, from: &VnodeId) {
-        if let Some(i) = self.cfg.parents.iter().position(|p| p == from) {
-            self.parent_seen_us[i] = self.now_us;
+        if self.cfg.parents.first() == Some(from) {
+            self.primary_seen_us = self.now_us;
+        }
+        if self.secondary.as_ref() == Some(from) {
+            self.secondary_seen_us = self.now_us;
         }
         if let Some(seen) = self.children_seen_us.get_mut(from) {
             *seen = self.now_us;
@@ -402,7 +445,10 @@ impl AlterNode {
     fn on_applied(&mut self, seq: u64, ok: bool) {
         let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
         f.applied = Some(ok);
-        f.applied_count += ok as u64;
+        // Only leaves (store vnodes) are counted: a manager and the secondary standing in for it
+        // may both be alive for a moment, and the cut process needs every store vnode, by name.
+        let leaf = self.cfg.children.is_empty() && self.cfg.secondary_of.is_none();
+        f.applied_count += (ok && leaf) as u64;
         self.maybe_finish();
     }
 
@@ -465,40 +511,6 @@ impl AlterNode {
         self.timer(AlterTimer::Heartbeat, self.cfg.heartbeat_interval_us);
     }
 
-    /// A parent silent for a heartbeat timeout is passed over for the next one in the queue, which
-    /// is asked to adopt this vnode (and given a timeout of its own to answer). A returning
-    /// primary parent is followed again as soon as it heartbeats (`on_heartbeat`), as Slurm's
-    /// ordered list of controllers does.
-    fn check_parents(&mut self) {
-        let Some(seen) = self.parent_seen_us.get(self.active_parent) else { return };
-        if self.now_us.saturating_sub(*seen) <= self.cfg.heartbeat_timeout_us || self.cfg.parents.len() < 2 {
-            return;
-        }
-        self.active_parent = (self.active_parent + 1) % self.cfg.parents.len();
-        self.parent_seen_us[self.active_parent] = self.now_us;
-        let p = self.cfg.parents[self.active_parent].clone();
-        self.send(&p, AlterMsg::Alive);
-    }
-
-    fn on_heartbeat(&mut self, from: &VnodeId, seq: u64, md5: Md5Sum) {
-        let Some(i) = self.cfg.parents.iter().position(|p| p == from) else { return };
-        if i < self.active_parent {
-            self.active_parent = i; // the primary parent is back: switch to it
-            self.send(from, AlterMsg::Alive);
-        }
-        let behind = i == self.active_parent && self.in_flight.is_none() && md5 != self.metadata.md5();
-        if behind && seq >= self.metadata.seq() {
-            self.send(from, AlterMsg::Fetch);
-        }
-    }
-
-    /// A child that lost its parent chose this vnode as its next parent.
-    fn adopt(&mut self, child: VnodeId) {
-        if !self.cfg.parents.contains(&child) {
-            self.children_seen_us.insert(child, self.now_us);
-        }
-    }
-
     fn on_clone(&mut self, metadata: Metadata) {
         if self.in_flight.is_some() || metadata.seq() < self.metadata.seq() {
             return;
@@ -519,6 +531,7 @@ impl AlterNode {
             }
             AlterTimer::ProposeTimeout(..) | AlterTimer::Resubmit(..) => {}
             AlterTimer::Heartbeat => self.heartbeat(),
+            AlterTimer::Election => self.on_election_timeout(),
         }
     }
 }

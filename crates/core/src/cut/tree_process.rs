@@ -63,6 +63,14 @@ impl Vnode {
             }
             AlterOutput::Apply { seq, record } => self.apply_cut_phase(seq, &record),
             AlterOutput::Done { .. } => None, // store vnodes do not propose
+            AlterOutput::StartSecondaryParent { id, of, metadata } => {
+                self.out.timer(Output::StartSecondaryParent { id, of, metadata });
+                None
+            }
+            AlterOutput::StopSecondaryParent { id } => {
+                self.out.timer(Output::StopSecondaryParent { id });
+                None
+            }
             AlterOutput::SetTimer { timer, at_us } => {
                 self.out.timer(Output::SetTimer { timer: Timer::Alter(timer), at_us });
                 None

@@ -48,6 +48,12 @@ pub fn check_all(w: &World) -> Vec<Violation> {
                 .into_iter()
                 .map(|message| Violation { checker: "tree-convergence", message }),
         );
+        for s in w.running_secondaries() {
+            out.push(Violation {
+                checker: "tree-parents",
+                message: format!("secondary parent {s} still runs at the end"),
+            });
+        }
     }
     out
 }

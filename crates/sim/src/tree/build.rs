@@ -52,17 +52,15 @@ fn config(
     depth: usize,
     t: &Timing,
 ) -> AlterConfig {
-    let parents = match levels.get(level + 1) {
-        Some(up) => {
-            let p = i / fanout;
-            let mut q = vec![up[p].clone()];
-            if up.len() > 1 {
-                q.push(up[(p + 1) % up.len()].clone());
-            }
-            q
-        }
+    let parent = levels.get(level + 1).map(|up| up[i / fanout].clone());
+    let parents: Vec<VnodeId> = parent.into_iter().collect();
+    // The primary parent's children, in election priority order.
+    let siblings = match levels.get(level + 1) {
+        Some(_) => levels[level].iter().skip(i / fanout * fanout).take(fanout).cloned().collect(),
         None => vec![],
     };
+    // Under the root there is no failover (a second root would order alterations of its own).
+    let failover = level + 2 < levels.len();
     let children = match level.checked_sub(1) {
         Some(down) => levels[down].iter().skip(i * fanout).take(fanout).cloned().collect(),
         None => vec![],
@@ -72,6 +70,9 @@ fn config(
     AlterConfig {
         id: id.clone(),
         parents,
+        siblings,
+        failover,
+        secondary_of: None,
         children,
         confirm_timeout_us: 10 * t.hop_us + 4 * t.hop_us * height,
         propose_timeout_us: 8 * t.hop_us * (depth as u64 + 2),

@@ -81,6 +81,8 @@ pub struct TreeReport {
     pub manager_crashes: u64,
     pub splits: u64,
     pub md5_corruptions: u64,
+    pub secondaries_started: u64,
+    pub secondaries_stopped: u64,
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     /// Virtual time from the first START proposal to the END outcome, per successful cut.
@@ -304,6 +306,8 @@ impl TreeWorld {
                 self.schedule(self.now_us + work, Ev::Applied { node, instance, seq });
             }
             AlterOutput::Done { id, ok, attempts, .. } => self.on_done(node, id, ok, attempts),
+            AlterOutput::StartSecondaryParent { id, of, metadata } => self.start_secondary(id, &of, metadata),
+            AlterOutput::StopSecondaryParent { id } => self.stop_secondary(&id),
             AlterOutput::SetTimer { timer, at_us } => self.schedule(at_us, Ev::Timer { node, instance, timer }),
         }
     }
@@ -374,6 +378,48 @@ impl TreeWorld {
         self.step(node, AlterInput::Propose { n, record });
     }
 
+    /// The assisting child's host starts a secondary parent: the primary's place in the tree,
+    /// the assisting child's metadata.
+    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata) {
+        let of_cfg = self.nodes[self.index[of]].cfg.clone();
+        let cfg = waymark_core::alter::AlterConfig {
+            id: id.clone(),
+            secondary_of: Some(of.clone()),
+            failover: false,
+            ..of_cfg
+        };
+        let node = match self.index.get(&id) {
+            Some(&n) if self.nodes[n].alter.is_some() => return,
+            Some(&n) => n,
+            None => {
+                let vn = Vn {
+                    alter: None,
+                    cfg: cfg.clone(),
+                    disk: Metadata::default(),
+                    instance: 0,
+                    corrupt_next: false,
+                    was_primary: true,
+                };
+                self.nodes.push(vn);
+                self.index.insert(id, self.nodes.len() - 1);
+                self.nodes.len() - 1
+            }
+        };
+        self.report.secondaries_started += 1;
+        self.nodes[node].cfg = cfg.clone();
+        self.nodes[node].alter = Some(AlterNode::new(cfg));
+        self.step(node, AlterInput::Started { metadata });
+    }
+
+    fn stop_secondary(&mut self, id: &VnodeId) {
+        if let Some(&n) = self.index.get(id) {
+            if self.nodes[n].alter.take().is_some() {
+                self.nodes[n].instance += 1;
+                self.report.secondaries_stopped += 1;
+            }
+        }
+    }
+
     fn crash(&mut self, node: usize, down_us: u64) {
         if self.nodes[node].alter.take().is_some() {
             // An initiator's proposals die with it: nobody is left to be answered.
@@ -416,21 +462,28 @@ impl TreeWorld {
         self.stopping = true;
         self.blocked.clear();
         for node in 0..self.nodes.len() {
-            self.restart(node);
+            if self.nodes[node].cfg.secondary_of.is_none() {
+                self.restart(node);
+            }
         }
     }
 }
 
 impl TreeWorld {
     fn check(&mut self) {
-        let live: Vec<&AlterNode> = self.nodes.iter().filter_map(|v| v.alter.as_ref()).collect();
+        let live: Vec<&AlterNode> =
+            self.nodes.iter().filter(|v| v.cfg.secondary_of.is_none()).filter_map(|v| v.alter.as_ref()).collect();
         let metadata: Vec<(VnodeId, Metadata)> = live.iter().map(|a| (a.id().clone(), a.metadata().clone())).collect();
         let mut v = crate::checkers::tree_convergence::check(&metadata);
         v.extend(crate::checkers::tree_alterations::check(&self.proposals, &metadata));
         v.extend(crate::checkers::tree_parents::check(&live));
         v.extend(crate::checkers::tree_applied::check(&self.ordered, &self.applied));
-        if live.len() != self.nodes.len() {
-            v.push(format!("{} vnodes still down at the end", self.nodes.len() - live.len()));
+        let primaries = self.nodes.iter().filter(|v| v.cfg.secondary_of.is_none()).count();
+        if live.len() != primaries {
+            v.push(format!("{} vnodes still down at the end", primaries - live.len()));
+        }
+        for s in self.nodes.iter().filter(|v| v.cfg.secondary_of.is_some() && v.alter.is_some()) {
+            v.push(format!("secondary parent {} still runs after its primary returned", s.cfg.id));
         }
         self.report.violations = v;
     }

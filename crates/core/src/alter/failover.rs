@@ -1,0 +1,132 @@
+//! Parent failover, as seed 004 asks: when a parent dies its children elect an *assisting child*
+//! (bully election: the first child in priority order that is alive), which starts a *secondary
+//! parent* on its own host from its copy of the metadata; its siblings follow it. When the primary
+//! parent comes back it heartbeats its children, they switch back, and the secondary parent stops
+//! (its assisting child stops it; a secondary left without children stops itself).
+//!
+//! The root's children do not fail over (a second root would order alterations of its own):
+//! while the root is down, metadata changes are unavailable — CP, as the seed chooses.
+
+use super::metadata::Md5Sum;
+use super::node::{AlterMsg, AlterNode, AlterOutput, AlterTimer};
+use crate::ids::VnodeId;
+
+#[derive(Debug, Hash)]
+pub(super) struct Election {
+    /// A sibling placed before this one answered: it takes over.
+    deferred: bool,
+}
+
+impl AlterNode {
+    fn silent(&self, seen_us: u64) -> bool {
+        self.now_us.saturating_sub(seen_us) > self.cfg.heartbeat_timeout_us
+    }
+
+    fn rank(&self, v: &VnodeId) -> usize {
+        self.cfg.siblings.iter().position(|s| s == v).unwrap_or(usize::MAX)
+    }
+
+    /// The name a secondary parent of `of` gets on this vnode's host.
+    pub fn secondary_name(of: &VnodeId, host: &str) -> VnodeId {
+        VnodeId::new(format!("{}-secondary", of.kind), host)
+    }
+
+    /// On every heartbeat tick: notice a dead parent, or (as a secondary) an empty branch.
+    pub(super) fn check_parents(&mut self) {
+        if self.cfg.secondary_of.is_some() && self.children_seen_us.values().all(|s| self.silent(*s)) {
+            let id = self.cfg.id.clone();
+            return self.out.push(AlterOutput::StopSecondaryParent { id });
+        }
+        if self.secondary.is_some() && self.silent(self.secondary_seen_us) {
+            self.secondary = None; // the secondary died too: elect again below
+        }
+        let primary_dead = !self.cfg.parents.is_empty() && self.silent(self.primary_seen_us);
+        if primary_dead && self.cfg.failover && self.secondary.is_none() && self.election.is_none() {
+            self.start_election();
+        }
+    }
+
+    fn start_election(&mut self) {
+        self.election = Some(Election { deferred: false });
+        let me = self.rank(&self.cfg.id);
+        let better: Vec<VnodeId> = self.cfg.siblings.iter().take(me).cloned().collect();
+        for s in &better {
+            self.send(s, AlterMsg::Elect);
+        }
+        self.timer(AlterTimer::Election, self.cfg.heartbeat_interval_us);
+    }
+
+    pub(super) fn on_elect(&mut self, from: &VnodeId) {
+        if self.rank(&self.cfg.id) > self.rank(from) {
+            return;
+        }
+        if let Some(parent) = self.assisting.clone() {
+            return self.send(from, AlterMsg::SecondaryAt { parent });
+        }
+        self.send(from, AlterMsg::Defer);
+        let primary_dead = self.silent(self.primary_seen_us);
+        if primary_dead && self.secondary.is_none() && self.election.is_none() {
+            self.start_election();
+        }
+    }
+
+    pub(super) fn on_defer(&mut self) {
+        if let Some(e) = self.election.as_mut() {
+            e.deferred = true;
+        }
+    }
+
+    pub(super) fn on_election_timeout(&mut self) {
+        let Some(e) = self.election.take() else { return };
+        if !self.silent(self.primary_seen_us) || self.secondary.is_some() {
+            return; // the primary came back, or a secondary was found meanwhile
+        }
+        if e.deferred {
+            return self.start_election(); // a better sibling is alive: wait for its secondary
+        }
+        let of = self.cfg.parents[0].clone();
+        let id = Self::secondary_name(&of, &self.cfg.id.host);
+        self.assisting = Some(id.clone());
+        let metadata = self.metadata.clone();
+        self.out.push(AlterOutput::StartSecondaryParent { id: id.clone(), of, metadata });
+        let siblings: Vec<VnodeId> = self.cfg.siblings.iter().filter(|s| **s != self.cfg.id).cloned().collect();
+        for s in &siblings {
+            self.send(s, AlterMsg::SecondaryAt { parent: id.clone() });
+        }
+        self.follow_secondary(id);
+    }
+
+    pub(super) fn follow_secondary(&mut self, parent: VnodeId) {
+        if !self.silent(self.primary_seen_us) {
+            return;
+        }
+        self.election = None;
+        self.secondary = Some(parent.clone());
+        self.secondary_seen_us = self.now_us;
+        self.send(&parent, AlterMsg::Alive);
+    }
+
+    /// The primary parent's heartbeat: switch back to it (and stop the secondary we run); compare
+    /// metadata with the parent we follow and fetch it when ours differs.
+    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, seq: u64, md5: Md5Sum) {
+        if self.cfg.parents.first() == Some(from) && (self.secondary.is_some() || self.election.is_some()) {
+            self.secondary = None;
+            self.election = None;
+            if let Some(id) = self.assisting.take() {
+                self.out.push(AlterOutput::StopSecondaryParent { id });
+            }
+            self.send(from, AlterMsg::Alive);
+        }
+        let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.metadata.md5();
+        if behind && seq >= self.metadata.seq() {
+            self.send(from, AlterMsg::Fetch);
+        }
+    }
+
+    /// A vnode that follows this one as its parent (a secondary parent's adopted children).
+    pub(super) fn adopt(&mut self, child: VnodeId) {
+        if !self.cfg.parents.contains(&child) {
+            self.children_seen_us.insert(child, self.now_us);
+        }
+    }
+}
