@@ -86,3 +86,18 @@ fn a_copy_read_back_with_a_wrong_md5_is_not_applied_and_fails_the_branch() {
     assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { seq: 1, ok: false, applied: 0 })]);
     assert_eq!(leaf.metadata().seq(), 0, "nothing applied");
 }
+
+#[test]
+fn a_host_that_comes_alive_is_told_by_the_parent_which_vnodes_to_start() {
+    let (root_id, leaf_id) = ids();
+    let genesis = Metadata::genesis([
+        (format!("vnode/{leaf_id}"), root_id.to_string().into_bytes()),
+        ("vnode/store1@node001".to_string(), b"manager9@node009".to_vec()),
+    ]);
+    let mut root = AlterNode::new(cfg(&root_id, vec![], vec![leaf_id.clone()]));
+    root.step(0, AlterInput::Started { metadata: genesis });
+    let agent = VnodeId::new("agent", "node001");
+    let out =
+        root.step(1, AlterInput::Message { from: agent.clone(), msg: AlterMsg::HostAlive { host: "node001".into() } });
+    assert_eq!(sends(&out), vec![(agent, AlterMsg::StartVnodes { vnodes: vec![leaf_id.to_string()] })]);
+}

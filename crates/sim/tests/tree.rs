@@ -27,6 +27,7 @@ fn tree_seeds_with_manager_crashes_splits_and_corruption_find_no_violation() {
     assert!(sum(|r| r.switch_backs) > 0, "no vnode ever switched back to its primary parent");
     assert!(sum(|r| r.retried) > 0, "no alteration was ever retried");
     assert!(sum(|r| r.secondaries_started) > 0, "no assisting child ever started a secondary parent");
+    assert_eq!(sum(|r| r.boots_by_parent), sum(|r| r.manager_crashes), "every crashed vnode is booted by its parent");
     assert_eq!(sum(|r| r.secondaries_started), sum(|r| r.secondaries_stopped), "secondary parents must stop");
     assert!(sum(|r| r.cuts_ok) > 0);
 }

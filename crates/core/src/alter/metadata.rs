@@ -44,6 +44,22 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// The metadata a cluster is created with (sequence 0): e.g. its vnode list, `vnode/<id>` →
+    /// the id of the vnode's parent, which boot loading reads.
+    pub fn genesis(records: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
+        Metadata { seq: 0, records: records.into_iter().collect() }
+    }
+
+    /// The vnodes to start on `host` whose parent is `parent` (seed 004: boot loading by parent).
+    pub fn vnodes_on(&self, host: &str, parent: &str) -> Vec<String> {
+        let suffix = format!("@{host}");
+        self.records
+            .iter()
+            .filter(|(k, v)| k.starts_with("vnode/") && k.ends_with(&suffix) && v.as_slice() == parent.as_bytes())
+            .map(|(k, _)| k["vnode/".len()..].to_string())
+            .collect()
+    }
+
     pub fn seq(&self) -> u64 {
         self.seq
     }

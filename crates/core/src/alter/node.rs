@@ -84,6 +84,14 @@ pub enum AlterMsg {
     SecondaryAt {
         parent: VnodeId,
     },
+    /// Seed 004, boot loading by parent: a host came alive and asks which vnodes to start.
+    HostAlive {
+        host: String,
+    },
+    /// The parent's answer: start these vnodes on the host (names `kind@host`).
+    StartVnodes {
+        vnodes: Vec<String>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -303,6 +311,11 @@ impl AlterNode {
             AlterMsg::Elect => self.on_elect(&from),
             AlterMsg::Defer => self.on_defer(),
             AlterMsg::SecondaryAt { parent } => self.follow_secondary(parent),
+            AlterMsg::HostAlive { host } => {
+                let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id.to_string());
+                self.send(&from, AlterMsg::StartVnodes { vnodes });
+            }
+            AlterMsg::StartVnodes { .. } => {} // for host agents, not vnodes
         }
     }
 

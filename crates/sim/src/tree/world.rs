@@ -46,16 +46,48 @@ impl TreeConfig {
 
 #[derive(Clone, Debug, Hash)]
 enum Ev {
-    Deliver { from: usize, to: usize, msg: AlterMsg },
-    Timer { node: usize, instance: u32, timer: AlterTimer },
-    Persisted { node: usize, instance: u32, seq: u64, bytes: Vec<u8> },
-    Applied { node: usize, instance: u32, seq: u64 },
-    Propose { node: usize, record: AlterRecord, cut: Option<(u64, usize, u64)> },
-    Crash { node: usize, down_us: u64 },
-    Restart { node: usize },
-    Split { side: Vec<usize>, heal_us: u64 },
+    Deliver {
+        from: usize,
+        to: usize,
+        msg: AlterMsg,
+    },
+    Timer {
+        node: usize,
+        instance: u32,
+        timer: AlterTimer,
+    },
+    Persisted {
+        node: usize,
+        instance: u32,
+        seq: u64,
+        bytes: Vec<u8>,
+    },
+    Applied {
+        node: usize,
+        instance: u32,
+        seq: u64,
+    },
+    Propose {
+        node: usize,
+        record: AlterRecord,
+        cut: Option<(u64, usize, u64)>,
+    },
+    Crash {
+        node: usize,
+        down_us: u64,
+    },
+    /// The crashed vnode's host is back: its agent asks the vnode's parent what to start.
+    HostBack {
+        node: usize,
+    },
+    Split {
+        side: Vec<usize>,
+        heal_us: u64,
+    },
     Heal,
-    Corrupt { node: usize },
+    Corrupt {
+        node: usize,
+    },
 }
 
 struct Vn {
@@ -83,6 +115,8 @@ pub struct TreeReport {
     pub md5_corruptions: u64,
     pub secondaries_started: u64,
     pub secondaries_stopped: u64,
+    /// Vnodes restarted because their parent said so (boot loading by parent).
+    pub boots_by_parent: u64,
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     /// Virtual time from the first START proposal to the END outcome, per successful cut.
@@ -165,8 +199,10 @@ impl TreeWorld {
     }
 
     pub fn run(mut self) -> TreeReport {
+        let genesis = self.genesis();
         for n in 0..self.nodes.len() {
-            self.step(n, AlterInput::Started { metadata: Metadata::default() });
+            self.nodes[n].disk = genesis.clone();
+            self.step(n, AlterInput::Started { metadata: genesis.clone() });
         }
         self.plan();
         let end = self.cfg.duration_us;
@@ -236,10 +272,14 @@ impl TreeWorld {
 
     fn handle(&mut self, ev: Ev) {
         match ev {
+            Ev::Deliver { to, msg: AlterMsg::StartVnodes { vnodes }, .. } if self.nodes[to].alter.is_none() => {
+                self.boot(&vnodes)
+            }
             Ev::Deliver { from, to, msg } => {
                 let from_id = self.nodes[from].cfg.id.clone();
                 self.step(to, AlterInput::Message { from: from_id, msg });
             }
+            Ev::HostBack { node } => self.host_back(node),
             Ev::Timer { node, instance, timer } if self.nodes[node].instance == instance => {
                 self.step(node, AlterInput::Timer(timer))
             }
@@ -252,7 +292,6 @@ impl TreeWorld {
             Ev::Timer { .. } | Ev::Persisted { .. } | Ev::Applied { .. } => {}
             Ev::Propose { node, record, cut } => self.propose(node, record, cut),
             Ev::Crash { node, down_us } => self.crash(node, down_us),
-            Ev::Restart { node } => self.restart(node),
             Ev::Split { side, heal_us } => self.split(&side, heal_us),
             Ev::Heal => self.blocked.clear(),
             Ev::Corrupt { node } => {
@@ -432,7 +471,7 @@ impl TreeWorld {
             self.cut_runs.retain(|id, _| id.initiator != me);
             self.report.manager_crashes += 1;
             self.nodes[node].instance += 1;
-            self.schedule(self.now_us + down_us, Ev::Restart { node });
+            self.schedule(self.now_us + down_us, Ev::HostBack { node });
         }
     }
 
@@ -444,6 +483,38 @@ impl TreeWorld {
         v.alter = Some(AlterNode::new(v.cfg.clone()));
         let metadata = v.disk.clone();
         self.step(node, AlterInput::Started { metadata });
+    }
+
+    /// `vnode/<id>` → its parent: what boot loading by parent reads.
+    fn genesis(&self) -> Metadata {
+        let records = self.nodes.iter().filter_map(|v| {
+            let parent = v.cfg.parents.first()?;
+            Some((format!("vnode/{}", v.cfg.id), parent.to_string().into_bytes()))
+        });
+        Metadata::genesis(records)
+    }
+
+    /// Seed 004: the host agent asks the vnode's parent which vnodes to start; asks again later
+    /// if no answer came (the parent may be down or cut off).
+    fn host_back(&mut self, node: usize) {
+        if self.stopping || self.nodes[node].alter.is_some() {
+            return;
+        }
+        if let Some(parent) = self.nodes[node].cfg.parents.first().cloned() {
+            let host = self.nodes[node].cfg.id.host.clone();
+            self.send(node, &parent, AlterMsg::HostAlive { host });
+        }
+        self.schedule(self.now_us + 100_000, Ev::HostBack { node });
+    }
+
+    fn boot(&mut self, vnodes: &[String]) {
+        for name in vnodes {
+            let Some(&n) = VnodeId::parse(name).and_then(|id| self.index.get(&id)) else { continue };
+            if self.nodes[n].alter.is_none() {
+                self.report.boots_by_parent += 1;
+                self.restart(n);
+            }
+        }
     }
 
     fn split(&mut self, side: &[usize], heal_us: u64) {
