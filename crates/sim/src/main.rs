@@ -151,7 +151,9 @@ fn tree(args: &Args) -> Result<()> {
         "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
         args.seeds,
         args.seeds as f64 / t0.elapsed().as_secs_f64().max(1e-9),
-        t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.boots_by_parent, t.manager_crashes, t.splits, t.md5_corruptions,
+        t.tree.alterations_ok, t.tree.alterations_failed, t.tree.retried, t.tree.failovers, t.tree.switch_backs,
+        t.tree.secondaries_started, t.tree.secondaries_stopped, t.boots_by_parent, t.tree.manager_crashes, t.splits,
+        t.tree.md5_corruptions,
         t.cuts_ok, t.cuts_failed,
         percentile_us(&latencies, 0.5) as f64 / 1e3,
         percentile_us(&latencies, 0.99) as f64 / 1e3,
@@ -164,16 +166,8 @@ fn tree(args: &Args) -> Result<()> {
 }
 
 fn add(total: &mut waymark_sim::tree::TreeReport, r: &waymark_sim::tree::TreeReport) {
-    total.alterations_ok += r.alterations_ok;
-    total.alterations_failed += r.alterations_failed;
-    total.retried += r.retried;
-    total.failovers += r.failovers;
-    total.switch_backs += r.switch_backs;
-    total.manager_crashes += r.manager_crashes;
+    total.tree.add(&r.tree);
     total.splits += r.splits;
-    total.md5_corruptions += r.md5_corruptions;
-    total.secondaries_started += r.secondaries_started;
-    total.secondaries_stopped += r.secondaries_stopped;
     total.boots_by_parent += r.boots_by_parent;
     total.cuts_ok += r.cuts_ok;
     total.cuts_failed += r.cuts_failed;

@@ -22,13 +22,17 @@ fn tree_seeds_with_manager_crashes_splits_and_corruption_find_no_violation() {
         assert!(r.violations.is_empty(), "seed {}: {:?}", r.seed, r.violations);
     }
     let sum = |f: fn(&TreeReport) -> u64| reports.iter().map(f).sum::<u64>();
-    assert!(sum(|r| r.manager_crashes) > 0 && sum(|r| r.splits) > 0 && sum(|r| r.md5_corruptions) > 0);
-    assert!(sum(|r| r.failovers) > 0, "no vnode ever failed over to a secondary parent");
-    assert!(sum(|r| r.switch_backs) > 0, "no vnode ever switched back to its primary parent");
-    assert!(sum(|r| r.retried) > 0, "no alteration was ever retried");
-    assert!(sum(|r| r.secondaries_started) > 0, "no assisting child ever started a secondary parent");
-    assert_eq!(sum(|r| r.boots_by_parent), sum(|r| r.manager_crashes), "every crashed vnode is booted by its parent");
-    assert_eq!(sum(|r| r.secondaries_started), sum(|r| r.secondaries_stopped), "secondary parents must stop");
+    assert!(sum(|r| r.tree.manager_crashes) > 0 && sum(|r| r.splits) > 0 && sum(|r| r.tree.md5_corruptions) > 0);
+    assert!(sum(|r| r.tree.failovers) > 0, "no vnode ever failed over to a secondary parent");
+    assert!(sum(|r| r.tree.switch_backs) > 0, "no vnode ever switched back to its primary parent");
+    assert!(sum(|r| r.tree.retried) > 0, "no alteration was ever retried");
+    assert!(sum(|r| r.tree.secondaries_started) > 0, "no assisting child ever started a secondary parent");
+    assert_eq!(
+        sum(|r| r.boots_by_parent),
+        sum(|r| r.tree.manager_crashes),
+        "every crashed vnode is booted by its parent"
+    );
+    assert_eq!(sum(|r| r.tree.secondaries_started), sum(|r| r.tree.secondaries_stopped), "secondary parents must stop");
     assert!(sum(|r| r.cuts_ok) > 0);
 }
 

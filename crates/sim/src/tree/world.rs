@@ -3,6 +3,7 @@
 
 use super::build::{build, Timing};
 use crate::trace::Fnv;
+use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
@@ -105,16 +106,9 @@ pub struct TreeReport {
     pub seed: u64,
     pub trace_hash: u64,
     pub messages: u64,
-    pub alterations_ok: u64,
-    pub alterations_failed: u64,
-    pub retried: u64,
-    pub failovers: u64,
-    pub switch_backs: u64,
-    pub manager_crashes: u64,
+    /// Counters shared with the bank world's tree mode.
+    pub tree: TreeStats,
     pub splits: u64,
-    pub md5_corruptions: u64,
-    pub secondaries_started: u64,
-    pub secondaries_stopped: u64,
     /// Vnodes restarted because their parent said so (boot loading by parent).
     pub boots_by_parent: u64,
     pub cuts_ok: u64,
@@ -295,7 +289,7 @@ impl TreeWorld {
             Ev::Split { side, heal_us } => self.split(&side, heal_us),
             Ev::Heal => self.blocked.clear(),
             Ev::Corrupt { node } => {
-                self.report.md5_corruptions += 1;
+                self.report.tree.md5_corruptions += 1;
                 self.nodes[node].corrupt_next = true;
             }
         }
@@ -308,8 +302,8 @@ impl TreeWorld {
         let primary = a.follows_primary_parent();
         let v = &mut self.nodes[node];
         match (v.was_primary, primary) {
-            (true, false) => self.report.failovers += 1,
-            (false, true) => self.report.switch_backs += 1,
+            (true, false) => self.report.tree.failovers += 1,
+            (false, true) => self.report.tree.switch_backs += 1,
             _ => {}
         }
         v.was_primary = primary;
@@ -365,12 +359,12 @@ impl TreeWorld {
 
     fn on_done(&mut self, _node: usize, id: ProposalId, ok: bool, attempts: u32) {
         if attempts > 1 {
-            self.report.retried += 1;
+            self.report.tree.retried += 1;
         }
         if ok {
-            self.report.alterations_ok += 1;
+            self.report.tree.alterations_ok += 1;
         } else {
-            self.report.alterations_failed += 1;
+            self.report.tree.alterations_failed += 1;
         }
         if let Some(p) = self.proposals.get_mut(&id) {
             p.1 = Some(ok);
@@ -444,7 +438,7 @@ impl TreeWorld {
                 self.nodes.len() - 1
             }
         };
-        self.report.secondaries_started += 1;
+        self.report.tree.secondaries_started += 1;
         self.nodes[node].cfg = cfg.clone();
         self.nodes[node].alter = Some(AlterNode::new(cfg));
         self.step(node, AlterInput::Started { metadata });
@@ -454,7 +448,7 @@ impl TreeWorld {
         if let Some(&n) = self.index.get(id) {
             if self.nodes[n].alter.take().is_some() {
                 self.nodes[n].instance += 1;
-                self.report.secondaries_stopped += 1;
+                self.report.tree.secondaries_stopped += 1;
             }
         }
     }
@@ -469,7 +463,7 @@ impl TreeWorld {
                 }
             }
             self.cut_runs.retain(|id, _| id.initiator != me);
-            self.report.manager_crashes += 1;
+            self.report.tree.manager_crashes += 1;
             self.nodes[node].instance += 1;
             self.schedule(self.now_us + down_us, Ev::HostBack { node });
         }
