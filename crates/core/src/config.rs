@@ -76,6 +76,8 @@ pub struct VnodeConfig {
     /// This vnode's place in the cluster tree: when set, the cut process runs on alterations
     /// (DESIGN §6) instead of the coordinator.
     pub tree: Option<crate::alter::AlterConfig>,
+    /// The metadata the cluster was created with (the tree role starts from it).
+    pub genesis: crate::alter::Metadata,
 }
 
 impl VnodeConfig {
@@ -90,6 +92,7 @@ impl VnodeConfig {
             breaks: Breaks::default(),
             real_time_safety: true,
             tree: None,
+            genesis: Default::default(),
         }
     }
 }

@@ -73,7 +73,7 @@ impl Vnode {
         v.out.release_early = v.cfg.breaks.ack_before_durable;
         v.tree = v.cfg.tree.clone().map(|c| TreeRole {
             alter: crate::alter::AlterNode::new(c),
-            recovered: Default::default(),
+            recovered: v.cfg.genesis.clone(),
             finish_pending: None,
         });
         v.replay(log);

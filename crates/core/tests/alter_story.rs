@@ -18,6 +18,7 @@ fn cfg(id: &VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> AlterConf
         siblings: vec![],
         failover: false,
         secondary_of: None,
+        reports: false,
     }
 }
 

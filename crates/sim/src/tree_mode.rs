@@ -7,8 +7,9 @@ use crate::history::CutRun;
 use crate::tree::build::{build_over, Timing};
 use crate::world::{Event, World};
 use rand::Rng;
+use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterInput, AlterNode, AlterOutput, AlterRecord, Metadata};
-use waymark_core::{Body, CutId, Envelope, Input, VnodeId};
+use waymark_core::{Body, CutId, Envelope, Input, Placement, VnodeId};
 
 pub const HOP_US: u64 = 1_000;
 const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
@@ -144,9 +145,16 @@ impl World {
     }
 
     pub(crate) fn boot_managers(&mut self) {
+        let genesis = self.genesis();
         for m in 0..self.managers.len() {
-            self.manager_step(m, AlterInput::Started { metadata: Metadata::default() });
+            self.managers[m].disk = genesis.clone();
+            self.manager_step(m, AlterInput::Started { metadata: genesis.clone() });
         }
+    }
+
+    pub(crate) fn genesis(&self) -> Metadata {
+        let leaves: Vec<AlterConfig> = self.nodes.iter().filter_map(|n| n.cfg.tree.clone()).collect();
+        genesis(&leaves, &self.managers, &self.placement, self.cfg.real_time_safety)
     }
 
     pub(crate) fn manager_step(&mut self, m: usize, input: AlterInput) {
@@ -338,6 +346,15 @@ impl World {
             .filter_map(|m| m.alter.as_ref().map(|a| (a.id().clone(), a.metadata().clone())));
         stores.chain(managers).collect()
     }
+}
+
+/// The metadata the cluster is created with: vnodes with their parents, states, hosts, and the
+/// partition placement in use.
+pub fn genesis(leaves: &[AlterConfig], managers: &[Manager], placement: &Placement, real_time: bool) -> Metadata {
+    let all = leaves.iter().chain(managers.iter().map(|m| &m.cfg));
+    let vnodes = all.map(|c| VnodeEntry { id: &c.id, parent: c.parents.first() });
+    let config = [("real_time_safety", if real_time { "on" } else { "off" })];
+    cluster::genesis(&config, vnodes, Some(placement))
 }
 
 /// What a bad disk or a bad copy hands back.

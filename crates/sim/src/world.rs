@@ -98,12 +98,14 @@ impl World {
             true => crate::tree_mode::shape(&ids, cfg.fanout.max(2)),
             false => (vec![], vec![]),
         };
+        let genesis = crate::tree_mode::genesis(&leaves, &managers, &placement, cfg.real_time_safety);
         let nodes: Vec<Node> = ids
             .iter()
             .enumerate()
             .map(|(i, id)| {
                 let mut v = vnode_config(&cfg, id, &ids, &placement);
                 v.tree = leaves.get(i).cloned();
+                v.genesis = genesis.clone();
                 Node::fresh(v)
             })
             .collect();

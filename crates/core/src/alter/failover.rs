@@ -117,7 +117,7 @@ impl AlterNode {
             }
             self.send(from, AlterMsg::Alive);
         }
-        let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.metadata.md5();
+        let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;
         if behind && seq >= self.metadata.seq() {
             self.send(from, AlterMsg::Fetch);
         }

@@ -12,9 +12,11 @@
 //! Invariant: a vnode that misses an alteration (a gap, a bad md5, a crash) never applies a later
 //! one before it has cloned its parent's metadata (compared by md5 on every heartbeat).
 
+pub mod cluster;
 pub mod failover;
 pub mod metadata;
 pub mod node;
+pub mod report;
 
 pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
 pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};

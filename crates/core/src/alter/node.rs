@@ -19,6 +19,8 @@ pub struct AlterConfig {
     pub failover: bool,
     /// Set on a secondary parent: the primary parent it stands in for.
     pub secondary_of: Option<VnodeId>,
+    /// Whether this vnode proposes its children's state changes (`state/<child>`) itself.
+    pub reports: bool,
     pub children: Vec<VnodeId>,
     /// How long this vnode waits for its branch (children) to confirm; grows with subtree height.
     pub confirm_timeout_us: u64,
@@ -204,6 +206,8 @@ pub struct AlterNode {
     pub(super) cfg: AlterConfig,
     pub(super) now_us: u64,
     pub(super) metadata: Metadata,
+    /// Invariant: `md5 == metadata.md5()` (kept with it: heartbeats send it many times a second).
+    pub(super) md5: Md5Sum,
     pub(super) in_flight: Option<InFlight>,
     /// Root only: proposals waiting to be ordered.
     queue: VecDeque<(ProposalId, AlterRecord)>,
@@ -217,6 +221,9 @@ pub struct AlterNode {
     pub(super) assisting: Option<VnodeId>,
     /// Children (configured or adopted) and when each was last heard from.
     pub(super) children_seen_us: BTreeMap<VnodeId, u64>,
+    /// Children whose state change this vnode has proposed, with the proposal number.
+    pub(super) reporting: BTreeMap<VnodeId, u64>,
+    pub(super) own_proposals: u64,
     pub(super) out: Vec<AlterOutput>,
 }
 
@@ -227,6 +234,7 @@ impl AlterNode {
             cfg,
             now_us: 0,
             metadata: Metadata::default(),
+            md5: Metadata::default().md5(),
             in_flight: None,
             queue: VecDeque::new(),
             proposals: BTreeMap::new(),
@@ -236,6 +244,8 @@ impl AlterNode {
             election: None,
             assisting: None,
             children_seen_us,
+            reporting: BTreeMap::new(),
+            own_proposals: 0,
             out: vec![],
         }
     }
@@ -288,7 +298,7 @@ impl AlterNode {
     }
 
     fn on_started(&mut self, metadata: Metadata) {
-        self.metadata = metadata;
+        self.set_metadata(metadata);
         self.primary_seen_us = self.now_us;
         self.children_seen_us.values_mut().for_each(|s| *s = self.now_us);
         self.heartbeat();
@@ -314,6 +324,7 @@ impl AlterNode {
             AlterMsg::HostAlive { host } => {
                 let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id.to_string());
                 self.send(&from, AlterMsg::StartVnodes { vnodes });
+                self.report_host_alive(&host);
             }
             AlterMsg::StartVnodes { .. } => {} // for host agents, not vnodes
         }
@@ -335,7 +346,7 @@ impl AlterNode {
 // ---- initiator ----
 
 impl AlterNode {
-    fn propose(&mut self, n: u64, record: AlterRecord) {
+    pub(super) fn propose(&mut self, n: u64, record: AlterRecord) {
         let id = ProposalId { initiator: self.cfg.id.clone(), n };
         self.proposals.insert(id.clone(), Proposal { record: record.clone(), attempts: 1 });
         self.submit(id, record, 1);
@@ -351,6 +362,7 @@ impl AlterNode {
         if ok {
             let attempts = p.attempts;
             self.proposals.remove(&id);
+            self.own_done(id.n);
             return self.out.push(AlterOutput::Done { id, ok: true, attempts, applied });
         }
         self.retry(id);
@@ -362,6 +374,7 @@ impl AlterNode {
         if p.attempts > self.cfg.retries_max {
             let attempts = p.attempts;
             self.proposals.remove(&id);
+            self.own_done(id.n);
             return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0 });
         }
         p.attempts += 1;
@@ -445,6 +458,7 @@ impl AlterNode {
         };
         // What is applied is what was read back: the md5 is what keeps a bad copy out.
         self.metadata.apply(seq, &record);
+        self.md5 = self.metadata.md5();
         self.out.push(AlterOutput::Apply { seq, record: record.clone() });
         let (id, md5) = (f.id.clone(), f.md5);
         let children = self.working_children();
@@ -512,7 +526,8 @@ impl AlterNode {
 
 impl AlterNode {
     fn heartbeat(&mut self) {
-        let (seq, md5) = (self.metadata.seq(), self.metadata.md5());
+        debug_assert_eq!(self.md5, self.metadata.md5(), "cached md5 out of date");
+        let (seq, md5) = (self.metadata.seq(), self.md5);
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {
             self.send(c, AlterMsg::Heartbeat { seq, md5 });
@@ -521,15 +536,23 @@ impl AlterNode {
             self.send(&p, AlterMsg::Alive);
         }
         self.check_parents();
+        if self.cfg.reports {
+            self.report_children();
+        }
         self.timer(AlterTimer::Heartbeat, self.cfg.heartbeat_interval_us);
+    }
+
+    fn set_metadata(&mut self, metadata: Metadata) {
+        self.md5 = metadata.md5();
+        self.metadata = metadata;
     }
 
     fn on_clone(&mut self, metadata: Metadata) {
         if self.in_flight.is_some() || metadata.seq() < self.metadata.seq() {
             return;
         }
-        if metadata.md5() != self.metadata.md5() {
-            self.metadata = metadata.clone();
+        if metadata.md5() != self.md5 {
+            self.set_metadata(metadata.clone());
             self.out.push(AlterOutput::PersistClone { metadata });
         }
     }

@@ -13,6 +13,7 @@ pub mod tree_alterations;
 pub mod tree_applied;
 pub mod tree_convergence;
 pub mod tree_parents;
+pub mod tree_states;
 
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,6 +49,9 @@ pub fn check_all(w: &World) -> Vec<Violation> {
                 .into_iter()
                 .map(|message| Violation { checker: "tree-convergence", message }),
         );
+        for message in tree_states::check(&metadata, Some(&w.placement)) {
+            out.push(Violation { checker: "tree-states", message });
+        }
         for s in w.running_secondaries() {
             out.push(Violation {
                 checker: "tree-parents",

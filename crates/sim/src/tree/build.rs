@@ -73,9 +73,11 @@ fn config(
         siblings,
         failover,
         secondary_of: None,
+        reports: true,
         children,
         confirm_timeout_us: 10 * t.hop_us + 4 * t.hop_us * height,
-        propose_timeout_us: 8 * t.hop_us * (depth as u64 + 2),
+        // Proposals queue at the root behind one another: leave room for a queue, not one trip.
+        propose_timeout_us: 40 * t.hop_us * (depth as u64 + 2),
         retries_max: 4,
         retry_backoff_us: 2 * t.hop_us,
         heartbeat_interval_us: t.heartbeat_interval_us,

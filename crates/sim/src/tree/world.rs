@@ -8,6 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
+use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{
     AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata, ProposalId,
 };
@@ -479,13 +480,10 @@ impl TreeWorld {
         self.step(node, AlterInput::Started { metadata });
     }
 
-    /// `vnode/<id>` → its parent: what boot loading by parent reads.
+    /// The vnode list with parents (what boot loading by parent reads), states and hosts.
     fn genesis(&self) -> Metadata {
-        let records = self.nodes.iter().filter_map(|v| {
-            let parent = v.cfg.parents.first()?;
-            Some((format!("vnode/{}", v.cfg.id), parent.to_string().into_bytes()))
-        });
-        Metadata::genesis(records)
+        let vnodes = self.nodes.iter().map(|v| VnodeEntry { id: &v.cfg.id, parent: v.cfg.parents.first() });
+        cluster::genesis(&[("fanout", &self.cfg.fanout.to_string())], vnodes, None)
     }
 
     /// Seed 004: the host agent asks the vnode's parent which vnodes to start; asks again later
@@ -543,6 +541,7 @@ impl TreeWorld {
         v.extend(crate::checkers::tree_alterations::check(&self.proposals, &metadata));
         v.extend(crate::checkers::tree_parents::check(&live));
         v.extend(crate::checkers::tree_applied::check(&self.ordered, &self.applied));
+        v.extend(crate::checkers::tree_states::check(&metadata, None));
         let primaries = self.nodes.iter().filter(|v| v.cfg.secondary_of.is_none()).count();
         if live.len() != primaries {
             v.push(format!("{} vnodes still down at the end", primaries - live.len()));

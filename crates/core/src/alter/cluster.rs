@@ -1,0 +1,85 @@
+//! What the cluster metadata holds, as typed views over its records (DESIGN §6):
+//!
+//! | key | value |
+//! | --- | --- |
+//! | `config/<name>` | a setting, e.g. `config/real_time_safety` = `on` |
+//! | `host/<host>` | `alive` or `dead` — the host list, kept apart from the vnode list |
+//! | `vnode/<kind>@<host>` | the id of its primary parent (empty string for the root) |
+//! | `state/<kind>@<host>` | `working` or `down`, as its parent last saw it |
+//! | `placement/<partition>` | the replica chain, `primary,backup,…` |
+//! | `cut/<id>` | the cut process: `START` … `END:ok` (the snapshot catalog) or `END:failed` |
+
+use super::metadata::{AlterRecord, Metadata};
+use crate::ids::VnodeId;
+use crate::placement::Placement;
+
+pub const ALIVE: &[u8] = b"alive";
+pub const WORKING: &[u8] = b"working";
+pub const DOWN: &[u8] = b"down";
+
+/// A vnode of the tree, with its primary parent (`None` for the root).
+pub struct VnodeEntry<'a> {
+    pub id: &'a VnodeId,
+    pub parent: Option<&'a VnodeId>,
+}
+
+/// The metadata a cluster is created with.
+pub fn genesis<'a>(
+    config: &[(&str, &str)],
+    vnodes: impl IntoIterator<Item = VnodeEntry<'a>>,
+    placement: Option<&Placement>,
+) -> Metadata {
+    let mut records: Vec<(String, Vec<u8>)> =
+        config.iter().map(|(k, v)| (format!("config/{k}"), v.as_bytes().to_vec())).collect();
+    for v in vnodes {
+        let parent = v.parent.map(|p| p.to_string()).unwrap_or_default();
+        records.push((format!("vnode/{}", v.id), parent.into_bytes()));
+        records.push((format!("state/{}", v.id), WORKING.to_vec()));
+        records.push((format!("host/{}", v.id.host), ALIVE.to_vec()));
+    }
+    for (p, chain) in placement.into_iter().flat_map(chains) {
+        records.push((format!("placement/{p}"), chain.into_bytes()));
+    }
+    Metadata::genesis(records)
+}
+
+fn chains(placement: &Placement) -> Vec<(u32, String)> {
+    (0..placement.partitions())
+        .map(|p| {
+            let chain = placement.chain(crate::ids::PartitionId(p));
+            (p, chain.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(","))
+        })
+        .collect()
+}
+
+/// The replica chains the metadata records, partition by partition.
+pub fn placement_chains(m: &Metadata) -> Vec<Vec<VnodeId>> {
+    let mut out: Vec<(u32, Vec<VnodeId>)> = m
+        .records()
+        .filter_map(|(k, v)| {
+            let p = k.strip_prefix("placement/")?.parse().ok()?;
+            let chain = std::str::from_utf8(v).ok()?.split(',').map(VnodeId::parse).collect::<Option<Vec<_>>>()?;
+            Some((p, chain))
+        })
+        .collect();
+    out.sort_by_key(|(p, _)| *p);
+    out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// Hosts the metadata lists, and whether each is alive.
+pub fn hosts(m: &Metadata) -> Vec<(String, bool)> {
+    m.records().filter_map(|(k, v)| Some((k.strip_prefix("host/")?.to_string(), v.as_slice() == ALIVE))).collect()
+}
+
+/// Vnodes the metadata lists with their recorded state.
+pub fn states(m: &Metadata) -> Vec<(String, Vec<u8>)> {
+    m.records().filter_map(|(k, v)| Some((k.strip_prefix("state/")?.to_string(), v.clone()))).collect()
+}
+
+pub fn host_alive(host: &str) -> AlterRecord {
+    AlterRecord::set(format!("host/{host}"), ALIVE)
+}
+
+pub fn vnode_state(v: &VnodeId, state: &[u8]) -> AlterRecord {
+    AlterRecord::set(format!("state/{v}"), state)
+}

@@ -1,0 +1,48 @@
+//! A parent reports what it sees to the metadata, through alterations like any other change
+//! (seed 004 point 8: "topology is modified by failover, job or vnode state is changed"): a host
+//! that comes alive (`host/<h>` = `alive`), a child that stops answering or comes back
+//! (`state/<child>` = `down` / `working`).
+
+use super::cluster::{self, DOWN, WORKING};
+use super::node::AlterNode;
+use super::AlterRecord;
+use crate::ids::VnodeId;
+
+impl AlterNode {
+    /// A proposal this vnode makes on its own behalf; numbered by time so that a restart cannot
+    /// reuse a number still queued at the root.
+    pub(super) fn propose_own(&mut self, record: AlterRecord) -> u64 {
+        self.own_proposals = self.own_proposals.wrapping_add(1);
+        let n = (1 << 63) | (self.now_us << 8) | (self.own_proposals & 0xff);
+        self.propose(n, record);
+        n
+    }
+
+    /// An own proposal ended (applied or given up): its child may be reported again.
+    pub(super) fn own_done(&mut self, n: u64) {
+        self.reporting.retain(|_, m| *m != n);
+    }
+
+    pub(super) fn report_host_alive(&mut self, host: &str) {
+        if self.metadata.get(&format!("host/{host}")) != Some(cluster::ALIVE) {
+            self.propose_own(cluster::host_alive(host));
+        }
+    }
+
+    /// On every heartbeat tick: for each configured child whose working state differs from what
+    /// the metadata records, propose the change (one proposal in flight per child; a failed one
+    /// is proposed again on a later tick).
+    pub(super) fn report_children(&mut self) {
+        let working = self.working_children();
+        let children: Vec<VnodeId> = self.cfg.children.clone();
+        for child in children {
+            let now = working.contains(&child);
+            let recorded = self.metadata.get(&format!("state/{child}")) != Some(DOWN);
+            if now != recorded && !self.reporting.contains_key(&child) {
+                let state = if now { WORKING } else { DOWN };
+                let n = self.propose_own(cluster::vnode_state(&child, state));
+                self.reporting.insert(child, n);
+            }
+        }
+    }
+}
