@@ -102,3 +102,28 @@ fn a_host_that_comes_alive_is_told_by_the_parent_which_vnodes_to_start() {
         root.step(1, AlterInput::Message { from: agent.clone(), msg: AlterMsg::HostAlive { host: "node001".into() } });
     assert_eq!(sends(&out), vec![(agent, AlterMsg::StartVnodes { vnodes: vec![leaf_id.to_string()] })]);
 }
+
+#[test]
+fn a_message_to_a_child_behind_a_dead_link_is_relayed_by_a_sibling_that_hears_both() {
+    let (parent, c1) = ids();
+    let c2 = VnodeId::new("store0", "node002");
+    let mut config = cfg(&parent, vec![], vec![c1.clone(), c2.clone()]);
+    config.heartbeat_timeout_us = 1_000_000;
+    let mut p = AlterNode::new(config);
+    p.step(0, AlterInput::Started { metadata: Metadata::default() });
+    // c2 hears the parent and c1; c1 reports hearing nobody: parent -> c1 is dead.
+    let reach = |hears: Vec<VnodeId>| AlterMsg::Reach { hears };
+    p.step(1, AlterInput::Message { from: c2.clone(), msg: reach(vec![parent.clone(), c1.clone()]) });
+    p.step(2, AlterInput::Message { from: c1.clone(), msg: reach(vec![]) });
+
+    let out = p.step(3, AlterInput::Propose { n: 0, record: AlterRecord::set("config/x", "1") });
+    let bytes = AlterRecord::set("config/x", "1").encode(1);
+    assert_eq!(out.iter().filter(|o| matches!(o, AlterOutput::Persist { .. })).count(), 1, "{out:?}");
+    let out = p.step(4, AlterInput::Persisted { seq: 1, bytes });
+    let relayed = sends(&out).into_iter().any(|(to, m)| {
+        to == c2
+            && matches!(&m, AlterMsg::Relay { to, msg, .. } if to == &c1 && matches!(**msg, AlterMsg::Alter { .. }))
+    });
+    assert!(relayed, "the Alter for c1 goes through c2 too: {out:?}");
+    assert!(sends(&out).iter().any(|(to, m)| to == &c1 && matches!(m, AlterMsg::Alter { .. })), "and directly");
+}

@@ -148,11 +148,11 @@ fn tree(args: &Args) -> Result<()> {
     }
     let t = &total;
     println!(
-        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
+        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | relayed {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
         args.seeds,
         args.seeds as f64 / t0.elapsed().as_secs_f64().max(1e-9),
         t.tree.alterations_ok, t.tree.alterations_failed, t.tree.retried, t.tree.failovers, t.tree.switch_backs,
-        t.tree.secondaries_started, t.tree.secondaries_stopped, t.boots_by_parent, t.tree.manager_crashes, t.splits,
+        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.relayed, t.boots_by_parent, t.tree.manager_crashes, t.splits,
         t.tree.md5_corruptions,
         t.cuts_ok, t.cuts_failed,
         percentile_us(&latencies, 0.5) as f64 / 1e3,

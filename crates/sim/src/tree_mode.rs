@@ -36,6 +36,8 @@ pub struct TreeStats {
     pub md5_corruptions: u64,
     pub secondaries_started: u64,
     pub secondaries_stopped: u64,
+    /// Messages sent around a dead link through the reachability graph.
+    pub relayed: u64,
 }
 
 impl TreeStats {
@@ -49,6 +51,7 @@ impl TreeStats {
         self.md5_corruptions += o.md5_corruptions;
         self.secondaries_started += o.secondaries_started;
         self.secondaries_stopped += o.secondaries_stopped;
+        self.relayed += o.relayed;
     }
 }
 

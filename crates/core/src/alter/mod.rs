@@ -16,6 +16,7 @@ pub mod cluster;
 pub mod failover;
 pub mod metadata;
 pub mod node;
+pub mod reach;
 pub mod report;
 
 pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata};

@@ -94,6 +94,16 @@ pub enum AlterMsg {
     StartVnodes {
         vnodes: Vec<String>,
     },
+    /// Whom the sender heard from directly, recently (`reach.rs`).
+    Reach {
+        hears: Vec<VnodeId>,
+    },
+    /// A message from `origin` carried one hop around a dead link.
+    Relay {
+        to: VnodeId,
+        origin: VnodeId,
+        msg: Box<AlterMsg>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -224,6 +234,11 @@ pub struct AlterNode {
     /// Children whose state change this vnode has proposed, with the proposal number.
     pub(super) reporting: BTreeMap<VnodeId, u64>,
     pub(super) own_proposals: u64,
+    /// When each vnode was last heard from directly.
+    pub(super) heard_us: BTreeMap<VnodeId, u64>,
+    /// What each neighbour last reported hearing, and when.
+    pub(super) reach: BTreeMap<VnodeId, (u64, Vec<VnodeId>)>,
+    pub(super) relayed: u64,
     pub(super) out: Vec<AlterOutput>,
 }
 
@@ -246,6 +261,9 @@ impl AlterNode {
             children_seen_us,
             reporting: BTreeMap::new(),
             own_proposals: 0,
+            heard_us: BTreeMap::new(),
+            reach: BTreeMap::new(),
+            relayed: 0,
             out: vec![],
         }
     }
@@ -280,7 +298,10 @@ impl AlterNode {
         self.now_us = now_us;
         match input {
             AlterInput::Started { metadata } => self.on_started(metadata),
-            AlterInput::Message { from, msg } => self.on_message(from, msg),
+            AlterInput::Message { from, msg } => {
+                self.heard_us.insert(from.clone(), now_us);
+                self.on_message(from, msg)
+            }
             AlterInput::Timer(t) => self.on_timer(t),
             AlterInput::Propose { n, record } => self.propose(n, record),
             AlterInput::Persisted { seq, bytes } => self.on_persisted(seq, &bytes),
@@ -289,7 +310,15 @@ impl AlterNode {
         std::mem::take(&mut self.out)
     }
 
+    /// Tree messages go through `route` (relayed around dead links); probes go direct.
     pub(super) fn send(&mut self, to: &VnodeId, msg: AlterMsg) {
+        match msg {
+            AlterMsg::Heartbeat { .. } | AlterMsg::Alive | AlterMsg::Reach { .. } => self.push_send(to, msg),
+            _ => self.route(to, msg),
+        }
+    }
+
+    pub(super) fn push_send(&mut self, to: &VnodeId, msg: AlterMsg) {
         self.out.push(AlterOutput::Send { to: to.clone(), msg });
     }
 
@@ -304,7 +333,7 @@ impl AlterNode {
         self.heartbeat();
     }
 
-    fn on_message(&mut self, from: VnodeId, msg: AlterMsg) {
+    pub(super) fn on_message(&mut self, from: VnodeId, msg: AlterMsg) {
         self.note_alive(&from);
         match msg {
             AlterMsg::Propose { id, record } => self.on_propose(id, record),
@@ -327,6 +356,8 @@ impl AlterNode {
                 self.report_host_alive(&host);
             }
             AlterMsg::StartVnodes { .. } => {} // for host agents, not vnodes
+            AlterMsg::Reach { hears } => self.on_reach(from, hears),
+            AlterMsg::Relay { to, origin, msg } => self.on_relay(to, origin, *msg),
         }
     }
 
@@ -536,6 +567,7 @@ impl AlterNode {
             self.send(&p, AlterMsg::Alive);
         }
         self.check_parents();
+        self.announce_reach();
         if self.cfg.reports {
             self.report_children();
         }

@@ -208,7 +208,7 @@ impl TreeWorld {
                 self.heal_all();
                 continue;
             }
-            if at > end * 4 {
+            if at > end * 2 {
                 break;
             }
             self.now_us = at;
@@ -216,6 +216,8 @@ impl TreeWorld {
             self.handle(ev);
         }
         self.report.trace_hash = self.hasher.finish();
+        self.report.tree.relayed +=
+            self.nodes.iter().filter_map(|v| v.alter.as_ref()).map(|a| a.relayed()).sum::<u64>();
         self.check();
         self.report
     }
@@ -447,7 +449,8 @@ impl TreeWorld {
 
     fn stop_secondary(&mut self, id: &VnodeId) {
         if let Some(&n) = self.index.get(id) {
-            if self.nodes[n].alter.take().is_some() {
+            if let Some(a) = self.nodes[n].alter.take() {
+                self.report.tree.relayed += a.relayed();
                 self.nodes[n].instance += 1;
                 self.report.tree.secondaries_stopped += 1;
             }
@@ -455,7 +458,8 @@ impl TreeWorld {
     }
 
     fn crash(&mut self, node: usize, down_us: u64) {
-        if self.nodes[node].alter.take().is_some() {
+        if let Some(a) = self.nodes[node].alter.take() {
+            self.report.tree.relayed += a.relayed();
             // An initiator's proposals die with it: nobody is left to be answered.
             let me = self.nodes[node].cfg.id.clone();
             for (id, (_, outcome)) in self.proposals.iter_mut() {

@@ -1,0 +1,85 @@
+//! The directional reachability graph (seed 004 point 7; DESIGN §6: "several physical paths"),
+//! invisible outside this module. Every heartbeat tick a vnode tells its neighbours (parent,
+//! children, siblings) whom it heard from directly; an edge X → Y means "Y heard X". When this
+//! vnode's own link to a tree neighbour looks dead in either direction, a tree message to it is
+//! also sent through up to two neighbours that hear both ends, as `Relay`. The logical path — who
+//! confirms to whom — stays the tree; relays only carry messages, one hop, never further.
+
+use super::node::{AlterMsg, AlterNode};
+use crate::ids::VnodeId;
+
+const RELAYS_MAX: usize = 2;
+
+impl AlterNode {
+    fn recent(&self, at_us: u64) -> bool {
+        self.now_us.saturating_sub(at_us) <= self.cfg.heartbeat_timeout_us
+    }
+
+    /// Whom this vnode heard from directly, recently.
+    fn hears(&self) -> Vec<VnodeId> {
+        self.heard_us.iter().filter(|(_, at)| self.recent(**at)).map(|(v, _)| v.clone()).collect()
+    }
+
+    /// `y` recently reported hearing `x`.
+    fn reports_hearing(&self, y: &VnodeId, x: &VnodeId) -> bool {
+        self.reach.get(y).is_some_and(|(at, hears)| self.recent(*at) && hears.contains(x))
+    }
+
+    pub(super) fn neighbours(&self) -> Vec<VnodeId> {
+        let mut n: Vec<VnodeId> = self.cfg.parents.iter().chain(self.secondary.iter()).cloned().collect();
+        n.extend(self.children_seen_us.keys().cloned());
+        n.extend(self.cfg.siblings.iter().filter(|s| **s != self.cfg.id).cloned());
+        n.sort();
+        n.dedup();
+        n
+    }
+
+    /// On every heartbeat tick: tell the neighbours whom this vnode hears.
+    pub(super) fn announce_reach(&mut self) {
+        let hears = self.hears();
+        for n in self.neighbours() {
+            self.push_send(&n, AlterMsg::Reach { hears: hears.clone() });
+        }
+    }
+
+    pub(super) fn on_reach(&mut self, from: VnodeId, hears: Vec<VnodeId>) {
+        self.reach.insert(from, (self.now_us, hears));
+    }
+
+    /// Sends a tree message to `to`, around a dead link when the graph shows one.
+    pub(super) fn route(&mut self, to: &VnodeId, msg: AlterMsg) {
+        let me = self.cfg.id.clone();
+        let direct = to == &me
+            || (self.heard_us.get(to).is_some_and(|at| self.recent(*at)) && self.reports_hearing(to, &me))
+            || !self.reach.contains_key(to);
+        if !direct {
+            let relays: Vec<VnodeId> = self
+                .neighbours()
+                .into_iter()
+                .filter(|y| y != to && self.reports_hearing(y, &me) && self.reports_hearing(y, to))
+                .take(RELAYS_MAX)
+                .collect();
+            for y in relays {
+                self.relayed += 1;
+                let relay = AlterMsg::Relay { to: to.clone(), origin: me.clone(), msg: Box::new(msg.clone()) };
+                self.push_send(&y, relay);
+            }
+        }
+        self.push_send(to, msg);
+    }
+
+    /// A relayed message: deliver it if it is for this vnode, else pass it on (one hop only).
+    pub(super) fn on_relay(&mut self, to: VnodeId, origin: VnodeId, msg: AlterMsg) {
+        if to == self.cfg.id {
+            return self.on_message(origin, msg);
+        }
+        if !matches!(msg, AlterMsg::Relay { .. }) {
+            self.push_send(&to, AlterMsg::Relay { to: to.clone(), origin, msg: Box::new(msg) });
+        }
+    }
+
+    /// Messages this vnode sent through a relay (for the simulator's summary).
+    pub fn relayed(&self) -> u64 {
+        self.relayed
+    }
+}
