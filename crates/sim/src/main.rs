@@ -294,6 +294,13 @@ fn print_cuts(name: &str, s: &Summary) {
         "cuts[{name}]: commit latency of transactions overlapping a cut p50 {:.1} p99 {:.1} max {:.1} ms; overlapping none p50 {:.1} p99 {:.1} max {:.1} ms",
         ms(during, 0.5), ms(during, 0.99), ms(during, 1.0), ms(outside, 0.5), ms(outside, 0.99), ms(outside, 1.0)
     );
+    let stalls = &s.commit_stalls_us;
+    println!(
+        "cuts[{name}]: transactions held back by a cut {} | longest {:.1} ms, p99 {:.1} ms",
+        stalls.len(),
+        ms(stalls, 1.0),
+        ms(stalls, 0.99)
+    );
     let held = &s.held_replies_us;
     println!(
         "cuts[{name}]: replies held for real-time safety {} | held p50 {:.2} ms p99 {:.2} ms max {:.2} ms",

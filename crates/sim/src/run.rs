@@ -23,6 +23,8 @@ pub struct CutMetrics {
     pub buckets_cuts: u64,
     /// How long replies were held for real-time safety.
     pub held_replies_us: Vec<u64>,
+    /// How long transactions were held back by a cut before they could start.
+    pub commit_stalls_us: Vec<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +70,7 @@ pub fn report(world: &World) -> SeedReport {
         tree: world.tree_stats.clone(),
         metrics: CutMetrics {
             held_replies_us: world.held_replies_us.clone(),
+            commit_stalls_us: world.commit_stalls_us.clone(),
             ..cut_metrics(&world.history, cfg.duration_us)
         },
         violations,
@@ -161,6 +164,7 @@ pub struct Summary {
     pub throughput_buckets: [u64; 20],
     pub buckets_cuts: u64,
     pub held_replies_us: Vec<u64>,
+    pub commit_stalls_us: Vec<u64>,
     pub tree: crate::tree_mode::TreeStats,
     pub first_failure: Option<(u64, String)>,
 }
@@ -194,6 +198,7 @@ impl Summary {
         }
         self.buckets_cuts += r.metrics.buckets_cuts;
         self.held_replies_us.extend(&r.metrics.held_replies_us);
+        self.commit_stalls_us.extend(&r.metrics.commit_stalls_us);
         self.tree.add(&r.tree);
     }
 

@@ -80,6 +80,8 @@ pub struct World {
     pub messages_lost: u64,
     /// How long each reply held for real-time safety waited.
     pub held_replies_us: Vec<u64>,
+    /// How long each transaction was held back by a cut before it could start.
+    pub commit_stalls_us: Vec<u64>,
     /// `--tree`: the manager vnodes, and the operator's cut process on alterations.
     pub managers: Vec<crate::tree_mode::Manager>,
     pub(crate) was_primary: Vec<bool>,
@@ -143,6 +145,7 @@ impl World {
             messages_sent: 0,
             messages_lost: 0,
             held_replies_us: vec![],
+            commit_stalls_us: vec![],
             managers,
             was_primary,
             tree_stats: Default::default(),
@@ -237,6 +240,7 @@ impl World {
         let Some(v) = self.nodes[node].vnode.as_mut() else { return };
         let outputs = v.step(now, input);
         self.held_replies_us.extend(v.take_hold_durations_us());
+        self.commit_stalls_us.extend(v.take_commit_stalls_us());
         if let Some(primary) = v.tree().map(|a| a.follows_primary_parent()) {
             self.note_parent(node, primary);
         }

@@ -67,3 +67,20 @@ fn a_cut_needs_every_store_vnode_not_just_enough_confirmations() {
     let r = waymark_sim::run_seed(&cfg);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
 }
+
+/// The consistent cut holds no transaction back; the blocking strategy holds back every one that
+/// arrives while it is paused, for up to about the cut's duration (same seeds, no faults).
+#[test]
+fn consistent_cuts_stall_no_commit_and_blocking_cuts_do() {
+    let mut base = SimConfig::new(0, WorkloadKind::Bank);
+    base.cuts = true;
+    base.faults = false;
+    base.duration_us = 500_000;
+    let consistent = run_many(&base, 0, 30, |_, _| {});
+    let blocking = run_many(&SimConfig { strategy: waymark_core::CutStrategy::Blocking, ..base }, 0, 30, |_, _| {});
+    assert_eq!(consistent.failed + blocking.failed, 0);
+    assert!(consistent.cuts_ok > 0 && blocking.cuts_ok > 0);
+    assert!(consistent.commit_stalls_us.is_empty(), "{:?}", consistent.commit_stalls_us);
+    let longest = blocking.commit_stalls_us.iter().max().copied().unwrap_or(0);
+    assert!(longest > 1_000, "blocking cuts should hold transactions back, longest {longest} us");
+}

@@ -18,7 +18,10 @@ pub struct BlockingState {
     paused: Option<CutId>,
     pause_asked: Option<VnodeId>,
     drain_asked: Option<VnodeId>,
-    queue: VecDeque<(ClientId, u64, Request)>,
+    /// Client transactions waiting for the resume, with when each arrived.
+    queue: VecDeque<(ClientId, u64, Request, u64)>,
+    /// How long each transaction that waited was held back (drained by the driver).
+    stalls_us: Vec<u64>,
 }
 
 impl Vnode {
@@ -30,7 +33,7 @@ impl Vnode {
         if self.blocking.queue.len() >= self.cfg.limits.paused_queue_max {
             self.reply(client, req, Response::Unavailable { why: "paused for a snapshot; queue full" });
         } else {
-            self.blocking.queue.push_back((client, req, request.clone()));
+            self.blocking.queue.push_back((client, req, request.clone(), self.now_us));
         }
         true
     }
@@ -74,10 +77,19 @@ impl Vnode {
         if self.blocking.paused.is_none_or(|p| p > cut) {
             return;
         }
-        let queued = std::mem::take(&mut self.blocking).queue;
-        for (client, req, request) in queued {
+        let BlockingState { queue, mut stalls_us, .. } = std::mem::take(&mut self.blocking);
+        for (client, req, request, since_us) in queue {
+            stalls_us.push(self.now_us - since_us);
             self.dispatch_client(client, req, request);
         }
+        self.blocking.stalls_us = stalls_us;
+    }
+
+    /// How long each transaction start was held back by a cut, since the last call. The
+    /// consistent cut never holds one back; the blocking strategy holds every one that arrives
+    /// while it is paused.
+    pub fn take_commit_stalls_us(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.blocking.stalls_us)
     }
 
     pub fn is_paused(&self) -> bool {
