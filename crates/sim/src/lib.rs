@@ -3,6 +3,7 @@
 
 pub mod checkers;
 pub mod client;
+pub mod clients;
 pub mod config;
 pub mod explore;
 pub mod faults;

@@ -2,10 +2,10 @@
 //! event queue. Vnodes are the real `waymark-core` state machines; the world plays their drivers
 //! (WAL with group commit, network, clients) and the faults.
 
-use crate::client::{Client, ClientAction};
+use crate::client::Client;
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
-use crate::history::{ClientTxn, CutRun, History, Outcome};
+use crate::history::{CutRun, History};
 use crate::net::Network;
 use crate::trace::Trace;
 use crate::workloads::{append::Append, bank::Bank, Workload};
@@ -15,14 +15,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use waymark_core::{
     Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
-    VnodeConfig, VnodeId, Write,
+    VnodeConfig, VnodeId,
 };
 
 /// The client id the cut process's operator uses.
 pub const OPERATOR: u64 = u64::MAX;
 /// How long a client waits for any answer before calling the outcome unknown.
-const CLIENT_TIMEOUT_US: u64 = 1_500_000;
-const SETUP_CLIENT: usize = 0;
+pub(crate) const CLIENT_TIMEOUT_US: u64 = 1_500_000;
+pub(crate) const SETUP_CLIENT: usize = 0;
 
 /// Events are moved in and out of the queue once each; boxing the envelope would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -67,15 +67,15 @@ pub struct World {
     pub index: BTreeMap<VnodeId, usize>,
     pub net: Network,
     pub placement: Arc<Placement>,
-    clients: Vec<Client>,
-    workload: Box<dyn Workload>,
+    pub(crate) clients: Vec<Client>,
+    pub(crate) workload: Box<dyn Workload>,
     pub history: History,
     pub faults: Faults,
     pub trace: Trace,
     /// When each client's operation started waiting on the near (for latency metrics).
-    setup_done: bool,
-    stopping: bool,
-    cut_begun_us: Option<u64>,
+    pub(crate) setup_done: bool,
+    pub(crate) stopping: bool,
+    pub(crate) cut_begun_us: Option<u64>,
     pub messages_sent: u64,
     pub messages_lost: u64,
     /// How long each reply held for real-time safety waited.
@@ -123,6 +123,7 @@ impl World {
         let clients = (0..cfg.clients.max(1)).map(Client::new).collect();
         let trace = Trace::new(cfg.trace);
         let faults = Faults::default();
+        // One draw before anything else: kept so that recorded regression seeds keep their scenario.
         let _ = rng.gen::<u64>();
         World {
             cfg,
@@ -334,104 +335,6 @@ impl World {
         self.step(node, Input::Client { client: ClientId(client), req, request });
     }
 
-    // ---- clients ----
-
-    fn start_setup(&mut self) {
-        let writes: Vec<Write> = self.workload.setup();
-        if writes.is_empty() {
-            return self.setup_finished();
-        }
-        self.issue_txn(SETUP_CLIENT, writes);
-    }
-
-    fn setup_finished(&mut self) {
-        self.setup_done = true;
-        for c in 0..self.clients.len() {
-            let at = self.now_us + self.rng.gen_range(0..2_000);
-            self.schedule(at, Event::ClientWake { client: c });
-        }
-    }
-
-    fn issue_txn(&mut self, client: usize, writes: Vec<Write>) {
-        let plan = crate::workloads::Plan { kind: "setup", read_keys: vec![], params: vec![], target_keys: vec![] };
-        let _ = self.clients[client].start(plan, self.now_us);
-        if let ClientAction::Send(req) = self.clients[client].begin_txn(Some(writes), self.now_us) {
-            self.client_send(client, req);
-        }
-    }
-
-    fn client_wake(&mut self, client: usize) {
-        if self.stopping || !self.clients[client].is_idle() {
-            return;
-        }
-        let plan = self.workload.plan(client, &mut self.rng);
-        match self.clients[client].start(plan, self.now_us) {
-            Some(req) => self.client_send(client, req),
-            None => self.client_reads_done(client),
-        }
-    }
-
-    fn client_send(&mut self, client: usize, request: Request) {
-        let c = &mut self.clients[client];
-        c.req_seq += 1;
-        let req = c.req_seq;
-        let deadline = self.now_us + CLIENT_TIMEOUT_US;
-        c.in_flight = Some((req, deadline));
-        let node = self.rng.gen_range(0..self.nodes.len());
-        let at = self.now_us + self.rng.gen_range(50..300);
-        self.schedule(at, Event::ToVnode { node, client: client as u64, req, request });
-        self.schedule(deadline, Event::ClientTimeout { client, req });
-    }
-
-    fn arrive_at_client(&mut self, client: u64, req: u64, response: Option<Response>) {
-        if client == OPERATOR {
-            return self.operator_reply(response);
-        }
-        let c = client as usize;
-        if self.clients[c].in_flight.is_none_or(|(r, _)| r != req) {
-            return; // a late answer to a request the client gave up on
-        }
-        match self.clients[c].on_response(response, self.now_us) {
-            Some(ClientAction::Send(req)) => self.client_send(c, req),
-            Some(ClientAction::Done(Some(record))) => self.record_txn(c, record),
-            Some(ClientAction::Done(None)) if self.clients[c].reads_complete() => self.client_reads_done(c),
-            _ => self.client_idle(c),
-        }
-    }
-
-    fn client_reads_done(&mut self, c: usize) {
-        let plan = self.clients[c].plan().cloned().expect("an operation");
-        let writes = self.workload.build(&plan, self.clients[c].reads());
-        match self.clients[c].begin_txn(writes, self.now_us) {
-            ClientAction::Send(req) => self.client_send(c, req),
-            ClientAction::Done(_) => self.client_idle(c),
-        }
-    }
-
-    fn record_txn(&mut self, c: usize, record: ClientTxn) {
-        let setup = record.kind == "setup";
-        let committed = record.outcome == Outcome::Committed;
-        self.history.txns.push(record);
-        if setup && !self.setup_done {
-            if committed {
-                return self.setup_finished();
-            }
-            self.history.txns.pop();
-            let writes = self.workload.setup();
-            return self.issue_txn(SETUP_CLIENT, writes);
-        }
-        self.client_idle(c);
-    }
-
-    fn client_idle(&mut self, c: usize) {
-        if !self.setup_done {
-            let writes = self.workload.setup();
-            return self.issue_txn(SETUP_CLIENT, writes);
-        }
-        let at = self.now_us + self.rng.gen_range(100..2_000);
-        self.schedule(at, Event::ClientWake { client: c });
-    }
-
     // ---- the operator, who takes cuts ----
 
     fn coordinator(&self) -> usize {
@@ -457,7 +360,7 @@ impl World {
         self.schedule(next, Event::CutTick);
     }
 
-    fn operator_reply(&mut self, response: Option<Response>) {
+    pub(crate) fn operator_reply(&mut self, response: Option<Response>) {
         let begun_us = self.cut_begun_us.take().unwrap_or(self.now_us);
         if let Some(Response::CutDone { cut, ok }) = response {
             self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
