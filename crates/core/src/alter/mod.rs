@@ -14,6 +14,7 @@
 
 pub mod cluster;
 pub mod failover;
+pub mod initiator;
 pub mod metadata;
 pub mod node;
 pub mod reach;

@@ -207,9 +207,9 @@ pub(super) struct InFlight {
 }
 
 #[derive(Debug, Hash)]
-struct Proposal {
-    record: AlterRecord,
-    attempts: u32,
+pub(super) struct Proposal {
+    pub(super) record: AlterRecord,
+    pub(super) attempts: u32,
 }
 
 pub struct AlterNode {
@@ -221,7 +221,7 @@ pub struct AlterNode {
     pub(super) in_flight: Option<InFlight>,
     /// Root only: proposals waiting to be ordered.
     queue: VecDeque<(ProposalId, AlterRecord)>,
-    proposals: BTreeMap<ProposalId, Proposal>,
+    pub(super) proposals: BTreeMap<ProposalId, Proposal>,
     pub(super) primary_seen_us: u64,
     /// The secondary parent this vnode follows while its primary parent is dead.
     pub(super) secondary: Option<VnodeId>,
@@ -374,55 +374,10 @@ impl AlterNode {
     }
 }
 
-// ---- initiator ----
-
-impl AlterNode {
-    pub(super) fn propose(&mut self, n: u64, record: AlterRecord) {
-        let id = ProposalId { initiator: self.cfg.id.clone(), n };
-        self.proposals.insert(id.clone(), Proposal { record: record.clone(), attempts: 1 });
-        self.submit(id, record, 1);
-    }
-
-    fn submit(&mut self, id: ProposalId, record: AlterRecord, attempt: u32) {
-        self.timer(AlterTimer::ProposeTimeout(id.clone(), attempt), self.cfg.propose_timeout_us);
-        self.on_propose(id, record);
-    }
-
-    fn on_outcome(&mut self, id: ProposalId, ok: bool, applied: u64) {
-        let Some(p) = self.proposals.get(&id) else { return };
-        if ok {
-            let attempts = p.attempts;
-            self.proposals.remove(&id);
-            self.own_done(id.n);
-            return self.out.push(AlterOutput::Done { id, ok: true, attempts, applied });
-        }
-        self.retry(id);
-    }
-
-    /// Bounded retries with doubling back-off; then a clear failure.
-    fn retry(&mut self, id: ProposalId) {
-        let Some(p) = self.proposals.get_mut(&id) else { return };
-        if p.attempts > self.cfg.retries_max {
-            let attempts = p.attempts;
-            self.proposals.remove(&id);
-            self.own_done(id.n);
-            return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0 });
-        }
-        p.attempts += 1;
-        let attempt = p.attempts;
-        let backoff_us = self.cfg.retry_backoff_us << (attempt - 2).min(10);
-        self.timer(AlterTimer::Resubmit(id, attempt), backoff_us);
-    }
-
-    fn is_current(&self, id: &ProposalId, attempt: u32) -> bool {
-        self.proposals.get(id).is_some_and(|p| p.attempts == attempt)
-    }
-}
-
 // ---- relay and orderer ----
 
 impl AlterNode {
-    fn on_propose(&mut self, id: ProposalId, record: AlterRecord) {
+    pub(super) fn on_propose(&mut self, id: ProposalId, record: AlterRecord) {
         if let Some(parent) = self.parent().cloned() {
             return self.send(&parent, AlterMsg::Propose { id, record });
         }
