@@ -285,23 +285,23 @@ fn print_cuts(name: &str, s: &Summary) {
         s.cuts_verified,
         s.latency_percentile_us(0.5) as f64 / 1e3,
         s.latency_percentile_us(0.99) as f64 / 1e3,
-        s.stall_during_cuts_us as f64 / 1e3,
-        s.stall_outside_cuts_us as f64 / 1e3,
+        s.metrics.stall_during_cuts_us as f64 / 1e3,
+        s.metrics.stall_outside_cuts_us as f64 / 1e3,
     );
     let ms = |v: &[u64], p: f64| percentile_us(v, p) as f64 / 1e3;
-    let (during, outside) = (&s.latencies_during_cuts_us, &s.latencies_outside_cuts_us);
+    let (during, outside) = (&s.metrics.latencies_during_cuts_us, &s.metrics.latencies_outside_cuts_us);
     println!(
         "cuts[{name}]: commit latency of transactions overlapping a cut p50 {:.1} p99 {:.1} max {:.1} ms; overlapping none p50 {:.1} p99 {:.1} max {:.1} ms",
         ms(during, 0.5), ms(during, 0.99), ms(during, 1.0), ms(outside, 0.5), ms(outside, 0.99), ms(outside, 1.0)
     );
-    let stalls = &s.commit_stalls_us;
+    let stalls = &s.metrics.commit_stalls_us;
     println!(
         "cuts[{name}]: transactions held back by a cut {} | longest {:.1} ms, p99 {:.1} ms",
         stalls.len(),
         ms(stalls, 1.0),
         ms(stalls, 0.99)
     );
-    let held = &s.held_replies_us;
+    let held = &s.metrics.held_replies_us;
     println!(
         "cuts[{name}]: replies held for real-time safety {} | held p50 {:.2} ms p99 {:.2} ms max {:.2} ms",
         held.len(),
@@ -309,9 +309,13 @@ fn print_cuts(name: &str, s: &Summary) {
         ms(held, 0.99),
         ms(held, 1.0)
     );
-    if s.buckets_cuts > 0 {
-        let per: Vec<String> =
-            s.throughput_buckets.iter().map(|b| format!("{:.1}", *b as f64 / s.buckets_cuts as f64)).collect();
+    if s.metrics.buckets_cuts > 0 {
+        let per: Vec<String> = s
+            .metrics
+            .throughput_buckets
+            .iter()
+            .map(|b| format!("{:.1}", *b as f64 / s.metrics.buckets_cuts as f64))
+            .collect();
         println!("cuts[{name}]: commits per 10 ms from -50 ms to +150 ms around cut start: {}", per.join(" "));
     }
 }

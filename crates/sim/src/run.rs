@@ -27,6 +27,23 @@ pub struct CutMetrics {
     pub commit_stalls_us: Vec<u64>,
 }
 
+impl CutMetrics {
+    /// Merges another seed's metrics: longest stalls, all samples, bucket sums.
+    pub fn add(&mut self, o: &CutMetrics) {
+        self.stall_during_cuts_us = self.stall_during_cuts_us.max(o.stall_during_cuts_us);
+        self.stall_outside_cuts_us = self.stall_outside_cuts_us.max(o.stall_outside_cuts_us);
+        self.latencies_during_cuts_us.extend(&o.latencies_during_cuts_us);
+        self.latencies_outside_cuts_us.extend(&o.latencies_outside_cuts_us);
+        self.cut_latencies_us.extend(&o.cut_latencies_us);
+        for (a, b) in self.throughput_buckets.iter_mut().zip(o.throughput_buckets) {
+            *a += b;
+        }
+        self.buckets_cuts += o.buckets_cuts;
+        self.held_replies_us.extend(&o.held_replies_us);
+        self.commit_stalls_us.extend(&o.commit_stalls_us);
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SeedReport {
     pub seed: u64,
@@ -156,15 +173,8 @@ pub struct Summary {
     pub cuts_failed: u64,
     pub cuts_verified: u64,
     pub violations: u64,
-    pub stall_during_cuts_us: u64,
-    pub stall_outside_cuts_us: u64,
-    pub latencies_during_cuts_us: Vec<u64>,
-    pub latencies_outside_cuts_us: Vec<u64>,
-    pub cut_latencies_us: Vec<u64>,
-    pub throughput_buckets: [u64; 20],
-    pub buckets_cuts: u64,
-    pub held_replies_us: Vec<u64>,
-    pub commit_stalls_us: Vec<u64>,
+    /// Every seed's cut metrics, merged.
+    pub metrics: CutMetrics,
     pub tree: crate::tree_mode::TreeStats,
     pub first_failure: Option<(u64, String)>,
 }
@@ -188,22 +198,12 @@ impl Summary {
         self.cuts_failed += r.cuts_failed;
         self.cuts_verified += r.cuts_verified;
         self.violations += r.violations.len() as u64;
-        self.stall_during_cuts_us = self.stall_during_cuts_us.max(r.metrics.stall_during_cuts_us);
-        self.stall_outside_cuts_us = self.stall_outside_cuts_us.max(r.metrics.stall_outside_cuts_us);
-        self.latencies_during_cuts_us.extend(&r.metrics.latencies_during_cuts_us);
-        self.latencies_outside_cuts_us.extend(&r.metrics.latencies_outside_cuts_us);
-        self.cut_latencies_us.extend(&r.metrics.cut_latencies_us);
-        for (a, b) in self.throughput_buckets.iter_mut().zip(r.metrics.throughput_buckets) {
-            *a += b;
-        }
-        self.buckets_cuts += r.metrics.buckets_cuts;
-        self.held_replies_us.extend(&r.metrics.held_replies_us);
-        self.commit_stalls_us.extend(&r.metrics.commit_stalls_us);
+        self.metrics.add(&r.metrics);
         self.tree.add(&r.tree);
     }
 
     pub fn latency_percentile_us(&self, p: f64) -> u64 {
-        percentile_us(&self.cut_latencies_us, p)
+        percentile_us(&self.metrics.cut_latencies_us, p)
     }
 }
 

@@ -100,12 +100,7 @@ impl World {
     /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
     pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata) {
         let Some(of_m) = self.index.get(of).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
-        let cfg = AlterConfig {
-            id: id.clone(),
-            secondary_of: Some(of.clone()),
-            failover: false,
-            ..self.managers[of_m].cfg.clone()
-        };
+        let cfg = self.managers[of_m].cfg.secondary(id.clone());
         let m = match self.index.get(&id).map(|i| i - self.nodes.len()) {
             Some(m) if self.managers[m].alter.is_some() => return,
             Some(m) => m,

@@ -37,5 +37,5 @@ fn without_held_replies_the_real_time_checker_finds_the_anomaly() {
 fn with_held_replies_no_cut_breaks_real_time_order() {
     let (s, _) = run(true);
     assert_eq!(s.failed, 0, "first failure: {:?}", s.first_failure);
-    assert!(s.cuts_verified > 0 && !s.held_replies_us.is_empty());
+    assert!(s.cuts_verified > 0 && !s.metrics.held_replies_us.is_empty());
 }

@@ -80,7 +80,7 @@ fn consistent_cuts_stall_no_commit_and_blocking_cuts_do() {
     let blocking = run_many(&SimConfig { strategy: waymark_core::CutStrategy::Blocking, ..base }, 0, 30, |_, _| {});
     assert_eq!(consistent.failed + blocking.failed, 0);
     assert!(consistent.cuts_ok > 0 && blocking.cuts_ok > 0);
-    assert!(consistent.commit_stalls_us.is_empty(), "{:?}", consistent.commit_stalls_us);
-    let longest = blocking.commit_stalls_us.iter().max().copied().unwrap_or(0);
+    assert!(consistent.metrics.commit_stalls_us.is_empty(), "{:?}", consistent.metrics.commit_stalls_us);
+    let longest = blocking.metrics.commit_stalls_us.iter().max().copied().unwrap_or(0);
     assert!(longest > 1_000, "blocking cuts should hold transactions back, longest {longest} us");
 }

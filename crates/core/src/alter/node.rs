@@ -35,6 +35,14 @@ pub struct AlterConfig {
     pub breaks: crate::Breaks,
 }
 
+impl AlterConfig {
+    /// The configuration of a secondary parent `id` standing in for the vnode this configures:
+    /// the same place in the tree, no failover of its own.
+    pub fn secondary(&self, id: VnodeId) -> AlterConfig {
+        AlterConfig { id, secondary_of: Some(self.id.clone()), failover: false, ..self.clone() }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ProposalId {
     pub initiator: VnodeId,

@@ -418,12 +418,7 @@ impl TreeWorld {
     /// the assisting child's metadata.
     fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata) {
         let of_cfg = self.nodes[self.index[of]].cfg.clone();
-        let cfg = waymark_core::alter::AlterConfig {
-            id: id.clone(),
-            secondary_of: Some(of.clone()),
-            failover: false,
-            ..of_cfg
-        };
+        let cfg = of_cfg.secondary(id.clone());
         let node = match self.index.get(&id) {
             Some(&n) if self.nodes[n].alter.is_some() => return,
             Some(&n) => n,
