@@ -21,10 +21,13 @@ pub struct Breaks {
     pub finish_early: bool,
     /// An alteration read back with a wrong md5 is applied anyway.
     pub skip_md5: bool,
+    /// A root needs no majority: it wins a term on claiming it and answers `ok` without a
+    /// majority of the voters holding the alteration.
+    pub root_without_quorum: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -33,6 +36,7 @@ impl Breaks {
         "uncoloured-responses",
         "finish-early",
         "skip-md5",
+        "root-without-quorum",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -46,6 +50,7 @@ impl Breaks {
             "uncoloured-responses" => &mut self.uncoloured_responses,
             "finish-early" => &mut self.finish_early,
             "skip-md5" => &mut self.skip_md5,
+            "root-without-quorum" => &mut self.root_without_quorum,
             _ => return false,
         };
         *flag = true;
@@ -64,6 +69,7 @@ impl fmt::Display for Breaks {
             self.uncoloured_responses,
             self.finish_early,
             self.skip_md5,
+            self.root_without_quorum,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -45,6 +45,8 @@ pub enum Output {
         id: VnodeId,
         of: VnodeId,
         metadata: crate::alter::Metadata,
+        /// The assisting child's promised root term (a secondary root claims the next one).
+        term: u64,
     },
     /// The primary parent is back: stop the secondary parent `id` on this host.
     StopSecondaryParent {

@@ -33,6 +33,9 @@ pub enum Record {
     Alteration { seq: u64, bytes: Vec<u8> },
     /// The metadata, cloned whole from the parent (this vnode had missed alterations).
     AlterClone { metadata: crate::alter::Metadata },
+    /// The highest root term this vnode promised itself to (it never promises a lower or equal
+    /// one again, across restarts).
+    AlterTerm { term: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -88,6 +91,7 @@ impl Record {
             Record::CutEnd { .. } => 9,
             Record::Alteration { .. } => 10,
             Record::AlterClone { .. } => 11,
+            Record::AlterTerm { .. } => 12,
         }
     }
 

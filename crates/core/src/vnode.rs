@@ -74,6 +74,7 @@ impl Vnode {
         v.tree = v.cfg.tree.clone().map(|c| TreeRole {
             alter: crate::alter::AlterNode::new(c),
             recovered: v.cfg.genesis.clone(),
+            recovered_term: 0,
             finish_pending: None,
         });
         v.replay(log);
@@ -133,8 +134,8 @@ impl Vnode {
     fn on_restarted(&mut self) {
         self.boot_lsn = self.out.append(Record::Boot { incarnation: self.incarnation });
         self.after_recovery();
-        if let Some(metadata) = self.tree.as_ref().map(|t| t.recovered.clone()) {
-            self.alter_input(crate::alter::AlterInput::Started { metadata });
+        if let Some((metadata, term)) = self.tree.as_ref().map(|t| (t.recovered.clone(), t.recovered_term)) {
+            self.alter_input(crate::alter::AlterInput::Started { metadata, term });
         }
     }
 

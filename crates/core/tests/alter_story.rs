@@ -1,4 +1,4 @@
-//! Alteration stories: a root with one child, driven by hand.
+//! Alteration stories: a root with one child, driven by hand; a root's term, won and lost.
 
 use waymark_core::alter::{md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, Metadata};
 use waymark_core::VnodeId;
@@ -34,15 +34,44 @@ fn sends(out: &[AlterOutput]) -> Vec<(VnodeId, AlterMsg)> {
 
 fn started(c: AlterConfig) -> AlterNode {
     let mut n = AlterNode::new(c);
-    n.step(0, AlterInput::Started { metadata: Metadata::default() });
+    n.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
     n
+}
+
+/// Delivers `out` of node `from` and everything it leads to among `nodes`, at time `now`: sends
+/// to known vnodes, each `Persist` read back intact, each `Apply` acted on at once.
+fn pump(nodes: &mut [&mut AlterNode], from: usize, out: Vec<AlterOutput>, now: u64) {
+    let mut queue: std::collections::VecDeque<(usize, AlterOutput)> = out.into_iter().map(|o| (from, o)).collect();
+    while let Some((at, o)) = queue.pop_front() {
+        let (to, input) = match o {
+            AlterOutput::Send { to, msg } => match nodes.iter().position(|n| n.id() == &to) {
+                Some(i) => (i, AlterInput::Message { from: nodes[at].id().clone(), msg }),
+                None => continue,
+            },
+            AlterOutput::Persist { seq, bytes } => (at, AlterInput::Persisted { seq, bytes }),
+            AlterOutput::Apply { seq, .. } => (at, AlterInput::Applied { seq, ok: true }),
+            _ => continue,
+        };
+        queue.extend(nodes[to].step(now, input).into_iter().map(|o| (to, o)));
+    }
+}
+
+/// A root and its one child, started; the root wins term 1 and orders its `root` record (seq 1).
+fn elected(root_id: &VnodeId, leaf_id: &VnodeId) -> (AlterNode, AlterNode) {
+    let mut leaf = started(cfg(leaf_id, vec![root_id.clone()], vec![]));
+    let mut root = AlterNode::new(cfg(root_id, vec![], vec![leaf_id.clone()]));
+    let out = root.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
+    assert!(sends(&out).contains(&(leaf_id.clone(), AlterMsg::Claim { term: 1 })), "a root claims a term first");
+    pump(&mut [&mut root, &mut leaf], 0, out, 0);
+    assert_eq!(root.metadata().get("root"), Some(format!("{root_id} term 1").as_bytes()));
+    assert_eq!(leaf.metadata(), root.metadata());
+    (root, leaf)
 }
 
 #[test]
 fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and_confirmed() {
     let (root_id, leaf_id) = ids();
-    let mut root = started(cfg(&root_id, vec![], vec![leaf_id.clone()]));
-    let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
+    let (mut root, mut leaf) = elected(&root_id, &leaf_id);
     let record = AlterRecord::set("config/x", "1");
 
     let out = leaf.step(1, AlterInput::Propose { n: 0, record: record.clone() });
@@ -50,19 +79,20 @@ fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and
     assert_eq!(to, root_id, "proposals go up the parent chain");
 
     let out = root.step(2, AlterInput::Message { from: leaf_id.clone(), msg: propose });
-    let bytes = record.encode(1);
-    assert_eq!(out, vec![AlterOutput::Persist { seq: 1, bytes: bytes.clone() }], "the root orders it as seq 1");
-    let out = root.step(3, AlterInput::Persisted { seq: 1, bytes: bytes.clone() });
+    let bytes = record.encode(1, 2);
+    assert_eq!(out, vec![AlterOutput::Persist { seq: 2, bytes: bytes.clone() }], "the root orders it as (1, 2)");
+    let out = root.step(3, AlterInput::Persisted { seq: 2, bytes: bytes.clone() });
     let alter = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Alter { .. })).unwrap().1;
-    assert!(matches!(&alter, AlterMsg::Alter { seq: 1, record: r, md5, .. } if r == &record && *md5 == md5_of(&bytes)));
-    root.step(4, AlterInput::Applied { seq: 1, ok: true });
+    let sent = |r: &AlterRecord, md5: &[u8; 16]| r == &record && *md5 == md5_of(&bytes);
+    assert!(matches!(&alter, AlterMsg::Alter { term: 1, prev_term: 1, seq: 2, record: r, md5, .. } if sent(r, md5)));
+    root.step(4, AlterInput::Applied { seq: 2, ok: true });
 
     leaf.step(5, AlterInput::Message { from: root_id.clone(), msg: alter });
-    let out = leaf.step(6, AlterInput::Persisted { seq: 1, bytes });
-    assert!(out.contains(&AlterOutput::Apply { seq: 1, record: record.clone() }));
-    let out = leaf.step(7, AlterInput::Applied { seq: 1, ok: true });
+    let out = leaf.step(6, AlterInput::Persisted { seq: 2, bytes });
+    assert!(out.contains(&AlterOutput::Apply { term: 1, seq: 2, record: record.clone() }));
+    let out = leaf.step(7, AlterInput::Applied { seq: 2, ok: true });
     let confirm = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Confirm { .. })).unwrap().1;
-    assert_eq!(confirm, AlterMsg::Confirm { seq: 1, ok: true, applied: 1 });
+    assert_eq!(confirm, AlterMsg::Confirm { term: 1, seq: 2, ok: true, applied: 1 });
 
     let out = root.step(8, AlterInput::Message { from: leaf_id.clone(), msg: confirm });
     let outcome = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Outcome { .. })).unwrap().1;
@@ -77,14 +107,14 @@ fn a_copy_read_back_with_a_wrong_md5_is_not_applied_and_fails_the_branch() {
     let (root_id, leaf_id) = ids();
     let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
     let record = AlterRecord::set("config/x", "1");
-    let bytes = record.encode(1);
+    let bytes = record.encode(1, 1);
     let id = waymark_core::alter::ProposalId { initiator: root_id.clone(), n: 0 };
-    let alter = AlterMsg::Alter { seq: 1, id, record, md5: md5_of(&bytes) };
+    let alter = AlterMsg::Alter { term: 1, prev_term: 0, seq: 1, id, record, md5: md5_of(&bytes) };
     leaf.step(1, AlterInput::Message { from: root_id.clone(), msg: alter });
     let mut damaged = bytes;
     *damaged.last_mut().unwrap() ^= 1;
     let out = leaf.step(2, AlterInput::Persisted { seq: 1, bytes: damaged });
-    assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { seq: 1, ok: false, applied: 0 })]);
+    assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { term: 1, seq: 1, ok: false, applied: 0 })]);
     assert_eq!(leaf.metadata().seq(), 0, "nothing applied");
 }
 
@@ -96,7 +126,7 @@ fn a_host_that_comes_alive_is_told_by_the_parent_which_vnodes_to_start() {
         ("vnode/store1@node001".to_string(), b"manager9@node009".to_vec()),
     ]);
     let mut root = AlterNode::new(cfg(&root_id, vec![], vec![leaf_id.clone()]));
-    root.step(0, AlterInput::Started { metadata: genesis });
+    root.step(0, AlterInput::Started { metadata: genesis, term: 0 });
     let agent = VnodeId::new("agent", "node001");
     let out =
         root.step(1, AlterInput::Message { from: agent.clone(), msg: AlterMsg::HostAlive { host: "node001".into() } });
@@ -110,15 +140,21 @@ fn a_message_to_a_child_behind_a_dead_link_is_relayed_by_a_sibling_that_hears_bo
     let mut config = cfg(&parent, vec![], vec![c1.clone(), c2.clone()]);
     config.heartbeat_timeout_us = 1_000_000;
     let mut p = AlterNode::new(config);
-    p.step(0, AlterInput::Started { metadata: Metadata::default() });
+    p.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
     // c2 hears the parent and c1; c1 reports hearing nobody: parent -> c1 is dead.
     let reach = |hears: Vec<VnodeId>| AlterMsg::Reach { hears };
     p.step(1, AlterInput::Message { from: c2.clone(), msg: reach(vec![parent.clone(), c1.clone()]) });
     p.step(2, AlterInput::Message { from: c1.clone(), msg: reach(vec![]) });
 
-    let out = p.step(3, AlterInput::Propose { n: 0, record: AlterRecord::set("config/x", "1") });
-    let bytes = AlterRecord::set("config/x", "1").encode(1);
-    assert_eq!(out.iter().filter(|o| matches!(o, AlterOutput::Persist { .. })).count(), 1, "{out:?}");
+    // c2's promise makes a majority (the root and c2 of three voters): the root orders its record.
+    let promise = AlterMsg::Promise { term: 1, granted: true, metadata: Some(Metadata::default()) };
+    let out = p.step(3, AlterInput::Message { from: c2.clone(), msg: promise });
+    let persists: Vec<_> = out
+        .iter()
+        .filter_map(|o| if let AlterOutput::Persist { bytes, .. } = o { Some(bytes) } else { None })
+        .collect();
+    assert_eq!(persists.len(), 1, "{out:?}");
+    let bytes = persists[0].clone();
     let out = p.step(4, AlterInput::Persisted { seq: 1, bytes });
     let relayed = sends(&out).into_iter().any(|(to, m)| {
         to == c2
@@ -126,4 +162,40 @@ fn a_message_to_a_child_behind_a_dead_link_is_relayed_by_a_sibling_that_hears_bo
     });
     assert!(relayed, "the Alter for c1 goes through c2 too: {out:?}");
     assert!(sends(&out).iter().any(|(to, m)| to == &c1 && matches!(m, AlterMsg::Alter { .. })), "and directly");
+}
+
+#[test]
+fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_the_term() {
+    let (root_id, child_id) = ids();
+    let secondary = VnodeId::new("manager1-secondary", "node002");
+    let mut child = started(cfg(&child_id, vec![root_id.clone()], vec![]));
+    let claim = |term| AlterMsg::Claim { term };
+    let msg = |from: &VnodeId, msg| AlterInput::Message { from: from.clone(), msg };
+
+    let out = child.step(1, msg(&root_id, claim(1)));
+    assert_eq!(out[0], AlterOutput::PersistTerm { term: 1 }, "the promise is durable before it is sent");
+    assert!(matches!(&sends(&out)[..], [(to, AlterMsg::Promise { term: 1, granted: true, .. })] if to == &root_id));
+
+    // The primary root is heard: a secondary's claim is refused, with the term promised.
+    let out = child.step(2, msg(&secondary, claim(2)));
+    assert_eq!(sends(&out), vec![(secondary.clone(), AlterMsg::Promise { term: 1, granted: false, metadata: None })]);
+
+    // The primary is silent past the heartbeat timeout: the secondary wins the child.
+    let out = child.step(100_000, msg(&secondary, claim(2)));
+    assert!(matches!(&sends(&out)[..], [(_, AlterMsg::Promise { term: 2, granted: true, .. })]), "{out:?}");
+    assert_eq!(child.parent(), Some(&secondary));
+
+    // The old root returns with term 1: told term 2. An alteration of term 1 is refused.
+    let heartbeat = AlterMsg::Heartbeat { term: 0, seq: 0, md5: Metadata::default().md5(), lead: Some(1) };
+    let out = child.step(100_001, msg(&root_id, heartbeat));
+    assert!(sends(&out).contains(&(root_id.clone(), AlterMsg::Promise { term: 2, granted: false, metadata: None })));
+    assert_eq!(child.parent(), Some(&secondary), "no switch back to a root of an older term");
+
+    // It claims term 3: the child switches back to its primary.
+    let out = child.step(100_002, msg(&root_id, claim(3)));
+    assert!(sends(&out).contains(&(
+        root_id.clone(),
+        AlterMsg::Promise { term: 3, granted: true, metadata: Some(Metadata::default()) }
+    )));
+    assert!(child.follows_primary_parent());
 }

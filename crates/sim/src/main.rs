@@ -139,8 +139,9 @@ fn tree(args: &Args) -> Result<()> {
         cfg.faults = !args.no_faults;
         cfg.breaks = config(args)?.breaks;
         let r = TreeWorld::new(cfg).run();
+        let flags = args.breaks.as_ref().map(|b| format!(" --break {b}")).unwrap_or_default();
         for v in &r.violations {
-            println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree-only --seeds 1 --start {seed}");
+            println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree-only{flags} --seeds 1 --start {seed}");
         }
         failed += !r.violations.is_empty() as u64;
         latencies.extend(&r.cut_latencies_us);
@@ -148,11 +149,11 @@ fn tree(args: &Args) -> Result<()> {
     }
     let t = &total;
     println!(
-        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | relayed {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
+        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | relayed {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
         args.seeds,
         args.seeds as f64 / t0.elapsed().as_secs_f64().max(1e-9),
         t.tree.alterations_ok, t.tree.alterations_failed, t.tree.retried, t.tree.failovers, t.tree.switch_backs,
-        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.relayed, t.boots_by_parent, t.tree.manager_crashes, t.splits,
+        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.root_terms, t.tree.secondary_root_terms, t.tree.relayed, t.boots_by_parent, t.tree.manager_crashes, t.splits,
         t.tree.md5_corruptions,
         t.cuts_ok, t.cuts_failed,
         percentile_us(&latencies, 0.5) as f64 / 1e3,
@@ -265,8 +266,8 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
     if cfg.tree {
         let t = &s.tree;
         println!(
-            "tree: alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | manager crashes {} md5 corruptions {}",
-            t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.manager_crashes, t.md5_corruptions
+            "tree: alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | manager crashes {} md5 corruptions {}",
+            t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.root_terms, t.secondary_root_terms, t.manager_crashes, t.md5_corruptions
         );
     }
     if let Some((seed, cmd)) = &s.first_failure {

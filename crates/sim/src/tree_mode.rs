@@ -21,6 +21,8 @@ pub struct Manager {
     pub alter: Option<AlterNode>,
     pub cfg: AlterConfig,
     pub disk: Metadata,
+    /// The root term promised, as the log holds it.
+    pub disk_term: u64,
     pub instance: u32,
     pub corrupt_next: bool,
 }
@@ -36,6 +38,10 @@ pub struct TreeStats {
     pub md5_corruptions: u64,
     pub secondaries_started: u64,
     pub secondaries_stopped: u64,
+    /// Root terms won (each new root orders `root` = its name and term first).
+    pub root_terms: u64,
+    /// Of those, won by a secondary root standing in for a dead primary.
+    pub secondary_root_terms: u64,
     /// Messages sent around a dead link through the reachability graph.
     pub relayed: u64,
 }
@@ -51,6 +57,8 @@ impl TreeStats {
         self.md5_corruptions += o.md5_corruptions;
         self.secondaries_started += o.secondaries_started;
         self.secondaries_stopped += o.secondaries_stopped;
+        self.root_terms += o.root_terms;
+        self.secondary_root_terms += o.secondary_root_terms;
         self.relayed += o.relayed;
     }
 }
@@ -75,6 +83,7 @@ pub fn shape(stores: &[VnodeId], fanout: usize) -> (Vec<AlterConfig>, Vec<Manage
             alter: Some(AlterNode::new(cfg.clone())),
             cfg,
             disk: Metadata::default(),
+            disk_term: 0,
             instance: 0,
             corrupt_next: false,
         })
@@ -98,7 +107,7 @@ impl World {
     }
 
     /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
-    pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata) {
+    pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
         let Some(of_m) = self.index.get(of).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
         let cfg = self.managers[of_m].cfg.secondary(id.clone());
         let m = match self.index.get(&id).map(|i| i - self.nodes.len()) {
@@ -109,6 +118,7 @@ impl World {
                     alter: None,
                     cfg: cfg.clone(),
                     disk: Metadata::default(),
+                    disk_term: 0,
                     instance: 0,
                     corrupt_next: false,
                 };
@@ -122,7 +132,7 @@ impl World {
         self.tree_stats.secondaries_started += 1;
         self.managers[m].cfg = cfg.clone();
         self.managers[m].alter = Some(AlterNode::new(cfg));
-        self.manager_step(m, AlterInput::Started { metadata });
+        self.manager_step(m, AlterInput::Started { metadata, term });
     }
 
     pub(crate) fn stop_secondary(&mut self, id: &VnodeId) {
@@ -146,7 +156,7 @@ impl World {
         let genesis = self.genesis();
         for m in 0..self.managers.len() {
             self.managers[m].disk = genesis.clone();
-            self.manager_step(m, AlterInput::Started { metadata: genesis.clone() });
+            self.manager_step(m, AlterInput::Started { metadata: genesis.clone(), term: 0 });
         }
     }
 
@@ -190,13 +200,22 @@ impl World {
                 self.managers[m].disk = metadata;
                 None
             }
-            AlterOutput::Apply { seq, .. } => {
+            AlterOutput::PersistTerm { term } => {
+                self.managers[m].disk_term = term;
+                None
+            }
+            AlterOutput::Apply { seq, record, .. } => {
+                let root = &self.managers[m].cfg;
+                if root.parents.is_empty() && record.key == "root" {
+                    self.tree_stats.root_terms += 1;
+                    self.tree_stats.secondary_root_terms += root.secondary_of.is_some() as u64;
+                }
                 let disk = self.managers[m].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
                 self.managers[m].disk = disk;
                 Some(AlterInput::Applied { seq, ok: true })
             }
-            AlterOutput::StartSecondaryParent { id, of, metadata } => {
-                self.start_secondary(id, &of, metadata);
+            AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
+                self.start_secondary(id, &of, metadata, term);
                 None
             }
             AlterOutput::StopSecondaryParent { id } => {
@@ -255,7 +274,7 @@ impl World {
         if stuck {
             self.cut_process = None;
         }
-        if self.cut_process.is_some() || self.managers[self.root_manager()].alter.is_none() {
+        if self.cut_process.is_some() || self.operator_entry().is_none() {
             return;
         }
         self.next_cut += 1;
@@ -268,8 +287,17 @@ impl World {
         p.n = self.next_proposal;
         self.cut_process = Some(p);
         let record = AlterRecord::set(format!("cut/{}", p.cut), value);
+        // If it is down, the proposal is lost with it and the operator gives up after a timeout.
+        let Some(m) = self.operator_entry() else { return };
+        self.manager_step(m, AlterInput::Propose { n: p.n, record });
+    }
+
+    /// Where the operator proposes: the primary root, or while it is down any running manager
+    /// (proposals go up to whichever root won the current term).
+    fn operator_entry(&self) -> Option<usize> {
         let root = self.root_manager();
-        self.manager_step(root, AlterInput::Propose { n: p.n, record });
+        let running = |m: &usize| self.managers[*m].alter.is_some() && self.managers[*m].cfg.secondary_of.is_none();
+        std::iter::once(root).chain(0..self.managers.len()).find(running)
     }
 
     fn on_operator_done(&mut self, n: u64, ok: bool, attempts: u32, applied: u64) {
@@ -329,8 +357,8 @@ impl World {
             return;
         }
         mg.alter = Some(AlterNode::new(mg.cfg.clone()));
-        let metadata = mg.disk.clone();
-        self.manager_step(m, AlterInput::Started { metadata });
+        let (metadata, term) = (mg.disk.clone(), mg.disk_term);
+        self.manager_step(m, AlterInput::Started { metadata, term });
     }
 
     /// Every tree vnode's metadata at the end, for the convergence checker.

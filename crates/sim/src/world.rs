@@ -265,7 +265,7 @@ impl World {
                 let instance = self.nodes[node].instance;
                 self.schedule(at_us.max(self.now_us), Event::Timer { node, instance, timer });
             }
-            Output::StartSecondaryParent { id, of, metadata } => self.start_secondary(id, &of, metadata),
+            Output::StartSecondaryParent { id, of, metadata, term } => self.start_secondary(id, &of, metadata, term),
             Output::StopSecondaryParent { id } => self.stop_secondary(&id),
         }
     }

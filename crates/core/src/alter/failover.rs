@@ -4,10 +4,10 @@
 //! parent comes back it heartbeats its children, they switch back, and the secondary parent stops
 //! (its assisting child stops it; a secondary left without children stops itself).
 //!
-//! The root's children do not fail over (a second root would order alterations of its own):
-//! while the root is down, metadata changes are unavailable — CP, as the seed chooses.
+//! The root's children fail over the same way; the secondary root then has to win a term from a
+//! majority of the voters before it orders anything (`root.rs`).
 
-use super::metadata::Md5Sum;
+use super::metadata::{Md5Sum, Version};
 use super::node::{AlterMsg, AlterNode, AlterOutput, AlterTimer};
 use crate::ids::VnodeId;
 
@@ -18,7 +18,7 @@ pub(super) struct Election {
 }
 
 impl AlterNode {
-    fn silent(&self, seen_us: u64) -> bool {
+    pub(super) fn silent(&self, seen_us: u64) -> bool {
         self.now_us.saturating_sub(seen_us) > self.cfg.heartbeat_timeout_us
     }
 
@@ -87,8 +87,8 @@ impl AlterNode {
         let of = self.cfg.parents[0].clone();
         let id = Self::secondary_name(&of, &self.cfg.id.host);
         self.assisting = Some(id.clone());
-        let metadata = self.metadata.clone();
-        self.out.push(AlterOutput::StartSecondaryParent { id: id.clone(), of, metadata });
+        let (metadata, term) = (self.metadata.clone(), self.term);
+        self.out.push(AlterOutput::StartSecondaryParent { id: id.clone(), of, metadata, term });
         let siblings: Vec<VnodeId> = self.cfg.siblings.iter().filter(|s| **s != self.cfg.id).cloned().collect();
         for s in &siblings {
             self.send(s, AlterMsg::SecondaryAt { parent: id.clone() });
@@ -106,21 +106,47 @@ impl AlterNode {
         self.send(&parent, AlterMsg::Alive);
     }
 
-    /// The primary parent's heartbeat: switch back to it (and stop the secondary we run); compare
-    /// metadata with the parent we follow and fetch it when ours differs.
-    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, seq: u64, md5: Md5Sum) {
-        if self.cfg.parents.first() == Some(from) && (self.secondary.is_some() || self.election.is_some()) {
-            self.secondary = None;
-            self.election = None;
-            if let Some(id) = self.assisting.take() {
-                self.out.push(AlterOutput::StopSecondaryParent { id });
+    /// The primary parent's heartbeat: switch back to it (and stop the secondary we run) — a
+    /// primary root only once it won a term at least ours, else it is told ours; compare metadata
+    /// with the parent we follow and fetch it when ours differs and is older.
+    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: Version, md5: Md5Sum, lead: Option<u64>) {
+        let away = self.secondary.is_some() || self.election.is_some();
+        if self.cfg.parents.first() == Some(from) && away {
+            match lead {
+                None => self.switch_back(),
+                Some(term) if term > 0 && term >= self.term => {
+                    self.adopt_term(term);
+                    self.switch_back();
+                }
+                Some(_) => self.refuse(from),
             }
-            self.send(from, AlterMsg::Alive);
+        } else if self.parent() == Some(from) {
+            self.adopt_term(lead.unwrap_or(0));
         }
         let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;
-        if behind && seq >= self.metadata.seq() {
+        if behind && version >= self.metadata.version() {
             self.send(from, AlterMsg::Fetch);
         }
+    }
+
+    /// Follow the primary parent again, and stop the secondary this vnode's host runs.
+    pub(super) fn switch_back(&mut self) {
+        if self.secondary.is_some() {
+            self.leave_in_flight();
+        }
+        self.secondary = None;
+        self.election = None;
+        if let Some(id) = self.assisting.take() {
+            self.out.push(AlterOutput::StopSecondaryParent { id });
+        }
+        let primary = self.cfg.parents[0].clone();
+        self.send(&primary, AlterMsg::Alive);
+    }
+
+    /// The parent changed: an alteration in flight from the old one is not confirmed to anyone
+    /// (its root fails it on a timeout); a new one can come in at once.
+    pub(super) fn leave_in_flight(&mut self) {
+        self.in_flight = None;
     }
 
     /// A vnode that follows this one as its parent (a secondary parent's adopted children).

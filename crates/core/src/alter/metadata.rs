@@ -19,13 +19,14 @@ impl AlterRecord {
         AlterRecord { key: key.into(), value: value.into() }
     }
 
-    /// The bytes written to the log and read back, and what the md5 is taken of.
-    pub fn encode(&self, seq: u64) -> Vec<u8> {
-        postcard::to_stdvec(&(seq, self)).expect("records always serialize")
+    /// The bytes written to the log and read back, and what the md5 is taken of: the record with
+    /// its place in the order, `(term, seq)`.
+    pub fn encode(&self, term: u64, seq: u64) -> Vec<u8> {
+        postcard::to_stdvec(&(term, seq, self)).expect("records always serialize")
     }
 
     /// What was read back: `None` if the bytes are not a record at all.
-    pub fn decode(bytes: &[u8]) -> Option<(u64, AlterRecord)> {
+    pub fn decode(bytes: &[u8]) -> Option<(u64, u64, AlterRecord)> {
         postcard::from_bytes(bytes).ok()
     }
 }
@@ -36,9 +37,17 @@ pub fn md5_of(bytes: &[u8]) -> Md5Sum {
     Md5::digest(bytes).into()
 }
 
+/// Where metadata stands in the order of alterations: the term of the root that ordered the last
+/// one applied, then its sequence number. Compared as a pair, like Raft's (last term, last index):
+/// two copies with equal versions are equal (one root orders a term, and every vnode applies an
+/// alteration only on top of the version it was ordered after).
+pub type Version = (u64, u64);
+
 /// Invariant: `seq` is the number of alterations applied; records only change through `apply`.
+/// Invariant: `term` never decreases along `apply`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Metadata {
+    term: u64,
     seq: u64,
     records: BTreeMap<String, Vec<u8>>,
 }
@@ -47,7 +56,7 @@ impl Metadata {
     /// The metadata a cluster is created with (sequence 0): e.g. its vnode list, `vnode/<id>` →
     /// the id of the vnode's parent, which boot loading reads.
     pub fn genesis(records: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
-        Metadata { seq: 0, records: records.into_iter().collect() }
+        Metadata { term: 0, seq: 0, records: records.into_iter().collect() }
     }
 
     /// The vnodes to start on `host` whose parent is `parent` (seed 004: boot loading by parent).
@@ -64,6 +73,15 @@ impl Metadata {
         self.seq
     }
 
+    /// The term of the root that ordered the last alteration applied (0: none since genesis).
+    pub fn term(&self) -> u64 {
+        self.term
+    }
+
+    pub fn version(&self) -> Version {
+        (self.term, self.seq)
+    }
+
     pub fn get(&self, key: &str) -> Option<&[u8]> {
         self.records.get(key).map(|v| v.as_slice())
     }
@@ -72,9 +90,11 @@ impl Metadata {
         self.records.iter()
     }
 
-    /// Applies alteration `seq`, which must be the next one.
-    pub fn apply(&mut self, seq: u64, record: &AlterRecord) {
+    /// Applies alteration `seq`, ordered in `term`, which must be the next one.
+    pub fn apply(&mut self, term: u64, seq: u64, record: &AlterRecord) {
         debug_assert_eq!(seq, self.seq + 1, "alterations apply in order");
+        debug_assert!(term >= self.term, "terms never go back");
+        self.term = term;
         self.seq = seq;
         if record.value.is_empty() {
             self.records.remove(&record.key);

@@ -19,6 +19,7 @@ pub mod metadata;
 pub mod node;
 pub mod reach;
 pub mod report;
+pub mod root;
 
-pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
+pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata, Version};
 pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};

@@ -3,6 +3,7 @@
 
 use super::failover::Election;
 use super::metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
+use super::root::Lead;
 use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -15,7 +16,8 @@ pub struct AlterConfig {
     pub parents: Vec<VnodeId>,
     /// The primary parent's children in election priority order, this vnode among them.
     pub siblings: Vec<VnodeId>,
-    /// Whether this vnode may replace a dead parent with a secondary one (not under the root).
+    /// Whether this vnode may replace a dead parent with a secondary one (the root's children
+    /// too: a secondary root must then win a term, `root.rs`).
     pub failover: bool,
     /// Set on a secondary parent: the primary parent it stands in for.
     pub secondary_of: Option<VnodeId>,
@@ -31,7 +33,8 @@ pub struct AlterConfig {
     pub heartbeat_interval_us: u64,
     /// A parent or child not heard from for this long is not working.
     pub heartbeat_timeout_us: u64,
-    /// Only `skip_md5` applies here (the simulator's proof that the md5 check matters).
+    /// Only `skip_md5` and `root_without_quorum` apply here (the simulator's proof that the md5
+    /// check and the root's majority matter).
     pub breaks: crate::Breaks,
 }
 
@@ -55,7 +58,10 @@ pub enum AlterMsg {
         id: ProposalId,
         record: AlterRecord,
     },
+    /// Alteration `(term, seq)`, ordered on top of version `(prev_term, seq - 1)`.
     Alter {
+        term: u64,
+        prev_term: u64,
         seq: u64,
         id: ProposalId,
         record: AlterRecord,
@@ -64,6 +70,7 @@ pub enum AlterMsg {
     /// `applied`: how many leaves (store vnodes) of the branch applied it (the cut process needs
     /// them all).
     Confirm {
+        term: u64,
         seq: u64,
         ok: bool,
         applied: u64,
@@ -74,10 +81,25 @@ pub enum AlterMsg {
         ok: bool,
         applied: u64,
     },
-    /// Parent → children: I am alive, and this is my metadata.
+    /// Parent → children: I am alive, and this is my metadata (its version and md5). `lead`: sent
+    /// by a root, the term it orders in (0 while it has none); `None` from other parents.
     Heartbeat {
+        term: u64,
         seq: u64,
         md5: Md5Sum,
+        lead: Option<u64>,
+    },
+    /// A root (primary, or secondary standing in for it) asks the root's children to promise
+    /// themselves to it for `term`.
+    Claim {
+        term: u64,
+    },
+    /// A child's answer to a claim (or to an alteration or heartbeat of an older term): `granted`
+    /// with its metadata for the catch-up, or refused with the term it is promised to.
+    Promise {
+        term: u64,
+        granted: bool,
+        metadata: Option<Metadata>,
     },
     /// Child → parent: I am alive and you are my parent.
     Alive,
@@ -116,9 +138,11 @@ pub enum AlterMsg {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AlterInput {
-    /// Start (or restart) with the metadata recovered from the log. Must come first.
+    /// Start (or restart) with the metadata and the promised root term recovered from the log.
+    /// Must come first.
     Started {
         metadata: Metadata,
+        term: u64,
     },
     Message {
         from: VnodeId,
@@ -158,12 +182,19 @@ pub enum AlterOutput {
     PersistClone {
         metadata: Metadata,
     },
+    /// Persist the root term promised (or claimed). Outputs after this one in the same step must
+    /// not take effect before it is durable: a promise must survive a crash.
+    PersistTerm {
+        term: u64,
+    },
     /// Seed 004: as assisting child, start a secondary parent `id` on this host in place of the
     /// dead primary parent `of`, with this vnode's copy of the metadata.
     StartSecondaryParent {
         id: VnodeId,
         of: VnodeId,
         metadata: Metadata,
+        /// This vnode's promised term: a secondary root claims the next one.
+        term: u64,
     },
     /// The primary parent is back: stop the secondary parent this host runs.
     StopSecondaryParent {
@@ -171,6 +202,7 @@ pub enum AlterOutput {
     },
     /// Act on the alteration and answer `Applied`.
     Apply {
+        term: u64,
         seq: u64,
         record: AlterRecord,
     },
@@ -202,6 +234,7 @@ pub enum AlterTimer {
 /// The alteration in flight through this vnode.
 #[derive(Debug, Hash)]
 pub(super) struct InFlight {
+    term: u64,
     seq: u64,
     id: ProposalId,
     record: AlterRecord,
@@ -212,6 +245,15 @@ pub(super) struct InFlight {
     failed: bool,
     /// Leaves of this branch that applied it, this one included.
     applied_count: u64,
+    /// At the root: the voters (children) that confirmed `ok`.
+    oks: BTreeSet<VnodeId>,
+}
+
+impl InFlight {
+    pub(super) fn fail(&mut self) {
+        self.failed = true;
+        self.applied.get_or_insert(false);
+    }
 }
 
 #[derive(Debug, Hash)]
@@ -228,7 +270,11 @@ pub struct AlterNode {
     pub(super) md5: Md5Sum,
     pub(super) in_flight: Option<InFlight>,
     /// Root only: proposals waiting to be ordered.
-    queue: VecDeque<(ProposalId, AlterRecord)>,
+    pub(super) queue: VecDeque<(ProposalId, AlterRecord)>,
+    /// The highest root term this vnode promised itself to or claimed (durable: `PersistTerm`).
+    pub(super) term: u64,
+    /// At a root: its campaign for a term, or the term it orders in.
+    pub(super) lead: Option<Lead>,
     pub(super) proposals: BTreeMap<ProposalId, Proposal>,
     pub(super) primary_seen_us: u64,
     /// The secondary parent this vnode follows while its primary parent is dead.
@@ -260,6 +306,8 @@ impl AlterNode {
             md5: Metadata::default().md5(),
             in_flight: None,
             queue: VecDeque::new(),
+            term: 0,
+            lead: None,
             proposals: BTreeMap::new(),
             primary_seen_us: 0,
             secondary: None,
@@ -305,7 +353,7 @@ impl AlterNode {
         debug_assert!(now_us >= self.now_us, "time went backwards");
         self.now_us = now_us;
         match input {
-            AlterInput::Started { metadata } => self.on_started(metadata),
+            AlterInput::Started { metadata, term } => self.on_started(metadata, term),
             AlterInput::Message { from, msg } => {
                 self.heard_us.insert(from.clone(), now_us);
                 self.on_message(from, msg)
@@ -334,27 +382,35 @@ impl AlterNode {
         self.out.push(AlterOutput::SetTimer { timer, at_us: self.now_us + after_us });
     }
 
-    fn on_started(&mut self, metadata: Metadata) {
+    fn on_started(&mut self, metadata: Metadata, term: u64) {
         self.set_metadata(metadata);
+        self.term = term;
         self.primary_seen_us = self.now_us;
         self.children_seen_us.values_mut().for_each(|s| *s = self.now_us);
         self.heartbeat();
     }
 
     pub(super) fn on_message(&mut self, from: VnodeId, msg: AlterMsg) {
-        self.note_alive(&from);
+        // A refusal says the sender follows another root: it is not a working child of this one.
+        if !matches!(msg, AlterMsg::Promise { granted: false, .. }) {
+            self.note_alive(&from);
+        }
         match msg {
             AlterMsg::Propose { id, record } => self.on_propose(id, record),
-            AlterMsg::Alter { seq, id, record, md5 } => self.on_alter(&from, seq, id, record, md5),
-            AlterMsg::Confirm { seq, ok, applied } => self.on_confirm(&from, seq, ok, applied),
+            AlterMsg::Alter { term, prev_term, seq, id, record, md5 } => {
+                self.on_alter(&from, (term, prev_term, seq), id, record, md5)
+            }
+            AlterMsg::Confirm { term, seq, ok, applied } => self.on_confirm(&from, (term, seq), ok, applied),
             AlterMsg::Outcome { id, ok, applied, .. } => self.on_outcome(id, ok, applied),
-            AlterMsg::Heartbeat { seq, md5 } => self.on_heartbeat(&from, seq, md5),
+            AlterMsg::Heartbeat { term, seq, md5, lead } => self.on_heartbeat(&from, (term, seq), md5, lead),
+            AlterMsg::Claim { term } => self.on_claim(&from, term),
+            AlterMsg::Promise { term, granted, metadata } => self.on_promise(&from, term, granted, metadata),
             AlterMsg::Alive => self.adopt(from),
             AlterMsg::Fetch => {
                 let metadata = self.metadata.clone();
                 self.send(&from, AlterMsg::Clone { metadata });
             }
-            AlterMsg::Clone { metadata } => self.on_clone(metadata),
+            AlterMsg::Clone { metadata } => self.on_clone(&from, metadata),
             AlterMsg::Elect => self.on_elect(&from),
             AlterMsg::Defer => self.on_defer(),
             AlterMsg::SecondaryAt { parent } => self.follow_secondary(parent),
@@ -395,20 +451,22 @@ impl AlterNode {
         self.order_next();
     }
 
-    /// The root orders one alteration at a time.
-    fn order_next(&mut self) {
+    /// The root orders one alteration at a time, and only in a term it won.
+    pub(super) fn order_next(&mut self) {
+        let Some(term) = self.lead_term() else { return };
         if self.in_flight.is_some() {
             return;
         }
         let Some((id, record)) = self.queue.pop_front() else { return };
         let seq = self.metadata.seq() + 1;
-        let md5 = md5_of(&record.encode(seq));
-        self.begin(seq, id, record, md5);
+        let md5 = md5_of(&record.encode(term, seq));
+        self.begin((term, seq), id, record, md5);
     }
 
-    fn begin(&mut self, seq: u64, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
-        let bytes = record.encode(seq);
+    fn begin(&mut self, (term, seq): (u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+        let bytes = record.encode(term, seq);
         self.in_flight = Some(InFlight {
+            term,
             seq,
             id,
             record,
@@ -417,6 +475,7 @@ impl AlterNode {
             waiting: BTreeSet::new(),
             failed: false,
             applied_count: 0,
+            oks: BTreeSet::new(),
         });
         self.out.push(AlterOutput::Persist { seq, bytes });
     }
@@ -425,39 +484,48 @@ impl AlterNode {
 // ---- a branch of the confirmation tree ----
 
 impl AlterNode {
-    fn on_alter(&mut self, from: &VnodeId, seq: u64, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+    fn on_alter(&mut self, from: &VnodeId, at: (u64, u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+        let (term, prev_term, seq) = at;
         if self.parent() != Some(from) {
             return; // not our parent (any more): it will time out on us
         }
-        if self.in_flight.as_ref().is_some_and(|f| f.seq == seq) {
+        if term < self.term {
+            // Ordered by a root that lost its term: refuse, and tell it.
+            self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
+            return self.refuse(from);
+        }
+        self.adopt_term(term);
+        if self.in_flight.as_ref().is_some_and(|f| (f.term, f.seq) == (term, seq)) {
             return;
         }
-        if seq != self.metadata.seq() + 1 || self.in_flight.is_some() {
-            // A gap: this vnode missed alterations. Fail this one and catch up by cloning.
-            self.send(from, AlterMsg::Confirm { seq, ok: false, applied: 0 });
+        if (prev_term, seq - 1) != self.metadata.version() || self.in_flight.is_some() {
+            // A gap or a different history: fail this one and catch up by cloning.
+            self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
             return self.send(from, AlterMsg::Fetch);
         }
-        self.begin(seq, id, record, md5);
+        self.begin((term, seq), id, record, md5);
     }
 
     /// Seed 004 point 4: the record is read after write and its md5 compared with the one sent.
     fn on_persisted(&mut self, seq: u64, bytes: &[u8]) {
         let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
-        let read_back = AlterRecord::decode(bytes).filter(|(s, _)| *s == seq);
+        let read_back = AlterRecord::decode(bytes).filter(|(t, s, _)| (*t, *s) == (f.term, seq));
         let intact = md5_of(bytes) == f.md5 || self.cfg.breaks.skip_md5;
-        let Some((_, record)) = read_back.filter(|_| intact) else {
+        let Some((term, _, record)) = read_back.filter(|_| intact) else {
             f.failed = true;
             f.applied = Some(false);
             return self.finish();
         };
         // What is applied is what was read back: the md5 is what keeps a bad copy out.
-        self.metadata.apply(seq, &record);
+        let prev_term = self.metadata.term();
+        self.metadata.apply(term, seq, &record);
         self.md5 = self.metadata.md5();
-        self.out.push(AlterOutput::Apply { seq, record: record.clone() });
+        self.out.push(AlterOutput::Apply { term, seq, record: record.clone() });
         let (id, md5) = (f.id.clone(), f.md5);
         let children = self.working_children();
         for c in &children {
-            self.send(c, AlterMsg::Alter { seq, id: id.clone(), record: record.clone(), md5 });
+            let msg = AlterMsg::Alter { term, prev_term, seq, id: id.clone(), record: record.clone(), md5 };
+            self.send(c, msg);
         }
         self.in_flight.as_mut().expect("in flight").waiting = children.into_iter().collect();
         self.timer(AlterTimer::Confirm(seq), self.cfg.confirm_timeout_us);
@@ -473,11 +541,14 @@ impl AlterNode {
         self.maybe_finish();
     }
 
-    fn on_confirm(&mut self, from: &VnodeId, seq: u64, ok: bool, applied: u64) {
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+    fn on_confirm(&mut self, from: &VnodeId, at: (u64, u64), ok: bool, applied: u64) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| (f.term, f.seq) == at) else { return };
         if f.waiting.remove(from) {
             f.failed |= !ok;
             f.applied_count += applied;
+            if ok {
+                f.oks.insert(from.clone());
+            }
         }
         self.maybe_finish();
     }
@@ -490,13 +561,16 @@ impl AlterNode {
     }
 
     /// Confirm to the parent — or, at the root, answer the initiator and order the next one.
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         let f = self.in_flight.take().expect("in flight");
         let ok = !f.failed && f.applied == Some(true);
         let applied = f.applied_count;
         match self.parent().cloned() {
-            Some(parent) => self.send(&parent, AlterMsg::Confirm { seq: f.seq, ok, applied }),
+            Some(parent) => self.send(&parent, AlterMsg::Confirm { term: f.term, seq: f.seq, ok, applied }),
             None => {
+                // Invariant: the root answers `ok` only for an alteration of its own term that a
+                // majority of the voters hold — every later root's catch-up finds it.
+                let ok = ok && self.lead_term() == Some(f.term) && self.quorum(&f.oks);
                 let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
                 if f.id.initiator == self.cfg.id {
                     self.on_message(self.cfg.id.clone(), outcome);
@@ -510,8 +584,7 @@ impl AlterNode {
 
     fn on_confirm_timeout(&mut self, seq: u64) {
         let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
-        f.failed = true;
-        f.applied.get_or_insert(false);
+        f.fail();
         self.finish();
     }
 }
@@ -521,15 +594,16 @@ impl AlterNode {
 impl AlterNode {
     fn heartbeat(&mut self) {
         debug_assert_eq!(self.md5, self.metadata.md5(), "cached md5 out of date");
-        let (seq, md5) = (self.metadata.seq(), self.md5);
+        let ((term, seq), md5, lead) = (self.metadata.version(), self.md5, self.heartbeat_lead());
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {
-            self.send(c, AlterMsg::Heartbeat { seq, md5 });
+            self.send(c, AlterMsg::Heartbeat { term, seq, md5, lead });
         }
         if let Some(p) = self.parent().cloned() {
             self.send(&p, AlterMsg::Alive);
         }
         self.check_parents();
+        self.check_lead();
         self.announce_reach();
         if self.cfg.reports {
             self.report_children();
@@ -537,13 +611,16 @@ impl AlterNode {
         self.timer(AlterTimer::Heartbeat, self.cfg.heartbeat_interval_us);
     }
 
-    fn set_metadata(&mut self, metadata: Metadata) {
+    pub(super) fn set_metadata(&mut self, metadata: Metadata) {
         self.md5 = metadata.md5();
         self.metadata = metadata;
     }
 
-    fn on_clone(&mut self, metadata: Metadata) {
-        if self.in_flight.is_some() || metadata.seq() < self.metadata.seq() {
+    /// Invariant: a clone never takes the metadata back to an older version, and comes only from
+    /// the parent followed now.
+    fn on_clone(&mut self, from: &VnodeId, metadata: Metadata) {
+        let older = metadata.version() < self.metadata.version();
+        if self.in_flight.is_some() || older || self.parent() != Some(from) {
             return;
         }
         if metadata.md5() != self.md5 {

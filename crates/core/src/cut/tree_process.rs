@@ -18,6 +18,8 @@ pub struct TreeRole {
     pub(crate) alter: AlterNode,
     /// Metadata as the log holds it (replayed at recovery).
     pub(crate) recovered: Metadata,
+    /// The root term promised, as the log holds it.
+    pub(crate) recovered_term: u64,
     /// A FINISH alteration waiting for the local cut: (seq, cut).
     pub(crate) finish_pending: Option<(u64, CutId)>,
 }
@@ -61,10 +63,15 @@ impl Vnode {
                 self.out.append(Record::AlterClone { metadata });
                 None
             }
-            AlterOutput::Apply { seq, record } => self.apply_cut_phase(seq, &record),
+            // Sends that follow wait for this record to be durable (the outbox's write-ahead rule).
+            AlterOutput::PersistTerm { term } => {
+                self.out.append(Record::AlterTerm { term });
+                None
+            }
+            AlterOutput::Apply { seq, record, .. } => self.apply_cut_phase(seq, &record),
             AlterOutput::Done { .. } => None, // store vnodes do not propose
-            AlterOutput::StartSecondaryParent { id, of, metadata } => {
-                self.out.timer(Output::StartSecondaryParent { id, of, metadata });
+            AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
+                self.out.timer(Output::StartSecondaryParent { id, of, metadata, term });
                 None
             }
             AlterOutput::StopSecondaryParent { id } => {

@@ -57,6 +57,11 @@ impl Vnode {
                     t.recovered = metadata.clone();
                 }
             }
+            Record::AlterTerm { term } => {
+                if let Some(t) = self.tree.as_mut() {
+                    t.recovered_term = t.recovered_term.max(*term);
+                }
+            }
         }
     }
 
@@ -65,9 +70,9 @@ impl Vnode {
     /// that confirmed did, and a clone from the parent settles any difference.
     fn replay_alteration(&mut self, seq: u64, bytes: &[u8]) {
         let Some(t) = self.tree.as_mut() else { return };
-        if let Some((s, record)) = crate::alter::AlterRecord::decode(bytes).filter(|(s, _)| *s == seq) {
-            if s == t.recovered.seq() + 1 {
-                t.recovered.apply(s, &record);
+        if let Some((term, s, record)) = crate::alter::AlterRecord::decode(bytes).filter(|(_, s, _)| *s == seq) {
+            if s == t.recovered.seq() + 1 && term >= t.recovered.term() {
+                t.recovered.apply(term, s, &record);
             }
         }
     }

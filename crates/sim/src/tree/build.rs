@@ -59,8 +59,8 @@ fn config(
         Some(_) => levels[level].iter().skip(i / fanout * fanout).take(fanout).cloned().collect(),
         None => vec![],
     };
-    // Under the root there is no failover (a second root would order alterations of its own).
-    let failover = level + 2 < levels.len();
+    // Every vnode with a parent fails over; under the root, a secondary root must win a term.
+    let failover = level + 1 < levels.len();
     let children = match level.checked_sub(1) {
         Some(down) => levels[down].iter().skip(i * fanout).take(fanout).cloned().collect(),
         None => vec![],

@@ -97,6 +97,8 @@ struct Vn {
     cfg: waymark_core::alter::AlterConfig,
     /// What the log holds: the metadata as of the last persisted alteration or clone.
     disk: Metadata,
+    /// The root term promised, as the log holds it.
+    disk_term: u64,
     instance: u32,
     corrupt_next: bool,
     was_primary: bool,
@@ -112,6 +114,8 @@ pub struct TreeReport {
     pub splits: u64,
     /// Vnodes restarted because their parent said so (boot loading by parent).
     pub boots_by_parent: u64,
+    /// Root restarts (the root has no parent: its host starts it from its own log).
+    pub root_restarts: u64,
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     /// Virtual time from the first START proposal to the END outcome, per successful cut.
@@ -136,9 +140,9 @@ pub struct TreeWorld {
     /// The operator's cut processes: (initiator, cut id, phase index, started at).
     cut_runs: BTreeMap<ProposalId, (usize, u64, usize, u64)>,
     stopping: bool,
-    /// What the root ordered for each sequence number, and what every vnode applied.
-    ordered: BTreeMap<u64, AlterRecord>,
-    applied: Vec<(VnodeId, u64, AlterRecord)>,
+    /// What a root ordered at each `(term, seq)`, and what every vnode applied.
+    ordered: BTreeMap<(u64, u64), AlterRecord>,
+    applied: Vec<(VnodeId, (u64, u64), AlterRecord)>,
 }
 
 const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END"];
@@ -158,6 +162,7 @@ impl TreeWorld {
                 alter: Some(AlterNode::new(c.clone())),
                 cfg: c,
                 disk: Metadata::default(),
+                disk_term: 0,
                 instance: 0,
                 corrupt_next: false,
                 was_primary: true,
@@ -197,7 +202,7 @@ impl TreeWorld {
         let genesis = self.genesis();
         for n in 0..self.nodes.len() {
             self.nodes[n].disk = genesis.clone();
-            self.step(n, AlterInput::Started { metadata: genesis.clone() });
+            self.step(n, AlterInput::Started { metadata: genesis.clone(), term: 0 });
         }
         self.plan();
         let end = self.cfg.duration_us;
@@ -246,7 +251,7 @@ impl TreeWorld {
     }
 
     fn plan_faults(&mut self, window: u64) {
-        let managers: Vec<usize> = (self.first_manager..self.root()).collect();
+        let managers: Vec<usize> = (self.first_manager..=self.root()).collect();
         if !managers.is_empty() {
             for _ in 0..self.rng.gen_range(1..=2) {
                 let node = managers[self.rng.gen_range(0..managers.len())];
@@ -268,6 +273,16 @@ impl TreeWorld {
     }
 
     fn handle(&mut self, ev: Ev) {
+        if std::env::var("TREE_DEBUG").is_ok() {
+            let name = |i: &usize| self.nodes.get(*i).map(|v| v.cfg.id.to_string()).unwrap_or_default();
+            match &ev {
+                Ev::Deliver { from, to, msg } if !matches!(msg, AlterMsg::Reach { .. }) => {
+                    eprintln!("{} {} -> {}: {:?}", self.now_us, name(from), name(to), msg)
+                }
+                Ev::Deliver { .. } => {}
+                other => eprintln!("{} {:?}", self.now_us, other),
+            }
+        }
         match ev {
             Ev::Deliver { to, msg: AlterMsg::StartVnodes { vnodes }, .. } if self.nodes[to].alter.is_none() => {
                 self.boot(&vnodes)
@@ -328,11 +343,17 @@ impl TreeWorld {
                 self.schedule(at, Ev::Persisted { node, instance, seq, bytes });
             }
             AlterOutput::PersistClone { metadata } => self.nodes[node].disk = metadata,
-            AlterOutput::Apply { seq, record } => {
-                if node == self.root() {
-                    self.ordered.insert(seq, record.clone());
+            AlterOutput::PersistTerm { term } => self.nodes[node].disk_term = term,
+            AlterOutput::Apply { term, seq, record } => {
+                let cfg = &self.nodes[node].cfg;
+                if cfg.parents.is_empty() {
+                    self.ordered.insert((term, seq), record.clone());
+                    if record.key == "root" {
+                        self.report.tree.root_terms += 1;
+                        self.report.tree.secondary_root_terms += cfg.secondary_of.is_some() as u64;
+                    }
                 }
-                self.applied.push((self.nodes[node].cfg.id.clone(), seq, record.clone()));
+                self.applied.push((self.nodes[node].cfg.id.clone(), (term, seq), record.clone()));
                 if let Some(a) = &self.nodes[node].alter {
                     self.nodes[node].disk = a.metadata().clone();
                 }
@@ -342,7 +363,9 @@ impl TreeWorld {
                 self.schedule(self.now_us + work, Ev::Applied { node, instance, seq });
             }
             AlterOutput::Done { id, ok, attempts, .. } => self.on_done(node, id, ok, attempts),
-            AlterOutput::StartSecondaryParent { id, of, metadata } => self.start_secondary(id, &of, metadata),
+            AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
+                self.start_secondary(id, &of, metadata, term)
+            }
             AlterOutput::StopSecondaryParent { id } => self.stop_secondary(&id),
             AlterOutput::SetTimer { timer, at_us } => self.schedule(at_us, Ev::Timer { node, instance, timer }),
         }
@@ -416,7 +439,7 @@ impl TreeWorld {
 
     /// The assisting child's host starts a secondary parent: the primary's place in the tree,
     /// the assisting child's metadata.
-    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata) {
+    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
         let of_cfg = self.nodes[self.index[of]].cfg.clone();
         let cfg = of_cfg.secondary(id.clone());
         let node = match self.index.get(&id) {
@@ -427,6 +450,7 @@ impl TreeWorld {
                     alter: None,
                     cfg: cfg.clone(),
                     disk: Metadata::default(),
+                    disk_term: 0,
                     instance: 0,
                     corrupt_next: false,
                     was_primary: true,
@@ -439,7 +463,7 @@ impl TreeWorld {
         self.report.tree.secondaries_started += 1;
         self.nodes[node].cfg = cfg.clone();
         self.nodes[node].alter = Some(AlterNode::new(cfg));
-        self.step(node, AlterInput::Started { metadata });
+        self.step(node, AlterInput::Started { metadata, term });
     }
 
     fn stop_secondary(&mut self, id: &VnodeId) {
@@ -475,8 +499,8 @@ impl TreeWorld {
             return;
         }
         v.alter = Some(AlterNode::new(v.cfg.clone()));
-        let metadata = v.disk.clone();
-        self.step(node, AlterInput::Started { metadata });
+        let (metadata, term) = (v.disk.clone(), v.disk_term);
+        self.step(node, AlterInput::Started { metadata, term });
     }
 
     /// The vnode list with parents (what boot loading by parent reads), states and hosts.
@@ -491,10 +515,12 @@ impl TreeWorld {
         if self.stopping || self.nodes[node].alter.is_some() {
             return;
         }
-        if let Some(parent) = self.nodes[node].cfg.parents.first().cloned() {
-            let host = self.nodes[node].cfg.id.host.clone();
-            self.send(node, &parent, AlterMsg::HostAlive { host });
-        }
+        let Some(parent) = self.nodes[node].cfg.parents.first().cloned() else {
+            self.report.root_restarts += 1;
+            return self.restart(node); // the root: its host starts it from its own log
+        };
+        let host = self.nodes[node].cfg.id.host.clone();
+        self.send(node, &parent, AlterMsg::HostAlive { host });
         self.schedule(self.now_us + 100_000, Ev::HostBack { node });
     }
 

@@ -1,0 +1,203 @@
+//! The root's term: how the root fails over "the same way" as any parent (seed 004) without two
+//! roots ever both answering `ok` for different alterations at one place in the order.
+//!
+//! A parent's heartbeat is not a lease: during a split a secondary root and the primary may both
+//! think the root's children are theirs. So the root's children vote, as in Raft:
+//! - the *voters* are the primary root and its configured children; a majority of them is needed
+//!   for anything;
+//! - a root (the primary when it starts, or a secondary started by an assisting child) claims a
+//!   term higher than any it knows; a child promises itself to at most one root per term, durably
+//!   (`PersistTerm`), and refuses alterations of lower terms;
+//! - with promises from a majority, the root adopts the newest metadata among them (by version,
+//!   `(term, seq)`) and orders in its term; the first thing it orders is `root` = its name and term;
+//! - the root answers `ok` only for an alteration of its own term that a majority confirmed.
+//!
+//! Invariant: at most one root wins a term (each voter promises once per term; the primary votes
+//! only for itself).
+//! Invariant: an alteration answered `ok` is in the metadata of every later term's root, since
+//! the majority that confirmed it and the majority that promised share a voter, and a voter's
+//! version only grows.
+//!
+//! A child prefers its primary root: it promises to a secondary only while the primary is silent,
+//! and promises to the primary whenever it claims a higher term — which is the switch-back.
+
+use super::metadata::Metadata;
+use super::node::{AlterMsg, AlterNode, AlterOutput};
+use super::AlterRecord;
+use crate::ids::VnodeId;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Debug, Hash)]
+pub(crate) enum Lead {
+    /// Claimed `term`; promises so far, with each voter's metadata.
+    Campaign { term: u64, promises: BTreeMap<VnodeId, Metadata> },
+    /// Won `term`: orders alterations in it.
+    Active { term: u64 },
+}
+
+impl AlterNode {
+    pub(super) fn is_root(&self) -> bool {
+        self.cfg.parents.is_empty()
+    }
+
+    /// The term this root orders in, if it won one.
+    pub(super) fn lead_term(&self) -> Option<u64> {
+        match self.lead {
+            Some(Lead::Active { term }) => Some(term),
+            _ => None,
+        }
+    }
+
+    /// What a root's heartbeat says of its term (`Some(0)`: none won yet); other parents say nothing.
+    pub(super) fn heartbeat_lead(&self) -> Option<u64> {
+        self.is_root().then(|| self.lead_term().unwrap_or(0))
+    }
+
+    /// The primary root's name (a secondary root stands in for it).
+    fn primary_root(&self) -> &VnodeId {
+        self.cfg.secondary_of.as_ref().unwrap_or(&self.cfg.id)
+    }
+
+    fn is_voter(&self, v: &VnodeId) -> bool {
+        v == self.primary_root() || self.cfg.children.contains(v)
+    }
+
+    /// More than half of the voters: the primary root and its configured children.
+    fn majority(&self) -> usize {
+        let voters = self.cfg.children.len() + 1;
+        voters / 2 + 1
+    }
+
+    /// Whether the voters in `oks`, with the primary root's own vote when this is it, are a majority.
+    pub(super) fn quorum(&self, oks: &BTreeSet<VnodeId>) -> bool {
+        if self.cfg.breaks.root_without_quorum {
+            return true;
+        }
+        let own = (self.cfg.secondary_of.is_none()) as usize;
+        own + oks.iter().filter(|v| self.is_voter(v) && **v != self.cfg.id).count() >= self.majority()
+    }
+
+    pub(super) fn set_term(&mut self, term: u64) {
+        debug_assert!(term > self.term, "a promised term never goes back");
+        self.term = term;
+        self.out.push(AlterOutput::PersistTerm { term });
+    }
+
+    /// A root that does not order in a term claims a new one, on start and on every heartbeat tick.
+    pub(super) fn check_lead(&mut self) {
+        if self.is_root() && self.lead_term().is_none() {
+            self.campaign();
+        }
+    }
+
+    fn campaign(&mut self) {
+        let term = self.term + 1;
+        self.set_term(term);
+        let mut promises = BTreeMap::new();
+        if self.cfg.secondary_of.is_none() {
+            promises.insert(self.cfg.id.clone(), self.metadata.clone());
+        }
+        self.lead = Some(Lead::Campaign { term, promises });
+        let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
+        for c in &children {
+            self.send(c, AlterMsg::Claim { term });
+        }
+        self.maybe_win();
+    }
+
+    /// A child of a root: promise, if `term` is new and `from` is a root this vnode may follow.
+    pub(super) fn on_claim(&mut self, from: &VnodeId, term: u64) {
+        let again = term == self.term && self.parent() == Some(from);
+        if !again && (term <= self.term || !self.may_follow(from)) {
+            return self.refuse(from);
+        }
+        if !again {
+            self.set_term(term);
+            self.follow_root(from);
+        }
+        let metadata = Some(self.metadata.clone());
+        self.send(from, AlterMsg::Promise { term, granted: true, metadata });
+    }
+
+    /// Tell a root of an older term which term this vnode is promised to.
+    pub(super) fn refuse(&mut self, to: &VnodeId) {
+        self.send(to, AlterMsg::Promise { term: self.term, granted: false, metadata: None });
+    }
+
+    /// The primary root always (it returned: switch back); a secondary only while the primary is
+    /// silent and no other secondary is followed and alive.
+    fn may_follow(&self, root: &VnodeId) -> bool {
+        if self.cfg.parents.first() == Some(root) {
+            return true;
+        }
+        let other = self.secondary.as_ref().is_some_and(|s| s != root && !self.silent(self.secondary_seen_us));
+        self.silent(self.primary_seen_us) && !other
+    }
+
+    fn follow_root(&mut self, root: &VnodeId) {
+        if self.cfg.parents.first() == Some(root) {
+            if self.secondary.is_some() || self.election.is_some() {
+                self.switch_back();
+            }
+            return;
+        }
+        if self.secondary.as_ref() != Some(root) {
+            self.leave_in_flight();
+            self.election = None;
+            self.secondary = Some(root.clone());
+            self.secondary_seen_us = self.now_us;
+        }
+    }
+
+    /// A term seen on an alteration or a heartbeat of the root followed: promised from now on.
+    pub(super) fn adopt_term(&mut self, term: u64) {
+        if term > self.term {
+            self.set_term(term);
+        }
+    }
+
+    pub(super) fn on_promise(&mut self, from: &VnodeId, term: u64, granted: bool, metadata: Option<Metadata>) {
+        if !granted {
+            return self.on_refused(term);
+        }
+        let voter = self.is_voter(from);
+        let Some(Lead::Campaign { term: t, promises }) = self.lead.as_mut() else { return };
+        if *t == term && voter {
+            promises.insert(from.clone(), metadata.unwrap_or_default());
+            self.maybe_win();
+        }
+    }
+
+    /// A higher term exists: this root's claim or term is over; it claims again on the next tick.
+    fn on_refused(&mut self, term: u64) {
+        if term <= self.term {
+            return;
+        }
+        self.term = term; // persisted with the next claim, which goes above it
+        self.lead = None;
+        if let Some(f) = self.in_flight.as_mut().filter(|_| self.cfg.parents.is_empty()) {
+            f.fail();
+            self.finish(); // answered as failed: no longer this root's term
+        }
+    }
+
+    fn maybe_win(&mut self) {
+        let Some(Lead::Campaign { term, promises }) = self.lead.as_ref() else { return };
+        let oks: BTreeSet<VnodeId> = promises.keys().cloned().collect();
+        if !self.quorum(&oks) {
+            return;
+        }
+        let term = *term;
+        let newest = promises.values().max_by_key(|m| m.version()).filter(|m| m.version() > self.metadata.version());
+        if let Some(m) = newest.cloned() {
+            // Catch up before ordering: the newest copy among a majority holds every alteration
+            // a root ever answered `ok`.
+            self.set_metadata(m.clone());
+            self.out.push(AlterOutput::PersistClone { metadata: m });
+        }
+        self.lead = Some(Lead::Active { term });
+        let record = AlterRecord::set("root", format!("{} term {term}", self.cfg.id));
+        self.propose_own(record);
+        self.order_next();
+    }
+}
