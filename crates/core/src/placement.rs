@@ -1,4 +1,5 @@
-//! Which vnodes hold which partition: given as input for now (the tree issue makes it metadata).
+//! Which vnodes hold which partition. A store vnode of the cluster tree reads it from the cluster
+//! metadata (`placement/<p>` chains and `placement/members`); otherwise it is given as input.
 
 use crate::ids::{Key, PartitionId, VnodeId};
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,19 @@ impl Placement {
         members.sort();
         members.dedup();
         Placement { chains, members }
+    }
+
+    /// A placement read from outside (the metadata): every chain non-empty, of distinct members.
+    pub fn from_chains(chains: Vec<Vec<VnodeId>>, mut members: Vec<VnodeId>) -> Option<Self> {
+        members.sort();
+        members.dedup();
+        let valid = |c: &Vec<VnodeId>| {
+            let mut d = c.clone();
+            d.sort();
+            d.dedup();
+            !c.is_empty() && d.len() == c.len() && c.iter().all(|v| members.binary_search(v).is_ok())
+        };
+        (!chains.is_empty() && chains.iter().all(valid)).then_some(Placement { chains, members })
     }
 
     pub fn partitions(&self) -> u32 {

@@ -1,6 +1,8 @@
 //! Alteration stories: a root with one child, driven by hand; a root's term, won and lost.
 
-use waymark_core::alter::{md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, Metadata};
+use waymark_core::alter::{
+    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata,
+};
 use waymark_core::VnodeId;
 
 fn cfg(id: &VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> AlterConfig {
@@ -39,11 +41,17 @@ fn started(c: AlterConfig) -> AlterNode {
 }
 
 /// Delivers `out` of node `from` and everything it leads to among `nodes`, at time `now`: sends
-/// to known vnodes, each `Persist` read back intact, each `Apply` acted on at once.
-fn pump(nodes: &mut [&mut AlterNode], from: usize, out: Vec<AlterOutput>, now: u64) {
+/// to known vnodes, each `Persist` read back intact, each `Apply` acted on at once. Returns the
+/// timers set, by node.
+fn pump(nodes: &mut [&mut AlterNode], from: usize, out: Vec<AlterOutput>, now: u64) -> Vec<(usize, AlterTimer, u64)> {
     let mut queue: std::collections::VecDeque<(usize, AlterOutput)> = out.into_iter().map(|o| (from, o)).collect();
+    let mut timers = vec![];
     while let Some((at, o)) = queue.pop_front() {
         let (to, input) = match o {
+            AlterOutput::SetTimer { timer, at_us } => {
+                timers.push((at, timer, at_us));
+                continue;
+            }
             AlterOutput::Send { to, msg } => match nodes.iter().position(|n| n.id() == &to) {
                 Some(i) => (i, AlterInput::Message { from: nodes[at].id().clone(), msg }),
                 None => continue,
@@ -54,6 +62,7 @@ fn pump(nodes: &mut [&mut AlterNode], from: usize, out: Vec<AlterOutput>, now: u
         };
         queue.extend(nodes[to].step(now, input).into_iter().map(|o| (to, o)));
     }
+    timers
 }
 
 /// A root and its one child, started; the root wins term 1 and orders its `root` record (seq 1).
@@ -198,4 +207,37 @@ fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_
         AlterMsg::Promise { term: 3, granted: true, metadata: Some(Metadata::default()) }
     )));
     assert!(child.follows_primary_parent());
+}
+
+#[test]
+fn a_parent_records_a_silent_child_down_and_its_host_dead_when_nothing_else_works_there() {
+    use waymark_core::alter::cluster::{self, VnodeEntry};
+    let root_id = VnodeId::new("manager1", "node000");
+    let (c1, c2) = (VnodeId::new("store0", "node001"), VnodeId::new("store0", "node002"));
+    let mut config = cfg(&root_id, vec![], vec![c1.clone(), c2.clone()]);
+    config.reports = true;
+    let entries = [(&root_id, None), (&c1, Some(&root_id)), (&c2, Some(&root_id))];
+    let genesis = cluster::genesis(&[], entries.iter().map(|(id, parent)| VnodeEntry { id, parent: *parent }), None);
+    let start = |n: &mut AlterNode| n.step(0, AlterInput::Started { metadata: genesis.clone(), term: 0 });
+    let (mut root, mut child2) = (AlterNode::new(config), AlterNode::new(cfg(&c2, vec![root_id.clone()], vec![])));
+    let out = start(&mut child2);
+    let mut timers = pump(&mut [&mut root, &mut child2], 1, out, 0);
+    let out = start(&mut root);
+    timers.extend(pump(&mut [&mut root, &mut child2], 0, out, 0));
+    assert_eq!(root.metadata().get("host/node001"), Some(cluster::ALIVE));
+
+    // c1 never answers; c2 does. Past the heartbeat timeout the root reports c1, then its host.
+    for now in (1_000..=200_000u64).step_by(1_000) {
+        let due: Vec<_> = timers.iter().filter(|(_, _, at)| *at <= now).cloned().collect();
+        timers.retain(|(_, _, at)| *at > now);
+        for (node, timer, _) in due {
+            let out = [&mut root, &mut child2][node].step(now, AlterInput::Timer(timer));
+            timers.extend(pump(&mut [&mut root, &mut child2], node, out, now));
+        }
+    }
+    assert_eq!(root.metadata().get(&format!("state/{c1}")), Some(cluster::DOWN));
+    assert_eq!(root.metadata().get("host/node001"), Some(cluster::DEAD));
+    assert_eq!(root.metadata().get(&format!("state/{c2}")), Some(cluster::WORKING));
+    assert_eq!(root.metadata().get("host/node002"), Some(cluster::ALIVE));
+    assert_eq!(child2.metadata(), root.metadata());
 }

@@ -159,3 +159,37 @@ fn after_a_crash_a_prepared_branch_is_in_doubt_and_asks_its_first_committer() {
     assert!(matches!(out[0], Output::Append(Record::TxRolledBack { .. })), "{out:?}");
     assert_eq!(back.prepared_count(), 0);
 }
+
+#[test]
+fn a_store_vnode_of_the_tree_routes_by_the_placement_its_metadata_records() {
+    use waymark_core::alter::cluster::{self, VnodeEntry};
+    let ids = ids();
+    let given = Arc::new(Placement::round_robin(&ids, 2, 1));
+    // The metadata says otherwise: partition 0 on node001, partition 1 on node000.
+    let reversed: Vec<VnodeId> = ids.iter().rev().cloned().collect();
+    let recorded = Placement::round_robin(&reversed, 2, 1);
+    let manager = VnodeId::new("manager1", "node000");
+    let vnodes = ids.iter().map(|id| VnodeEntry { id, parent: Some(&manager) });
+    let mut cfg = VnodeConfig::new(ids[0].clone(), given.clone(), ids[0].clone());
+    cfg.genesis = cluster::genesis(&[], vnodes, Some(&recorded));
+    let tree = waymark_core::alter::AlterConfig {
+        id: ids[0].clone(),
+        parents: vec![manager.clone()],
+        siblings: ids.clone(),
+        failover: true,
+        secondary_of: None,
+        reports: false,
+        children: vec![],
+        confirm_timeout_us: 10_000,
+        propose_timeout_us: 50_000,
+        retries_max: 2,
+        retry_backoff_us: 1_000,
+        heartbeat_interval_us: 20_000,
+        heartbeat_timeout_us: 60_000,
+        breaks: Default::default(),
+    };
+    cfg.tree = Some(tree);
+    let v = Vnode::new(cfg);
+    assert_eq!(v.placement(), &recorded);
+    assert_ne!(v.placement(), &*given);
+}

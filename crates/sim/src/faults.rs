@@ -146,6 +146,7 @@ pub fn apply(w: &mut World, f: Fault) {
     }
     match f {
         Fault::Crash(node) => crash(w, node),
+        Fault::Restart(node) if w.cfg.tree => w.host_back(node),
         Fault::Restart(node) => w.restart(node),
         Fault::Break(a, b) => {
             w.faults.counts.breaks += 1;

@@ -153,7 +153,7 @@ fn tree(args: &Args) -> Result<()> {
         args.seeds,
         args.seeds as f64 / t0.elapsed().as_secs_f64().max(1e-9),
         t.tree.alterations_ok, t.tree.alterations_failed, t.tree.retried, t.tree.failovers, t.tree.switch_backs,
-        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.root_terms, t.tree.secondary_root_terms, t.tree.relayed, t.boots_by_parent, t.tree.manager_crashes, t.splits,
+        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.root_terms, t.tree.secondary_root_terms, t.tree.relayed, t.tree.boots_by_parent, t.tree.manager_crashes, t.splits,
         t.tree.md5_corruptions,
         t.cuts_ok, t.cuts_failed,
         percentile_us(&latencies, 0.5) as f64 / 1e3,
@@ -169,7 +169,6 @@ fn tree(args: &Args) -> Result<()> {
 fn add(total: &mut waymark_sim::tree::TreeReport, r: &waymark_sim::tree::TreeReport) {
     total.tree.add(&r.tree);
     total.splits += r.splits;
-    total.boots_by_parent += r.boots_by_parent;
     total.cuts_ok += r.cuts_ok;
     total.cuts_failed += r.cuts_failed;
 }
@@ -266,8 +265,8 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
     if cfg.tree {
         let t = &s.tree;
         println!(
-            "tree: alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | manager crashes {} md5 corruptions {}",
-            t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.root_terms, t.secondary_root_terms, t.manager_crashes, t.md5_corruptions
+            "tree: alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | boots by parent {} | manager crashes {} md5 corruptions {}",
+            t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.root_terms, t.secondary_root_terms, t.boots_by_parent, t.manager_crashes, t.md5_corruptions
         );
     }
     if let Some((seed, cmd)) = &s.first_failure {

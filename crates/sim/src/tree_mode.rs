@@ -8,7 +8,7 @@ use crate::tree::build::{build_over, Timing};
 use crate::world::{Event, World};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
-use waymark_core::alter::{AlterConfig, AlterInput, AlterNode, AlterOutput, AlterRecord, Metadata};
+use waymark_core::alter::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, Metadata};
 use waymark_core::{Body, CutId, Envelope, Input, Placement, VnodeId};
 
 pub const HOP_US: u64 = 1_000;
@@ -38,6 +38,8 @@ pub struct TreeStats {
     pub md5_corruptions: u64,
     pub secondaries_started: u64,
     pub secondaries_stopped: u64,
+    /// Vnodes restarted because their parent said so (boot loading by parent).
+    pub boots_by_parent: u64,
     /// Root terms won (each new root orders `root` = its name and term first).
     pub root_terms: u64,
     /// Of those, won by a secondary root standing in for a dead primary.
@@ -57,6 +59,7 @@ impl TreeStats {
         self.md5_corruptions += o.md5_corruptions;
         self.secondaries_started += o.secondaries_started;
         self.secondaries_stopped += o.secondaries_stopped;
+        self.boots_by_parent += o.boots_by_parent;
         self.root_terms += o.root_terms;
         self.secondary_root_terms += o.secondary_root_terms;
         self.relayed += o.relayed;
@@ -347,7 +350,8 @@ impl World {
             let idx = self.manager_index(m);
             let total = self.nodes.len() + self.managers.len();
             self.net.break_all_of(idx, total);
-            self.schedule(self.now_us + down_us, Event::ManagerRestart { m });
+            let tree_node = self.manager_index(m);
+            self.schedule(self.now_us + down_us, Event::HostBack { tree_node });
         }
     }
 
@@ -359,6 +363,55 @@ impl World {
         mg.alter = Some(AlterNode::new(mg.cfg.clone()));
         let (metadata, term) = (mg.disk.clone(), mg.disk_term);
         self.manager_step(m, AlterInput::Started { metadata, term });
+    }
+
+    /// Seed 004, boot loading by parent: a crashed tree vnode's host comes back and asks the
+    /// vnode's primary parent which vnodes to start on it; it asks again while no answer comes.
+    /// The root has no parent: its host starts it from its own log.
+    pub(crate) fn host_back(&mut self, tree_node: usize) {
+        if self.is_stopping() || self.tree_node_up(tree_node) {
+            return;
+        }
+        let (id, parent) = match tree_node.checked_sub(self.nodes.len()) {
+            Some(m) => (self.managers[m].cfg.id.clone(), self.managers[m].cfg.parents.first().cloned()),
+            None => {
+                let cfg = self.nodes[tree_node].cfg.tree.as_ref().expect("a store vnode of the tree");
+                (cfg.id.clone(), cfg.parents.first().cloned())
+            }
+        };
+        let Some(parent) = parent else { return self.boot_tree_node(tree_node) };
+        let msg = AlterMsg::HostAlive { host: id.host.clone() };
+        self.send(tree_node, Envelope { from: id, to: parent, cut: None, body: Body::Alter(msg) });
+        self.schedule(self.now_us + 100_000, Event::HostBack { tree_node });
+    }
+
+    /// A message for a vnode that is down reaches its host's agent: the parent's `StartVnodes`.
+    pub(crate) fn deliver_to_host_agent(&mut self, env: Envelope) {
+        let Body::Alter(AlterMsg::StartVnodes { vnodes }) = env.body else {
+            self.messages_lost += 1;
+            return;
+        };
+        for name in vnodes {
+            let Some(&tree_node) = VnodeId::parse(&name).and_then(|id| self.index.get(&id)) else { continue };
+            if !self.tree_node_up(tree_node) {
+                self.tree_stats.boots_by_parent += 1;
+                self.boot_tree_node(tree_node);
+            }
+        }
+    }
+
+    fn tree_node_up(&self, tree_node: usize) -> bool {
+        match tree_node.checked_sub(self.nodes.len()) {
+            Some(m) => self.managers[m].alter.is_some(),
+            None => self.nodes[tree_node].vnode.is_some(),
+        }
+    }
+
+    fn boot_tree_node(&mut self, tree_node: usize) {
+        match tree_node.checked_sub(self.nodes.len()) {
+            Some(m) => self.restart_manager(m),
+            None => self.restart(tree_node),
+        }
     }
 
     /// Every tree vnode's metadata at the end, for the convergence checker.

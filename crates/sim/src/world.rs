@@ -28,19 +28,63 @@ pub(crate) const SETUP_CLIENT: usize = 0;
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, Hash)]
 pub enum Event {
-    Deliver { from: usize, to: usize, epoch: u64, env: Envelope },
-    Timer { node: usize, instance: u32, timer: Timer },
-    SyncDone { node: usize, instance: u32, upto: usize },
-    ToVnode { node: usize, client: u64, req: u64, request: Request },
-    ToClient { client: u64, req: u64, response: Response },
-    ClientWake { client: usize },
-    ClientTimeout { client: usize, req: u64 },
+    Deliver {
+        from: usize,
+        to: usize,
+        epoch: u64,
+        env: Envelope,
+    },
+    Timer {
+        node: usize,
+        instance: u32,
+        timer: Timer,
+    },
+    SyncDone {
+        node: usize,
+        instance: u32,
+        upto: usize,
+    },
+    ToVnode {
+        node: usize,
+        client: u64,
+        req: u64,
+        request: Request,
+    },
+    ToClient {
+        client: u64,
+        req: u64,
+        response: Response,
+    },
+    ClientWake {
+        client: usize,
+    },
+    ClientTimeout {
+        client: usize,
+        req: u64,
+    },
     CutTick,
     Fault(Fault),
-    ManagerTimer { m: usize, instance: u32, timer: waymark_core::alter::AlterTimer },
-    ManagerPersisted { m: usize, instance: u32, seq: u64, bytes: Vec<u8> },
-    ManagerRestart { m: usize },
-    AlterReadBack { node: usize, instance: u32, seq: u64, bytes: Vec<u8> },
+    ManagerTimer {
+        m: usize,
+        instance: u32,
+        timer: waymark_core::alter::AlterTimer,
+    },
+    ManagerPersisted {
+        m: usize,
+        instance: u32,
+        seq: u64,
+        bytes: Vec<u8>,
+    },
+    /// A crashed tree vnode's host is back (`tree_mode::host_back`).
+    HostBack {
+        tree_node: usize,
+    },
+    AlterReadBack {
+        node: usize,
+        instance: u32,
+        seq: u64,
+        bytes: Vec<u8>,
+    },
 }
 
 /// One host's share of the world: its vnode (absent while crashed) and its log.
@@ -226,7 +270,7 @@ impl World {
                 self.manager_step(m, waymark_core::alter::AlterInput::Persisted { seq, bytes })
             }
             Event::ManagerTimer { .. } | Event::ManagerPersisted { .. } => {}
-            Event::ManagerRestart { m } => self.restart_manager(m),
+            Event::HostBack { tree_node } => self.host_back(tree_node),
             Event::AlterReadBack { node, instance, seq, bytes } => {
                 if self.nodes[node].is_up(instance) {
                     self.alter_read_back(node, seq, bytes);
@@ -288,10 +332,15 @@ impl World {
             let m = to - self.nodes.len();
             if self.net.is_current(from, to, epoch) && self.managers[m].alter.is_some() {
                 self.manager_deliver(m, env);
+            } else {
+                self.deliver_to_host_agent(env);
             }
             return;
         }
-        if !self.net.is_current(from, to, epoch) || self.nodes[to].vnode.is_none() {
+        if self.nodes[to].vnode.is_none() {
+            return self.deliver_to_host_agent(env);
+        }
+        if !self.net.is_current(from, to, epoch) {
             self.messages_lost += 1;
             return;
         }

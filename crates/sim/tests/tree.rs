@@ -29,7 +29,7 @@ fn tree_seeds_with_manager_crashes_splits_and_corruption_find_no_violation() {
     assert!(sum(|r| r.tree.relayed) > 0, "the reachability graph never relayed a message");
     assert!(sum(|r| r.tree.secondaries_started) > 0, "no assisting child ever started a secondary parent");
     assert_eq!(
-        sum(|r| r.boots_by_parent) + sum(|r| r.root_restarts),
+        sum(|r| r.tree.boots_by_parent) + sum(|r| r.root_restarts),
         sum(|r| r.tree.manager_crashes),
         "every crashed vnode but the root is booted by its parent"
     );

@@ -7,6 +7,7 @@
 //! | `vnode/<kind>@<host>` | the id of its primary parent (empty string for the root) |
 //! | `state/<kind>@<host>` | `working` or `down`, as its parent last saw it |
 //! | `placement/<partition>` | the replica chain, `primary,backup,…` |
+//! | `placement/members` | every store vnode, `a,b,…` (those holding no partition too) |
 //! | `cut/<id>` | the cut process: `START` … `END:ok` (the snapshot catalog) or `END:failed` |
 
 use super::metadata::{AlterRecord, Metadata};
@@ -14,6 +15,7 @@ use crate::ids::VnodeId;
 use crate::placement::Placement;
 
 pub const ALIVE: &[u8] = b"alive";
+pub const DEAD: &[u8] = b"dead";
 pub const WORKING: &[u8] = b"working";
 pub const DOWN: &[u8] = b"down";
 
@@ -39,6 +41,10 @@ pub fn genesis<'a>(
     }
     for (p, chain) in placement.into_iter().flat_map(chains) {
         records.push((format!("placement/{p}"), chain.into_bytes()));
+    }
+    if let Some(p) = placement {
+        let members: Vec<String> = p.vnodes().iter().map(|v| v.to_string()).collect();
+        records.push(("placement/members".to_string(), members.join(",").into_bytes()));
     }
     Metadata::genesis(records)
 }
@@ -66,6 +72,13 @@ pub fn placement_chains(m: &Metadata) -> Vec<Vec<VnodeId>> {
     out.into_iter().map(|(_, c)| c).collect()
 }
 
+/// The placement the metadata records, if it records a valid one.
+pub fn placement(m: &Metadata) -> Option<Placement> {
+    let members = std::str::from_utf8(m.get("placement/members")?).ok()?;
+    let members = members.split(',').map(VnodeId::parse).collect::<Option<Vec<_>>>()?;
+    Placement::from_chains(placement_chains(m), members)
+}
+
 /// Hosts the metadata lists, and whether each is alive.
 pub fn hosts(m: &Metadata) -> Vec<(String, bool)> {
     m.records().filter_map(|(k, v)| Some((k.strip_prefix("host/")?.to_string(), v.as_slice() == ALIVE))).collect()
@@ -76,8 +89,16 @@ pub fn states(m: &Metadata) -> Vec<(String, Vec<u8>)> {
     m.records().filter_map(|(k, v)| Some((k.strip_prefix("state/")?.to_string(), v.clone()))).collect()
 }
 
-pub fn host_alive(host: &str) -> AlterRecord {
-    AlterRecord::set(format!("host/{host}"), ALIVE)
+pub fn host_state(host: &str, alive: bool) -> AlterRecord {
+    AlterRecord::set(format!("host/{host}"), if alive { ALIVE } else { DEAD })
+}
+
+/// Whether the metadata records a vnode on `host` that is not down (a host with no vnode listed
+/// counts as alive: nothing says otherwise).
+pub fn host_has_working_vnode(m: &Metadata, host: &str) -> bool {
+    let suffix = format!("@{host}");
+    let mut on_host = m.records().filter(|(k, _)| k.starts_with("state/") && k.ends_with(&suffix)).peekable();
+    on_host.peek().is_none() || on_host.any(|(_, v)| v.as_slice() != DOWN)
 }
 
 pub fn vnode_state(v: &VnodeId, state: &[u8]) -> AlterRecord {

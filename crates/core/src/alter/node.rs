@@ -287,6 +287,8 @@ pub struct AlterNode {
     pub(super) children_seen_us: BTreeMap<VnodeId, u64>,
     /// Children whose state change this vnode has proposed, with the proposal number.
     pub(super) reporting: BTreeMap<VnodeId, u64>,
+    /// Hosts whose liveness this vnode has proposed, with the proposal number.
+    pub(super) reporting_hosts: BTreeMap<String, u64>,
     pub(super) own_proposals: u64,
     /// When each vnode was last heard from directly.
     pub(super) heard_us: BTreeMap<VnodeId, u64>,
@@ -316,6 +318,7 @@ impl AlterNode {
             assisting: None,
             children_seen_us,
             reporting: BTreeMap::new(),
+            reporting_hosts: BTreeMap::new(),
             own_proposals: 0,
             heard_us: BTreeMap::new(),
             reach: BTreeMap::new(),

@@ -1,7 +1,8 @@
 //! A parent reports what it sees to the metadata, through alterations like any other change
 //! (seed 004 point 8: "topology is modified by failover, job or vnode state is changed"): a host
 //! that comes alive (`host/<h>` = `alive`), a child that stops answering or comes back
-//! (`state/<child>` = `down` / `working`).
+//! (`state/<child>` = `down` / `working`), a child's host all of whose vnodes are recorded down
+//! (`host/<h>` = `dead`) or that has a working vnode again (`alive`).
 
 use super::cluster::{self, DOWN, WORKING};
 use super::node::AlterNode;
@@ -21,11 +22,12 @@ impl AlterNode {
     /// An own proposal ended (applied or given up): its child may be reported again.
     pub(super) fn own_done(&mut self, n: u64) {
         self.reporting.retain(|_, m| *m != n);
+        self.reporting_hosts.retain(|_, m| *m != n);
     }
 
     pub(super) fn report_host_alive(&mut self, host: &str) {
         if self.metadata.get(&format!("host/{host}")) != Some(cluster::ALIVE) {
-            self.propose_own(cluster::host_alive(host));
+            self.propose_own(cluster::host_state(host, true));
         }
     }
 
@@ -42,6 +44,23 @@ impl AlterNode {
                 let state = if now { WORKING } else { DOWN };
                 let n = self.propose_own(cluster::vnode_state(&child, state));
                 self.reporting.insert(child, n);
+            }
+        }
+        self.report_hosts();
+    }
+
+    /// A child's host is dead when the metadata records every vnode on it down; alive again when
+    /// one of them works. Read from the metadata, so it follows the `state/…` reports above.
+    fn report_hosts(&mut self) {
+        let mut hosts: Vec<String> = self.cfg.children.iter().map(|c| c.host.clone()).collect();
+        hosts.sort();
+        hosts.dedup();
+        for host in hosts {
+            let alive = cluster::host_has_working_vnode(&self.metadata, &host);
+            let recorded = self.metadata.get(&format!("host/{host}")) != Some(cluster::DEAD);
+            if alive != recorded && !self.reporting_hosts.contains_key(&host) {
+                let n = self.propose_own(cluster::host_state(&host, alive));
+                self.reporting_hosts.insert(host, n);
             }
         }
     }

@@ -130,6 +130,21 @@ impl Vnode {
         self.alter_input(AlterInput::Persisted { seq, bytes });
     }
 
+    /// A store vnode of the tree reads its placement from the metadata it recovered (genesis, then
+    /// the alterations and clones in its log). Invariant: placement does not change while the cluster
+    /// runs — moving partitions is not built, and nothing proposes a change of `placement/…`.
+    pub(crate) fn placement_from_metadata(&mut self) {
+        let Some(tree) = self.tree.as_ref() else { return };
+        if let Some(p) = crate::alter::cluster::placement(&tree.recovered) {
+            self.cfg.placement = std::sync::Arc::new(p);
+        }
+    }
+
+    /// The placement this vnode routes by.
+    pub fn placement(&self) -> &crate::placement::Placement {
+        &self.cfg.placement
+    }
+
     /// The tree role's view, for tools and the simulator.
     pub fn tree(&self) -> Option<&AlterNode> {
         self.tree.as_ref().map(|t| &t.alter)

@@ -14,6 +14,7 @@ impl Vnode {
         for record in log {
             self.replay_one(record);
         }
+        self.placement_from_metadata();
         self.relock_in_doubt();
     }
 

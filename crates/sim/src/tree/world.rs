@@ -112,8 +112,6 @@ pub struct TreeReport {
     /// Counters shared with the bank world's tree mode.
     pub tree: TreeStats,
     pub splits: u64,
-    /// Vnodes restarted because their parent said so (boot loading by parent).
-    pub boots_by_parent: u64,
     /// Root restarts (the root has no parent: its host starts it from its own log).
     pub root_restarts: u64,
     pub cuts_ok: u64,
@@ -528,7 +526,7 @@ impl TreeWorld {
         for name in vnodes {
             let Some(&n) = VnodeId::parse(name).and_then(|id| self.index.get(&id)) else { continue };
             if self.nodes[n].alter.is_none() {
-                self.report.boots_by_parent += 1;
+                self.report.tree.boots_by_parent += 1;
                 self.restart(n);
             }
         }
