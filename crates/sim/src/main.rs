@@ -31,7 +31,7 @@ struct Args {
     /// Run exactly this one seed (overrides --seeds/--start).
     #[arg(long)]
     seed: Option<u64>,
-    /// Print every event of the run (with --seed).
+    /// Print every event of the run (with --seed; with --tree-only, to stderr).
     #[arg(long)]
     trace: bool,
     #[arg(long, value_enum, default_value_t = Workload::Bank)]
@@ -133,11 +133,17 @@ fn tree(args: &Args) -> Result<()> {
     let t0 = Instant::now();
     let (mut failed, mut total) = (0u64, waymark_sim::tree::TreeReport::default());
     let mut latencies = vec![];
-    for seed in args.start..args.start + args.seeds {
+    let seeds = match args.seed {
+        Some(seed) => seed..seed + 1,
+        None => args.start..args.start + args.seeds,
+    };
+    let count = seeds.end - seeds.start;
+    for seed in seeds {
         let mut cfg = TreeConfig::new(seed);
         cfg.fanout = if args.fanout == 16 { 4 } else { args.fanout.clamp(2, 64) };
         cfg.faults = !args.no_faults;
         cfg.breaks = config(args)?.breaks;
+        cfg.trace = args.trace;
         let r = TreeWorld::new(cfg).run();
         let flags = args.breaks.as_ref().map(|b| format!(" --break {b}")).unwrap_or_default();
         for v in &r.violations {
@@ -150,8 +156,8 @@ fn tree(args: &Args) -> Result<()> {
     let t = &total;
     println!(
         "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | relayed {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
-        args.seeds,
-        args.seeds as f64 / t0.elapsed().as_secs_f64().max(1e-9),
+        count,
+        count as f64 / t0.elapsed().as_secs_f64().max(1e-9),
         t.tree.alterations_ok, t.tree.alterations_failed, t.tree.retried, t.tree.failovers, t.tree.switch_backs,
         t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.root_terms, t.tree.secondary_root_terms, t.tree.relayed, t.tree.boots_by_parent, t.tree.manager_crashes, t.splits,
         t.tree.md5_corruptions,
@@ -159,7 +165,7 @@ fn tree(args: &Args) -> Result<()> {
         percentile_us(&latencies, 0.5) as f64 / 1e3,
         percentile_us(&latencies, 0.99) as f64 / 1e3,
     );
-    println!("{} passed, {failed} failed", args.seeds - failed);
+    println!("{} passed, {failed} failed", count - failed);
     if failed > 0 {
         std::process::exit(1);
     }

@@ -234,7 +234,7 @@ pub enum AlterTimer {
 /// The alteration in flight through this vnode.
 #[derive(Debug, Hash)]
 pub(super) struct InFlight {
-    term: u64,
+    pub(super) term: u64,
     seq: u64,
     id: ProposalId,
     record: AlterRecord,

@@ -77,10 +77,15 @@ impl AlterNode {
         own + oks.iter().filter(|v| self.is_voter(v) && **v != self.cfg.id).count() >= self.majority()
     }
 
+    /// Invariant: once a vnode promised `term` it never confirms an alteration of a lower term —
+    /// the metadata it promised with holds everything it ever confirmed.
     pub(super) fn set_term(&mut self, term: u64) {
         debug_assert!(term > self.term, "a promised term never goes back");
         self.term = term;
         self.out.push(AlterOutput::PersistTerm { term });
+        if !self.is_root() && self.in_flight.as_ref().is_some_and(|f| f.term < term) {
+            self.leave_in_flight();
+        }
     }
 
     /// A root that does not order in a term claims a new one, on start and on every heartbeat tick.

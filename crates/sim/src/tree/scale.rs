@@ -27,6 +27,7 @@ pub fn tree(leaves: usize, fanout: usize, seed: u64) -> (u64, u64) {
         duration_us: 60_000_000,
         heartbeats: false,
         breaks: Default::default(),
+        trace: false,
     };
     let r = TreeWorld::new(cfg).run();
     assert_eq!(r.cuts_ok, 1, "the cut process must succeed without faults: {:?}", r.violations);

@@ -28,6 +28,8 @@ pub struct TreeConfig {
     /// Heartbeats off (scale runs): no failure detection, fewer messages to count.
     pub heartbeats: bool,
     pub breaks: waymark_core::Breaks,
+    /// Print every event (without metadata bodies) to stderr.
+    pub trace: bool,
 }
 
 impl TreeConfig {
@@ -42,6 +44,7 @@ impl TreeConfig {
             duration_us: 3_000_000,
             heartbeats: true,
             breaks: Default::default(),
+            trace: false,
         }
     }
 }
@@ -271,15 +274,8 @@ impl TreeWorld {
     }
 
     fn handle(&mut self, ev: Ev) {
-        if std::env::var("TREE_DEBUG").is_ok() {
-            let name = |i: &usize| self.nodes.get(*i).map(|v| v.cfg.id.to_string()).unwrap_or_default();
-            match &ev {
-                Ev::Deliver { from, to, msg } if !matches!(msg, AlterMsg::Reach { .. }) => {
-                    eprintln!("{} {} -> {}: {:?}", self.now_us, name(from), name(to), msg)
-                }
-                Ev::Deliver { .. } => {}
-                other => eprintln!("{} {:?}", self.now_us, other),
-            }
+        if self.cfg.trace {
+            self.print(&ev);
         }
         match ev {
             Ev::Deliver { to, msg: AlterMsg::StartVnodes { vnodes }, .. } if self.nodes[to].alter.is_none() => {
@@ -308,6 +304,18 @@ impl TreeWorld {
                 self.report.tree.md5_corruptions += 1;
                 self.nodes[node].corrupt_next = true;
             }
+        }
+    }
+
+    fn print(&self, ev: &Ev) {
+        let name = |i: &usize| self.nodes.get(*i).map(|v| v.cfg.id.to_string()).unwrap_or_default();
+        match ev {
+            Ev::Deliver { from, to, msg } => {
+                let mut text = format!("{msg:?}");
+                text.truncate(160);
+                eprintln!("{:>9} {} -> {}: {text}", self.now_us, name(from), name(to));
+            }
+            other => eprintln!("{:>9} {other:?}", self.now_us),
         }
     }
 
