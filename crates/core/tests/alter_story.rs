@@ -19,6 +19,7 @@ fn cfg(id: &VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> AlterConf
         breaks: Default::default(),
         siblings: vec![],
         failover: false,
+        leaf_view: false,
         secondary_of: None,
         reports: false,
     }
@@ -195,7 +196,8 @@ fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_
     assert_eq!(child.parent(), Some(&secondary));
 
     // The old root returns with term 1: told term 2. An alteration of term 1 is refused.
-    let heartbeat = AlterMsg::Heartbeat { term: 0, seq: 0, md5: Metadata::default().md5(), lead: Some(1) };
+    let md5 = Metadata::default().md5();
+    let heartbeat = AlterMsg::Heartbeat { term: 0, seq: 0, md5, leaf_md5: md5, lead: Some(1) };
     let out = child.step(100_001, msg(&root_id, heartbeat));
     assert!(sends(&out).contains(&(root_id.clone(), AlterMsg::Promise { term: 2, granted: false, metadata: None })));
     assert_eq!(child.parent(), Some(&secondary), "no switch back to a root of an older term");

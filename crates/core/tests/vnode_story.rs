@@ -177,6 +177,7 @@ fn a_store_vnode_of_the_tree_routes_by_the_placement_its_metadata_records() {
         parents: vec![manager.clone()],
         siblings: ids.clone(),
         failover: true,
+        leaf_view: true,
         secondary_of: None,
         reports: false,
         children: vec![],

@@ -125,7 +125,7 @@ impl AlterNode {
         }
         let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;
         if behind && version >= self.metadata.version() {
-            self.send(from, AlterMsg::Fetch);
+            self.fetch(from);
         }
     }
 

@@ -43,10 +43,31 @@ pub fn md5_of(bytes: &[u8]) -> Md5Sum {
 /// alteration only on top of the version it was ordered after).
 pub type Version = (u64, u64);
 
+/// What a vnode keeps of the metadata: manager vnodes a whole replica, store vnodes only what they
+/// need (settings, placement, cut processes, the root's name) — at 10,000 vnodes the vnode list
+/// alone is tens of thousands of records, and a host runs many store vnodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum View {
+    #[default]
+    Full,
+    Leaf,
+}
+
+impl View {
+    pub fn keeps(self, key: &str) -> bool {
+        match self {
+            View::Full => true,
+            View::Leaf => key == "root" || ["config/", "placement/", "cut/"].iter().any(|p| key.starts_with(p)),
+        }
+    }
+}
+
 /// Invariant: `seq` is the number of alterations applied; records only change through `apply`.
 /// Invariant: `term` never decreases along `apply`.
+/// Invariant: every key held is one `view` keeps.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Metadata {
+    view: View,
     term: u64,
     seq: u64,
     records: BTreeMap<String, Vec<u8>>,
@@ -56,7 +77,18 @@ impl Metadata {
     /// The metadata a cluster is created with (sequence 0): e.g. its vnode list, `vnode/<id>` →
     /// the id of the vnode's parent, which boot loading reads.
     pub fn genesis(records: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
-        Metadata { term: 0, seq: 0, records: records.into_iter().collect() }
+        Metadata { view: View::Full, term: 0, seq: 0, records: records.into_iter().collect() }
+    }
+
+    pub fn view(&self) -> View {
+        self.view
+    }
+
+    /// The same metadata as a vnode keeping `view` holds it (a leaf view cannot be widened).
+    pub fn project(&self, view: View) -> Metadata {
+        debug_assert!(view == View::Leaf || self.view == View::Full, "a leaf view cannot be widened");
+        let records = self.records.iter().filter(|(k, _)| view.keeps(k)).map(|(k, v)| (k.clone(), v.clone()));
+        Metadata { view, term: self.term, seq: self.seq, records: records.collect() }
     }
 
     /// The vnodes to start on `host` whose parent is `parent` (seed 004: boot loading by parent).
@@ -96,7 +128,7 @@ impl Metadata {
         debug_assert!(term >= self.term, "terms never go back");
         self.term = term;
         self.seq = seq;
-        if record.value.is_empty() {
+        if record.value.is_empty() || !self.view.keeps(&record.key) {
             self.records.remove(&record.key);
         } else {
             self.records.insert(record.key.clone(), record.value.clone());

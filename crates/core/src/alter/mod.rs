@@ -21,5 +21,5 @@ pub mod reach;
 pub mod report;
 pub mod root;
 
-pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata, Version};
+pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata, Version, View};
 pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};

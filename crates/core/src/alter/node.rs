@@ -2,7 +2,7 @@
 //! branch of the confirmation tree. Sans-IO like the rest of the core.
 
 use super::failover::Election;
-use super::metadata::{md5_of, AlterRecord, Md5Sum, Metadata};
+use super::metadata::{md5_of, AlterRecord, Md5Sum, Metadata, View};
 use super::root::Lead;
 use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,9 @@ pub struct AlterConfig {
     pub heartbeat_interval_us: u64,
     /// A parent or child not heard from for this long is not working.
     pub heartbeat_timeout_us: u64,
+    /// Keeps only what a store vnode needs (`View::Leaf`). Never on a voter of the root: a root's
+    /// catch-up needs whole copies.
+    pub leaf_view: bool,
     /// Only `skip_md5` and `root_without_quorum` apply here (the simulator's proof that the md5
     /// check and the root's majority matter).
     pub breaks: crate::Breaks,
@@ -81,12 +84,14 @@ pub enum AlterMsg {
         ok: bool,
         applied: u64,
     },
-    /// Parent → children: I am alive, and this is my metadata (its version and md5). `lead`: sent
-    /// by a root, the term it orders in (0 while it has none); `None` from other parents.
+    /// Parent → children: I am alive, and this is my metadata (its version, its md5 and the md5 of
+    /// its leaf view). `lead`: sent by a root, the term it orders in (0 while it has none); `None`
+    /// from other parents.
     Heartbeat {
         term: u64,
         seq: u64,
         md5: Md5Sum,
+        leaf_md5: Md5Sum,
         lead: Option<u64>,
     },
     /// A root (primary, or secondary standing in for it) asks the root's children to promise
@@ -103,7 +108,10 @@ pub enum AlterMsg {
     },
     /// Child → parent: I am alive and you are my parent.
     Alive,
-    Fetch,
+    /// Send me your metadata, as a vnode keeping `view` holds it.
+    Fetch {
+        view: View,
+    },
     Clone {
         metadata: Metadata,
     },
@@ -268,6 +276,8 @@ pub struct AlterNode {
     pub(super) metadata: Metadata,
     /// Invariant: `md5 == metadata.md5()` (kept with it: heartbeats send it many times a second).
     pub(super) md5: Md5Sum,
+    /// Invariant: `leaf_md5 == metadata.project(View::Leaf).md5()`.
+    pub(super) leaf_md5: Md5Sum,
     pub(super) in_flight: Option<InFlight>,
     /// Root only: proposals waiting to be ordered.
     pub(super) queue: VecDeque<(ProposalId, AlterRecord)>,
@@ -306,6 +316,7 @@ impl AlterNode {
             now_us: 0,
             metadata: Metadata::default(),
             md5: Metadata::default().md5(),
+            leaf_md5: Metadata::default().project(View::Leaf).md5(),
             in_flight: None,
             queue: VecDeque::new(),
             term: 0,
@@ -405,12 +416,16 @@ impl AlterNode {
             }
             AlterMsg::Confirm { term, seq, ok, applied } => self.on_confirm(&from, (term, seq), ok, applied),
             AlterMsg::Outcome { id, ok, applied, .. } => self.on_outcome(id, ok, applied),
-            AlterMsg::Heartbeat { term, seq, md5, lead } => self.on_heartbeat(&from, (term, seq), md5, lead),
+            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead } => {
+                let md5 = if self.view() == View::Leaf { leaf_md5 } else { md5 };
+                self.on_heartbeat(&from, (term, seq), md5, lead)
+            }
             AlterMsg::Claim { term } => self.on_claim(&from, term),
             AlterMsg::Promise { term, granted, metadata } => self.on_promise(&from, term, granted, metadata),
             AlterMsg::Alive => self.adopt(from),
-            AlterMsg::Fetch => {
-                let metadata = self.metadata.clone();
+            AlterMsg::Fetch { view } if view == View::Full && self.view() == View::Leaf => {} // cannot widen
+            AlterMsg::Fetch { view } => {
+                let metadata = self.metadata.project(view);
                 self.send(&from, AlterMsg::Clone { metadata });
             }
             AlterMsg::Clone { metadata } => self.on_clone(&from, metadata),
@@ -504,7 +519,7 @@ impl AlterNode {
         if (prev_term, seq - 1) != self.metadata.version() || self.in_flight.is_some() {
             // A gap or a different history: fail this one and catch up by cloning.
             self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
-            return self.send(from, AlterMsg::Fetch);
+            return self.fetch(from);
         }
         self.begin((term, seq), id, record, md5);
     }
@@ -520,11 +535,11 @@ impl AlterNode {
             return self.finish();
         };
         // What is applied is what was read back: the md5 is what keeps a bad copy out.
+        let (id, md5) = (f.id.clone(), f.md5);
         let prev_term = self.metadata.term();
         self.metadata.apply(term, seq, &record);
-        self.md5 = self.metadata.md5();
+        self.refresh_md5();
         self.out.push(AlterOutput::Apply { term, seq, record: record.clone() });
-        let (id, md5) = (f.id.clone(), f.md5);
         let children = self.working_children();
         for c in &children {
             let msg = AlterMsg::Alter { term, prev_term, seq, id: id.clone(), record: record.clone(), md5 };
@@ -597,10 +612,11 @@ impl AlterNode {
 impl AlterNode {
     fn heartbeat(&mut self) {
         debug_assert_eq!(self.md5, self.metadata.md5(), "cached md5 out of date");
-        let ((term, seq), md5, lead) = (self.metadata.version(), self.md5, self.heartbeat_lead());
+        let ((term, seq), md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
+        let lead = self.heartbeat_lead();
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {
-            self.send(c, AlterMsg::Heartbeat { term, seq, md5, lead });
+            self.send(c, AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead });
         }
         if let Some(p) = self.parent().cloned() {
             self.send(&p, AlterMsg::Alive);
@@ -614,20 +630,47 @@ impl AlterNode {
         self.timer(AlterTimer::Heartbeat, self.cfg.heartbeat_interval_us);
     }
 
+    /// What this vnode keeps of the metadata.
+    pub(super) fn view(&self) -> View {
+        if self.cfg.leaf_view {
+            View::Leaf
+        } else {
+            View::Full
+        }
+    }
+
+    /// Replaces the metadata, narrowed to this vnode's view.
     pub(super) fn set_metadata(&mut self, metadata: Metadata) {
-        self.md5 = metadata.md5();
-        self.metadata = metadata;
+        let view = self.view();
+        self.metadata = if metadata.view() == view { metadata } else { metadata.project(view) };
+        self.refresh_md5();
+    }
+
+    fn refresh_md5(&mut self) {
+        self.md5 = self.metadata.md5();
+        self.leaf_md5 = match self.metadata.view() {
+            View::Leaf => self.md5,
+            View::Full => self.metadata.project(View::Leaf).md5(),
+        };
+    }
+
+    pub(super) fn fetch(&mut self, from: &VnodeId) {
+        let view = self.view();
+        self.send(from, AlterMsg::Fetch { view });
     }
 
     /// Invariant: a clone never takes the metadata back to an older version, and comes only from
     /// the parent followed now.
     fn on_clone(&mut self, from: &VnodeId, metadata: Metadata) {
         let older = metadata.version() < self.metadata.version();
-        if self.in_flight.is_some() || older || self.parent() != Some(from) {
+        let narrower = metadata.view() == View::Leaf && self.view() == View::Full;
+        if self.in_flight.is_some() || older || narrower || self.parent() != Some(from) {
             return;
         }
-        if metadata.md5() != self.md5 {
-            self.set_metadata(metadata.clone());
+        let before = self.md5;
+        self.set_metadata(metadata);
+        if self.md5 != before {
+            let metadata = self.metadata.clone();
             self.out.push(AlterOutput::PersistClone { metadata });
         }
     }

@@ -21,7 +21,7 @@
 //! A child prefers its primary root: it promises to a secondary only while the primary is silent,
 //! and promises to the primary whenever it claims a higher term — which is the switch-back.
 
-use super::metadata::Metadata;
+use super::metadata::{Metadata, View};
 use super::node::{AlterMsg, AlterNode, AlterOutput};
 use super::AlterRecord;
 use crate::ids::VnodeId;
@@ -193,7 +193,9 @@ impl AlterNode {
             return;
         }
         let term = *term;
-        let newest = promises.values().max_by_key(|m| m.version()).filter(|m| m.version() > self.metadata.version());
+        debug_assert!(promises.values().all(|m| m.view() == View::Full), "a voter keeps a whole copy");
+        let whole = promises.values().filter(|m| m.view() == View::Full);
+        let newest = whole.max_by_key(|m| m.version()).filter(|m| m.version() > self.metadata.version());
         if let Some(m) = newest.cloned() {
             // Catch up before ordering: the newest copy among a majority holds every alteration
             // a root ever answered `ok`.

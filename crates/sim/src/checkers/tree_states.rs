@@ -2,11 +2,12 @@
 //! every host as alive — the changes the parents saw were reported through alterations — and,
 //! where the world has one, the placement it records is the one in use.
 
-use waymark_core::alter::{cluster, Metadata};
+use waymark_core::alter::{cluster, Metadata, View};
 use waymark_core::{PartitionId, Placement, VnodeId};
 
 pub fn check(metadata: &[(VnodeId, Metadata)], placement: Option<&Placement>) -> Vec<String> {
-    let Some((v, m)) = metadata.first() else { return vec![] };
+    // A whole copy: store vnodes keep only what they need, not the states.
+    let Some((v, m)) = metadata.iter().find(|(_, m)| m.view() == View::Full) else { return vec![] };
     let mut out = vec![];
     for (vnode, state) in cluster::states(m) {
         if state != cluster::WORKING {

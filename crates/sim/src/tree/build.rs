@@ -72,6 +72,8 @@ fn config(
         parents,
         siblings,
         failover,
+        // Store vnodes keep what they need, unless they vote for the root (right under it).
+        leaf_view: level == 0 && level + 2 < levels.len(),
         secondary_of: None,
         reports: true,
         children,

@@ -202,8 +202,9 @@ impl TreeWorld {
     pub fn run(mut self) -> TreeReport {
         let genesis = self.genesis();
         for n in 0..self.nodes.len() {
-            self.nodes[n].disk = genesis.clone();
             self.step(n, AlterInput::Started { metadata: genesis.clone(), term: 0 });
+            // What the vnode keeps (a store vnode only its leaf view) is what its log holds.
+            self.nodes[n].disk = self.nodes[n].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
         }
         self.plan();
         let end = self.cfg.duration_us;
