@@ -423,7 +423,7 @@ impl AlterNode {
             AlterMsg::Claim { term } => self.on_claim(&from, term),
             AlterMsg::Promise { term, granted, metadata } => self.on_promise(&from, term, granted, metadata),
             AlterMsg::Alive => self.adopt(from),
-            AlterMsg::Fetch { view } if view == View::Full && self.view() == View::Leaf => {} // cannot widen
+            AlterMsg::Fetch { view } if view == View::Full && self.metadata.view() == View::Leaf => {} // cannot widen
             AlterMsg::Fetch { view } => {
                 let metadata = self.metadata.project(view);
                 self.send(&from, AlterMsg::Clone { metadata });
@@ -526,7 +526,10 @@ impl AlterNode {
 
     /// Seed 004 point 4: the record is read after write and its md5 compared with the one sent.
     fn on_persisted(&mut self, seq: u64, bytes: &[u8]) {
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        // A second write of the same alteration (it was begun again after a change of parent)
+        // reads back after the first was applied: nothing more to do.
+        let next = self.metadata.seq() + 1 == seq;
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq && next) else { return };
         let read_back = AlterRecord::decode(bytes).filter(|(t, s, _)| (*t, *s) == (f.term, seq));
         let intact = md5_of(bytes) == f.md5 || self.cfg.breaks.skip_md5;
         let Some((term, _, record)) = read_back.filter(|_| intact) else {
@@ -639,10 +642,12 @@ impl AlterNode {
         }
     }
 
-    /// Replaces the metadata, narrowed to this vnode's view.
+    /// Replaces the metadata, narrowed to this vnode's view. A leaf view is kept as it is even by a
+    /// vnode that keeps whole copies (a secondary parent started by a store vnode): its md5 differs
+    /// from its parent's, so it fetches a whole copy on the next heartbeat.
     pub(super) fn set_metadata(&mut self, metadata: Metadata) {
-        let view = self.view();
-        self.metadata = if metadata.view() == view { metadata } else { metadata.project(view) };
+        let narrow = metadata.view() == View::Full && self.view() == View::Leaf;
+        self.metadata = if narrow { metadata.project(View::Leaf) } else { metadata };
         self.refresh_md5();
     }
 
