@@ -218,8 +218,9 @@ fn a_parent_records_a_silent_child_down_and_its_host_dead_when_nothing_else_work
     let (c1, c2) = (VnodeId::new("store0", "node001"), VnodeId::new("store0", "node002"));
     let mut config = cfg(&root_id, vec![], vec![c1.clone(), c2.clone()]);
     config.reports = true;
-    let entries = [(&root_id, None), (&c1, Some(&root_id)), (&c2, Some(&root_id))];
-    let genesis = cluster::genesis(&[], entries.iter().map(|(id, parent)| VnodeEntry { id, parent: *parent }), None);
+    let entries = [(&root_id, vec![]), (&c1, vec![root_id.clone()]), (&c2, vec![root_id.clone()])];
+    let vnodes = entries.iter().map(|(id, parents)| VnodeEntry { id, parents: parents.clone() });
+    let genesis = cluster::genesis(&[], vnodes, None);
     let start = |n: &mut AlterNode| n.step(0, AlterInput::Started { metadata: genesis.clone(), term: 0 });
     let (mut root, mut child2) = (AlterNode::new(config), AlterNode::new(cfg(&c2, vec![root_id.clone()], vec![])));
     let out = start(&mut child2);
@@ -242,4 +243,21 @@ fn a_parent_records_a_silent_child_down_and_its_host_dead_when_nothing_else_work
     assert_eq!(root.metadata().get(&format!("state/{c2}")), Some(cluster::WORKING));
     assert_eq!(root.metadata().get("host/node002"), Some(cluster::ALIVE));
     assert_eq!(child2.metadata(), root.metadata());
+}
+
+#[test]
+fn the_metadata_records_each_vnodes_parent_queue_in_election_order() {
+    use waymark_core::alter::cluster::{self, VnodeEntry};
+    let manager = VnodeId::new("manager1", "node000");
+    let siblings: Vec<VnodeId> = ["node000", "node001", "node002"].iter().map(|h| VnodeId::new("store0", *h)).collect();
+    let mut config = cfg(&siblings[1], vec![manager.clone()], vec![]);
+    config.siblings = siblings.clone();
+    let queue = config.parent_queue();
+    let secondary = |h: &str| VnodeId::new("manager1-secondary", h);
+    assert_eq!(queue, vec![manager.clone(), secondary("node000"), secondary("node001"), secondary("node002")]);
+
+    let genesis = cluster::genesis(&[], [VnodeEntry::of(&config)], None);
+    assert_eq!(cluster::parent_queue(&genesis, &siblings[1]), queue);
+    assert_eq!(genesis.vnodes_on("node001", &manager.to_string()), vec![siblings[1].to_string()]);
+    assert!(genesis.vnodes_on("node001", &secondary("node000").to_string()).is_empty(), "boot by the primary");
 }

@@ -169,7 +169,7 @@ fn a_store_vnode_of_the_tree_routes_by_the_placement_its_metadata_records() {
     let reversed: Vec<VnodeId> = ids.iter().rev().cloned().collect();
     let recorded = Placement::round_robin(&reversed, 2, 1);
     let manager = VnodeId::new("manager1", "node000");
-    let vnodes = ids.iter().map(|id| VnodeEntry { id, parent: Some(&manager) });
+    let vnodes = ids.iter().map(|id| VnodeEntry { id, parents: vec![manager.clone()] });
     let mut cfg = VnodeConfig::new(ids[0].clone(), given.clone(), ids[0].clone());
     cfg.genesis = cluster::genesis(&[], vnodes, Some(&recorded));
     let tree = waymark_core::alter::AlterConfig {

@@ -431,7 +431,7 @@ impl World {
 /// partition placement in use.
 pub fn genesis(leaves: &[AlterConfig], managers: &[Manager], placement: &Placement, real_time: bool) -> Metadata {
     let all = leaves.iter().chain(managers.iter().map(|m| &m.cfg));
-    let vnodes = all.map(|c| VnodeEntry { id: &c.id, parent: c.parents.first() });
+    let vnodes = all.map(VnodeEntry::of);
     let config = [("real_time_safety", if real_time { "on" } else { "off" })];
     cluster::genesis(&config, vnodes, Some(placement))
 }

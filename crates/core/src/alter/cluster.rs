@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | `config/<name>` | a setting, e.g. `config/real_time_safety` = `on` |
 //! | `host/<host>` | `alive` or `dead` — the host list, kept apart from the vnode list |
-//! | `vnode/<kind>@<host>` | the id of its primary parent (empty string for the root) |
+//! | `vnode/<kind>@<host>` | its parent queue in priority order, `primary,secondary,…` (empty for the root) |
 //! | `state/<kind>@<host>` | `working` or `down`, as its parent last saw it |
 //! | `placement/<partition>` | the replica chain, `primary,backup,…` |
 //! | `placement/members` | every store vnode, `a,b,…` (those holding no partition too) |
@@ -19,10 +19,23 @@ pub const DEAD: &[u8] = b"dead";
 pub const WORKING: &[u8] = b"working";
 pub const DOWN: &[u8] = b"down";
 
-/// A vnode of the tree, with its primary parent (`None` for the root).
+/// A vnode of the tree with its parent queue: the primary parent, then the secondary parents its
+/// siblings' hosts would start, in election order (empty for the root).
 pub struct VnodeEntry<'a> {
     pub id: &'a VnodeId,
-    pub parent: Option<&'a VnodeId>,
+    pub parents: Vec<VnodeId>,
+}
+
+impl<'a> VnodeEntry<'a> {
+    pub fn of(cfg: &'a super::AlterConfig) -> Self {
+        VnodeEntry { id: &cfg.id, parents: cfg.parent_queue() }
+    }
+}
+
+/// The parent queue the metadata records for `vnode`.
+pub fn parent_queue(m: &Metadata, vnode: &VnodeId) -> Vec<VnodeId> {
+    let value = m.get(&format!("vnode/{vnode}")).unwrap_or_default();
+    std::str::from_utf8(value).unwrap_or_default().split(',').filter_map(VnodeId::parse).collect()
 }
 
 /// The metadata a cluster is created with.
@@ -34,8 +47,8 @@ pub fn genesis<'a>(
     let mut records: Vec<(String, Vec<u8>)> =
         config.iter().map(|(k, v)| (format!("config/{k}"), v.as_bytes().to_vec())).collect();
     for v in vnodes {
-        let parent = v.parent.map(|p| p.to_string()).unwrap_or_default();
-        records.push((format!("vnode/{}", v.id), parent.into_bytes()));
+        let queue: Vec<String> = v.parents.iter().map(|p| p.to_string()).collect();
+        records.push((format!("vnode/{}", v.id), queue.join(",").into_bytes()));
         records.push((format!("state/{}", v.id), WORKING.to_vec()));
         records.push((format!("host/{}", v.id.host), ALIVE.to_vec()));
     }

@@ -91,12 +91,14 @@ impl Metadata {
         Metadata { view, term: self.term, seq: self.seq, records: records.collect() }
     }
 
-    /// The vnodes to start on `host` whose parent is `parent` (seed 004: boot loading by parent).
+    /// The vnodes to start on `host` whose primary parent (first in the queue recorded under
+    /// `vnode/<id>`) is `parent` (seed 004: boot loading by parent).
     pub fn vnodes_on(&self, host: &str, parent: &str) -> Vec<String> {
         let suffix = format!("@{host}");
+        let primary = |v: &[u8]| v.split(|b| *b == b',').next() == Some(parent.as_bytes());
         self.records
             .iter()
-            .filter(|(k, v)| k.starts_with("vnode/") && k.ends_with(&suffix) && v.as_slice() == parent.as_bytes())
+            .filter(|(k, v)| k.starts_with("vnode/") && k.ends_with(&suffix) && primary(v))
             .map(|(k, _)| k["vnode/".len()..].to_string())
             .collect()
     }

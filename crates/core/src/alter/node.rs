@@ -47,6 +47,20 @@ impl AlterConfig {
     pub fn secondary(&self, id: VnodeId) -> AlterConfig {
         AlterConfig { id, secondary_of: Some(self.id.clone()), failover: false, ..self.clone() }
     }
+
+    /// The parent queue in priority order: the primary parent, then the secondary parent each
+    /// sibling's host would start as assisting child, in election order.
+    pub fn parent_queue(&self) -> Vec<VnodeId> {
+        let Some(primary) = self.parents.first() else { return vec![] };
+        let mut queue = vec![primary.clone()];
+        for s in &self.siblings {
+            let secondary = AlterNode::secondary_name(primary, &s.host);
+            if !queue.contains(&secondary) {
+                queue.push(secondary);
+            }
+        }
+        queue
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -30,6 +30,8 @@ pub struct TreeConfig {
     pub breaks: waymark_core::Breaks,
     /// Print every event (without metadata bodies) to stderr.
     pub trace: bool,
+    /// Proposals and cut processes start after this (the scale run lets the start-up settle).
+    pub first_proposal_us: u64,
 }
 
 impl TreeConfig {
@@ -45,6 +47,7 @@ impl TreeConfig {
             heartbeats: true,
             breaks: Default::default(),
             trace: false,
+            first_proposal_us: 10_000,
         }
     }
 }
@@ -121,6 +124,9 @@ pub struct TreeReport {
     pub cuts_failed: u64,
     /// Virtual time from the first START proposal to the END outcome, per successful cut.
     pub cut_latencies_us: Vec<u64>,
+    /// Messages sent (heartbeats and liveness probes aside) from the first START proposal to the
+    /// END outcome, per successful cut; exact when nothing else runs meanwhile (the scale run).
+    pub cut_messages: Vec<u64>,
     pub violations: Vec<String>,
 }
 
@@ -140,6 +146,8 @@ pub struct TreeWorld {
     proposals: BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
     /// The operator's cut processes: (initiator, cut id, phase index, started at).
     cut_runs: BTreeMap<ProposalId, (usize, u64, usize, u64)>,
+    /// Messages sent before each cut process began.
+    cut_messages_before: BTreeMap<u64, u64>,
     stopping: bool,
     /// What a root ordered at each `(term, seq)`, and what every vnode applied.
     ordered: BTreeMap<(u64, u64), AlterRecord>,
@@ -184,6 +192,7 @@ impl TreeWorld {
             report,
             proposals: BTreeMap::new(),
             cut_runs: BTreeMap::new(),
+            cut_messages_before: BTreeMap::new(),
             stopping: false,
             ordered: BTreeMap::new(),
             applied: vec![],
@@ -233,12 +242,12 @@ impl TreeWorld {
         let n = self.nodes.len();
         let window = self.cfg.duration_us / 2;
         for i in 0..self.cfg.proposals {
-            let (at, node) = (self.rng.gen_range(10_000..window), self.rng.gen_range(0..n));
+            let (at, node) = (self.rng.gen_range(self.cfg.first_proposal_us..window), self.rng.gen_range(0..n));
             let record = AlterRecord::set(format!("config/k{i}"), format!("v{i}"));
             self.schedule(at, Ev::Propose { node, record, cut: None });
         }
         for c in 1..=self.cfg.cut_processes as u64 {
-            let at = self.rng.gen_range(10_000..window);
+            let at = self.rng.gen_range(self.cfg.first_proposal_us..window);
             self.start_cut(at, c);
         }
         if self.cfg.faults {
@@ -412,6 +421,8 @@ impl TreeWorld {
             (true, true) => {
                 self.report.cuts_ok += 1;
                 self.report.cut_latencies_us.push(self.now_us - started);
+                let before = self.cut_messages_before.get(&cut).copied().unwrap_or(0);
+                self.report.cut_messages.push(self.report.messages - before);
             }
             (false, true) => self.report.cuts_failed += 1,
             _ => {
@@ -434,6 +445,7 @@ impl TreeWorld {
         let id = ProposalId { initiator: self.nodes[node].cfg.id.clone(), n };
         self.proposals.insert(id.clone(), (record.clone(), None));
         if let Some((c, phase, started)) = cut {
+            self.cut_messages_before.entry(c).or_insert(self.report.messages);
             self.cut_runs.insert(id, (node, c, phase, started));
         }
         if self.nodes[node].alter.is_none() {
@@ -512,7 +524,7 @@ impl TreeWorld {
 
     /// The vnode list with parents (what boot loading by parent reads), states and hosts.
     fn genesis(&self) -> Metadata {
-        let vnodes = self.nodes.iter().map(|v| VnodeEntry { id: &v.cfg.id, parent: v.cfg.parents.first() });
+        let vnodes = self.nodes.iter().map(|v| VnodeEntry::of(&v.cfg));
         cluster::genesis(&[("fanout", &self.cfg.fanout.to_string())], vnodes, None)
     }
 
