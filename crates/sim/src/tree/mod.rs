@@ -7,4 +7,4 @@ pub mod build;
 pub mod scale;
 pub mod world;
 
-pub use world::{TreeConfig, TreeReport, TreeWorld};
+pub use world::{Scripted, TreeConfig, TreeReport, TreeWorld};

@@ -18,7 +18,6 @@ pub struct ScaleRow {
 
 pub fn tree(leaves: usize, fanout: usize, seed: u64) -> (u64, u64) {
     let cfg = TreeConfig {
-        seed,
         leaves,
         fanout,
         faults: false,
@@ -26,10 +25,9 @@ pub fn tree(leaves: usize, fanout: usize, seed: u64) -> (u64, u64) {
         cut_processes: 1,
         duration_us: 60_000_000,
         heartbeats: false,
-        breaks: Default::default(),
-        trace: false,
         // The root wins its first term and orders its `root` record before the cut begins.
         first_proposal_us: 1_000_000,
+        ..TreeConfig::new(seed)
     };
     let r = TreeWorld::new(cfg).run();
     assert_eq!(r.cuts_ok, 1, "the cut process must succeed without faults: {:?}", r.violations);

@@ -32,6 +32,30 @@ pub struct TreeConfig {
     pub trace: bool,
     /// Proposals and cut processes start after this (the scale run lets the start-up settle).
     pub first_proposal_us: u64,
+    /// Events placed by hand (scenarios), on top of the random plan.
+    pub scenario: Vec<(u64, Scripted)>,
+}
+
+/// A scenario's event, naming vnodes by id.
+#[derive(Clone, Debug)]
+pub enum Scripted {
+    Crash {
+        vnode: VnodeId,
+        down_us: u64,
+    },
+    /// Cut these vnodes off from all others until `heal_us` later.
+    Split {
+        side: Vec<VnodeId>,
+        heal_us: u64,
+    },
+    /// The next alteration this vnode reads back is damaged.
+    Corrupt {
+        vnode: VnodeId,
+    },
+    Propose {
+        vnode: VnodeId,
+        record: AlterRecord,
+    },
 }
 
 impl TreeConfig {
@@ -48,6 +72,7 @@ impl TreeConfig {
             breaks: Default::default(),
             trace: false,
             first_proposal_us: 10_000,
+            scenario: vec![],
         }
     }
 }
@@ -127,6 +152,10 @@ pub struct TreeReport {
     /// Messages sent (heartbeats and liveness probes aside) from the first START proposal to the
     /// END outcome, per successful cut; exact when nothing else runs meanwhile (the scale run).
     pub cut_messages: Vec<u64>,
+    /// Every proposal, how it ended (`None`: never answered) and when it was answered.
+    pub outcomes: Vec<(AlterRecord, Option<bool>, u64)>,
+    /// The primary root's metadata at the end.
+    pub root_metadata: Metadata,
     pub violations: Vec<String>,
 }
 
@@ -140,12 +169,15 @@ pub struct TreeWorld {
     index: BTreeMap<VnodeId, usize>,
     blocked: BTreeSet<(usize, usize)>,
     first_manager: usize,
+    root: usize,
     hasher: Fnv,
     pub report: TreeReport,
     /// Proposals made and how they ended: record, initiator, outcome.
     proposals: BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
     /// The operator's cut processes: (initiator, cut id, phase index, started at).
     cut_runs: BTreeMap<ProposalId, (usize, u64, usize, u64)>,
+    /// When each proposal was answered.
+    answered_us: BTreeMap<ProposalId, u64>,
     /// Messages sent before each cut process began.
     cut_messages_before: BTreeMap<u64, u64>,
     stopping: bool,
@@ -163,7 +195,9 @@ impl TreeWorld {
         let heartbeat_interval_us = if cfg.heartbeats { 20 * HOP_US } else { u64::MAX / 4 };
         let shape =
             build(cfg.leaves, cfg.fanout, &Timing { hop_us: HOP_US, heartbeat_interval_us, breaks: cfg.breaks });
-        let index = shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        let index: BTreeMap<VnodeId, usize> =
+            shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
+        let root = shape.configs.len() - 1;
         let nodes = shape
             .configs
             .into_iter()
@@ -188,11 +222,13 @@ impl TreeWorld {
             index,
             blocked: BTreeSet::new(),
             first_manager: shape.first_manager,
+            root,
             hasher: Fnv::default(),
             report,
             proposals: BTreeMap::new(),
             cut_runs: BTreeMap::new(),
             cut_messages_before: BTreeMap::new(),
+            answered_us: BTreeMap::new(),
             stopping: false,
             ordered: BTreeMap::new(),
             applied: vec![],
@@ -204,8 +240,9 @@ impl TreeWorld {
         self.events.insert((at_us.max(self.now_us), self.seq), ev);
     }
 
+    /// The primary root: the last vnode built (secondary parents are appended after it).
     fn root(&self) -> usize {
-        self.nodes.len() - 1
+        self.root
     }
 
     pub fn run(mut self) -> TreeReport {
@@ -253,6 +290,22 @@ impl TreeWorld {
         if self.cfg.faults {
             self.plan_faults(window);
         }
+        for (at, s) in self.cfg.scenario.clone() {
+            let ev = match s {
+                Scripted::Crash { vnode, down_us } => Ev::Crash { node: self.index[&vnode], down_us },
+                Scripted::Split { side, heal_us } => {
+                    Ev::Split { side: side.iter().map(|v| self.index[v]).collect(), heal_us }
+                }
+                Scripted::Corrupt { vnode } => Ev::Corrupt { node: self.index[&vnode] },
+                Scripted::Propose { vnode, record } => Ev::Propose { node: self.index[&vnode], record, cut: None },
+            };
+            self.schedule(at, ev);
+        }
+    }
+
+    /// The vnode ids of the tree as built, leaves first and the root last.
+    pub fn ids(&self) -> Vec<VnodeId> {
+        self.nodes.iter().map(|v| v.cfg.id.clone()).collect()
     }
 
     /// The operator runs cut `c` from the root vnode: four alterations, each after the last.
@@ -410,6 +463,7 @@ impl TreeWorld {
         }
         if let Some(p) = self.proposals.get_mut(&id) {
             p.1 = Some(ok);
+            self.answered_us.insert(id.clone(), self.now_us);
         }
         self.advance_cut(&id, ok);
     }
@@ -594,5 +648,9 @@ impl TreeWorld {
             v.push(format!("secondary parent {} still runs after its primary returned", s.cfg.id));
         }
         self.report.violations = v;
+        let at = |id: &ProposalId| self.answered_us.get(id).copied().unwrap_or(0);
+        self.report.outcomes = self.proposals.iter().map(|(id, (r, o))| (r.clone(), *o, at(id))).collect();
+        let root = self.root();
+        self.report.root_metadata = self.nodes[root].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
     }
 }
