@@ -5,6 +5,7 @@
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// One alteration: set `key` to `value` (an empty value removes it). Keys name what they hold:
 /// `config/…`, `host/…`, `vnode/…`, `placement/…`, `catalog/cut/…`, `cut/…/phase`.
@@ -70,14 +71,16 @@ pub struct Metadata {
     view: View,
     term: u64,
     seq: u64,
-    records: BTreeMap<String, Vec<u8>>,
+    /// Shared between copies until one of them applies an alteration (copy on write): a process
+    /// that holds many copies — a host's vnodes and their logs, the simulator — holds one map.
+    records: Arc<BTreeMap<String, Vec<u8>>>,
 }
 
 impl Metadata {
     /// The metadata a cluster is created with (sequence 0): e.g. its vnode list, `vnode/<id>` →
     /// the id of the vnode's parent, which boot loading reads.
     pub fn genesis(records: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
-        Metadata { view: View::Full, term: 0, seq: 0, records: records.into_iter().collect() }
+        Metadata { view: View::Full, term: 0, seq: 0, records: Arc::new(records.into_iter().collect()) }
     }
 
     pub fn view(&self) -> View {
@@ -88,7 +91,7 @@ impl Metadata {
     pub fn project(&self, view: View) -> Metadata {
         debug_assert!(view == View::Leaf || self.view == View::Full, "a leaf view cannot be widened");
         let records = self.records.iter().filter(|(k, _)| view.keeps(k)).map(|(k, v)| (k.clone(), v.clone()));
-        Metadata { view, term: self.term, seq: self.seq, records: records.collect() }
+        Metadata { view, term: self.term, seq: self.seq, records: Arc::new(records.collect()) }
     }
 
     /// The vnodes to start on `host` whose primary parent (first in the queue recorded under
@@ -131,9 +134,9 @@ impl Metadata {
         self.term = term;
         self.seq = seq;
         if record.value.is_empty() || !self.view.keeps(&record.key) {
-            self.records.remove(&record.key);
+            Arc::make_mut(&mut self.records).remove(&record.key);
         } else {
-            self.records.insert(record.key.clone(), record.value.clone());
+            Arc::make_mut(&mut self.records).insert(record.key.clone(), record.value.clone());
         }
     }
 

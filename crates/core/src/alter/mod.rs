@@ -6,7 +6,11 @@
 //! to its parent only once all of them confirmed (a branch transaction). The root answers the
 //! initiator, which retries a failed alteration with back-off, a bounded number of times.
 //!
-//! Invariant: alterations are applied in `seq` order on every vnode; one is in flight at a time.
+//! The root orders in a *term* it won from a majority of its children (`root.rs`); metadata is
+//! ordered by version `(term, seq)`.
+//!
+//! Invariant: alterations are applied in `seq` order on every vnode, each on top of the version it
+//! was ordered after; one is in flight at a time.
 //! Invariant: a vnode confirms `ok` only after its own copy was read back intact and applied, and
 //! every working child confirmed `ok`.
 //! Invariant: a vnode that misses an alteration (a gap, a bad md5, a crash) never applies a later
