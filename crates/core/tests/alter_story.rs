@@ -261,3 +261,21 @@ fn the_metadata_records_each_vnodes_parent_queue_in_election_order() {
     assert_eq!(genesis.vnodes_on("node001", &manager.to_string()), vec![siblings[1].to_string()]);
     assert!(genesis.vnodes_on("node001", &secondary("node000").to_string()).is_empty(), "boot by the primary");
 }
+
+#[test]
+fn a_root_with_a_full_queue_refuses_a_proposal_at_once() {
+    let (root_id, leaf_id) = ids();
+    // No child ever promises: the root holds no term and orders nothing, so proposals queue up.
+    let mut root = AlterNode::new(cfg(&root_id, vec![], vec![leaf_id.clone()]));
+    root.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
+    let propose = |n: u64| AlterMsg::Propose {
+        id: waymark_core::alter::ProposalId { initiator: leaf_id.clone(), n },
+        record: AlterRecord::set("config/x", n.to_string()),
+    };
+    for n in 0..waymark_core::alter::node::QUEUE_MAX as u64 {
+        let out = root.step(1, AlterInput::Message { from: leaf_id.clone(), msg: propose(n) });
+        assert!(sends(&out).is_empty(), "queued, not answered");
+    }
+    let out = root.step(2, AlterInput::Message { from: leaf_id.clone(), msg: propose(9_999) });
+    assert!(matches!(&sends(&out)[..], [(to, AlterMsg::Outcome { ok: false, .. })] if to == &leaf_id), "{out:?}");
+}

@@ -8,6 +8,9 @@ use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+/// Proposals the root holds waiting to be ordered; beyond this it refuses new ones.
+pub const QUEUE_MAX: usize = 1_024;
+
 #[derive(Clone, Debug)]
 pub struct AlterConfig {
     pub id: VnodeId,
@@ -477,10 +480,24 @@ impl AlterNode {
         if let Some(parent) = self.parent().cloned() {
             return self.send(&parent, AlterMsg::Propose { id, record });
         }
+        if self.queue.len() >= QUEUE_MAX {
+            // Back-pressure: the initiator retries with back-off, then reports the failure.
+            let outcome = AlterMsg::Outcome { id: id.clone(), seq: 0, ok: false, applied: 0 };
+            return self.answer(&id, outcome);
+        }
         if !self.queue.iter().any(|(q, _)| q == &id) {
             self.queue.push_back((id, record));
         }
         self.order_next();
+    }
+
+    /// Sends an outcome to its initiator (this vnode itself, possibly).
+    fn answer(&mut self, id: &ProposalId, outcome: AlterMsg) {
+        if id.initiator == self.cfg.id {
+            self.on_message(self.cfg.id.clone(), outcome);
+        } else {
+            self.send(&id.initiator.clone(), outcome);
+        }
     }
 
     /// The root orders one alteration at a time, and only in a term it won.
@@ -607,11 +624,7 @@ impl AlterNode {
                 // majority of the voters hold — every later root's catch-up finds it.
                 let ok = ok && self.lead_term() == Some(f.term) && self.quorum(&f.oks);
                 let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
-                if f.id.initiator == self.cfg.id {
-                    self.on_message(self.cfg.id.clone(), outcome);
-                } else {
-                    self.send(&f.id.initiator.clone(), outcome);
-                }
+                self.answer(&f.id, outcome);
                 self.order_next();
             }
         }
