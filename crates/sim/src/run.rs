@@ -157,6 +157,13 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     if cfg.breaks != Default::default() {
         cmd.push_str(&format!(" --break {}", cfg.breaks));
     }
+    let default = SimConfig::new(cfg.seed, cfg.workload);
+    if cfg.clients != default.clients {
+        cmd.push_str(&format!(" --clients {}", cfg.clients));
+    }
+    if cfg.duration_us != default.duration_us {
+        cmd.push_str(&format!(" --duration-ms {}", cfg.duration_us / 1000));
+    }
     cmd
 }
 

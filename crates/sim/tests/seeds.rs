@@ -56,6 +56,26 @@ fn bank_seeds_with_the_cut_process_on_the_tree_find_no_violation() {
     assert!(t.secondaries_started > 0 && t.secondaries_stopped == t.secondaries_started, "{t:?}");
 }
 
+/// Store vnodes right under the root vote for it: their promises go through the WAL
+/// (`Record::AlterTerm`) and must survive their crashes; secondary roots win terms.
+#[test]
+fn bank_seeds_with_store_vnodes_voting_for_the_root_find_no_violation() {
+    let mut base = SimConfig::new(0, WorkloadKind::Bank);
+    base.cuts = true;
+    base.tree = true;
+    base.vnodes = 4;
+    base.fanout = 4;
+    base.duration_us = 500_000;
+    let s = run_many(&base, 0, 100, |r, cfg| {
+        for v in &r.violations {
+            eprintln!("seed {} {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+        }
+    });
+    assert_eq!(s.failed, 0, "{:?}", s.first_failure);
+    assert!(s.cuts_ok > 0 && s.cuts_verified == s.cuts_ok);
+    assert!(s.tree.secondary_root_terms > 0, "{:?}", s.tree);
+}
+
 /// Regression (found by the simulator): a manager and the secondary parent standing in for it were
 /// both counted, so FINISH looked applied everywhere while a store vnode had not finished its
 /// local cut; the cut was declared successful without that vnode's `CutFinish`.

@@ -111,15 +111,15 @@ impl AlterNode {
     }
 
     /// A child of a root: promise, if `term` is new and `from` is a root this vnode may follow.
+    /// A claim for the term already promised is refused, even from the root it was promised to:
+    /// which root that was is not kept across a restart (a repeated claim only comes from a relay,
+    /// and the root counted the first answer).
     pub(super) fn on_claim(&mut self, from: &VnodeId, term: u64) {
-        let again = term == self.term && self.parent() == Some(from);
-        if !again && (term <= self.term || !self.may_follow(from)) {
+        if term <= self.term || !self.may_follow(from) {
             return self.refuse(from);
         }
-        if !again {
-            self.set_term(term);
-            self.follow_root(from);
-        }
+        self.set_term(term);
+        self.follow_root(from);
         let metadata = Some(self.metadata.clone());
         self.send(from, AlterMsg::Promise { term, granted: true, metadata });
     }
