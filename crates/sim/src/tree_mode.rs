@@ -5,27 +5,17 @@
 
 use crate::history::CutRun;
 use crate::tree::build::{build_over, Timing};
+use crate::tree::vnode::{corrupt, TreeVnode};
 use crate::world::{Event, World};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
-use waymark_core::alter::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, Metadata};
+use waymark_core::alter::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterRecord, Metadata};
 use waymark_core::{Body, CutId, Envelope, Input, Placement, VnodeId};
 
 pub const HOP_US: u64 = 1_000;
 const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
 /// The operator gives up on a cut process that has not ended in this long.
 const OPERATOR_TIMEOUT_US: u64 = 5_000_000;
-
-/// A manager vnode: only a tree role, no data.
-pub struct Manager {
-    pub alter: Option<AlterNode>,
-    pub cfg: AlterConfig,
-    pub disk: Metadata,
-    /// The root term promised, as the log holds it.
-    pub disk_term: u64,
-    pub instance: u32,
-    pub corrupt_next: bool,
-}
 
 #[derive(Clone, Debug, Default)]
 pub struct TreeStats {
@@ -76,21 +66,10 @@ pub struct CutProcess {
 }
 
 /// Leaf configs for the store vnodes (in order) and the managers above them.
-pub fn shape(stores: &[VnodeId], fanout: usize) -> (Vec<AlterConfig>, Vec<Manager>) {
+pub fn shape(stores: &[VnodeId], fanout: usize) -> (Vec<AlterConfig>, Vec<TreeVnode>) {
     let timing = Timing { hop_us: HOP_US, heartbeat_interval_us: 20 * HOP_US, breaks: Default::default() };
     let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
-    let managers = configs
-        .split_off(stores.len())
-        .into_iter()
-        .map(|cfg| Manager {
-            alter: Some(AlterNode::new(cfg.clone())),
-            cfg,
-            disk: Metadata::default(),
-            disk_term: 0,
-            instance: 0,
-            corrupt_next: false,
-        })
-        .collect();
+    let managers = configs.split_off(stores.len()).into_iter().map(TreeVnode::new).collect();
     (configs, managers)
 }
 
@@ -117,15 +96,7 @@ impl World {
             Some(m) if self.managers[m].alter.is_some() => return,
             Some(m) => m,
             None => {
-                let mg = Manager {
-                    alter: None,
-                    cfg: cfg.clone(),
-                    disk: Metadata::default(),
-                    disk_term: 0,
-                    instance: 0,
-                    corrupt_next: false,
-                };
-                self.managers.push(mg);
+                self.managers.push(TreeVnode::new(cfg.clone()));
                 self.was_primary.push(true);
                 let m = self.managers.len() - 1;
                 self.index.insert(id, self.manager_index(m));
@@ -133,15 +104,14 @@ impl World {
             }
         };
         self.tree_stats.secondaries_started += 1;
-        self.managers[m].cfg = cfg.clone();
-        self.managers[m].alter = Some(AlterNode::new(cfg));
-        self.manager_step(m, AlterInput::Started { metadata, term });
+        let mg = &mut self.managers[m];
+        (mg.cfg, mg.disk, mg.disk_term) = (cfg, metadata, term);
+        self.restart_manager(m);
     }
 
     pub(crate) fn stop_secondary(&mut self, id: &VnodeId) {
         let Some(m) = self.index.get(id).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
-        if self.managers[m].alter.take().is_some() {
-            self.managers[m].instance += 1;
+        if self.managers[m].stop().is_some() {
             self.tree_stats.secondaries_stopped += 1;
         }
     }
@@ -159,7 +129,7 @@ impl World {
         let genesis = self.genesis();
         for m in 0..self.managers.len() {
             self.managers[m].disk = genesis.clone();
-            self.manager_step(m, AlterInput::Started { metadata: genesis.clone(), term: 0 });
+            self.restart_manager(m);
         }
     }
 
@@ -177,6 +147,7 @@ impl World {
             let primary = a.follows_primary_parent();
             self.note_parent(self.manager_index(m), primary);
             for o in outputs {
+                self.managers[m].keep(&o);
                 inputs.extend(self.manager_output(m, o));
             }
         }
@@ -191,30 +162,19 @@ impl World {
                 self.send(self.manager_index(m), env);
                 None
             }
-            AlterOutput::Persist { seq, mut bytes } => {
-                if std::mem::take(&mut self.managers[m].corrupt_next) {
-                    corrupt(&mut bytes);
-                }
+            AlterOutput::Persist { seq, bytes } => {
+                let bytes = self.managers[m].written(bytes);
                 let at = self.now_us + self.rng.gen_range(200..3_000);
                 self.schedule(at, Event::ManagerPersisted { m, instance, seq, bytes });
                 None
             }
-            AlterOutput::PersistClone { metadata } => {
-                self.managers[m].disk = metadata;
-                None
-            }
-            AlterOutput::PersistTerm { term } => {
-                self.managers[m].disk_term = term;
-                None
-            }
+            AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => None, // kept in `manager_step`
             AlterOutput::Apply { seq, record, .. } => {
                 let root = &self.managers[m].cfg;
                 if root.parents.is_empty() && record.key == "root" {
                     self.tree_stats.root_terms += 1;
                     self.tree_stats.secondary_root_terms += root.secondary_of.is_some() as u64;
                 }
-                let disk = self.managers[m].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
-                self.managers[m].disk = disk;
                 Some(AlterInput::Applied { seq, ok: true })
             }
             AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
@@ -344,9 +304,8 @@ impl World {
     }
 
     pub(crate) fn crash_manager(&mut self, m: usize, down_us: u64) {
-        if self.managers[m].alter.take().is_some() {
+        if self.managers[m].stop().is_some() {
             self.tree_stats.manager_crashes += 1;
-            self.managers[m].instance += 1;
             let idx = self.manager_index(m);
             let total = self.nodes.len() + self.managers.len();
             self.net.break_all_of(idx, total);
@@ -356,13 +315,9 @@ impl World {
     }
 
     pub(crate) fn restart_manager(&mut self, m: usize) {
-        let mg = &mut self.managers[m];
-        if mg.alter.is_some() {
-            return;
+        if let Some(started) = self.managers[m].start() {
+            self.manager_step(m, started);
         }
-        mg.alter = Some(AlterNode::new(mg.cfg.clone()));
-        let (metadata, term) = (mg.disk.clone(), mg.disk_term);
-        self.manager_step(m, AlterInput::Started { metadata, term });
     }
 
     /// Seed 004, boot loading by parent: a crashed tree vnode's host comes back and asks the
@@ -429,16 +384,9 @@ impl World {
 
 /// The metadata the cluster is created with: vnodes with their parents, states, hosts, and the
 /// partition placement in use.
-pub fn genesis(leaves: &[AlterConfig], managers: &[Manager], placement: &Placement, real_time: bool) -> Metadata {
+pub fn genesis(leaves: &[AlterConfig], managers: &[TreeVnode], placement: &Placement, real_time: bool) -> Metadata {
     let all = leaves.iter().chain(managers.iter().map(|m| &m.cfg));
     let vnodes = all.map(VnodeEntry::of);
     let config = [("real_time_safety", if real_time { "on" } else { "off" })];
     cluster::genesis(&config, vnodes, Some(placement))
-}
-
-/// What a bad disk or a bad copy hands back.
-fn corrupt(bytes: &mut [u8]) {
-    if let Some(last) = bytes.last_mut() {
-        *last ^= 0x01;
-    }
 }

@@ -127,7 +127,7 @@ pub struct World {
     /// How long each transaction was held back by a cut before it could start.
     pub commit_stalls_us: Vec<u64>,
     /// `--tree`: the manager vnodes, and the operator's cut process on alterations.
-    pub managers: Vec<crate::tree_mode::Manager>,
+    pub managers: Vec<crate::tree::vnode::TreeVnode>,
     pub(crate) was_primary: Vec<bool>,
     pub tree_stats: crate::tree_mode::TreeStats,
     pub(crate) cut_process: Option<crate::tree_mode::CutProcess>,

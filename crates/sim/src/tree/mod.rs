@@ -5,6 +5,7 @@
 
 pub mod build;
 pub mod scale;
+pub mod vnode;
 pub mod world;
 
 pub use world::{Scripted, TreeConfig, TreeReport, TreeWorld};

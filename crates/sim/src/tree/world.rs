@@ -2,6 +2,7 @@
 //! a disk per vnode (what survives a crash), and the operator's proposals and cut processes.
 
 use super::build::{build, Timing};
+use super::vnode::TreeVnode;
 use crate::trace::Fnv;
 use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
@@ -123,18 +124,6 @@ enum Ev {
     },
 }
 
-struct Vn {
-    alter: Option<AlterNode>,
-    cfg: waymark_core::alter::AlterConfig,
-    /// What the log holds: the metadata as of the last persisted alteration or clone.
-    disk: Metadata,
-    /// The root term promised, as the log holds it.
-    disk_term: u64,
-    instance: u32,
-    corrupt_next: bool,
-    was_primary: bool,
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct TreeReport {
     pub seed: u64,
@@ -165,7 +154,9 @@ pub struct TreeWorld {
     now_us: u64,
     seq: u64,
     events: BTreeMap<(u64, u64), Ev>,
-    nodes: Vec<Vn>,
+    nodes: Vec<TreeVnode>,
+    /// Whether each vnode followed its primary parent at its last step (failovers, switch-backs).
+    was_primary: Vec<bool>,
     index: BTreeMap<VnodeId, usize>,
     blocked: BTreeSet<(usize, usize)>,
     first_manager: usize,
@@ -198,19 +189,8 @@ impl TreeWorld {
         let index: BTreeMap<VnodeId, usize> =
             shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         let root = shape.configs.len() - 1;
-        let nodes = shape
-            .configs
-            .into_iter()
-            .map(|c| Vn {
-                alter: Some(AlterNode::new(c.clone())),
-                cfg: c,
-                disk: Metadata::default(),
-                disk_term: 0,
-                instance: 0,
-                corrupt_next: false,
-                was_primary: true,
-            })
-            .collect();
+        let was_primary = vec![true; shape.configs.len()];
+        let nodes = shape.configs.into_iter().map(TreeVnode::new).collect();
         let report = TreeReport { seed: cfg.seed, ..TreeReport::default() };
         TreeWorld {
             cfg,
@@ -219,6 +199,7 @@ impl TreeWorld {
             seq: 0,
             events: BTreeMap::new(),
             nodes,
+            was_primary,
             index,
             blocked: BTreeSet::new(),
             first_manager: shape.first_manager,
@@ -248,7 +229,8 @@ impl TreeWorld {
     pub fn run(mut self) -> TreeReport {
         let genesis = self.genesis();
         for n in 0..self.nodes.len() {
-            self.step(n, AlterInput::Started { metadata: genesis.clone(), term: 0 });
+            self.nodes[n].disk = genesis.clone();
+            self.restart(n);
             // What the vnode keeps (a store vnode only its leaf view) is what its log holds.
             self.nodes[n].disk = self.nodes[n].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
         }
@@ -387,14 +369,13 @@ impl TreeWorld {
         let Some(a) = self.nodes[node].alter.as_mut() else { return };
         let outputs = a.step(now, input);
         let primary = a.follows_primary_parent();
-        let v = &mut self.nodes[node];
-        match (v.was_primary, primary) {
+        match (std::mem::replace(&mut self.was_primary[node], primary), primary) {
             (true, false) => self.report.tree.failovers += 1,
             (false, true) => self.report.tree.switch_backs += 1,
             _ => {}
         }
-        v.was_primary = primary;
         for o in outputs {
+            self.nodes[node].keep(&o);
             self.carry_out(node, o);
         }
     }
@@ -403,16 +384,12 @@ impl TreeWorld {
         let instance = self.nodes[node].instance;
         match o {
             AlterOutput::Send { to, msg } => self.send(node, &to, msg),
-            AlterOutput::Persist { seq, mut bytes } => {
-                if std::mem::take(&mut self.nodes[node].corrupt_next) && !bytes.is_empty() {
-                    let last = bytes.len() - 1;
-                    bytes[last] ^= 0x01; // what a bad disk or a bad copy hands back
-                }
+            AlterOutput::Persist { seq, bytes } => {
+                let bytes = self.nodes[node].written(bytes);
                 let at = self.now_us + self.rng.gen_range(200..2_000);
                 self.schedule(at, Ev::Persisted { node, instance, seq, bytes });
             }
-            AlterOutput::PersistClone { metadata } => self.nodes[node].disk = metadata,
-            AlterOutput::PersistTerm { term } => self.nodes[node].disk_term = term,
+            AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => {} // kept in `step`
             AlterOutput::Apply { term, seq, record } => {
                 let cfg = &self.nodes[node].cfg;
                 if cfg.parents.is_empty() {
@@ -423,9 +400,6 @@ impl TreeWorld {
                     }
                 }
                 self.applied.push((self.nodes[node].cfg.id.clone(), (term, seq), record.clone()));
-                if let Some(a) = &self.nodes[node].alter {
-                    self.nodes[node].disk = a.metadata().clone();
-                }
                 // A store vnode's local cut finishes after a while; everything else acts at once.
                 let leaf = node < self.first_manager;
                 let work = if leaf && record.value == b"FINISH" { self.rng.gen_range(100..5_000) } else { 10 };
@@ -519,38 +493,29 @@ impl TreeWorld {
             Some(&n) if self.nodes[n].alter.is_some() => return,
             Some(&n) => n,
             None => {
-                let vn = Vn {
-                    alter: None,
-                    cfg: cfg.clone(),
-                    disk: Metadata::default(),
-                    disk_term: 0,
-                    instance: 0,
-                    corrupt_next: false,
-                    was_primary: true,
-                };
-                self.nodes.push(vn);
+                self.nodes.push(TreeVnode::new(cfg.clone()));
+                self.was_primary.push(true);
                 self.index.insert(id, self.nodes.len() - 1);
                 self.nodes.len() - 1
             }
         };
         self.report.tree.secondaries_started += 1;
-        self.nodes[node].cfg = cfg.clone();
-        self.nodes[node].alter = Some(AlterNode::new(cfg));
-        self.step(node, AlterInput::Started { metadata, term });
+        let v = &mut self.nodes[node];
+        (v.cfg, v.disk, v.disk_term) = (cfg, metadata, term);
+        self.restart(node);
     }
 
     fn stop_secondary(&mut self, id: &VnodeId) {
         if let Some(&n) = self.index.get(id) {
-            if let Some(a) = self.nodes[n].alter.take() {
+            if let Some(a) = self.nodes[n].stop() {
                 self.report.tree.relayed += a.relayed();
-                self.nodes[n].instance += 1;
                 self.report.tree.secondaries_stopped += 1;
             }
         }
     }
 
     fn crash(&mut self, node: usize, down_us: u64) {
-        if let Some(a) = self.nodes[node].alter.take() {
+        if let Some(a) = self.nodes[node].stop() {
             self.report.tree.relayed += a.relayed();
             // An initiator's proposals die with it: nobody is left to be answered.
             let me = self.nodes[node].cfg.id.clone();
@@ -561,19 +526,14 @@ impl TreeWorld {
             }
             self.cut_runs.retain(|id, _| id.initiator != me);
             self.report.tree.manager_crashes += 1;
-            self.nodes[node].instance += 1;
             self.schedule(self.now_us + down_us, Ev::HostBack { node });
         }
     }
 
     fn restart(&mut self, node: usize) {
-        let v = &mut self.nodes[node];
-        if v.alter.is_some() {
-            return;
+        if let Some(started) = self.nodes[node].start() {
+            self.step(node, started);
         }
-        v.alter = Some(AlterNode::new(v.cfg.clone()));
-        let (metadata, term) = (v.disk.clone(), v.disk_term);
-        self.step(node, AlterInput::Started { metadata, term });
     }
 
     /// The vnode list with parents (what boot loading by parent reads), states and hosts.
