@@ -6,23 +6,7 @@ use waymark_core::alter::{
 use waymark_core::VnodeId;
 
 fn cfg(id: &VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> AlterConfig {
-    AlterConfig {
-        id: id.clone(),
-        parents,
-        children,
-        confirm_timeout_us: 10_000,
-        propose_timeout_us: 50_000,
-        retries_max: 2,
-        retry_backoff_us: 1_000,
-        heartbeat_interval_us: 20_000,
-        heartbeat_timeout_us: 60_000,
-        breaks: Default::default(),
-        siblings: vec![],
-        failover: false,
-        leaf_view: false,
-        secondary_of: None,
-        reports: false,
-    }
+    AlterConfig::new(id.clone(), parents, children)
 }
 
 fn ids() -> (VnodeId, VnodeId) {

@@ -173,21 +173,10 @@ fn a_store_vnode_of_the_tree_routes_by_the_placement_its_metadata_records() {
     let mut cfg = VnodeConfig::new(ids[0].clone(), given.clone(), ids[0].clone());
     cfg.genesis = cluster::genesis(&[], vnodes, Some(&recorded));
     let tree = waymark_core::alter::AlterConfig {
-        id: ids[0].clone(),
-        parents: vec![manager.clone()],
         siblings: ids.clone(),
         failover: true,
         leaf_view: true,
-        secondary_of: None,
-        reports: false,
-        children: vec![],
-        confirm_timeout_us: 10_000,
-        propose_timeout_us: 50_000,
-        retries_max: 2,
-        retry_backoff_us: 1_000,
-        heartbeat_interval_us: 20_000,
-        heartbeat_timeout_us: 60_000,
-        breaks: Default::default(),
+        ..waymark_core::alter::AlterConfig::new(ids[0].clone(), vec![manager.clone()], vec![])
     };
     cfg.tree = Some(tree);
     let v = Vnode::new(cfg);

@@ -60,22 +60,23 @@ fn the_same_tree_seed_gives_the_same_trace() {
     assert_eq!(a.trace_hash, b.trace_hash);
 }
 
+/// Runs 200 seeds with break `name` on; some checker must notice (`what` says what went wrong).
+fn assert_caught(name: &str, what: &str) {
+    let mut breaks = Breaks::default();
+    assert!(breaks.enable(name));
+    let caught = run(200, breaks).into_iter().find(|r| !r.violations.is_empty());
+    let r = caught.unwrap_or_else(|| panic!("{what} and no checker noticed, over 200 seeds"));
+    eprintln!("--break {name} caught at seed {}: {}", r.seed, r.violations[0]);
+}
+
 #[test]
 fn skipping_the_md5_check_is_caught() {
-    let mut breaks = Breaks::default();
-    breaks.enable("skip-md5");
-    let caught = run(200, breaks).into_iter().find(|r| !r.violations.is_empty());
-    let r = caught.expect("a damaged copy was applied and no checker noticed, over 200 seeds");
-    eprintln!("--break skip-md5 caught at seed {}: {}", r.seed, r.violations[0]);
+    assert_caught("skip-md5", "a damaged copy was applied");
 }
 
 #[test]
 fn a_root_that_needs_no_majority_is_caught() {
-    let mut breaks = Breaks::default();
-    breaks.enable("root-without-quorum");
-    let caught = run(200, breaks).into_iter().find(|r| !r.violations.is_empty());
-    let r = caught.expect("two roots ordered without a majority and no checker noticed, over 200 seeds");
-    eprintln!("--break root-without-quorum caught at seed {}: {}", r.seed, r.violations[0]);
+    assert_caught("root-without-quorum", "two roots ordered without a majority");
 }
 
 #[test]

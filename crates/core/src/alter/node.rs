@@ -45,6 +45,28 @@ pub struct AlterConfig {
 }
 
 impl AlterConfig {
+    /// A vnode at this place in the tree with default timing (20 ms heartbeats, 60 ms timeout,
+    /// 10 ms per branch, 50 ms per proposal attempt, 2 retries), no failover, whole metadata.
+    pub fn new(id: VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> Self {
+        AlterConfig {
+            id,
+            parents,
+            siblings: vec![],
+            failover: false,
+            secondary_of: None,
+            reports: false,
+            children,
+            confirm_timeout_us: 10_000,
+            propose_timeout_us: 50_000,
+            retries_max: 2,
+            retry_backoff_us: 1_000,
+            heartbeat_interval_us: 20_000,
+            heartbeat_timeout_us: 60_000,
+            leaf_view: false,
+            breaks: Default::default(),
+        }
+    }
+
     /// The configuration of a secondary parent `id` standing in for the vnode this configures:
     /// the same place in the tree, no failover of its own.
     pub fn secondary(&self, id: VnodeId) -> AlterConfig {
