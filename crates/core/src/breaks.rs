@@ -24,10 +24,12 @@ pub struct Breaks {
     /// A root needs no majority: it wins a term on claiming it and answers `ok` without a
     /// majority of the voters holding the alteration.
     pub root_without_quorum: bool,
+    /// A checkpoint's image leaves out the tombstones of rolled-back transactions.
+    pub checkpoint_without_tombstones: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -37,6 +39,7 @@ impl Breaks {
         "finish-early",
         "skip-md5",
         "root-without-quorum",
+        "checkpoint-without-tombstones",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -51,6 +54,7 @@ impl Breaks {
             "finish-early" => &mut self.finish_early,
             "skip-md5" => &mut self.skip_md5,
             "root-without-quorum" => &mut self.root_without_quorum,
+            "checkpoint-without-tombstones" => &mut self.checkpoint_without_tombstones,
             _ => return false,
         };
         *flag = true;
@@ -70,6 +74,7 @@ impl fmt::Display for Breaks {
             self.finish_early,
             self.skip_md5,
             self.root_without_quorum,
+            self.checkpoint_without_tombstones,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -15,6 +15,7 @@ use crate::cut::local::CutState;
 use crate::cut::real_time::RealTime;
 use crate::cut::tree_process::TreeRole;
 use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, VnodeId};
+use crate::image::{LogSummary, VnodeImage};
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, CutMsg, Envelope, TxnMsg};
 use crate::outbox::Outbox;
@@ -43,6 +44,9 @@ pub struct Vnode {
     pub(crate) rt: RealTime,
     pub(crate) tree: Option<TreeRole>,
     pub(crate) out: Outbox,
+    /// Invariant: the summary of every record in this vnode's log, appended ones included
+    /// (kept up to date in `step`), so that `image()` needs no replay.
+    pub(crate) logged: LogSummary,
 }
 
 impl Vnode {
@@ -53,6 +57,18 @@ impl Vnode {
 
     /// A vnode rebuilt from the durable records of its log (`txn::recovery`).
     pub fn recover(cfg: VnodeConfig, log: &[Record]) -> Self {
+        let image = VnodeImage::empty(cfg.tree.as_ref().map(|_| &cfg.genesis));
+        Self::recover_from(cfg, image, log)
+    }
+
+    /// A vnode rebuilt from a checkpoint's image and the durable records that follow it in its log.
+    pub fn recover_from(cfg: VnodeConfig, mut image: VnodeImage, log: &[Record]) -> Self {
+        for record in log {
+            image.apply(record);
+        }
+        if cfg.tree.is_some() && image.summary.tree.is_none() {
+            image.summary.tree = Some(crate::image::TreeImage { metadata: cfg.genesis.clone(), term: 0 });
+        }
         let mut v = Vnode {
             out: Outbox::from_log_len(log.len() as u64),
             now_us: 0,
@@ -68,17 +84,34 @@ impl Vnode {
             blocking: BlockingState::default(),
             rt: RealTime::default(),
             tree: None,
+            logged: LogSummary::default(),
             cfg,
         };
         v.out.release_early = v.cfg.breaks.ack_before_durable;
-        v.tree = v.cfg.tree.clone().map(|c| TreeRole {
-            alter: crate::alter::AlterNode::new(c),
-            recovered: v.cfg.genesis.clone(),
-            recovered_term: 0,
-            finish_pending: None,
-        });
-        v.replay(log);
+        v.tree = v.cfg.tree.clone().map(|c| TreeRole { alter: crate::alter::AlterNode::new(c), finish_pending: None });
+        v.rebuild(image);
         v
+    }
+
+    /// What replaying every record this vnode appended so far would rebuild: a checkpoint's image.
+    pub fn image(&self) -> VnodeImage {
+        let prepared = self.part.prepared.iter().filter(|(_, p)| !p.read_only);
+        VnodeImage {
+            summary: self.logged.clone(),
+            store: self.store.clone(),
+            prepared: prepared.map(|(b, p)| (b.clone(), p.rec.clone())).collect(),
+            decided: self.near.decided.clone(),
+            tombstones: match self.cfg.breaks.checkpoint_without_tombstones {
+                false => self.part.tombstones.clone(),
+                true => Default::default(),
+            },
+        }
+    }
+
+    /// The records appended so far (durable or not), counted from the log this vnode was rebuilt
+    /// from: the driver maps it to a log position.
+    pub fn appended(&self) -> Lsn {
+        self.out.appended()
     }
 
     pub fn id(&self) -> &VnodeId {
@@ -128,14 +161,20 @@ impl Vnode {
             Input::AlterPersisted { seq, bytes } => self.on_alter_persisted(seq, bytes),
         }
         self.blocking_progress();
-        self.out.take()
+        let outputs = self.out.take();
+        for o in &outputs {
+            if let Output::Append(record) = o {
+                self.logged.apply(record);
+            }
+        }
+        outputs
     }
 
     fn on_restarted(&mut self) {
         self.boot_lsn = self.out.append(Record::Boot { incarnation: self.incarnation });
         self.after_recovery();
-        if let Some((metadata, term)) = self.tree.as_ref().map(|t| (t.recovered.clone(), t.recovered_term)) {
-            self.alter_input(crate::alter::AlterInput::Started { metadata, term });
+        if let Some(t) = self.logged.tree.clone() {
+            self.alter_input(crate::alter::AlterInput::Started { metadata: t.metadata, term: t.term });
         }
     }
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use waymark_core::{
     Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
-    VnodeConfig, VnodeId,
+    VnodeConfig, VnodeId, VnodeImage,
 };
 
 /// The client id the cut process's operator uses.
@@ -99,7 +99,13 @@ pub struct Node {
     sync_pending: bool,
     /// Fault: the next alteration read back from this log comes back damaged.
     pub corrupt_next: bool,
+    /// The newest checkpoint: the vnode's image when `log[..n]` was all it had appended, all of it
+    /// durable. A restart rebuilds from it and `log[n..]`, as the server does.
+    pub checkpoint: Option<(VnodeImage, usize)>,
 }
+
+/// A checkpoint is taken at the first sync after the log grew by this many records.
+const CHECKPOINT_EVERY_RECORDS: usize = 64;
 
 pub struct World {
     pub cfg: SimConfig,
@@ -126,6 +132,8 @@ pub struct World {
     pub held_replies_us: Vec<u64>,
     /// How long each transaction was held back by a cut before it could start.
     pub commit_stalls_us: Vec<u64>,
+    /// Checkpoints whose image differed from the replay of the log they stand for.
+    pub checkpoint_mismatches: Vec<String>,
     /// `--tree`: the manager vnodes, and the operator's cut process on alterations.
     pub managers: Vec<crate::tree::vnode::TreeVnode>,
     pub(crate) was_primary: Vec<bool>,
@@ -191,6 +199,7 @@ impl World {
             messages_lost: 0,
             held_replies_us: vec![],
             commit_stalls_us: vec![],
+            checkpoint_mismatches: vec![],
             managers,
             was_primary,
             tree_stats: Default::default(),
@@ -370,9 +379,30 @@ impl World {
         let more = n.log.len() > n.durable;
         self.read_back(node, before, upto);
         self.step(node, Input::WalDurable(Lsn(upto as u64)));
+        self.maybe_checkpoint(node);
         if more {
             self.request_sync(node);
         }
+    }
+
+    /// Takes a checkpoint when the whole log is durable and has grown enough since the last one,
+    /// and checks it against the replay of the log it stands for (`checkers::checkpoints`).
+    /// Draws nothing from the RNG: runs with and without it follow the same events.
+    fn maybe_checkpoint(&mut self, node: usize) {
+        let n = &mut self.nodes[node];
+        let last = n.checkpoint.as_ref().map_or(0, |(_, len)| *len);
+        let Some(v) = n.vnode.as_ref() else { return };
+        if n.durable < n.log.len() || n.log.len() < last + CHECKPOINT_EVERY_RECORDS {
+            return;
+        }
+        let image = v.image();
+        let genesis = n.cfg.tree.as_ref().map(|_| &n.cfg.genesis);
+        let replayed = VnodeImage::replay(genesis, &n.log);
+        if let Some(part) = image.first_difference(&replayed) {
+            let at = format!("{} at {}us after {} records", n.cfg.id, self.now_us, n.log.len());
+            self.checkpoint_mismatches.push(format!("{at}: its {part} differs from the log's replay"));
+        }
+        n.checkpoint = Some((image, n.log.len()));
     }
 
     fn arrive_at_vnode(&mut self, node: usize, client: u64, req: u64, request: Request) {
@@ -460,7 +490,11 @@ impl World {
         }
         n.durable = n.log.len();
         n.sync_pending = false;
-        n.vnode = Some(Vnode::recover(n.cfg.clone(), &n.log));
+        n.vnode = Some(match &n.checkpoint {
+            // A crash keeps every durable record, and a checkpoint covers only durable ones.
+            Some((image, len)) => Vnode::recover_from(n.cfg.clone(), image.clone(), &n.log[*len..]),
+            None => Vnode::recover(n.cfg.clone(), &n.log),
+        });
         self.step(node, Input::Restarted);
     }
 }
@@ -468,7 +502,16 @@ impl World {
 impl Node {
     fn fresh(cfg: VnodeConfig) -> Node {
         let vnode = Some(Vnode::new(cfg.clone()));
-        Node { vnode, cfg, log: vec![], durable: 0, instance: 0, sync_pending: false, corrupt_next: false }
+        Node {
+            vnode,
+            cfg,
+            log: vec![],
+            durable: 0,
+            instance: 0,
+            sync_pending: false,
+            corrupt_next: false,
+            checkpoint: None,
+        }
     }
 
     fn is_up(&self, instance: u32) -> bool {

@@ -59,3 +59,8 @@ fn uncoloured_responses_is_caught() {
 fn finish_early_is_caught() {
     assert_caught("finish-early", WorkloadKind::Append, true);
 }
+
+#[test]
+fn checkpoint_without_tombstones_is_caught() {
+    assert_caught("checkpoint-without-tombstones", WorkloadKind::Bank, false);
+}

@@ -19,11 +19,14 @@
 pub mod cluster;
 pub mod failover;
 pub mod initiator;
+pub mod manager;
 pub mod metadata;
 pub mod node;
 pub mod reach;
 pub mod report;
 pub mod root;
+pub mod shape;
 
+pub use manager::ManagerVnode;
 pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata, Version, View};
 pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};

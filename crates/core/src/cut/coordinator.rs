@@ -76,15 +76,10 @@ impl Phase {
 }
 
 impl CutCoordinator {
-    pub(crate) fn note_begun(&mut self, cut: CutId) {
-        self.last_cut = self.last_cut.max(cut.0);
-        self.unfinished = Some(cut);
-    }
-
-    pub(crate) fn note_ended(&mut self, cut: CutId) {
-        if self.unfinished == Some(cut) {
-            self.unfinished = None;
-        }
+    /// Recovery: resume after the highest `CutBegin`, and end one that has no `CutEnd`.
+    pub(crate) fn rebuild(&mut self, last_cut: u64, unfinished: Option<CutId>) {
+        self.last_cut = last_cut;
+        self.unfinished = unfinished;
     }
 
     pub(crate) fn unfinished(&self) -> Option<CutId> {

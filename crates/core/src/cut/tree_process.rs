@@ -5,7 +5,7 @@
 //! FINISH — confirm when the local cut is over, with its verdict; END — stop colouring.
 //! A successful cut's END writes `END:ok` into the metadata: that entry is the snapshot catalog.
 
-use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord, Metadata};
+use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord};
 use crate::ids::CutId;
 use crate::io::{Output, Timer};
 use crate::message::{Body, Envelope};
@@ -16,10 +16,6 @@ use std::collections::VecDeque;
 /// A store vnode's place in the tree.
 pub struct TreeRole {
     pub(crate) alter: AlterNode,
-    /// Metadata as the log holds it (replayed at recovery).
-    pub(crate) recovered: Metadata,
-    /// The root term promised, as the log holds it.
-    pub(crate) recovered_term: u64,
     /// A FINISH alteration waiting for the local cut: (seq, cut).
     pub(crate) finish_pending: Option<(u64, CutId)>,
 }
@@ -134,8 +130,8 @@ impl Vnode {
     /// the alterations and clones in its log). Invariant: placement does not change while the cluster
     /// runs — moving partitions is not built, and nothing proposes a change of `placement/…`.
     pub(crate) fn placement_from_metadata(&mut self) {
-        let Some(tree) = self.tree.as_ref() else { return };
-        if let Some(p) = crate::alter::cluster::placement(&tree.recovered) {
+        let Some(tree) = self.logged.tree.as_ref() else { return };
+        if let Some(p) = crate::alter::cluster::placement(&tree.metadata) {
             self.cfg.placement = std::sync::Arc::new(p);
         }
     }

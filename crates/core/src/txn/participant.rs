@@ -269,7 +269,8 @@ impl Vnode {
         }
         if let Some(tx_cut) = commit_cut {
             self.apply_committed(&p.rec.writes, tx_cut);
-        } else {
+        } else if !p.read_only {
+            // Only with its record: tombstones are what the log says (a checkpoint holds them).
             self.part.tombstones.insert(tx.clone());
         }
         for k in &p.locked {

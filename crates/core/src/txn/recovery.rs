@@ -3,79 +3,39 @@
 //! `recovered`, and resolved by asking its first committer (presumed abort).
 
 use crate::ids::CutId;
+use crate::image::VnodeImage;
 use crate::io::Timer;
-use crate::record::Record;
 use crate::txn::participant::PreparedTx;
 use crate::vnode::Vnode;
 use std::collections::BTreeSet;
 
 impl Vnode {
-    pub(crate) fn replay(&mut self, log: &[Record]) {
-        for record in log {
-            self.replay_one(record);
+    /// Takes the state a log amounts to (`image.rs`): committed data, decisions, tombstones, and
+    /// every prepared branch without an outcome — in doubt.
+    pub(crate) fn rebuild(&mut self, image: VnodeImage) {
+        let VnodeImage { summary, store, prepared, decided, tombstones } = image;
+        self.incarnation = summary.incarnation;
+        self.store = store;
+        self.near.decided = decided;
+        self.part.tombstones = tombstones;
+        for (branch, rec) in prepared {
+            let in_doubt = PreparedTx {
+                rec,
+                read_only: false,
+                locked: vec![],
+                pending: BTreeSet::new(),
+                recovered: true,
+                backoff_us: self.cfg.timeouts.in_doubt_timeout_us,
+            };
+            self.part.prepared.insert(branch, in_doubt);
         }
+        if let Some(cut) = summary.cut_seen {
+            self.cut.note_started(cut);
+        }
+        self.coordinator.rebuild(summary.coordinator_last_cut, summary.coordinator_unfinished);
+        self.logged = summary;
         self.placement_from_metadata();
         self.relock_in_doubt();
-    }
-
-    fn replay_one(&mut self, record: &Record) {
-        match record {
-            Record::Boot { .. } => self.incarnation += 1,
-            Record::TxPrepared(p) => {
-                let in_doubt = PreparedTx {
-                    rec: p.clone(),
-                    read_only: false,
-                    locked: vec![],
-                    pending: BTreeSet::new(),
-                    recovered: true,
-                    backoff_us: self.cfg.timeouts.in_doubt_timeout_us,
-                };
-                self.part.prepared.insert(p.branch(), in_doubt);
-            }
-            Record::TxCommitted { branch, tx_cut, writes } => {
-                if !writes.is_empty() {
-                    // A 1PC first committer: the commit carries the writes and is the decision.
-                    self.store.apply_all(writes);
-                    self.near.decided.insert(branch.tx.clone(), *tx_cut);
-                } else if let Some(p) = self.part.prepared.remove(branch) {
-                    self.store.apply_all(&p.rec.writes);
-                }
-            }
-            Record::TxRolledBack { tx, branch } => {
-                if let Some(branch) = branch {
-                    self.part.prepared.remove(branch);
-                }
-                self.part.tombstones.insert(tx.clone());
-            }
-            Record::TxDecided { tx, tx_cut } => drop(self.near.decided.insert(tx.clone(), *tx_cut)),
-            Record::CutStart { cut } => self.cut.note_started(*cut),
-            Record::CutFinish(_) => {}
-            Record::CutBegin { cut } => self.coordinator.note_begun(*cut),
-            Record::CutEnd { cut, .. } => self.coordinator.note_ended(*cut),
-            Record::Alteration { seq, bytes } => self.replay_alteration(*seq, bytes),
-            Record::AlterClone { metadata } => {
-                if let Some(t) = self.tree.as_mut() {
-                    t.recovered = metadata.clone();
-                }
-            }
-            Record::AlterTerm { term } => {
-                if let Some(t) = self.tree.as_mut() {
-                    t.recovered_term = t.recovered_term.max(*term);
-                }
-            }
-        }
-    }
-
-    /// An alteration record counts if it is the next one and reads back whole; an alteration that
-    /// was appended but never confirmed may be in the log too — applying it is what every vnode
-    /// that confirmed did, and a clone from the parent settles any difference.
-    fn replay_alteration(&mut self, seq: u64, bytes: &[u8]) {
-        let Some(t) = self.tree.as_mut() else { return };
-        if let Some((term, s, record)) = crate::alter::AlterRecord::decode(bytes).filter(|(_, s, _)| *s == seq) {
-            if s == t.recovered.seq() + 1 && term >= t.recovered.term() {
-                t.recovered.apply(term, s, &record);
-            }
-        }
     }
 
     /// Keys of in-doubt transactions stay locked on their primary until the outcome is known.

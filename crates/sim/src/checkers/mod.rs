@@ -3,6 +3,7 @@
 
 pub mod atomicity;
 pub mod bank;
+pub mod checkpoints;
 pub mod cut_restore;
 pub mod durability;
 pub mod real_time;
@@ -37,6 +38,7 @@ pub fn check_all(w: &World) -> Vec<Violation> {
     let facts = LogFacts::gather(w);
     let mut out = vec![];
     out.extend(bank::check(w));
+    out.extend(checkpoints::check(w));
     out.extend(durability::check(w, &facts));
     out.extend(atomicity::check(w, &facts));
     out.extend(replicas::check(w));

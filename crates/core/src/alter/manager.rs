@@ -1,0 +1,170 @@
+//! A manager vnode (DESIGN §1): an inner vnode of the cluster tree that holds only its alteration
+//! role — a replica of the metadata, relaying, ordering at the root, supervising children.
+//!
+//! It is driven through the same surface as a store vnode (`Input` in, `Output` out), so a driver
+//! runs both kinds alike, and it keeps the same write-ahead contract through an `Outbox`: an
+//! alteration, a clone or a promised root term is appended to the log, and every message after it
+//! — a confirmation, a promise — leaves only once that record is durable.
+//!
+//! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
+//! what a restart from the log would rebuild.
+
+use super::node::{AlterConfig, AlterInput, AlterNode, AlterOutput};
+use crate::ids::{Lsn, VnodeId};
+use crate::image::TreeImage;
+use crate::io::{Input, Output, Response, Timer};
+use crate::message::{Body, Envelope};
+use crate::outbox::Outbox;
+use crate::record::Record;
+use std::collections::VecDeque;
+
+pub struct ManagerVnode {
+    alter: AlterNode,
+    out: Outbox,
+    logged: TreeImage,
+    now_us: u64,
+}
+
+impl ManagerVnode {
+    /// A manager rebuilt from a checkpoint's image (or the genesis metadata) and the records of
+    /// its log that follow it.
+    pub fn recover(cfg: AlterConfig, mut image: TreeImage, log: &[Record]) -> Self {
+        for record in log {
+            image.apply(record);
+        }
+        ManagerVnode {
+            alter: AlterNode::new(cfg),
+            out: Outbox::from_log_len(log.len() as u64),
+            logged: image,
+            now_us: 0,
+        }
+    }
+
+    pub fn id(&self) -> &VnodeId {
+        self.alter.id()
+    }
+
+    pub fn alter(&self) -> &AlterNode {
+        &self.alter
+    }
+
+    /// What replaying this manager's log so far rebuilds: a checkpoint's image.
+    pub fn image(&self) -> TreeImage {
+        self.logged.clone()
+    }
+
+    pub fn appended(&self) -> Lsn {
+        self.out.appended()
+    }
+
+    pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
+        debug_assert!(now_us >= self.now_us, "time went backwards: {now_us} < {}", self.now_us);
+        self.now_us = now_us;
+        let alter_input = match input {
+            Input::Restarted => {
+                let TreeImage { metadata, term } = self.logged.clone();
+                Some(AlterInput::Started { metadata, term })
+            }
+            Input::Message(Envelope { from, body: Body::Alter(msg), .. }) => Some(AlterInput::Message { from, msg }),
+            Input::Message(_) => None, // not a tree message: nothing a manager takes part in
+            Input::Timer(Timer::Alter(t)) => Some(AlterInput::Timer(t)),
+            Input::Timer(_) => None,
+            Input::WalDurable(lsn) => {
+                self.out.durable(lsn);
+                None
+            }
+            Input::AlterPersisted { seq, bytes } => Some(AlterInput::Persisted { seq, bytes }),
+            Input::Client { client, req, .. } => {
+                let response = Response::Unavailable { why: "a manager vnode serves no data" };
+                self.out.promise(Output::Reply { client, req, response });
+                None
+            }
+        };
+        if let Some(input) = alter_input {
+            self.drive(input);
+        }
+        let outputs = self.out.take();
+        for o in &outputs {
+            if let Output::Append(record) = o {
+                self.logged.apply(record);
+            }
+        }
+        outputs
+    }
+
+    /// Feeds the alteration role and carries out what it asks, until it asks nothing more.
+    fn drive(&mut self, input: AlterInput) {
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            for o in self.alter.step(self.now_us, input) {
+                inputs.extend(self.carry_out(o));
+            }
+        }
+    }
+
+    fn carry_out(&mut self, o: AlterOutput) -> Option<AlterInput> {
+        match o {
+            AlterOutput::Send { to, msg } => {
+                let env = Envelope { from: self.alter.id().clone(), to, cut: None, body: Body::Alter(msg) };
+                self.out.promise(Output::Send(env));
+            }
+            AlterOutput::Persist { seq, bytes } => drop(self.out.append(Record::Alteration { seq, bytes })),
+            AlterOutput::PersistClone { metadata } => drop(self.out.append(Record::AlterClone { metadata })),
+            AlterOutput::PersistTerm { term } => drop(self.out.append(Record::AlterTerm { term })),
+            // A manager holds no data: applying an alteration is keeping it, which is done.
+            AlterOutput::Apply { seq, .. } => return Some(AlterInput::Applied { seq, ok: true }),
+            // Proposals a manager makes itself (its children's states, hosts) are retried inside
+            // the alteration role; their outcome needs no action here.
+            AlterOutput::Done { .. } => {}
+            AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
+                self.out.timer(Output::StartSecondaryParent { id, of, metadata, term })
+            }
+            AlterOutput::StopSecondaryParent { id } => self.out.timer(Output::StopSecondaryParent { id }),
+            AlterOutput::SetTimer { timer, at_us } => {
+                self.out.timer(Output::SetTimer { timer: Timer::Alter(timer), at_us })
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alter::AlterMsg;
+
+    fn root_with_one_child() -> ManagerVnode {
+        let root = VnodeId::new("manager1", "h1");
+        let child = VnodeId::new("store0", "h2");
+        let cfg = AlterConfig::new(root, vec![], vec![child]);
+        ManagerVnode::recover(cfg, TreeImage::default(), &[])
+    }
+
+    #[test]
+    fn a_root_promises_nothing_before_its_claimed_term_is_durable() {
+        let mut m = root_with_one_child();
+        let out = m.step(0, Input::Restarted);
+        let term = out.iter().position(|o| matches!(o, Output::Append(Record::AlterTerm { .. })));
+        let claim = out
+            .iter()
+            .position(|o| matches!(o, Output::Send(e) if matches!(e.body, Body::Alter(AlterMsg::Claim { .. }))));
+        assert!(term.is_some(), "the root claims a term durably: {out:?}");
+        assert!(claim.is_none(), "no claim leaves before the term record is durable: {out:?}");
+        let out = m.step(1, Input::WalDurable(m.appended()));
+        assert!(out
+            .iter()
+            .any(|o| matches!(o, Output::Send(e) if matches!(e.body, Body::Alter(AlterMsg::Claim { .. })))));
+    }
+
+    #[test]
+    fn a_restarted_manager_keeps_the_term_its_log_holds() {
+        let mut m = root_with_one_child();
+        let out = m.step(0, Input::Restarted);
+        let log: Vec<Record> =
+            out.into_iter().filter_map(|o| if let Output::Append(r) = o { Some(r) } else { None }).collect();
+        let cfg = AlterConfig::new(m.id().clone(), vec![], vec![VnodeId::new("store0", "h2")]);
+        let again = ManagerVnode::recover(cfg, TreeImage::default(), &log);
+        assert_eq!(again.image(), m.image());
+        assert!(again.image().term >= 1);
+    }
+}

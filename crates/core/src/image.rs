@@ -1,0 +1,159 @@
+//! What a vnode's log amounts to: the state that replaying its records rebuilds (DESIGN §7,
+//! checkpoints). A driver writes an image to a checkpoint file and later rebuilds the vnode from
+//! the image plus the log that follows it, so a restart replays a bounded log.
+//!
+//! Replay lives here, once: `Vnode::recover` folds the whole log into an empty image, a restart
+//! from a checkpoint folds the rest of the log into the checkpoint's image — the same function.
+//!
+//! Invariant (checked by the simulator's `checkpoints` checker): for a running vnode,
+//! `vnode.image()` equals the image of every record it has appended so far, replayed from its
+//! first boot. So a checkpoint taken from memory is exactly what the log stands for.
+
+use crate::alter::{AlterRecord, Metadata};
+use crate::ids::{Branch, CutId, TxId};
+use crate::record::{Prepared, Record};
+use crate::store::Store;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A store vnode's log, folded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VnodeImage {
+    pub summary: LogSummary,
+    /// Committed data.
+    pub store: Store,
+    /// Branches prepared here (with a `TxPrepared` record) and not finished.
+    pub prepared: BTreeMap<Branch, Prepared>,
+    /// Decisions this vnode made as first committer.
+    pub decided: BTreeMap<TxId, Option<CutId>>,
+    /// Transactions rolled back here.
+    pub tombstones: BTreeSet<TxId>,
+}
+
+/// The small part of an image: kept up to date from every appended record while the vnode runs
+/// (the large part — data, prepared branches, decisions — is the vnode's own state).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LogSummary {
+    /// The count of `Boot` records: the next incarnation.
+    pub incarnation: u32,
+    /// The highest cut this vnode's log started (`CutStart`): never started again.
+    pub cut_seen: Option<CutId>,
+    /// The cut coordinator's highest `CutBegin`, and one without its `CutEnd`.
+    pub coordinator_last_cut: u64,
+    pub coordinator_unfinished: Option<CutId>,
+    /// The cluster tree's metadata and promised root term, for a vnode of the tree.
+    pub tree: Option<TreeImage>,
+}
+
+/// A tree vnode's log, folded: its metadata and the highest root term it promised.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TreeImage {
+    pub metadata: Metadata,
+    pub term: u64,
+}
+
+impl VnodeImage {
+    /// The image of an empty log. A vnode of the tree starts from the cluster's genesis metadata.
+    pub fn empty(genesis: Option<&Metadata>) -> Self {
+        let tree = genesis.map(|m| TreeImage { metadata: m.clone(), term: 0 });
+        VnodeImage {
+            summary: LogSummary { tree, ..LogSummary::default() },
+            store: Store::default(),
+            prepared: BTreeMap::new(),
+            decided: BTreeMap::new(),
+            tombstones: BTreeSet::new(),
+        }
+    }
+
+    /// The image of a whole log, replayed from its first record.
+    pub fn replay<'a>(genesis: Option<&Metadata>, log: impl IntoIterator<Item = &'a Record>) -> Self {
+        let mut image = VnodeImage::empty(genesis);
+        for record in log {
+            image.apply(record);
+        }
+        image
+    }
+
+    /// The first part in which two images differ, for a checker's message.
+    pub fn first_difference(&self, other: &VnodeImage) -> Option<&'static str> {
+        let parts = [
+            ("summary", self.summary == other.summary),
+            ("store", self.store == other.store),
+            ("prepared", self.prepared == other.prepared),
+            ("decided", self.decided == other.decided),
+            ("tombstones", self.tombstones == other.tombstones),
+        ];
+        parts.into_iter().find(|(_, same)| !same).map(|(name, _)| name)
+    }
+
+    /// Folds one more record of the log into the image.
+    pub fn apply(&mut self, record: &Record) {
+        self.summary.apply(record);
+        match record {
+            Record::TxPrepared(p) => drop(self.prepared.insert(p.branch(), p.clone())),
+            Record::TxCommitted { branch, tx_cut, writes } => {
+                if !writes.is_empty() {
+                    // A 1PC first committer: the commit carries the writes and is the decision.
+                    self.store.apply_all(writes);
+                    self.decided.insert(branch.tx.clone(), *tx_cut);
+                } else if let Some(p) = self.prepared.remove(branch) {
+                    self.store.apply_all(&p.writes);
+                }
+            }
+            Record::TxRolledBack { tx, branch } => {
+                if let Some(branch) = branch {
+                    self.prepared.remove(branch);
+                }
+                self.tombstones.insert(tx.clone());
+            }
+            Record::TxDecided { tx, tx_cut } => drop(self.decided.insert(tx.clone(), *tx_cut)),
+            _ => {}
+        }
+    }
+}
+
+impl LogSummary {
+    /// Folds the records the summary keeps track of; others are ignored.
+    pub fn apply(&mut self, record: &Record) {
+        match record {
+            Record::Boot { .. } => self.incarnation += 1,
+            Record::CutStart { cut } => self.cut_seen = self.cut_seen.max(Some(*cut)),
+            Record::CutBegin { cut } => {
+                self.coordinator_last_cut = self.coordinator_last_cut.max(cut.0);
+                self.coordinator_unfinished = Some(*cut);
+            }
+            Record::CutEnd { cut, .. } => {
+                if self.coordinator_unfinished == Some(*cut) {
+                    self.coordinator_unfinished = None;
+                }
+            }
+            _ => {
+                if let Some(t) = self.tree.as_mut() {
+                    t.apply(record);
+                }
+            }
+        }
+    }
+}
+
+impl TreeImage {
+    /// Folds an alteration, a clone or a promised term.
+    pub fn apply(&mut self, record: &Record) {
+        match record {
+            Record::Alteration { seq, bytes } => self.apply_alteration(*seq, bytes),
+            Record::AlterClone { metadata } => self.metadata = metadata.clone(),
+            Record::AlterTerm { term } => self.term = self.term.max(*term),
+            _ => {}
+        }
+    }
+
+    /// An alteration record counts if it is the next one and reads back whole; an alteration that
+    /// was appended but never confirmed may be in the log too — applying it is what every vnode
+    /// that confirmed did, and a clone from the parent settles any difference.
+    fn apply_alteration(&mut self, seq: u64, bytes: &[u8]) {
+        let Some((term, s, record)) = AlterRecord::decode(bytes).filter(|(_, s, _)| *s == seq) else { return };
+        if s == self.metadata.seq() + 1 && term >= self.metadata.term() {
+            self.metadata.apply(term, s, &record);
+        }
+    }
+}
