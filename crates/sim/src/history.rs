@@ -1,6 +1,7 @@
 //! What clients saw: every transaction they ran, with its reads, writes, outcome and times.
 //! Checkers read this; nothing here judges it.
 
+use std::collections::BTreeMap;
 use waymark_core::{CutId, Key, ResolvedWrite, TxId, Value, Version, Write};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,10 +37,21 @@ pub struct CutRun {
     pub ended_us: u64,
 }
 
+/// When a cut process began and when it was declared successful, as the driver saw it: the
+/// coordinator's `CutBegin` and `CutEnd{ok}` records (or, on the tree, the operator's START
+/// proposal and the moment FINISH was applied everywhere). No vnode starts the cut before
+/// `begun_us`; every vnode had written its `CutFinish` by `declared_us`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CutWindow {
+    pub begun_us: u64,
+    pub declared_us: Option<u64>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct History {
     pub txns: Vec<ClientTxn>,
     pub cuts: Vec<CutRun>,
+    pub cut_windows: BTreeMap<CutId, CutWindow>,
 }
 
 impl History {

@@ -70,7 +70,7 @@ pub fn run_seed(cfg: &SimConfig) -> SeedReport {
 /// Checks a world that has run and sums up what happened in it.
 pub fn report(world: &World) -> SeedReport {
     let cfg = &world.cfg;
-    let violations = checkers::check_all(world);
+    let checked = checkers::check_all(world);
     let count = |o: Outcome| world.history.txns.iter().filter(|t| t.outcome == o && t.kind != "setup").count() as u64;
     let declared = world.declared_cuts();
     SeedReport {
@@ -83,14 +83,14 @@ pub fn report(world: &World) -> SeedReport {
         faults: world.faults.counts.clone(),
         cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
         cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
-        cuts_verified: checkers::cut_restore::verified_cuts(world) as u64,
+        cuts_verified: checked.cuts_verified as u64,
         tree: world.tree_stats.clone(),
         metrics: CutMetrics {
             held_replies_us: world.held_replies_us.clone(),
             commit_stalls_us: world.commit_stalls_us.clone(),
             ..cut_metrics(&world.history, cfg.duration_us)
         },
-        violations,
+        violations: checked.violations,
     }
 }
 

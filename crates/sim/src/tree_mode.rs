@@ -3,7 +3,7 @@
 //! corruption among the faults. The operator proposes each phase at the root and requires every
 //! store vnode to have applied START, STARTED and FINISH.
 
-use crate::history::CutRun;
+use crate::history::{CutRun, CutWindow};
 use crate::tree::build::{build_over, Timing};
 use crate::tree::vnode::{corrupt, TreeVnode};
 use crate::world::{Event, World};
@@ -242,6 +242,8 @@ impl World {
         }
         self.next_cut += 1;
         let cut = self.next_cut;
+        let window = CutWindow { begun_us: self.now_us, declared_us: None };
+        self.history.cut_windows.insert(CutId(cut), window);
         self.propose_phase(CutProcess { cut, phase: 0, n: 0, begun_us: self.now_us }, PHASES[0]);
     }
 
@@ -274,6 +276,12 @@ impl World {
         }
         let Some(p) = self.cut_process.filter(|p| p.n == n) else { return };
         let everywhere = ok && applied == self.tree_size();
+        if p.phase == 2 && everywhere {
+            // FINISH applied on every store vnode: each has written its `CutFinish`.
+            if let Some(w) = self.history.cut_windows.get_mut(&CutId(p.cut)) {
+                w.declared_us = Some(self.now_us);
+            }
+        }
         match p.phase {
             0..=2 if everywhere => self.propose_phase(CutProcess { phase: p.phase + 1, ..p }, PHASES[p.phase + 1]),
             0..=2 => self.propose_phase(CutProcess { phase: 4, ..p }, "END:failed"),

@@ -5,7 +5,7 @@
 use crate::client::Client;
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
-use crate::history::{CutRun, History};
+use crate::history::{CutRun, CutWindow, History};
 use crate::net::Network;
 use crate::trace::Trace;
 use crate::workloads::{append::Append, bank::Bank, Workload};
@@ -102,6 +102,10 @@ pub struct Node {
     /// The newest checkpoint: the vnode's image when `log[..n]` was all it had appended, all of it
     /// durable. A restart rebuilds from it and `log[n..]`, as the server does.
     pub checkpoint: Option<(VnodeImage, usize)>,
+    /// Where the running vnode counts its `Lsn`s from: the records of the log it was rebuilt
+    /// from start after the checkpoint it was rebuilt on (0: rebuilt from the whole log).
+    /// Invariant: `Lsn(n)` of the vnode is `log[..lsn_base + n]`.
+    lsn_base: usize,
 }
 
 /// A checkpoint is taken at the first sync after the log grew by this many records.
@@ -306,6 +310,7 @@ impl World {
     fn carry_out(&mut self, node: usize, out: Output) {
         match out {
             Output::Append(record) => {
+                self.note_cut_window(&record);
                 self.nodes[node].log.push(record);
                 self.request_sync(node);
             }
@@ -378,7 +383,8 @@ impl World {
         n.durable = n.durable.max(upto);
         let more = n.log.len() > n.durable;
         self.read_back(node, before, upto);
-        self.step(node, Input::WalDurable(Lsn(upto as u64)));
+        let lsn = upto - self.nodes[node].lsn_base;
+        self.step(node, Input::WalDurable(Lsn(lsn as u64)));
         self.maybe_checkpoint(node);
         if more {
             self.request_sync(node);
@@ -446,6 +452,23 @@ impl World {
         }
     }
 
+    /// The coordinator's `CutBegin` and `CutEnd{ok}` bound the cut in time (`checkers::cut_bounds`).
+    fn note_cut_window(&mut self, record: &Record) {
+        let now = self.now_us;
+        match record {
+            // A `CutBegin` lost in a crash is written again with the same id: the later one counts.
+            Record::CutBegin { cut } => {
+                self.history.cut_windows.insert(*cut, CutWindow { begun_us: now, declared_us: None });
+            }
+            Record::CutEnd { cut, ok: true } => {
+                if let Some(w) = self.history.cut_windows.get_mut(cut) {
+                    w.declared_us.get_or_insert(now);
+                }
+            }
+            _ => {}
+        }
+    }
+
     // ---- the end ----
 
     /// Clients stop, faults heal, crashed vnodes restart: what follows must settle everything.
@@ -490,6 +513,9 @@ impl World {
         }
         n.durable = n.log.len();
         n.sync_pending = false;
+        // A vnode rebuilt on a checkpoint counts log positions from the records after it (the
+        // driver maps them back, `lsn_base`).
+        n.lsn_base = n.checkpoint.as_ref().map_or(0, |(_, len)| *len);
         n.vnode = Some(match &n.checkpoint {
             // A crash keeps every durable record, and a checkpoint covers only durable ones.
             Some((image, len)) => Vnode::recover_from(n.cfg.clone(), image.clone(), &n.log[*len..]),
@@ -511,6 +537,7 @@ impl Node {
             sync_pending: false,
             corrupt_next: false,
             checkpoint: None,
+            lsn_base: 0,
         }
     }
 

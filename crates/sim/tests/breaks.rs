@@ -18,6 +18,32 @@ fn first_caught(name: &str, workload: WorkloadKind, cuts: bool) -> Option<(u64, 
     })
 }
 
+/// The first seed below 200 on which `checker` reports a violation with break `name` on.
+fn first_caught_by(name: &str, checker: &str, base: SimConfig) -> Option<(u64, String)> {
+    let mut breaks = Breaks::default();
+    assert!(breaks.enable(name), "unknown break {name}");
+    (0..200).find_map(|seed| {
+        let cfg = SimConfig { seed, breaks, ..base.clone() };
+        let r = run_seed(&cfg);
+        r.violations.iter().find(|v| v.checker == checker).map(|v| (seed, v.to_string()))
+    })
+}
+
+/// A new checker must be the one that notices its break (others may notice too).
+fn assert_caught_by(name: &str, checker: &str, base: SimConfig) {
+    match first_caught_by(name, checker, base) {
+        Some((seed, v)) => eprintln!("--break {name}: {checker} caught it at seed {seed}: {v}"),
+        None => panic!("--break {name} went unnoticed by {checker} for 200 seeds"),
+    }
+}
+
+fn with_cuts(workload: WorkloadKind) -> SimConfig {
+    let mut cfg = SimConfig::new(0, workload);
+    cfg.cuts = true;
+    cfg.duration_us = 500_000;
+    cfg
+}
+
 fn assert_caught(name: &str, workload: WorkloadKind, cuts: bool) {
     match first_caught(name, workload, cuts) {
         Some((seed, v)) => eprintln!("--break {name}: caught at seed {seed}: {v}"),
@@ -63,4 +89,9 @@ fn finish_early_is_caught() {
 #[test]
 fn checkpoint_without_tombstones_is_caught() {
     assert_caught("checkpoint-without-tombstones", WorkloadKind::Bank, false);
+}
+
+#[test]
+fn a_restore_that_forgets_its_base_is_caught_by_the_cut_bounds() {
+    assert_caught_by("restore-without-base", "cut-bounds", with_cuts(WorkloadKind::Bank));
 }

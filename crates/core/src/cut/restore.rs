@@ -3,6 +3,7 @@
 //! `CutFinish{C}` that are in `before`; nothing after `CutFinish{C}`. A pure function of a base
 //! checkpoint and the log that follows it.
 
+use crate::breaks::Breaks;
 use crate::ids::{Branch, CutId, TxId};
 use crate::record::{CutFinish, Record};
 use crate::store::{ResolvedWrite, Store};
@@ -48,6 +49,16 @@ pub fn restore_to_cut<'a>(
     log: impl IntoIterator<Item = &'a Record>,
     target: &CutFinish,
 ) -> Result<Restored, RestoreError> {
+    restore_to_cut_with(base, log, target, &Breaks::default())
+}
+
+/// `restore_to_cut`, with the simulator's deliberate bugs (`restore_without_base`).
+pub fn restore_to_cut_with<'a>(
+    base: Checkpoint,
+    log: impl IntoIterator<Item = &'a Record>,
+    target: &CutFinish,
+    breaks: &Breaks,
+) -> Result<Restored, RestoreError> {
     let Checkpoint { mut store, mut prepared } = base;
     let mut included = BTreeSet::new();
     let mut window = Window::BeforeStart;
@@ -64,6 +75,7 @@ pub fn restore_to_cut<'a>(
                         .ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
                 };
                 let keep = match window {
+                    Window::BeforeStart if breaks.restore_without_base => false,
                     Window::BeforeStart => !target.after.contains(tx),
                     Window::Inside => target.before.contains(tx),
                 };

@@ -4,6 +4,7 @@
 pub mod atomicity;
 pub mod bank;
 pub mod checkpoints;
+pub mod cut_bounds;
 pub mod cut_restore;
 pub mod durability;
 pub mod real_time;
@@ -19,7 +20,7 @@ pub mod tree_states;
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use waymark_core::{Key, Record, ResolvedWrite, TxId};
+use waymark_core::{Branch, Key, Record, ResolvedWrite, TxId};
 
 #[derive(Clone, Debug)]
 pub struct Violation {
@@ -33,9 +34,18 @@ impl fmt::Display for Violation {
     }
 }
 
+/// What the checkers found in one run.
+#[derive(Debug, Default)]
+pub struct Checked {
+    pub violations: Vec<Violation>,
+    /// Cuts declared successful that were restored on every vnode and passed every cut checker.
+    pub cuts_verified: usize,
+}
+
 /// Runs every checker that applies to the world's workload.
-pub fn check_all(w: &World) -> Vec<Violation> {
+pub fn check_all(w: &World) -> Checked {
     let facts = LogFacts::gather(w);
+    let cuts = cut_restore::check(w, &facts);
     let mut out = vec![];
     out.extend(bank::check(w));
     out.extend(checkpoints::check(w));
@@ -43,7 +53,7 @@ pub fn check_all(w: &World) -> Vec<Violation> {
     out.extend(atomicity::check(w, &facts));
     out.extend(replicas::check(w));
     out.extend(serializable_history::check(w));
-    out.extend(cut_restore::check(w, &facts));
+    out.extend(cuts.violations);
     if w.cfg.tree {
         let metadata = w.tree_metadata();
         out.extend(
@@ -61,7 +71,7 @@ pub fn check_all(w: &World) -> Vec<Violation> {
             });
         }
     }
-    out
+    Checked { violations: out, cuts_verified: cuts.verified }
 }
 
 /// What the durable logs say, gathered once for all checkers.
@@ -69,10 +79,14 @@ pub fn check_all(w: &World) -> Vec<Violation> {
 pub struct LogFacts {
     /// Per node: transactions committed there (participant records).
     pub committed: Vec<BTreeSet<TxId>>,
-    /// Per transaction: every write any log knows of.
+    /// Per transaction: every write any log knows of (prepared or committed).
     pub writes: BTreeMap<TxId, Vec<ResolvedWrite>>,
-    /// (key, version) → the transaction that wrote that version.
+    /// (key, version) → the transaction whose *committed* write gave the key that version. A
+    /// prepare alone says nothing: a transaction that aborted after its primary resolved a version
+    /// leaves that version to the next committed writer.
     pub writer: BTreeMap<(Key, u64), TxId>,
+    /// Per transaction: its committed writes (from the commit record, or the prepare it commits).
+    pub committed_writes: BTreeMap<TxId, Vec<ResolvedWrite>>,
 }
 
 impl LogFacts {
@@ -80,11 +94,22 @@ impl LogFacts {
         let mut f = LogFacts::default();
         for node in &w.nodes {
             let mut committed = BTreeSet::new();
+            let mut prepared: BTreeMap<Branch, Vec<ResolvedWrite>> = BTreeMap::new();
             for r in &node.log {
                 match r {
-                    Record::TxPrepared(p) => f.note_writes(&p.tx, &p.writes),
+                    Record::TxPrepared(p) => {
+                        f.note_writes(&p.tx, &p.writes);
+                        prepared.insert(p.branch(), p.writes.clone());
+                    }
+                    Record::TxRolledBack { branch: Some(b), .. } => drop(prepared.remove(b)),
                     Record::TxCommitted { branch, writes, .. } => {
                         f.note_writes(&branch.tx, writes);
+                        let done = if writes.is_empty() {
+                            prepared.remove(branch).unwrap_or_default()
+                        } else {
+                            writes.clone()
+                        };
+                        f.note_committed(&branch.tx, &done);
                         committed.insert(branch.tx.clone());
                     }
                     _ => {}
@@ -97,6 +122,15 @@ impl LogFacts {
 
     fn note_writes(&mut self, tx: &TxId, writes: &[ResolvedWrite]) {
         let known = self.writes.entry(tx.clone()).or_default();
+        for wr in writes {
+            if !known.iter().any(|k| k.key == wr.key) {
+                known.push(wr.clone());
+            }
+        }
+    }
+
+    fn note_committed(&mut self, tx: &TxId, writes: &[ResolvedWrite]) {
+        let known = self.committed_writes.entry(tx.clone()).or_default();
         for wr in writes {
             if !known.iter().any(|k| k.key == wr.key) {
                 known.push(wr.clone());
