@@ -137,23 +137,30 @@ impl LogSummary {
 }
 
 impl TreeImage {
-    /// Folds an alteration, a clone or a promised term.
+    /// Folds an applied alteration, a clone or a promised term.
+    ///
+    /// An `Alteration` record is only the write that the md5 read-back checks (seed 004 point 4):
+    /// the vnode may never apply it — it fails the md5, or is left for a newer term or another
+    /// parent before it is read back. Replaying it anyway once made a restarted voter's copy
+    /// differ from the one it had confirmed at the same version, and a later root adopted that
+    /// copy: an alteration answered ok was lost (`tests/tree_recovery.rs`). So the replay applies
+    /// `AlterApplied` records, which the vnode writes exactly when it applies one in memory (after
+    /// `on_alter`'s checks: its parent, the previous term, the md5) and before it confirms.
     pub fn apply(&mut self, record: &Record) {
         match record {
-            Record::Alteration { seq, bytes } => self.apply_alteration(*seq, bytes),
+            Record::AlterApplied { term, seq, record } => self.apply_alteration(*term, *seq, record),
             Record::AlterClone { metadata } => self.metadata = metadata.clone(),
             Record::AlterTerm { term } => self.term = self.term.max(*term),
             _ => {}
         }
     }
 
-    /// An alteration record counts if it is the next one and reads back whole; an alteration that
-    /// was appended but never confirmed may be in the log too — applying it is what every vnode
-    /// that confirmed did, and a clone from the parent settles any difference.
-    fn apply_alteration(&mut self, seq: u64, bytes: &[u8]) {
-        let Some((term, s, record)) = AlterRecord::decode(bytes).filter(|(_, s, _)| *s == seq) else { return };
-        if s == self.metadata.seq() + 1 && term >= self.metadata.term() {
-            self.metadata.apply(term, s, &record);
+    fn apply_alteration(&mut self, term: u64, seq: u64, record: &AlterRecord) {
+        // Invariant: the vnode applied it on top of the metadata the records before it rebuild.
+        let next = seq == self.metadata.seq() + 1 && term >= self.metadata.term();
+        debug_assert!(next, "applied ({term}, {seq}) on top of {:?}", self.metadata.version());
+        if next {
+            self.metadata.apply(term, seq, record);
         }
     }
 }

@@ -43,6 +43,14 @@ impl Outbox {
         self.appended
     }
 
+    /// The next promises wait for every record appended so far, unheld ones included: the answer
+    /// to the cut process's START promises that `CutStart` is durable (a vnode that acknowledged a
+    /// cut and lost its `CutStart` in a crash would start it again late, with transactions inside
+    /// that clients sent after seeing *after* ones — `tests/vnode_story.rs`).
+    pub fn hold_all(&mut self) {
+        self.hold_line = self.appended;
+    }
+
     /// A send or a reply: released once everything appended so far is durable.
     pub fn promise(&mut self, output: Output) {
         debug_assert!(matches!(output, Output::Send(_) | Output::Reply { .. }));

@@ -30,7 +30,11 @@ pub enum Record {
     /// The cut coordinator's verdict on `cut`.
     CutEnd { cut: CutId, ok: bool },
     /// Alteration `seq` of the cluster metadata, as sent (the driver reads it back after sync).
+    /// Writing it does not apply it: only `AlterApplied` does, on replay as in memory.
     Alteration { seq: u64, bytes: Vec<u8> },
+    /// Alteration `(term, seq)` was read back intact and applied (seed 004 point 4): the record
+    /// a replay applies. Written before the vnode confirms it to anyone.
+    AlterApplied { term: u64, seq: u64, record: crate::alter::AlterRecord },
     /// The metadata, cloned whole from the parent (this vnode had missed alterations).
     AlterClone { metadata: crate::alter::Metadata },
     /// The highest root term this vnode promised itself to (it never promises a lower or equal
@@ -92,6 +96,7 @@ impl Record {
             Record::Alteration { .. } => 10,
             Record::AlterClone { .. } => 11,
             Record::AlterTerm { .. } => 12,
+            Record::AlterApplied { .. } => 13,
         }
     }
 

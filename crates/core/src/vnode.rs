@@ -88,7 +88,11 @@ impl Vnode {
             cfg,
         };
         v.out.release_early = v.cfg.breaks.ack_before_durable;
-        v.tree = v.cfg.tree.clone().map(|c| TreeRole { alter: crate::alter::AlterNode::new(c), finish_pending: None });
+        v.tree = v.cfg.tree.clone().map(|c| TreeRole {
+            alter: crate::alter::AlterNode::new(c),
+            finish_pending: None,
+            started: false,
+        });
         v.rebuild(image);
         v
     }
@@ -167,6 +171,13 @@ impl Vnode {
                 self.logged.apply(record);
             }
         }
+        if let (Some(t), Some(logged)) = (self.tree.as_ref().filter(|t| t.started), self.logged.tree.as_ref()) {
+            debug_assert!(
+                t.alter.holds_as_logged(&logged.metadata),
+                "{}: the log would rebuild other metadata",
+                self.cfg.id
+            );
+        }
         outputs
     }
 
@@ -174,6 +185,7 @@ impl Vnode {
         self.boot_lsn = self.out.append(Record::Boot { incarnation: self.incarnation });
         self.after_recovery();
         if let Some(t) = self.logged.tree.clone() {
+            self.tree.as_mut().expect("a tree role with a tree image").started = true;
             self.alter_input(crate::alter::AlterInput::Started { metadata: t.metadata, term: t.term });
         }
     }

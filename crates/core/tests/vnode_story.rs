@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use waymark_core::message::PrepareWrites;
 use waymark_core::{
-    Body, ClientId, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Role, TxnMsg, Vnode,
-    VnodeConfig, VnodeId, Write, WriteOp,
+    Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Role, TxnMsg,
+    Vnode, VnodeConfig, VnodeId, Write, WriteOp,
 };
 
 fn ids() -> Vec<VnodeId> {
@@ -182,4 +182,80 @@ fn a_store_vnode_of_the_tree_routes_by_the_placement_its_metadata_records() {
     let v = Vnode::new(cfg);
     assert_eq!(v.placement(), &recorded);
     assert_ne!(v.placement(), &*given);
+}
+
+fn cut_msg(from: usize, to: usize, msg: CutMsg) -> Input {
+    let ids = ids();
+    Input::Message(Envelope { from: ids[from].clone(), to: ids[to].clone(), cut: None, body: Body::Cut(msg) })
+}
+
+fn cut_sends(outputs: &[Output]) -> Vec<CutMsg> {
+    sends(outputs).into_iter().filter_map(|e| if let Body::Cut(m) = &e.body { Some(m.clone()) } else { None }).collect()
+}
+
+/// Vnode 1, booted, with a branch of a 2PC transaction (near: vnode 0) prepared and durable: a
+/// cut that starts now waits for it. Returns the vnode and its log.
+fn with_a_prepared_branch() -> (Vnode, Vec<Record>) {
+    let mut v = booted(1);
+    let writes = PrepareWrites::Unresolved(vec![Write { key: key_on(1), op: WriteOp::Set(b"v".to_vec()) }]);
+    let tx = waymark_core::TxId { near: ids()[0].clone(), incarnation: 0, seq: 0 };
+    let prepare = TxnMsg::Prepare {
+        tx,
+        reads: vec![],
+        writes,
+        one_phase: false,
+        first_committer: ids()[0].clone(),
+        downstream: vec![],
+    };
+    let env = Envelope { from: ids()[0].clone(), to: ids()[1].clone(), cut: None, body: Body::Txn(prepare) };
+    let out = v.step(2, Input::Message(env));
+    let Output::Append(prepared) = out[0].clone() else { panic!("{out:?}") };
+    v.step(3, Input::WalDurable(Lsn(2)));
+    (v, vec![Record::Boot { incarnation: 0 }, prepared])
+}
+
+fn coloured_read(cut: u64) -> Input {
+    let ids = ids();
+    let read = TxnMsg::Read { req: 1, key: key_on(1) };
+    Input::Message(Envelope { from: ids[0].clone(), to: ids[1].clone(), cut: Some(CutId(cut)), body: Body::Txn(read) })
+}
+
+/// The one-replica real-time case of issue 11, decided: `CutStart` is appended without holding
+/// later messages, but the answer to START waits for it. Were `StartAck` to leave first (it did
+/// while a transaction kept the local cut open), a crash losing `CutStart` would leave a vnode
+/// that acknowledged the cut without knowing it: it would acknowledge STARTED (other vnodes then
+/// release their held replies), commit as *before* the cut a transaction a client sent after
+/// seeing an *after* one, start the cut late from a coloured message and finish it with that
+/// transaction inside — the real-time order broken in a successful cut.
+#[test]
+fn a_vnode_acknowledges_a_cut_only_once_its_cut_start_is_durable_so_a_crash_cannot_make_it_forget_one() {
+    let (mut v, mut log) = with_a_prepared_branch();
+    let out = v.step(4, cut_msg(0, 1, CutMsg::Start { cut: CutId(1) }));
+    assert_eq!(out, vec![Output::Append(Record::CutStart { cut: CutId(1) })], "StartAck waits for CutStart");
+    let out = v.step(5, Input::WalDurable(Lsn(3)));
+    assert_eq!(cut_sends(&out), vec![CutMsg::StartAck { cut: CutId(1) }]);
+
+    // A crash now keeps `CutStart`: the restarted vnode knows cut 1 is over for it. A coloured
+    // message does not start it again, and it has no local cut to offer FINISH.
+    log.push(Record::CutStart { cut: CutId(1) });
+    let mut v = Vnode::recover(v.config().clone(), &log);
+    v.step(6, Input::Restarted);
+    v.step(7, Input::WalDurable(Lsn(4)));
+    let out = v.step(8, coloured_read(1));
+    assert!(!out.iter().any(|o| matches!(o, Output::Append(Record::CutStart { .. }))), "{out:?}");
+    let out = v.step(9, cut_msg(0, 1, CutMsg::Finish { cut: CutId(1) }));
+    assert_eq!(cut_sends(&out), vec![CutMsg::Finished { cut: CutId(1), ok: false }]);
+}
+
+/// The same when a coloured message started the cut first: START, arriving before that
+/// `CutStart` is durable, is answered only once it is.
+#[test]
+fn a_cut_started_by_a_coloured_message_is_acknowledged_only_once_its_cut_start_is_durable() {
+    let (mut v, _) = with_a_prepared_branch();
+    let out = v.step(4, coloured_read(1));
+    assert!(out.contains(&Output::Append(Record::CutStart { cut: CutId(1) })));
+    let out = v.step(5, cut_msg(0, 1, CutMsg::Start { cut: CutId(1) }));
+    assert!(cut_sends(&out).is_empty(), "StartAck before CutStart is durable: {out:?}");
+    let out = v.step(6, Input::WalDurable(Lsn(3)));
+    assert_eq!(cut_sends(&out), vec![CutMsg::StartAck { cut: CutId(1) }]);
 }

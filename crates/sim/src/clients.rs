@@ -57,7 +57,7 @@ impl World {
 
     pub(crate) fn arrive_at_client(&mut self, client: u64, req: u64, response: Option<Response>) {
         if client == OPERATOR {
-            return self.operator_reply(response);
+            return self.operator_reply(req, response);
         }
         let c = client as usize;
         if self.clients[c].in_flight.is_none_or(|(r, _)| r != req) {

@@ -186,6 +186,7 @@ fn crash(w: &mut World, node: usize) {
     }
     let n = w.nodes.len() + w.managers.len();
     w.net.break_all_of(node, n);
+    w.coordinator_crashed(node);
 }
 
 fn heal(w: &mut World, id: u32) {

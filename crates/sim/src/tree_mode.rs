@@ -56,13 +56,15 @@ impl TreeStats {
     }
 }
 
-/// The operator's cut process in flight: cut id, phase index, proposal number, start time.
+/// The operator's cut process in flight: cut id, phase index, proposal number, start time, and
+/// the manager it proposed the phase through.
 #[derive(Clone, Copy, Debug)]
 pub struct CutProcess {
     pub cut: u64,
     pub phase: usize,
     pub n: u64,
     pub begun_us: u64,
+    pub entry: Option<usize>,
 }
 
 /// Leaf configs for the store vnodes (in order) and the managers above them.
@@ -168,7 +170,10 @@ impl World {
                 self.schedule(at, Event::ManagerPersisted { m, instance, seq, bytes });
                 None
             }
-            AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => None, // kept in `manager_step`
+            // Kept in `manager_step`.
+            AlterOutput::PersistApplied { .. } | AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => {
+                None
+            }
             AlterOutput::Apply { seq, record, .. } => {
                 let root = &self.managers[m].cfg;
                 if root.parents.is_empty() && record.key == "root" {
@@ -244,17 +249,28 @@ impl World {
         let cut = self.next_cut;
         let window = CutWindow { begun_us: self.now_us, declared_us: None };
         self.history.cut_windows.insert(CutId(cut), window);
-        self.propose_phase(CutProcess { cut, phase: 0, n: 0, begun_us: self.now_us }, PHASES[0]);
+        self.propose_phase(CutProcess { cut, phase: 0, n: 0, begun_us: self.now_us, entry: None }, PHASES[0]);
     }
 
     fn propose_phase(&mut self, mut p: CutProcess, value: &str) {
         self.next_proposal += 1;
         p.n = self.next_proposal;
+        p.entry = self.operator_entry();
         self.cut_process = Some(p);
         let record = AlterRecord::set(format!("cut/{}", p.cut), value);
-        // If it is down, the proposal is lost with it and the operator gives up after a timeout.
-        let Some(m) = self.operator_entry() else { return };
+        // With no manager up the proposal goes nowhere and the operator gives up after a timeout.
+        let Some(m) = p.entry else { return };
         self.manager_step(m, AlterInput::Propose { n: p.n, record });
+    }
+
+    /// The manager the operator proposed through crashed, and the proposal with it: the phase's
+    /// outcome is unknown. The operator ends the cut through another manager — `END:ok` again if
+    /// FINISH was applied everywhere (phase 3), else `END:failed` — instead of waiting for an
+    /// answer that cannot come (which stopped every later cut of the seed).
+    fn operator_lost(&mut self, m: usize) {
+        let Some(p) = self.cut_process.filter(|p| p.entry == Some(m)) else { return };
+        let (phase, end) = if p.phase == 3 { (3, PHASES[3]) } else { (4, "END:failed") };
+        self.propose_phase(CutProcess { phase, ..p }, end);
     }
 
     /// Where the operator proposes: the primary root, or while it is down any running manager
@@ -319,6 +335,7 @@ impl World {
             self.net.break_all_of(idx, total);
             let tree_node = self.manager_index(m);
             self.schedule(self.now_us + down_us, Event::HostBack { tree_node });
+            self.operator_lost(m);
         }
     }
 

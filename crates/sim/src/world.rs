@@ -129,7 +129,9 @@ pub struct World {
     /// When each client's operation started waiting on the near (for latency metrics).
     pub(crate) setup_done: bool,
     pub(crate) stopping: bool,
-    pub(crate) cut_begun_us: Option<u64>,
+    /// The operator's request for a cut in flight: its number and when it was sent.
+    pub(crate) cut_request: Option<(u64, u64)>,
+    operator_requests: u64,
     pub messages_sent: u64,
     pub messages_lost: u64,
     /// How long each reply held for real-time safety waited.
@@ -198,7 +200,8 @@ impl World {
             trace,
             setup_done: false,
             stopping: false,
-            cut_begun_us: None,
+            cut_request: None,
+            operator_requests: 0,
             messages_sent: 0,
             messages_lost: 0,
             held_replies_us: vec![],
@@ -435,18 +438,21 @@ impl World {
             let next = self.now_us + self.rng.gen_range(20_000..120_000);
             return self.schedule(next, Event::CutTick);
         }
-        if self.cut_begun_us.is_none() {
-            self.cut_begun_us = Some(self.now_us);
+        if self.cut_request.is_none() {
+            self.operator_requests += 1;
+            let req = self.operator_requests;
+            self.cut_request = Some((req, self.now_us));
             let node = self.coordinator();
             let at = self.now_us + 100;
-            self.schedule(at, Event::ToVnode { node, client: OPERATOR, req: 0, request: Request::Cut });
+            self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
         }
         let next = self.now_us + self.rng.gen_range(20_000..120_000);
         self.schedule(next, Event::CutTick);
     }
 
-    pub(crate) fn operator_reply(&mut self, response: Option<Response>) {
-        let begun_us = self.cut_begun_us.take().unwrap_or(self.now_us);
+    pub(crate) fn operator_reply(&mut self, req: u64, response: Option<Response>) {
+        let Some((_, begun_us)) = self.cut_request.filter(|(r, _)| *r == req) else { return };
+        self.cut_request = None;
         if let Some(Response::CutDone { cut, ok }) = response {
             self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
         }
@@ -466,6 +472,19 @@ impl World {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// The coordinator crashed: the operator's connection to it breaks, and with it the request
+    /// in flight (the restarted coordinator ends that cut as failed). The operator asks again at
+    /// its next tick — before this, one crash stopped every later cut of the seed.
+    pub(crate) fn coordinator_crashed(&mut self, node: usize) {
+        if node != self.coordinator() || self.cfg.tree {
+            return;
+        }
+        if let Some((req, _)) = self.cut_request {
+            let response = Response::Unavailable { why: "connection reset" };
+            self.schedule(self.now_us + 100, Event::ToClient { client: OPERATOR, req, response });
         }
     }
 

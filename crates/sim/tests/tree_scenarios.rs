@@ -1,7 +1,8 @@
 //! The cluster tree in scenarios placed by hand (seed 004's cases): the root dies, a split cuts the
 //! root off with a minority, a primary parent returns during an alteration, a copy is damaged on
 //! one vnode. Tree: 24 store vnodes, fan-out 4 — managers `manager1@node000{00,04,…,20}`,
-//! `manager2@node00000` and `manager2@node00016`, root `manager3@node00000`.
+//! `manager2@node00000` and `manager2@node00016`, root `manager3@node00001` (a host none of its children
+//! runs on).
 
 use waymark_core::alter::{AlterRecord, View};
 use waymark_core::VnodeId;
@@ -38,7 +39,7 @@ fn outcome(r: &TreeReport, key: &str) -> (Option<bool>, u64) {
 #[test]
 fn the_root_dies_a_secondary_root_wins_a_term_and_the_primary_takes_over_when_it_returns() {
     let r = run(vec![
-        (200_000, Scripted::Crash { vnode: v("manager3@node00000"), down_us: 600_000 }),
+        (200_000, Scripted::Crash { vnode: v("manager3@node00001"), down_us: 600_000 }),
         (500_000, Scripted::Propose { vnode: v("store0@node00005"), record: set("config/while-down") }),
         (1_300_000, Scripted::Propose { vnode: v("store0@node00020"), record: set("config/after") }),
     ]);
@@ -48,7 +49,7 @@ fn the_root_dies_a_secondary_root_wins_a_term_and_the_primary_takes_over_when_it
     assert!(at < 800_000, "applied while the primary root was down (answered at {at} us)");
     assert_eq!(outcome(&r, "config/after").0, Some(true));
     let root = r.root_metadata.get("root").map(|b| String::from_utf8_lossy(b).into_owned());
-    assert!(root.as_deref().is_some_and(|s| s.starts_with("manager3@node00000 term")), "{root:?}");
+    assert!(root.as_deref().is_some_and(|s| s.starts_with("manager3@node00001 term")), "{root:?}");
     assert_eq!(r.root_metadata.get("config/while-down"), Some(&b"1"[..]));
     assert_eq!(r.tree.secondaries_started, r.tree.secondaries_stopped);
 }
@@ -58,8 +59,8 @@ fn a_root_cut_off_with_no_child_answers_nothing_ok_and_the_other_side_goes_on() 
     // The root alone on one side: its children elect a secondary root, which wins with both of
     // their promises; the old root cannot reach a majority.
     let r = run(vec![
-        (200_000, Scripted::Split { side: vec![v("manager3@node00000")], heal_us: 500_000 }),
-        (400_000, Scripted::Propose { vnode: v("manager3@node00000"), record: set("config/minority") }),
+        (200_000, Scripted::Split { side: vec![v("manager3@node00001")], heal_us: 500_000 }),
+        (400_000, Scripted::Propose { vnode: v("manager3@node00001"), record: set("config/minority") }),
         (400_000, Scripted::Propose { vnode: v("store0@node00017"), record: set("config/majority") }),
     ]);
     assert!(r.tree.secondary_root_terms >= 1, "no secondary root won a term");
@@ -95,4 +96,18 @@ fn a_copy_damaged_on_one_vnode_fails_that_attempt_and_the_retry_applies_it_every
     assert_eq!(outcome(&r, "config/z").0, Some(true));
     assert_eq!(r.root_metadata.view(), View::Full);
     assert_eq!(r.root_metadata.get("config/z"), Some(&b"1"[..]));
+}
+
+/// Regression (issue 11): the root was built on the host of its first child, so a crash of that
+/// host took two of the root's three voters and no alteration could be answered until it came
+/// back. The root now runs on a host none of its children runs on.
+#[test]
+fn a_crash_of_a_whole_host_leaves_the_root_a_majority_and_alterations_go_on() {
+    let r = run(vec![
+        (200_000, Scripted::CrashHost { host: "node00000".into(), down_us: 1_000_000 }),
+        (400_000, Scripted::Propose { vnode: v("store0@node00017"), record: set("config/during") }),
+    ]);
+    let (ok, at) = outcome(&r, "config/during");
+    assert_eq!(ok, Some(true));
+    assert!(at < 1_200_000, "answered while the host was down (at {at} us)");
 }

@@ -23,6 +23,8 @@ pub struct ManagerVnode {
     out: Outbox,
     logged: TreeImage,
     now_us: u64,
+    /// Set once started from the log (`Restarted`).
+    started: bool,
 }
 
 impl ManagerVnode {
@@ -37,6 +39,7 @@ impl ManagerVnode {
             out: Outbox::from_log_len(log.len() as u64),
             logged: image,
             now_us: 0,
+            started: false,
         }
     }
 
@@ -62,6 +65,7 @@ impl ManagerVnode {
         self.now_us = now_us;
         let alter_input = match input {
             Input::Restarted => {
+                self.started = true;
                 let TreeImage { metadata, term } = self.logged.clone();
                 Some(AlterInput::Started { metadata, term })
             }
@@ -89,6 +93,9 @@ impl ManagerVnode {
                 self.logged.apply(record);
             }
         }
+        if self.started {
+            debug_assert!(self.alter.holds_as_logged(&self.logged.metadata), "the log would rebuild other metadata");
+        }
         outputs
     }
 
@@ -109,6 +116,9 @@ impl ManagerVnode {
                 self.out.promise(Output::Send(env));
             }
             AlterOutput::Persist { seq, bytes } => drop(self.out.append(Record::Alteration { seq, bytes })),
+            AlterOutput::PersistApplied { term, seq, record } => {
+                self.out.append(Record::AlterApplied { term, seq, record });
+            }
             AlterOutput::PersistClone { metadata } => drop(self.out.append(Record::AlterClone { metadata })),
             AlterOutput::PersistTerm { term } => drop(self.out.append(Record::AlterTerm { term })),
             // A manager holds no data: applying an alteration is keeping it, which is done.

@@ -225,6 +225,15 @@ pub enum AlterOutput {
         seq: u64,
         bytes: Vec<u8>,
     },
+    /// Alteration `(term, seq)` read back intact was applied to the metadata: persist that it was.
+    /// A replay applies exactly the alterations persisted so (not every one written: one may be
+    /// left for a newer term, or read back damaged). Outputs after this one in the same step —
+    /// the confirmation, sooner or later — must not take effect before it is durable.
+    PersistApplied {
+        term: u64,
+        seq: u64,
+        record: AlterRecord,
+    },
     /// The metadata was replaced by a clone of the parent's: persist it whole.
     PersistClone {
         metadata: Metadata,
@@ -383,6 +392,17 @@ impl AlterNode {
 
     pub fn metadata(&self) -> &Metadata {
         &self.metadata
+    }
+
+    /// Whether `logged` — what this vnode's log replays to (`image.rs`) — is the metadata it holds,
+    /// seen through its view. Invariant (asserted by the hosts after every step): it is, so a
+    /// restart rebuilds exactly what this vnode had applied and confirmed.
+    pub fn holds_as_logged(&self, logged: &Metadata) -> bool {
+        match (logged.view(), self.metadata.view()) {
+            (l, m) if l == m => *logged == self.metadata,
+            (View::Full, View::Leaf) => logged.project(View::Leaf) == self.metadata,
+            _ => true, // a leaf view logged, a whole copy fetched since: nothing to compare
+        }
     }
 
     /// The parent this vnode follows now (`None` at the root).
@@ -595,6 +615,7 @@ impl AlterNode {
         let prev_term = self.metadata.term();
         self.metadata.apply(term, seq, &record);
         self.refresh_md5();
+        self.out.push(AlterOutput::PersistApplied { term, seq, record: record.clone() });
         self.out.push(AlterOutput::Apply { term, seq, record: record.clone() });
         let children = self.working_children();
         for c in &children {

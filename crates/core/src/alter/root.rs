@@ -194,6 +194,16 @@ impl AlterNode {
         }
         let term = *term;
         debug_assert!(promises.values().all(|m| m.view() == View::Full), "a voter keeps a whole copy");
+        // Invariant (`metadata::Version`): equal versions, equal metadata — the catch-up may keep
+        // either of two equal copies (a restarted voter once rebuilt another history at the
+        // same version: `tests/tree_recovery.rs`).
+        debug_assert!(
+            promises
+                .values()
+                .chain([&self.metadata])
+                .all(|m| promises.values().all(|o| o.version() != m.version() || o.md5() == m.md5())),
+            "two copies at one version differ"
+        );
         let whole = promises.values().filter(|m| m.view() == View::Full);
         let newest = whole.max_by_key(|m| m.version()).filter(|m| m.version() > self.metadata.version());
         if let Some(m) = newest.cloned() {

@@ -1,6 +1,9 @@
 //! The shape of the cluster tree (seed 004): store vnodes as leaves, grouped `fanout` at a time
 //! under manager vnodes (`managerL@<host of its first child>`, several vnodes per host), up to one
-//! root. Each vnode's parent queue is its primary parent, then the secondary parents its siblings'
+//! root. The root goes on a host none of its children runs on, when the tree has one: the root
+//! and its children are the voters of the root's term (`root.rs`), and one host crash must not
+//! take two of them — with three voters it left no majority, and no metadata change (no cut)
+//! could be made until that host came back. Each vnode's parent queue is its primary parent, then the secondary parents its siblings'
 //! hosts would start. The simulator and the server build their trees here, so both run one shape.
 
 use super::AlterConfig;
@@ -28,11 +31,16 @@ pub fn build(leaves: usize, fanout: usize, t: &Timing) -> Shape {
 pub fn build_over(leaves: Vec<VnodeId>, fanout: usize, t: &Timing) -> Shape {
     assert!(!leaves.is_empty() && fanout >= 2);
     let first_manager = leaves.len();
+    let hosts: Vec<String> = leaves.iter().map(|l| l.host.clone()).collect();
     let mut levels: Vec<Vec<VnodeId>> = vec![leaves];
     while levels.last().expect("a level").len() > 1 {
         let below = levels.last().expect("a level");
         let level = levels.len();
-        let above = below.chunks(fanout).map(|c| VnodeId::new(format!("manager{level}"), c[0].host.clone())).collect();
+        let mut above: Vec<VnodeId> =
+            below.chunks(fanout).map(|c| VnodeId::new(format!("manager{level}"), c[0].host.clone())).collect();
+        if above.len() == 1 {
+            above[0].host = root_host(below, &hosts);
+        }
         levels.push(above);
     }
     let depth = levels.len() - 1;
@@ -43,6 +51,12 @@ pub fn build_over(leaves: Vec<VnodeId>, fanout: usize, t: &Timing) -> Shape {
         }
     }
     Shape { configs, first_manager, depth }
+}
+
+/// The first host that runs none of the root's `children`; else the first child's.
+fn root_host(children: &[VnodeId], hosts: &[String]) -> String {
+    let taken = |h: &String| children.iter().any(|c| &c.host == h);
+    hosts.iter().find(|h| !taken(h)).unwrap_or(&children[0].host).clone()
 }
 
 fn config(
@@ -87,5 +101,36 @@ fn config(
         heartbeat_interval_us: t.heartbeat_interval_us,
         heartbeat_timeout_us: 3 * t.heartbeat_interval_us,
         breaks: t.breaks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// The root's voters (itself and its children) by host.
+    fn voters_per_host(leaves: usize, fanout: usize) -> BTreeMap<String, usize> {
+        let t = Timing { hop_us: 1_000, heartbeat_interval_us: 20_000, breaks: Default::default() };
+        let shape = build(leaves, fanout, &t);
+        let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
+        let mut per_host = BTreeMap::new();
+        for v in std::iter::once(&root.id).chain(&root.children) {
+            *per_host.entry(v.host.clone()).or_insert(0) += 1;
+        }
+        per_host
+    }
+
+    #[test]
+    fn the_root_runs_on_a_host_none_of_its_children_runs_on_when_there_is_one() {
+        for fanout in 2..=6 {
+            for leaves in 2..=40 {
+                let per_host = voters_per_host(leaves, fanout);
+                let voters: usize = per_host.values().sum();
+                if leaves >= voters {
+                    assert!(per_host.values().all(|n| *n == 1), "{leaves} leaves, fan-out {fanout}: {per_host:?}");
+                }
+            }
+        }
     }
 }

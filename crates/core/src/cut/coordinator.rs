@@ -169,6 +169,9 @@ impl Vnode {
         match msg {
             CutMsg::Start { cut } => {
                 self.start_local_cut(cut);
+                // Whoever appended it — this Start or a coloured message — `CutStart` is durable
+                // before the acknowledgement leaves.
+                self.out.hold_all();
                 self.send_cut(&from, CutMsg::StartAck { cut });
             }
             CutMsg::Started { cut } => {

@@ -18,6 +18,8 @@ pub struct TreeRole {
     pub(crate) alter: AlterNode,
     /// A FINISH alteration waiting for the local cut: (seq, cut).
     pub(crate) finish_pending: Option<(u64, CutId)>,
+    /// Set once the role was started from the log (`Restarted`).
+    pub(crate) started: bool,
 }
 
 /// The value of a phase in `cut/<id>`.
@@ -55,6 +57,10 @@ impl Vnode {
                 self.out.append(Record::Alteration { seq, bytes });
                 None
             }
+            AlterOutput::PersistApplied { term, seq, record } => {
+                self.out.append(Record::AlterApplied { term, seq, record });
+                None
+            }
             AlterOutput::PersistClone { metadata } => {
                 self.out.append(Record::AlterClone { metadata });
                 None
@@ -88,6 +94,7 @@ impl Vnode {
         match record.value.as_slice() {
             b"START" => {
                 self.start_local_cut(cut);
+                self.out.hold_all(); // the confirmation promises a durable `CutStart`
                 applied(self.cut.running_id() == Some(cut))
             }
             b"STARTED" if self.rt.refused(cut) => applied(false),

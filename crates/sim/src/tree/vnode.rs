@@ -44,7 +44,7 @@ impl TreeVnode {
         match o {
             AlterOutput::PersistClone { metadata } => self.disk = metadata.clone(),
             AlterOutput::PersistTerm { term } => self.disk_term = *term,
-            AlterOutput::Apply { .. } => {
+            AlterOutput::PersistApplied { .. } => {
                 if let Some(a) = &self.alter {
                     self.disk = a.metadata().clone();
                 }

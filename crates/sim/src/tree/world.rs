@@ -44,6 +44,11 @@ pub enum Scripted {
         vnode: VnodeId,
         down_us: u64,
     },
+    /// Every vnode of the host crashes at once (secondary parents it runs stop with it).
+    CrashHost {
+        host: String,
+        down_us: u64,
+    },
     /// Cut these vnodes off from all others until `heal_us` later.
     Split {
         side: Vec<VnodeId>,
@@ -108,6 +113,10 @@ enum Ev {
     },
     Crash {
         node: usize,
+        down_us: u64,
+    },
+    CrashHost {
+        host: String,
         down_us: u64,
     },
     /// The crashed vnode's host is back: its agent asks the vnode's parent what to start.
@@ -275,6 +284,7 @@ impl TreeWorld {
         for (at, s) in self.cfg.scenario.clone() {
             let ev = match s {
                 Scripted::Crash { vnode, down_us } => Ev::Crash { node: self.index[&vnode], down_us },
+                Scripted::CrashHost { host, down_us } => Ev::CrashHost { host, down_us },
                 Scripted::Split { side, heal_us } => {
                     Ev::Split { side: side.iter().map(|v| self.index[v]).collect(), heal_us }
                 }
@@ -343,6 +353,7 @@ impl TreeWorld {
             Ev::Timer { .. } | Ev::Persisted { .. } | Ev::Applied { .. } => {}
             Ev::Propose { node, record, cut } => self.propose(node, record, cut),
             Ev::Crash { node, down_us } => self.crash(node, down_us),
+            Ev::CrashHost { host, down_us } => self.crash_host(&host, down_us),
             Ev::Split { side, heal_us } => self.split(&side, heal_us),
             Ev::Heal => self.blocked.clear(),
             Ev::Corrupt { node } => {
@@ -389,7 +400,8 @@ impl TreeWorld {
                 let at = self.now_us + self.rng.gen_range(200..2_000);
                 self.schedule(at, Ev::Persisted { node, instance, seq, bytes });
             }
-            AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => {} // kept in `step`
+            AlterOutput::PersistApplied { .. } | AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => {
+            } // kept in `step`
             AlterOutput::Apply { term, seq, record } => {
                 let cfg = &self.nodes[node].cfg;
                 if cfg.parents.is_empty() {
@@ -510,6 +522,18 @@ impl TreeWorld {
             if let Some(a) = self.nodes[n].stop() {
                 self.report.tree.relayed += a.relayed();
                 self.report.tree.secondaries_stopped += 1;
+            }
+        }
+    }
+
+    /// A whole host goes down: its configured vnodes crash (and come back by boot loading), the
+    /// secondary parents it runs stop.
+    fn crash_host(&mut self, host: &str, down_us: u64) {
+        let on_host: Vec<usize> = (0..self.nodes.len()).filter(|n| self.nodes[*n].cfg.id.host == host).collect();
+        for node in on_host {
+            match self.nodes[node].cfg.secondary_of {
+                Some(_) => self.stop_secondary(&self.nodes[node].cfg.id.clone()),
+                None => self.crash(node, down_us),
             }
         }
     }
