@@ -29,10 +29,16 @@ pub struct Breaks {
     /// The restore filter replays only the cut's own window (from `CutStart`), without the base
     /// it stands on — a restore of an increment that forgot to load the snapshot before it.
     pub restore_without_base: bool,
+    /// A GET that returns a value written after a cut not yet started everywhere is answered at
+    /// once (commit acknowledgements are still held).
+    pub unheld_reads: bool,
+    /// An abort for a failed `WATCH` is answered at once, even when the write that moved the key
+    /// is after a cut not yet started everywhere.
+    pub unheld_watch_failures: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 13] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -44,6 +50,8 @@ impl Breaks {
         "root-without-quorum",
         "checkpoint-without-tombstones",
         "restore-without-base",
+        "unheld-reads",
+        "unheld-watch-failures",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -60,6 +68,8 @@ impl Breaks {
             "root-without-quorum" => &mut self.root_without_quorum,
             "checkpoint-without-tombstones" => &mut self.checkpoint_without_tombstones,
             "restore-without-base" => &mut self.restore_without_base,
+            "unheld-reads" => &mut self.unheld_reads,
+            "unheld-watch-failures" => &mut self.unheld_watch_failures,
             _ => return false,
         };
         *flag = true;
@@ -81,6 +91,8 @@ impl fmt::Display for Breaks {
             self.root_without_quorum,
             self.checkpoint_without_tombstones,
             self.restore_without_base,
+            self.unheld_reads,
+            self.unheld_watch_failures,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

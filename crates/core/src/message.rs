@@ -68,6 +68,8 @@ pub enum TxnMsg {
         downstream: Vec<VnodeId>,
     },
     /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
+    /// On a refusal, `tx_cut` is the cut its reason reveals: a `WATCH` failed on a value written by
+    /// a transaction stamped with a cut not yet started everywhere (the near holds the abort).
     /// `role` is the answering branch's: `Primary` answers the near, `Backup` its upstream branch.
     PrepareAck {
         tx: TxId,

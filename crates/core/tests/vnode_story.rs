@@ -1,7 +1,7 @@
 //! Vnode stories in the openraft style: given this state, on this input, exactly these outputs.
 
 use std::sync::Arc;
-use waymark_core::message::PrepareWrites;
+use waymark_core::message::{AbortReason, PrepareWrites};
 use waymark_core::{
     Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Role, TxnMsg,
     Vnode, VnodeConfig, VnodeId, Write, WriteOp,
@@ -258,4 +258,62 @@ fn a_cut_started_by_a_coloured_message_is_acknowledged_only_once_its_cut_start_i
     assert!(cut_sends(&out).is_empty(), "StartAck before CutStart is durable: {out:?}");
     let out = v.step(6, Input::WalDurable(Lsn(3)));
     assert_eq!(cut_sends(&out), vec![CutMsg::StartAck { cut: CutId(1) }]);
+}
+
+/// Real-time safety covers a failed `WATCH` (issue 11): the abort tells the client the key moved
+/// on, so when the write that moved it is *after* a cut not yet started everywhere, the primary's
+/// refusal names that cut and the near holds the abort until STARTED, like an acknowledgement.
+#[test]
+fn an_abort_that_reveals_an_after_write_is_held_until_every_vnode_started_the_cut() {
+    let ids = ids();
+    let (mut primary, _) = with_a_prepared_branch();
+    // The prepared branch commits, stamped after cut 1 by its first committer (vnode 0).
+    let tx = waymark_core::TxId { near: ids[0].clone(), incarnation: 0, seq: 0 };
+    let finish = TxnMsg::Finish { tx, role: Role::Primary, commit: true, tx_cut: Some(CutId(1)) };
+    let env = Envelope { from: ids[0].clone(), to: ids[1].clone(), cut: Some(CutId(1)), body: Body::Txn(finish) };
+    let mut lsn = 2;
+    settle(&mut primary, 4, Input::Message(env), &mut lsn);
+
+    // A transaction that read the key before that write: its WATCH fails, and says why.
+    let key = key_on(1);
+    let writes = PrepareWrites::Unresolved(vec![Write { key: key.clone(), op: WriteOp::Set(b"w".to_vec()) }]);
+    let late = waymark_core::TxId { near: ids[0].clone(), incarnation: 0, seq: 1 };
+    let reads = vec![waymark_core::ReadCheck { key: key.clone(), version: 0 }];
+    let prepare = TxnMsg::Prepare {
+        tx: late.clone(),
+        reads,
+        writes,
+        one_phase: false,
+        first_committer: ids[0].clone(),
+        downstream: vec![],
+    };
+    let env = Envelope { from: ids[0].clone(), to: ids[1].clone(), cut: None, body: Body::Txn(prepare) };
+    let out = settle(&mut primary, 5, Input::Message(env), &mut lsn);
+    let refusal = sends(&out).into_iter().find(|e| matches!(&e.body, Body::Txn(TxnMsg::PrepareAck { .. }))).cloned();
+    let refusal = refusal.expect("the primary answers");
+    let Body::Txn(TxnMsg::PrepareAck { result: Err(AbortReason::WatchFailed { .. }), tx_cut, .. }) = &refusal.body
+    else {
+        panic!("a WATCH failure: {refusal:?}")
+    };
+    assert_eq!(*tx_cut, Some(CutId(1)), "the refusal names the cut its reason reveals");
+
+    // The near holds the abort until STARTED{1}.
+    let mut near = booted(0);
+    let request = Request::Txn {
+        reads: vec![waymark_core::ReadCheck { key: key.clone(), version: 0 }],
+        writes: vec![Write { key, op: WriteOp::Set(b"w".to_vec()) }],
+    };
+    let mut near_lsn = 1;
+    let out = settle(&mut near, 6, Input::Client { client: ClientId(3), req: 1, request }, &mut near_lsn);
+    let Some(Body::Txn(TxnMsg::Prepare { tx, .. })) = sends(&out).first().map(|e| e.body.clone()) else {
+        panic!("{out:?}")
+    };
+    let Body::Txn(TxnMsg::PrepareAck { role, result, tx_cut, .. }) = refusal.body else { unreachable!() };
+    let ack = TxnMsg::PrepareAck { tx, role, result, tx_cut };
+    let env = Envelope { from: ids[1].clone(), to: ids[0].clone(), cut: Some(CutId(1)), body: Body::Txn(ack) };
+    let out = settle(&mut near, 7, Input::Message(env), &mut near_lsn);
+    assert!(!out.iter().any(|o| matches!(o, Output::Reply { .. })), "the abort is held: {out:?}");
+    let out = settle(&mut near, 8, cut_msg(1, 0, CutMsg::Started { cut: CutId(1) }), &mut near_lsn);
+    let aborted = |o: &Output| matches!(o, Output::Reply { req: 1, response: Response::Aborted { .. }, .. });
+    assert!(out.iter().any(aborted), "released by STARTED: {out:?}");
 }

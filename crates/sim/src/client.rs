@@ -1,9 +1,9 @@
 //! A simulated client: runs one workload operation at a time against a random near vnode —
 //! GETs first, then one `WATCH … MULTI … EXEC` transaction — and records what it saw.
 
-use crate::history::{ClientTxn, Outcome};
+use crate::history::{ClientTxn, Observation, Outcome};
 use crate::workloads::Plan;
-use waymark_core::{Key, ReadCheck, Request, Response, Value, Version, Write};
+use waymark_core::{AbortReason, Key, ReadCheck, Request, Response, Value, Version, Write};
 
 /// What a client does next, for the world to carry out.
 pub enum ClientAction {
@@ -70,6 +70,23 @@ impl Client {
 
     pub fn reads_complete(&self) -> bool {
         self.op.as_ref().is_some_and(|o| o.reads.len() == o.plan.read_keys.len() && o.writes.is_none())
+    }
+
+    /// What `response` to the request in flight tells this client of committed data (for the
+    /// real-time checker), besides a commit acknowledgement.
+    pub fn observation(&self, response: &Option<Response>) -> Option<Observation> {
+        let op = self.op.as_ref()?;
+        match response.as_ref()? {
+            Response::Value { version, .. } if op.writes.is_none() => {
+                let key = op.plan.read_keys.get(op.reads.len())?.clone();
+                Some(Observation::Read { key, version: *version })
+            }
+            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => {
+                let (_, _, read_version) = op.reads.iter().find(|(k, _, _)| k == key)?;
+                Some(Observation::WatchFailed { key: key.clone(), read_version: *read_version })
+            }
+            _ => None,
+        }
     }
 
     /// A response (or, with `None`, a time-out) for the request in flight.

@@ -2,7 +2,7 @@
 //! operations (GETs, then one transaction) sent to a random near vnode, with time-outs.
 
 use crate::client::ClientAction;
-use crate::history::{ClientTxn, Outcome};
+use crate::history::{ClientTxn, Observed, Outcome};
 use crate::world::{Event, World, CLIENT_TIMEOUT_US, OPERATOR, SETUP_CLIENT};
 use rand::Rng;
 use waymark_core::{Request, Response, Write};
@@ -62,6 +62,9 @@ impl World {
         let c = client as usize;
         if self.clients[c].in_flight.is_none_or(|(r, _)| r != req) {
             return; // a late answer to a request the client gave up on
+        }
+        if let Some(what) = self.clients[c].observation(&response) {
+            self.history.observed.push(Observed { client: c, at_us: self.now_us, what });
         }
         match self.clients[c].on_response(response, self.now_us) {
             Some(ClientAction::Send(req)) => self.client_send(c, req),

@@ -47,9 +47,29 @@ pub struct CutWindow {
     pub declared_us: Option<u64>,
 }
 
+/// What a client learnt about committed data other than a commit acknowledgement (DESIGN §4: an
+/// effect of a transaction is observed by these too).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Observation {
+    /// A GET answered `key` at `version`: the writer of that version had committed.
+    Read { key: Key, version: Version },
+    /// A transaction failed its `WATCH` on `key`, read at `read_version`: the key had moved on,
+    /// so the writer of the next version had committed.
+    WatchFailed { key: Key, read_version: Version },
+}
+
+#[derive(Clone, Debug)]
+pub struct Observed {
+    pub client: usize,
+    pub at_us: u64,
+    pub what: Observation,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct History {
     pub txns: Vec<ClientTxn>,
+    /// Every read answered and every `WATCH` that failed, when the client learnt it.
+    pub observed: Vec<Observed>,
     pub cuts: Vec<CutRun>,
     pub cut_windows: BTreeMap<CutId, CutWindow>,
 }

@@ -51,6 +51,14 @@ impl RealTime {
         self.reveal.get(key).copied().filter(|c| self.started_upto < Some(*c))
     }
 
+    /// `reveals`, as a GET's answer uses it (the `unheld-reads` break holds none).
+    pub(crate) fn read_reveals(&self, key: &[u8], breaks: &crate::Breaks) -> Option<CutId> {
+        if breaks.unheld_reads {
+            return None;
+        }
+        self.reveal.get(key).copied().filter(|c| self.started_upto < Some(*c))
+    }
+
     pub(crate) fn refused(&self, cut: CutId) -> bool {
         self.refused_upto >= Some(cut)
     }

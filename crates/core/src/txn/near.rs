@@ -125,7 +125,8 @@ impl Vnode {
             return;
         }
         match result {
-            Err(reason) => self.near_abort(tx, reason),
+            // A refusal's `tx_cut`: the cut of an *after* write its reason reveals.
+            Err(reason) => self.near_abort_revealing(tx, reason, tx_cut),
             Ok(writes) => {
                 ntx.writes.extend(writes);
                 let all_prepared = ntx.waiting.is_empty() || self.cfg.breaks.commit_before_all_prepared;
@@ -155,13 +156,19 @@ impl Vnode {
 
     /// Presumed abort: nothing is logged; a participant that asks later hears `Aborted`.
     fn near_abort(&mut self, tx: TxId, reason: AbortReason) {
+        self.near_abort_revealing(tx, reason, None);
+    }
+
+    /// An abort whose reason reveals a write stamped `reveals` (a failed `WATCH`) is held for
+    /// real-time safety like an acknowledgement; the participants are told at once.
+    fn near_abort_revealing(&mut self, tx: TxId, reason: AbortReason, reveals: Option<CutId>) {
         let ntx = self.near.txs.remove(&tx).expect("aborting a known transaction");
         if !ntx.one_phase {
             for p in &ntx.participants {
                 self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: false, tx_cut: None });
             }
         }
-        self.reply(ntx.client, ntx.req, Response::Aborted { tx: Some(tx), reason });
+        self.reply_revealing(reveals, ntx.client, ntx.req, Response::Aborted { tx: Some(tx), reason });
     }
 
     pub(crate) fn near_prepare_timeout(&mut self, tx: TxId) {
@@ -204,7 +211,7 @@ impl Vnode {
         let primary = self.cfg.placement.primary_of(&key).clone();
         if primary == self.cfg.id {
             let e = self.store.get(&key);
-            let reveals = self.rt.reveals(&key);
+            let reveals = self.rt.read_reveals(&key, &self.cfg.breaks);
             return self.reply_revealing(reveals, client, req, Response::Value { value: e.value, version: e.version });
         }
         let id = self.near.next_read;
@@ -216,7 +223,7 @@ impl Vnode {
 
     pub(crate) fn on_read(&mut self, from: VnodeId, req: u64, key: Key) {
         let e = self.store.get(&key);
-        let writer_cut = self.rt.reveals(&key);
+        let writer_cut = self.rt.read_reveals(&key, &self.cfg.breaks);
         self.send_txn(&from, TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut });
     }
 

@@ -66,7 +66,14 @@ impl Vnode {
             PrepareWrites::Unresolved(ws) => match self.validate_and_resolve(&tx, &reads, &ws) {
                 Ok(resolved) => resolved,
                 Err(reason) => {
-                    return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result: Err(reason), tx_cut: None })
+                    // A failed WATCH reveals the write that moved the key (DESIGN §4).
+                    let tx_cut = match &reason {
+                        AbortReason::WatchFailed { key } if !self.cfg.breaks.unheld_watch_failures => {
+                            self.rt.reveals(key)
+                        }
+                        _ => None,
+                    };
+                    return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result: Err(reason), tx_cut });
                 }
             },
         };

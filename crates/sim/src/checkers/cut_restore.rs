@@ -71,7 +71,7 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
     out.extend(bank_total(w, cut, &restored));
     let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
     out.extend(super::cut_bounds::check_cut(w, cut, &included));
-    out.extend(super::real_time::check_cut(w, cut, &included));
+    out.extend(super::real_time::check_cut(w, facts, cut, &included));
     out
 }
 
