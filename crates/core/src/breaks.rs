@@ -26,10 +26,13 @@ pub struct Breaks {
     pub root_without_quorum: bool,
     /// A checkpoint's image leaves out the tombstones of rolled-back transactions.
     pub checkpoint_without_tombstones: bool,
+    /// A first committer commits a pipelined 1PC transaction without checking that the ones it
+    /// was evaluated after committed.
+    pub no_dependency_check: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -40,6 +43,7 @@ impl Breaks {
         "skip-md5",
         "root-without-quorum",
         "checkpoint-without-tombstones",
+        "no-dependency-check",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -55,6 +59,7 @@ impl Breaks {
             "skip-md5" => &mut self.skip_md5,
             "root-without-quorum" => &mut self.root_without_quorum,
             "checkpoint-without-tombstones" => &mut self.checkpoint_without_tombstones,
+            "no-dependency-check" => &mut self.no_dependency_check,
             _ => return false,
         };
         *flag = true;
@@ -75,6 +80,7 @@ impl fmt::Display for Breaks {
             self.skip_md5,
             self.root_without_quorum,
             self.checkpoint_without_tombstones,
+            self.no_dependency_check,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

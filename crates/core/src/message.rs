@@ -66,6 +66,9 @@ pub enum TxnMsg {
         first_committer: VnodeId,
         /// 1PC: the rest of the chain after the receiver. 2PC: the receiver's backups.
         downstream: Vec<VnodeId>,
+        /// 1PC: transactions whose uncommitted writes this one was evaluated on; the first
+        /// committer commits it only after them (`txn::locks`).
+        after: Vec<TxId>,
     },
     /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
     /// `role` is the answering branch's: `Primary` answers the near, `Backup` its upstream branch.

@@ -64,3 +64,8 @@ fn finish_early_is_caught() {
 fn checkpoint_without_tombstones_is_caught() {
     assert_caught("checkpoint-without-tombstones", WorkloadKind::Bank, false);
 }
+
+#[test]
+fn no_dependency_check_is_caught() {
+    assert_caught("no-dependency-check", WorkloadKind::Bank, false);
+}
