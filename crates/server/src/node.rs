@@ -170,8 +170,9 @@ impl Host {
             tracing::warn!(vnode = %id, "cut a torn log tail of {} bytes", opened.truncated_bytes);
         }
         tracing::info!(vnode = %id, records = opened.records.len(), checkpoint = opened.image.is_some(), "recovered");
-        let base = waymark_core::Lsn(opened.records.len() as u64);
         let machine = build(opened.image, &opened.records);
+        // The WAL writer counts appends from where the machine's log positions stand.
+        let base = machine.appended();
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let limits = &self.cfg().limits;
         let wal = wal_thread::spawn(WalSetup {
