@@ -234,7 +234,10 @@ impl Checker<'_> {
             return Err(self.bad("cluster.partitions", format!("{partitions} is not in 1..=65536")));
         }
         let replicas = c.replicas.unwrap_or(2.min(hosts.len()));
-        if replicas == 0 || replicas > hosts.len() {
+        if replicas == 0 {
+            return Err(self.bad("cluster.replicas", "must be at least 1"));
+        }
+        if replicas > hosts.len() {
             let problem = format!("{replicas} replicas need as many hosts (there are {})", hosts.len());
             return Err(self.bad("cluster.replicas", problem));
         }

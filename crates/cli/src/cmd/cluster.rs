@@ -4,21 +4,27 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
+use std::collections::BTreeSet;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use waymark_core::{PartitionId, VnodeId};
 use waymark_server::config::{raw, NodeConfig};
+use waymark_server::topology::Topology;
 
 const CONFIG_FILE: &str = "waymark.toml";
 const PID_FILE: &str = "node.pid";
 const LOG_FILE: &str = "node.log";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Candidate probe keys tried per primary: each of at most 64 × 64 store vnodes is the primary of
+/// about its share of the keys, so a few thousand tries find one; the bound only ends the search.
+const PROBE_KEYS_TRIED_MAX: u32 = 1_000_000;
 
 #[derive(Subcommand)]
 pub enum ClusterCmd {
@@ -28,9 +34,9 @@ pub enum ClusterCmd {
         hosts: u32,
         #[arg(long)]
         dir: PathBuf,
-        /// Copies of each partition, on distinct hosts.
-        #[arg(long, default_value_t = 2)]
-        replicas: usize,
+        /// Copies of each partition, on distinct hosts [default: 2, or 1 for a single host].
+        #[arg(long)]
+        replicas: Option<usize>,
         #[arg(long, default_value_t = 64)]
         partitions: u32,
         /// Store vnodes per host.
@@ -66,6 +72,7 @@ pub enum ClusterCmd {
 pub fn run(cmd: ClusterCmd) -> Result<()> {
     match cmd {
         ClusterCmd::Init { hosts, dir, replicas, partitions, stores, fsync, checkpoint_every, password } => {
+            let replicas = replicas.unwrap_or(2.min(hosts as usize));
             let spec = Spec { hosts, replicas, partitions, stores, fsync, checkpoint_every, password };
             init(&dir, &spec)
         }
@@ -90,9 +97,41 @@ pub fn init(dir: &Path, spec: &Spec) -> Result<()> {
     if spec.hosts == 0 || spec.hosts > 64 {
         bail!("--hosts must be in 1..=64 (got {})", spec.hosts);
     }
-    if dir.exists() && fs::read_dir(dir)?.next().is_some() {
+    if spec.replicas == 0 || spec.replicas > spec.hosts as usize {
+        bail!(
+            "--replicas must be in 1..={} (got {}): each copy of a partition needs a host of its own",
+            spec.hosts,
+            spec.replicas
+        );
+    }
+    let existed = dir.exists();
+    if existed && fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.next().is_some() {
         bail!("{} is not empty: choose a new directory, or remove this one to start over", dir.display());
     }
+    let hosts = match write_cluster(dir, spec) {
+        Ok(hosts) => hosts,
+        Err(e) => {
+            // The directory was empty or absent: all of it is ours, and a retry needs it empty.
+            undo(dir, existed);
+            return Err(e);
+        }
+    };
+    println!(
+        "wrote a {}-host cluster to {} (replicas {}, partitions {})",
+        spec.hosts,
+        dir.display(),
+        spec.replicas,
+        spec.partitions
+    );
+    for h in &hosts {
+        println!("  {:<8} redis {:<21} admin http://{}", h.name, h.redis, h.admin);
+    }
+    println!("start it with: waymark cluster start --dir {}", dir.display());
+    Ok(())
+}
+
+/// Writes the secret (and password) and every host's checked config into `dir`.
+fn write_cluster(dir: &Path, spec: &Spec) -> Result<Vec<raw::Host>> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     write_secret(&dir.join("secret"))?;
     if spec.password {
@@ -116,18 +155,19 @@ pub fn init(dir: &Path, spec: &Spec) -> Result<()> {
         fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
         NodeConfig::load(&file).with_context(|| format!("checking {}", file.display()))?;
     }
-    println!(
-        "wrote a {}-host cluster to {} (replicas {}, partitions {})",
-        spec.hosts,
-        dir.display(),
-        spec.replicas,
-        spec.partitions
-    );
-    for h in &hosts {
-        println!("  {:<8} redis {:<21} admin http://{}", h.name, h.redis, h.admin);
+    Ok(hosts)
+}
+
+/// Removes what a failed `init` wrote into `dir` (and `dir` itself if it did not exist before).
+fn undo(dir: &Path, existed: bool) {
+    if !existed {
+        let _ = fs::remove_dir_all(dir);
+        return;
     }
-    println!("start it with: waymark cluster start --dir {}", dir.display());
-    Ok(())
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let _ = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+    }
 }
 
 fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
@@ -200,21 +240,26 @@ pub fn start(dir: &Path) -> Result<()> {
     let dir = dir.canonicalize().with_context(|| format!("{} does not exist", dir.display()))?;
     let hosts = hosts_of(&dir)?;
     let exe = std::env::current_exe().context("locating the waymark binary")?;
-    let mut started = vec![];
+    // The nodes this call starts, by host: their handles tell at once (and for sure) if one exits.
+    let mut started: Vec<Option<Child>> = vec![];
     for (host_dir, cfg) in &hosts {
         if let Some(pid) = running_pid(host_dir) {
             println!("  {:<8} already running (pid {pid})", cfg.host);
+            started.push(None);
             continue;
         }
-        let pid = spawn_node(&exe, host_dir)?;
-        started.push((host_dir.clone(), pid));
+        match spawn_node(&exe, host_dir) {
+            Ok(child) => started.push(Some(child)),
+            Err(e) => {
+                kill_all(&mut started);
+                return Err(e);
+            }
+        }
     }
     let deadline = Instant::now() + START_TIMEOUT;
-    for (host_dir, cfg) in &hosts {
-        if let Err(e) = wait_serving(host_dir, cfg.this_host().redis, deadline) {
-            for (d, pid) in &started {
-                kill_and_wait(*pid, d);
-            }
+    for ((host_dir, cfg), child) in hosts.iter().zip(&mut started) {
+        if let Err(e) = wait_serving(host_dir, cfg, child.as_mut(), deadline) {
+            kill_all(&mut started);
             return Err(e);
         }
     }
@@ -228,7 +273,15 @@ pub fn start(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn spawn_node(exe: &Path, host_dir: &Path) -> Result<u32> {
+/// SIGKILLs and reaps the nodes this `start` spawned.
+fn kill_all(started: &mut [Option<Child>]) {
+    for child in started.iter_mut().flatten() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+fn spawn_node(exe: &Path, host_dir: &Path) -> Result<Child> {
     let log = fs::OpenOptions::new().create(true).append(true).open(host_dir.join(LOG_FILE))?;
     let child = Command::new(exe)
         .arg("node")
@@ -240,19 +293,26 @@ fn spawn_node(exe: &Path, host_dir: &Path) -> Result<u32> {
         .process_group(0) // not stopped by the terminal's Ctrl-C: `cluster stop` stops it
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
-    let pid = child.id();
-    fs::write(host_dir.join(PID_FILE), format!("{pid}\n"))?;
-    Ok(pid)
+    fs::write(host_dir.join(PID_FILE), format!("{}\n", child.id()))?;
+    Ok(child)
 }
 
 /// Waits until the host answers a read through the cluster (its vnodes booted, its peers linked).
-fn wait_serving(host_dir: &Path, redis: SocketAddr, deadline: Instant) -> Result<()> {
+/// `child`: the node, if this `start` spawned it. Its handle, not `running_pid`, says whether it
+/// exited: just after a spawn, `/proc/<pid>/cmdline` can still be empty (the new program's
+/// arguments are not in place yet), and a live node would look gone.
+fn wait_serving(host_dir: &Path, cfg: &NodeConfig, mut child: Option<&mut Child>, deadline: Instant) -> Result<()> {
+    let keys = probe_keys(cfg)?;
     let mut last = String::from("no answer yet");
     while Instant::now() < deadline {
-        if running_pid(host_dir).is_none() {
-            bail!("{} exited while starting; its log:\n{}", host_dir.display(), log_tail(host_dir));
+        let exited = match child.as_mut() {
+            Some(c) => c.try_wait()?.map(|status| status.to_string()),
+            None => running_pid(host_dir).is_none().then(|| "stopped".to_string()),
+        };
+        if let Some(how) = exited {
+            bail!("{} exited while starting ({how}); its log:\n{}", host_dir.display(), log_tail(host_dir));
         }
-        match probe(redis) {
+        match probe(cfg, &keys) {
             Ok(()) => return Ok(()),
             Err(e) => last = e.to_string(),
         }
@@ -261,20 +321,50 @@ fn wait_serving(host_dir: &Path, redis: SocketAddr, deadline: Instant) -> Result
     bail!("{} did not serve within {START_TIMEOUT:?} ({last}); its log:\n{}", host_dir.display(), log_tail(host_dir))
 }
 
-/// `GET` of a key on some partition answers a value (or nil), not an error.
-fn probe(redis: SocketAddr) -> Result<()> {
-    for key in ["waymark:probe:a", "waymark:probe:b", "waymark:probe:c", "waymark:probe:d"] {
-        // One connection per key: only the first line of each reply is read.
-        let mut s = TcpStream::connect_timeout(&redis, Duration::from_millis(500))?;
-        s.set_read_timeout(Some(Duration::from_secs(3)))?;
-        let mut req = vec![];
-        waymark_resp::encode_command(&[b"GET".as_slice(), key.as_bytes()], &mut req);
-        s.write_all(&req)?;
-        let mut line = String::new();
-        BufReader::new(&s).read_line(&mut line)?;
-        if line.starts_with('-') || line.is_empty() {
-            bail!("{}", line.trim());
-        }
+/// For each store vnode that is a primary, a key of its partitions: reading them all through a host
+/// shows that the host reaches every primary.
+fn probe_keys(cfg: &NodeConfig) -> Result<Vec<String>> {
+    let topology = Topology::new(&cfg.cluster)?;
+    let placement = &topology.placement;
+    let primaries: BTreeSet<&VnodeId> =
+        (0..placement.partitions()).map(|p| placement.primary(PartitionId(p))).collect();
+    let key_of = |primary: &VnodeId| {
+        (0..PROBE_KEYS_TRIED_MAX)
+            .map(|i| format!("waymark:probe:{i}"))
+            .find(|k| placement.primary_of(&k.as_bytes().to_vec()) == primary)
+            .with_context(|| format!("no probe key has its primary on {primary}"))
+    };
+    primaries.into_iter().map(key_of).collect()
+}
+
+/// `GET` of each key answers a value (or nil), not an error — after `AUTH` if clients need it.
+fn probe(cfg: &NodeConfig, keys: &[String]) -> Result<()> {
+    let redis = cfg.this_host().redis;
+    let s = TcpStream::connect_timeout(&redis, Duration::from_millis(500))?;
+    s.set_read_timeout(Some(Duration::from_secs(3)))?;
+    let mut reader = BufReader::new(s.try_clone()?);
+    if let Some(password) = &cfg.password {
+        request(&s, &mut reader, &[b"AUTH", password])?;
+    }
+    for key in keys {
+        request(&s, &mut reader, &[b"GET", key.as_bytes()])?;
+    }
+    Ok(())
+}
+
+/// Sends one command and reads its reply, which must be a status, nil or a bulk string.
+fn request(mut s: &TcpStream, reader: &mut BufReader<TcpStream>, args: &[&[u8]]) -> Result<()> {
+    let mut req = vec![];
+    waymark_resp::encode_command(args, &mut req);
+    s.write_all(&req)?;
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    if line.starts_with('-') || line.is_empty() {
+        bail!("{}", line.trim());
+    }
+    if let Some(len) = line.trim_end().strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+        let mut payload = vec![0; len + 2];
+        reader.read_exact(&mut payload)?;
     }
     Ok(())
 }

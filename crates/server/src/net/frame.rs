@@ -9,7 +9,7 @@ use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// Bumped whenever the envelope or handshake encoding changes; a peer speaking another version
 /// is refused at the handshake.
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
 
 pub type PeerFramed = Framed<TcpStream, LengthDelimitedCodec>;
 

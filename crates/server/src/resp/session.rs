@@ -383,8 +383,10 @@ impl Session {
         }
         match tokio::time::timeout(self.shared.cfg.client_timeout, rx).await {
             Ok(Ok(response)) => Ok(response),
-            Ok(Err(_)) => Err(err("ERR the node is shutting down (the outcome of a write in flight is unknown)")),
-            Err(_) => Err(err("ERR timed out waiting for the cluster; the outcome of a write is unknown")),
+            Ok(Err(_)) => Err(err("ERR the node is shutting down (a write in flight may or may not have committed)")),
+            Err(_) => Err(err(
+                "ERR timed out waiting for the cluster (a write may or may not have committed; a read can be retried)",
+            )),
         }
     }
 }
