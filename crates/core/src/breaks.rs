@@ -35,10 +35,13 @@ pub struct Breaks {
     /// An abort for a failed `WATCH` is answered at once, even when the write that moved the key
     /// is after a cut not yet started everywhere.
     pub unheld_watch_failures: bool,
+    /// A first committer commits a pipelined 1PC transaction without checking that the ones it
+    /// was evaluated after committed.
+    pub no_dependency_check: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 14] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -52,6 +55,7 @@ impl Breaks {
         "restore-without-base",
         "unheld-reads",
         "unheld-watch-failures",
+        "no-dependency-check",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -70,6 +74,7 @@ impl Breaks {
             "restore-without-base" => &mut self.restore_without_base,
             "unheld-reads" => &mut self.unheld_reads,
             "unheld-watch-failures" => &mut self.unheld_watch_failures,
+            "no-dependency-check" => &mut self.no_dependency_check,
             _ => return false,
         };
         *flag = true;
@@ -93,6 +98,7 @@ impl fmt::Display for Breaks {
             self.restore_without_base,
             self.unheld_reads,
             self.unheld_watch_failures,
+            self.no_dependency_check,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -34,6 +34,8 @@ pub struct VnodeImage {
 /// (the large part — data, prepared branches, decisions — is the vnode's own state).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LogSummary {
+    /// Every record folded in: the log position (`Lsn`) the image stands at.
+    pub records: u64,
     /// The count of `Boot` records: the next incarnation.
     pub incarnation: u32,
     /// The highest cut this vnode's log started (`CutStart`): never started again.
@@ -115,6 +117,7 @@ impl VnodeImage {
 impl LogSummary {
     /// Folds the records the summary keeps track of; others are ignored.
     pub fn apply(&mut self, record: &Record) {
+        self.records += 1;
         match record {
             Record::Boot { .. } => self.incarnation += 1,
             Record::CutStart { cut } => self.cut_seen = self.cut_seen.max(Some(*cut)),

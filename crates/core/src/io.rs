@@ -5,6 +5,9 @@ use crate::message::{AbortReason, Envelope};
 use crate::record::Record;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
 
+// Why allowed: inputs are built and consumed one at a time on the stack of a
+// vnode's step; boxing the large variant would add an allocation per message.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Input {
     /// The vnode was just created, fresh or from its durable log. Must come first.

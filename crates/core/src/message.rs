@@ -66,6 +66,9 @@ pub enum TxnMsg {
         first_committer: VnodeId,
         /// 1PC: the rest of the chain after the receiver. 2PC: the receiver's backups.
         downstream: Vec<VnodeId>,
+        /// 1PC: transactions whose uncommitted writes this one was evaluated on; the first
+        /// committer commits it only after them (`txn::locks`).
+        after: Vec<TxId>,
     },
     /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
     /// On a refusal, `tx_cut` is the cut its reason reveals: a `WATCH` failed on a value written by

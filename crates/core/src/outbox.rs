@@ -68,7 +68,9 @@ impl Outbox {
     }
 
     pub fn durable(&mut self, upto: Lsn) {
-        debug_assert!(upto <= self.appended, "durable {upto:?} beyond appended {:?}", self.appended);
+        // A driver that reports more than was appended would release promises early: the
+        // write-ahead contract is broken, so stop rather than lie.
+        assert!(upto <= self.appended, "durable {upto:?} beyond appended {:?}", self.appended);
         if upto <= self.durable {
             return;
         }

@@ -54,6 +54,8 @@ pub struct Prepared {
     pub downstream: Vec<VnodeId>,
     pub one_phase: bool,
     pub role: Role,
+    /// 1PC: the transactions this one was evaluated after (`txn::locks`).
+    pub after: Vec<TxId>,
 }
 
 impl Prepared {

@@ -14,7 +14,7 @@ use crate::cut::coordinator::CutCoordinator;
 use crate::cut::local::CutState;
 use crate::cut::real_time::RealTime;
 use crate::cut::tree_process::TreeRole;
-use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, VnodeId};
+use crate::ids::{Branch, ClientId, CutId, Lsn, VnodeId};
 use crate::image::{LogSummary, VnodeImage};
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, CutMsg, Envelope, TxnMsg};
@@ -23,7 +23,6 @@ use crate::record::Record;
 use crate::store::Store;
 use crate::txn::near::NearState;
 use crate::txn::participant::ParticipantState;
-use std::collections::BTreeMap;
 
 pub struct Vnode {
     pub(crate) cfg: VnodeConfig,
@@ -34,8 +33,8 @@ pub struct Vnode {
     pub(crate) booted: bool,
     pub(crate) boot_lsn: Lsn,
     pub(crate) store: Store,
-    /// Key → the transaction that holds it (primaries only; no-wait locking).
-    pub(crate) locks: BTreeMap<Key, TxId>,
+    /// Key → the branches that hold it (primaries only; `txn::locks`).
+    pub(crate) locks: crate::txn::locks::LockTable,
     pub(crate) near: NearState,
     pub(crate) part: ParticipantState,
     pub(crate) cut: CutState,
@@ -69,14 +68,15 @@ impl Vnode {
         if cfg.tree.is_some() && image.summary.tree.is_none() {
             image.summary.tree = Some(crate::image::TreeImage { metadata: cfg.genesis.clone(), term: 0 });
         }
+        // Log positions count from the vnode's first record ever, checkpoint or not.
         let mut v = Vnode {
-            out: Outbox::from_log_len(log.len() as u64),
+            out: Outbox::from_log_len(image.summary.records),
             now_us: 0,
             incarnation: 0,
             booted: false,
             boot_lsn: Lsn(0),
             store: Store::default(),
-            locks: BTreeMap::new(),
+            locks: Default::default(),
             near: NearState::default(),
             part: ParticipantState::default(),
             cut: CutState::default(),
@@ -112,8 +112,8 @@ impl Vnode {
         }
     }
 
-    /// The records appended so far (durable or not), counted from the log this vnode was rebuilt
-    /// from: the driver maps it to a log position.
+    /// The records appended so far (durable or not), counted from the vnode's first record ever
+    /// (a checkpoint counts the records it stands for): the driver maps it to a log position.
     pub fn appended(&self) -> Lsn {
         self.out.appended()
     }
@@ -247,8 +247,8 @@ impl Vnode {
 
     fn on_txn(&mut self, from: VnodeId, msg: TxnMsg) {
         match msg {
-            TxnMsg::Prepare { tx, reads, writes, one_phase, first_committer, downstream } => {
-                self.on_prepare(from, tx, reads, writes, one_phase, first_committer, downstream)
+            TxnMsg::Prepare { tx, reads, writes, one_phase, first_committer, downstream, after } => {
+                self.on_prepare(from, tx, reads, writes, one_phase, first_committer, downstream, after)
             }
             TxnMsg::PrepareAck { tx, role, result, tx_cut } => self.on_prepare_ack(from, tx, role, result, tx_cut),
             TxnMsg::Finish { tx, role, commit, tx_cut } => {

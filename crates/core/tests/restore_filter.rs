@@ -31,6 +31,7 @@ fn prepared(seq: u32, w: ResolvedWrite) -> Record {
         downstream: vec![],
         one_phase: false,
         role: Role::Primary,
+        after: vec![],
     })
 }
 

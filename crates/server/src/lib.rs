@@ -1,3 +1,28 @@
-//! The real runtime that drives `waymark-core`'s state machines over tokio, TCP and the WAL.
+//! Waymark's real runtime (DESIGN §7): one process per host drives `waymark-core`'s state machines
+//! — the very ones the simulator drives — over real threads, files and sockets.
 //!
-//! Not built yet: see `docs/ARCHITECTURE.md` for what exists today.
+//! ```text
+//!  redis clients ─▶ resp/ ─▶ store vnode (driver thread) ─▶ WAL writer thread ─▶ disk
+//!                              │  ▲                              │ Durable, read-back
+//!                              ▼  │                              ▼
+//!                         router ◀┴──────────────────────── peer links (net/) ◀─▶ other hosts
+//! ```
+//! - `config`: the host's TOML file; `topology`: the tree, placement and genesis every host derives.
+//! - `driver`: a vnode's thread — carries out its outputs, feeds it durability, timers, messages.
+//! - `storage`: the WAL writer thread (group commit, read-back, checkpoints) and checkpoint files.
+//! - `net`: authenticated, framed peer links; `router`: local queue or peer link.
+//! - `resp`: the Redis front end; `admin`: the HTTP API; `node`: the process that runs them all.
+//!
+//! The server adds no protocol logic: transactions, cuts and alterations are decided by the core.
+
+pub mod admin;
+pub mod clock;
+pub mod config;
+pub mod driver;
+pub mod net;
+pub mod node;
+pub mod resp;
+pub mod router;
+pub mod status;
+pub mod storage;
+pub mod topology;

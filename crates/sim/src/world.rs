@@ -102,10 +102,6 @@ pub struct Node {
     /// The newest checkpoint: the vnode's image when `log[..n]` was all it had appended, all of it
     /// durable. A restart rebuilds from it and `log[n..]`, as the server does.
     pub checkpoint: Option<(VnodeImage, usize)>,
-    /// Where the running vnode counts its `Lsn`s from: the records of the log it was rebuilt
-    /// from start after the checkpoint it was rebuilt on (0: rebuilt from the whole log).
-    /// Invariant: `Lsn(n)` of the vnode is `log[..lsn_base + n]`.
-    lsn_base: usize,
 }
 
 /// A checkpoint is taken at the first sync after the log grew by this many records.
@@ -386,8 +382,7 @@ impl World {
         n.durable = n.durable.max(upto);
         let more = n.log.len() > n.durable;
         self.read_back(node, before, upto);
-        let lsn = upto - self.nodes[node].lsn_base;
-        self.step(node, Input::WalDurable(Lsn(lsn as u64)));
+        self.step(node, Input::WalDurable(Lsn(upto as u64)));
         self.maybe_checkpoint(node);
         if more {
             self.request_sync(node);
@@ -532,9 +527,6 @@ impl World {
         }
         n.durable = n.log.len();
         n.sync_pending = false;
-        // A vnode rebuilt on a checkpoint counts log positions from the records after it (the
-        // driver maps them back, `lsn_base`).
-        n.lsn_base = n.checkpoint.as_ref().map_or(0, |(_, len)| *len);
         n.vnode = Some(match &n.checkpoint {
             // A crash keeps every durable record, and a checkpoint covers only durable ones.
             Some((image, len)) => Vnode::recover_from(n.cfg.clone(), image.clone(), &n.log[*len..]),
@@ -556,7 +548,6 @@ impl Node {
             sync_pending: false,
             corrupt_next: false,
             checkpoint: None,
-            lsn_base: 0,
         }
     }
 

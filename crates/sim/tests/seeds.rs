@@ -112,7 +112,7 @@ fn assert_seed_passes(cfg: SimConfig) {
     assert_eq!(waymark_sim::run_seed(&cfg).trace_hash, r.trace_hash, "{} is not deterministic", reproduce(&cfg));
 }
 
-/// Regression (found with the checkers of issue 11): a vnode rebuilt from a checkpoint counts log
+/// Regression (found with the checkers of issue 11): a vnode rebuilt from a checkpoint counted log
 /// positions from the records after it, but the simulator reported durability in positions of the
 /// whole log — so every held promise left at once, before its records were durable. Acknowledged
 /// commits were lost (seed 183, 2 vnodes, 1 replica) and replicas diverged (seed 274; seed 33 with
@@ -126,6 +126,18 @@ fn a_vnode_rebuilt_from_a_checkpoint_promises_nothing_before_it_is_durable() {
     }
 }
 
+/// The same bug found independently on the bank workload: a crash after the restart lost a
+/// decided 2PC commit that had been acknowledged (`--seed 1997 --cuts`). Positions now count from
+/// the vnode's first record ever (`LogSummary::records`), and the outbox refuses durability beyond
+/// what was appended.
+#[test]
+fn a_vnode_restarted_from_a_checkpoint_loses_no_acknowledged_commit() {
+    let mut cfg = SimConfig::new(1997, WorkloadKind::Bank);
+    cfg.cuts = true;
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).faults.crashes > 0);
+}
+
 /// Regression (a false alarm): the cut checkers took the writer of a version from any prepare, so
 /// with 3 replicas a transaction that aborted after its primary resolved a version was blamed for
 /// the version a later committed transaction wrote (seed 141, 6 vnodes, 3 replicas).
@@ -133,5 +145,17 @@ fn a_vnode_rebuilt_from_a_checkpoint_promises_nothing_before_it_is_durable() {
 fn a_version_belongs_to_the_transaction_that_committed_it() {
     let mut cfg = SimConfig::new(141, WorkloadKind::Bank);
     (cfg.cuts, cfg.vnodes, cfg.replicas) = (true, 6, 3);
+    assert_seed_passes(cfg);
+}
+
+/// Regression (found when the real-time checker learnt failed WATCHes and 1PC learnt to pipeline):
+/// a WATCH checked against a pipelined predecessor's uncommitted write failed with `WatchFailed`,
+/// whose reply is held only for committed writes, so the client learnt of a write a cut left out
+/// before every vnode had started that cut. A version moved only by an undecided predecessor is
+/// now a lock conflict, which reveals nothing (`--seed 93 --cuts --tree --fanout 2`).
+#[test]
+fn a_watch_fails_only_on_a_committed_write() {
+    let mut cfg = SimConfig::new(93, WorkloadKind::Bank);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.duration_us) = (true, true, 2, 500_000);
     assert_seed_passes(cfg);
 }

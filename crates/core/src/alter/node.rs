@@ -410,6 +410,16 @@ impl AlterNode {
         self.secondary.as_ref().or(self.cfg.parents.first())
     }
 
+    /// The highest root term this vnode promised itself to (or, at a root, claimed).
+    pub fn promised_term(&self) -> u64 {
+        self.term
+    }
+
+    /// At a root: the term it won and orders in.
+    pub fn leading_term(&self) -> Option<u64> {
+        self.lead_term()
+    }
+
     pub fn follows_primary_parent(&self) -> bool {
         self.secondary.is_none()
     }

@@ -95,6 +95,7 @@ impl Vnode {
             one_phase: true,
             first_committer,
             downstream: chain[1..].to_vec(),
+            after: vec![],
         };
         self.send_txn(&primary, msg);
     }
@@ -108,6 +109,7 @@ impl Vnode {
                 one_phase: false,
                 first_committer: self.cfg.id.clone(),
                 downstream: vec![],
+                after: vec![],
             };
             self.send_txn(&primary, msg);
         }

@@ -8,7 +8,7 @@ use crate::ids::{Branch, CutId, Key, Role, TxId, VnodeId};
 use crate::io::Timer;
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::{Prepared, Record};
-use crate::store::{ReadCheck, ResolvedWrite, Store, Write};
+use crate::store::{ReadCheck, ResolvedWrite};
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -50,6 +50,7 @@ impl Vnode {
         one_phase: bool,
         first_committer: VnodeId,
         downstream: Vec<VnodeId>,
+        after: Vec<TxId>,
     ) {
         let role = if matches!(writes, PrepareWrites::Unresolved(_)) { Role::Primary } else { Role::Backup };
         if self.part.tombstones.contains(&tx) {
@@ -61,75 +62,36 @@ impl Vnode {
             return; // a duplicate: the first copy is being (or was) answered
         }
         let is_primary = role == Role::Primary;
-        let resolved = match writes {
-            PrepareWrites::Resolved(ws) => ws,
-            PrepareWrites::Unresolved(ws) => match self.validate_and_resolve(&tx, &reads, &ws) {
-                Ok(resolved) => resolved,
-                Err(reason) => {
-                    // A failed WATCH reveals the write that moved the key (DESIGN §4).
-                    let tx_cut = match &reason {
-                        AbortReason::WatchFailed { key } if !self.cfg.breaks.unheld_watch_failures => {
-                            self.rt.reveals(key)
-                        }
-                        _ => None,
-                    };
-                    return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result: Err(reason), tx_cut });
+        let (resolved, after) = match writes {
+            PrepareWrites::Resolved(ws) => (ws, after),
+            PrepareWrites::Unresolved(ws) => {
+                let fc = one_phase.then_some(&first_committer);
+                match self.validate_and_resolve(&tx, &reads, &ws, fc) {
+                    Ok(e) => (e.writes, e.after),
+                    Err(reason) => {
+                        // A failed WATCH reveals the write that moved the key (DESIGN §4).
+                        let tx_cut = match &reason {
+                            AbortReason::WatchFailed { key } if !self.cfg.breaks.unheld_watch_failures => {
+                                self.rt.reveals(key)
+                            }
+                            _ => None,
+                        };
+                        let ack = TxnMsg::PrepareAck { tx, role, result: Err(reason), tx_cut };
+                        return self.send_txn(&from, ack);
+                    }
                 }
-            },
+            }
         };
-        let mut rec = Prepared { tx, writes: resolved, first_committer, upstream: from, downstream, one_phase, role };
+        let mut rec =
+            Prepared { tx, writes: resolved, first_committer, upstream: from, downstream, one_phase, role, after };
         if one_phase && rec.downstream.is_empty() {
             return self.commit_as_first_committer(rec);
         }
-        let locked = if is_primary { self.lock(&rec.tx, &reads, &rec.writes) } else { vec![] };
+        let locked = if is_primary { self.lock(&rec.branch(), &reads, &rec.writes) } else { vec![] };
         if !one_phase && is_primary {
             rec.downstream = self.backups_of(&rec.writes);
         }
         self.prepare(rec, locked);
-    }
-
-    /// No-wait locking and `WATCH` validation, then evaluation of each write in order.
-    fn validate_and_resolve(
-        &self,
-        tx: &TxId,
-        reads: &[ReadCheck],
-        writes: &[Write],
-    ) -> Result<Vec<ResolvedWrite>, AbortReason> {
-        let keys = reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key));
-        for key in keys {
-            if self.locks.get(key).is_some_and(|holder| holder != tx) && !self.cfg.breaks.skip_lock {
-                return Err(AbortReason::LockConflict { key: key.clone() });
-            }
-        }
-        for r in reads {
-            if self.store.version(&r.key) != r.version {
-                return Err(AbortReason::WatchFailed { key: r.key.clone() });
-            }
-        }
-        let mut scratch: Store = self.store.subset(writes.iter().map(|w| &w.key));
-        let mut resolved: Vec<ResolvedWrite> = Vec::with_capacity(writes.len());
-        for w in writes {
-            let r = scratch.resolve(&w.key, &w.op).map_err(|_| AbortReason::NotAnInteger { key: w.key.clone() })?;
-            scratch.apply(&r);
-            resolved.retain(|earlier| earlier.key != r.key);
-            resolved.push(r);
-        }
-        Ok(resolved)
-    }
-
-    fn lock(&mut self, tx: &TxId, reads: &[ReadCheck], writes: &[ResolvedWrite]) -> Vec<Key> {
-        if self.cfg.breaks.skip_lock {
-            return vec![];
-        }
-        let mut keys: Vec<Key> =
-            reads.iter().map(|r| r.key.clone()).chain(writes.iter().map(|w| w.key.clone())).collect();
-        keys.sort();
-        keys.dedup();
-        for k in &keys {
-            let prev = self.locks.insert(k.clone(), tx.clone());
-            debug_assert!(prev.is_none() || prev.as_ref() == Some(tx), "lock on {k:?} stolen from {prev:?}");
-        }
-        keys
     }
 
     /// The backups of every partition this primary writes to.
@@ -145,6 +107,19 @@ impl Vnode {
 
     /// 1PC, last of the chain: commit at once, stamped, and answer with the stamp (seed 000 §5.2).
     fn commit_as_first_committer(&mut self, rec: Prepared) {
+        if !self.predecessors_committed(&rec.after) {
+            // A transaction it was evaluated after never committed here: presume it aborted,
+            // durably, so a late copy can never commit (`locks.rs`).
+            self.part.tombstones.insert(rec.tx.clone());
+            self.out.append(Record::TxRolledBack { tx: rec.tx.clone(), branch: None });
+            let ack = TxnMsg::PrepareAck {
+                tx: rec.tx,
+                role: rec.role,
+                result: Err(AbortReason::PresumedAbort),
+                tx_cut: None,
+            };
+            return self.send_txn(&rec.upstream, ack);
+        }
         let tx_cut = self.stamp();
         if !rec.writes.is_empty() {
             let writes = rec.writes.clone();
@@ -202,6 +177,7 @@ impl Vnode {
             one_phase: rec.one_phase,
             first_committer: rec.first_committer.clone(),
             downstream,
+            after: rec.after.clone(),
         }
     }
 
@@ -281,9 +257,7 @@ impl Vnode {
             self.part.tombstones.insert(tx.clone());
         }
         for k in &p.locked {
-            if self.locks.get(k) == Some(tx) {
-                self.locks.remove(k);
-            }
+            self.locks.release(k, branch);
         }
         self.cut_tx_finished(branch, commit_cut, p.recovered, p.read_only);
         self.pass_on(&p, decision);

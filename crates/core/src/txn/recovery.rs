@@ -46,7 +46,7 @@ impl Vnode {
             let keys: Vec<_> =
                 p.rec.writes.iter().map(|w| w.key.clone()).filter(|k| placement.primary_of(k) == &me).collect();
             for k in &keys {
-                self.locks.insert(k.clone(), branch.tx.clone());
+                self.locks.acquire(k, branch);
             }
             p.locked = keys;
         }

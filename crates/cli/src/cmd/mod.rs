@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod cluster;
+pub mod demo;
+pub mod node;

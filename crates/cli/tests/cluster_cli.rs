@@ -1,0 +1,180 @@
+//! `waymark cluster init/start/stop` as a user runs them, and `waymark node` refusing a bad config
+//! with a message that names the field and the file.
+
+mod common;
+
+use common::{key_with_primary, run_waymark, temp_dir, Cluster, Spec};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const INIT_WITHIN: Duration = Duration::from_secs(30);
+/// `cluster start` itself gives up after 60 s.
+const START_WITHIN: Duration = Duration::from_secs(90);
+/// `cluster stop` waits 20 s for SIGTERM before SIGKILL.
+const STOP_WITHIN: Duration = Duration::from_secs(60);
+const EXIT_WITHIN: Duration = Duration::from_secs(20);
+
+fn args(words: &[&str], dir: &Path) -> Vec<String> {
+    words.iter().map(|w| w.to_string()).chain(["--dir".to_string(), dir.display().to_string()]).collect()
+}
+
+/// Whether `pid` runs (a zombie has ended: it is only waiting for its parent).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.contains(") Z "),
+        Err(_) => false,
+    }
+}
+
+/// Whether `pid` is a `waymark node` of one of this cluster's config files.
+fn is_our_node(pid: u32, configs: &[PathBuf]) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    configs.iter().any(|c| cmdline.contains(&*c.to_string_lossy()))
+}
+
+/// The nodes `cluster start` left running are not this test's children: if the test fails, this
+/// SIGKILLs each one its pid file (or an earlier read of it) names, and waits until it is gone.
+struct PidFileGuard {
+    hosts: Vec<PathBuf>,
+    configs: Vec<PathBuf>,
+    seen: Vec<u32>,
+}
+
+impl PidFileGuard {
+    fn new(cluster: &Cluster) -> PidFileGuard {
+        let hosts = cluster.hosts.iter().map(|h| h.dir.clone()).collect();
+        let configs = cluster.hosts.iter().map(|h| h.config_file.clone()).collect();
+        PidFileGuard { hosts, configs, seen: vec![] }
+    }
+
+    /// The pids the hosts' pid files name now (also remembered for the clean-up).
+    fn read(&mut self) -> Vec<u32> {
+        let pids: Vec<u32> = self
+            .hosts
+            .iter()
+            .filter_map(|h| std::fs::read_to_string(h.join("node.pid")).ok()?.trim().parse().ok())
+            .collect();
+        self.seen.extend(&pids);
+        pids
+    }
+}
+
+impl Drop for PidFileGuard {
+    fn drop(&mut self) {
+        let mut pids = self.read();
+        pids.extend(&self.seen);
+        for pid in pids {
+            if alive(pid) && is_our_node(pid, &self.configs) {
+                // SAFETY: kill(2) on a pid checked above to be one of this test's nodes.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                for _ in 0..200 {
+                    if !alive(pid) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+            }
+        }
+    }
+}
+
+/// With a client password: `cluster start` must authenticate to see that the hosts serve.
+#[test]
+fn cluster_start_serves_every_host_and_cluster_stop_ends_them_all() {
+    let dir = temp_dir();
+    let init = run_waymark(&args(&["cluster", "init", "--hosts", "3", "--password"], dir.path()), INIT_WITHIN);
+    assert!(init.status.success(), "cluster init: {}", String::from_utf8_lossy(&init.stderr));
+    let cluster = Cluster::open(dir);
+    let mut guard = PidFileGuard::new(&cluster);
+
+    let start = run_waymark(&args(&["cluster", "start"], cluster.dir()), START_WITHIN);
+    let pids = guard.read();
+    let printed = String::from_utf8_lossy(&start.stdout);
+    assert!(start.status.success(), "cluster start: {}{printed}", String::from_utf8_lossy(&start.stderr));
+    for h in &cluster.hosts {
+        let shown = format!("redis-cli -p {}", h.redis_addr().port());
+        assert!(printed.contains(&shown), "cluster start does not show `{shown}`:\n{printed}");
+    }
+    assert_eq!(pids.len(), 3, "pid files after cluster start: {pids:?}");
+    assert!(pids.iter().all(|p| alive(*p)), "a node of {pids:?} is not running");
+
+    // Written on one host, read on another.
+    let mut node1 = cluster.redis("node1");
+    let mut node2 = cluster.redis("node2");
+    redis::cmd("SET").arg("greeting").arg("hello").exec(&mut node1).expect("SET on node1");
+    assert_eq!(redis::cmd("GET").arg("greeting").query::<String>(&mut node2).unwrap(), "hello");
+
+    // One transaction over keys whose primaries are on the three hosts.
+    let topology = cluster.topology();
+    let keys: Vec<String> =
+        cluster.hosts.iter().map(|h| key_with_primary(&topology, "multi", &format!("store0@{}", h.name))).collect();
+    let added: (i64, i64, i64) = redis::pipe()
+        .atomic()
+        .incr(&keys[0], 5)
+        .incr(&keys[1], 6)
+        .incr(&keys[2], 7)
+        .query(&mut node2)
+        .expect("MULTI/EXEC on node2");
+    assert_eq!(added, (5, 6, 7));
+    let read: (i64, i64, i64) = redis::cmd("MGET").arg(&keys).query(&mut node1).expect("MGET on node1");
+    assert_eq!(read, (5, 6, 7));
+
+    let stop = run_waymark(&args(&["cluster", "stop"], cluster.dir()), STOP_WITHIN);
+    assert!(stop.status.success(), "cluster stop: {}", String::from_utf8_lossy(&stop.stderr));
+    let running: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(running.is_empty(), "still running after cluster stop: {running:?}");
+}
+
+#[test]
+fn cluster_init_refuses_a_directory_that_is_not_empty() {
+    let dir = temp_dir();
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let out = run_waymark(&args(&["cluster", "init", "--hosts", "3"], dir.path()), INIT_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "cluster init wrote into a directory that was not empty");
+    assert!(stderr.contains(&format!("{} is not empty", dir.path().display())), "unclear message: {stderr}");
+    assert!(!dir.path().join("secret").exists(), "cluster init wrote a secret before refusing");
+}
+
+#[test]
+fn cluster_init_refuses_more_replicas_than_hosts_and_leaves_the_directory_empty() {
+    let dir = temp_dir();
+    let out = run_waymark(&args(&["cluster", "init", "--hosts", "2", "--replicas", "3"], dir.path()), INIT_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "cluster init accepted 3 replicas on 2 hosts");
+    assert!(stderr.contains("--replicas"), "the message does not name --replicas: {stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "cluster init left {left:?} behind");
+    // So a second try works; a single host keeps one replica unless told otherwise.
+    let out = run_waymark(&args(&["cluster", "init", "--hosts", "1"], dir.path()), INIT_WITHIN);
+    assert!(out.status.success(), "cluster init --hosts 1: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(Cluster::open(dir).hosts[0].cfg.cluster.replicas, 1);
+}
+
+/// Runs `waymark node` with node1's config edited by `edit`; it must exit non-zero, and its message
+/// must name `field` and the file, and say `problem`.
+fn node_refuses(edit: impl FnOnce(String) -> String, field: &str, problem: &str) {
+    let cluster = Cluster::init(&Spec::new(3, 2).fsync_never());
+    let file = &cluster.host("node1").config_file;
+    let text = std::fs::read_to_string(file).unwrap();
+    let edited = edit(text.clone());
+    assert_ne!(edited, text, "the edit changed nothing");
+    std::fs::write(file, edited).unwrap();
+    let out = run_waymark(&["node".into(), "--config".into(), file.display().to_string()], EXIT_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "waymark node accepted a config with a bad `{field}`");
+    assert!(stderr.contains(field), "the message does not name `{field}`: {stderr}");
+    assert!(stderr.contains(&*file.to_string_lossy()), "the message does not name the file: {stderr}");
+    assert!(stderr.contains(problem), "the message does not say `{problem}`: {stderr}");
+}
+
+#[test]
+fn a_node_refuses_a_config_with_zero_replicas_naming_the_field_and_the_file() {
+    node_refuses(|t| t.replace("replicas = 2", "replicas = 0"), "cluster.replicas", "must be at least 1");
+}
+
+#[test]
+fn a_node_refuses_a_config_with_an_unknown_field_naming_the_field_and_the_file() {
+    node_refuses(|t| t.replace("[node]\n", "[node]\ncolour = \"blue\"\n"), "colour", "unknown field");
+}

@@ -1,0 +1,127 @@
+//! Clients that break the protocol against a real host: each gets Redis's protocol error and its
+//! connection closed, the server allocates nothing for lengths it refuses, and every other
+//! connection goes on as if nothing happened. A client that has not authenticated may ask for
+//! nothing but `AUTH`, and only in small requests.
+
+mod common;
+
+use common::{poll, resp_command, Cluster, RawClient, Spec};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Redis's limit on an inline line without a newline (`PROTO_INLINE_MAX_SIZE`).
+const INLINE_MAX_BYTES: usize = 64 * 1024;
+/// Loop bound of the client that keeps working meanwhile.
+const NORMAL_ROUNDS_MAX: u64 = 100_000;
+const NORMAL_ROUND_WITHIN: Duration = Duration::from_secs(10);
+
+/// Sends `request` on a fresh connection, and checks the server answers `expected` and closes.
+fn refused_and_closed(cluster: &Cluster, request: &[u8], expected: &str) {
+    let mut raw = RawClient::connect(cluster.host("node1").redis_addr()).expect("connect");
+    raw.send(request).expect("send the request");
+    let line = raw.read_line().unwrap_or_else(|e| panic!("no answer to a request refused with {expected:?}: {e}"));
+    assert_eq!(line, expected);
+    assert!(raw.is_closed_by_server(), "the server kept the connection open after {expected:?}");
+}
+
+/// Peak virtual memory of a process (`VmPeak`), in KiB.
+fn vm_peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the node's /proc status");
+    let line = status.lines().find(|l| l.starts_with("VmPeak:")).expect("a VmPeak line");
+    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmPeak in kB")
+}
+
+#[test]
+fn malformed_oversized_and_endless_requests_close_only_their_own_connection() {
+    let mut cluster = Cluster::start(&Spec::new(1, 1).fsync_never());
+    let mut normal = cluster.redis("node1");
+    redis::cmd("SET").arg("before").arg("1").exec(&mut normal).expect("SET before the abuse");
+    assert_eq!(redis::cmd("GET").arg("before").query::<String>(&mut normal).unwrap(), "1");
+
+    // Another client keeps writing and reading its own key while the abusers connect.
+    let stop = Arc::new(AtomicBool::new(false));
+    let rounds = Arc::new(AtomicU64::new(0));
+    let worker = {
+        let (stop, rounds, mut con) = (stop.clone(), rounds.clone(), cluster.redis("node1"));
+        std::thread::spawn(move || -> Result<(), String> {
+            for n in 0..NORMAL_ROUNDS_MAX {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                redis::cmd("SET").arg("meanwhile").arg(n).exec(&mut con).map_err(|e| e.to_string())?;
+                let got: u64 = redis::cmd("GET").arg("meanwhile").query(&mut con).map_err(|e| e.to_string())?;
+                if got != n {
+                    return Err(format!("GET meanwhile answered {got} after SET {n}"));
+                }
+                rounds.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        })
+    };
+    let rounds_past = |after: u64| {
+        poll("the normal client completes a round", NORMAL_ROUND_WITHIN, || match rounds.load(Ordering::Relaxed) {
+            n if n > after => Ok(n),
+            n => Err(format!("{n} rounds")),
+        })
+    };
+    rounds_past(0);
+
+    refused_and_closed(&cluster, b"*abc\r\n", "-ERR Protocol error: invalid multibulk length");
+
+    // 600 MB announced, above the 512 MiB default: refused on the header, nothing reserved for it.
+    let pid = cluster.pid("node1");
+    let peak_before_kib = vm_peak_kib(pid);
+    refused_and_closed(&cluster, b"*1\r\n$600000000\r\n", "-ERR Protocol error: invalid bulk length");
+    let grown_kib = vm_peak_kib(pid).saturating_sub(peak_before_kib);
+    assert!(grown_kib < 256 << 10, "the node's peak virtual memory grew by {grown_kib} KiB on a refused bulk length");
+
+    // One byte more than an inline line may hold, and no newline: refused once all of it is read
+    // (so that the server closes with nothing unread, which would reset instead).
+    let endless = vec![b'a'; INLINE_MAX_BYTES + 1];
+    refused_and_closed(&cluster, &endless, "-ERR Protocol error: too big inline request");
+
+    // It goes on after them, too.
+    rounds_past(rounds.load(Ordering::Relaxed));
+    stop.store(true, Ordering::Relaxed);
+    worker.join().expect("the normal client's thread").expect("the normal client kept working");
+    redis::cmd("SET").arg("after").arg("2").exec(&mut normal).expect("SET after the abuse");
+    assert_eq!(redis::cmd("GET").arg("before").query::<String>(&mut normal).unwrap(), "1");
+    assert_eq!(redis::cmd("GET").arg("after").query::<String>(&mut normal).unwrap(), "2");
+    cluster.assert_running("node1");
+}
+
+#[test]
+fn a_client_that_has_not_authenticated_may_only_authenticate() {
+    let cluster = Cluster::start(&Spec::new(1, 1).fsync_never().with_password());
+    let addr = cluster.host("node1").redis_addr();
+
+    let mut client = RawClient::connect(addr).expect("connect");
+    client.send(&resp_command(&["GET", "a"])).unwrap();
+    assert_eq!(client.read_line().unwrap(), "-NOAUTH Authentication required.");
+
+    // Twenty arguments are more than an anonymous client may send (Redis allows 10).
+    let twenty: Vec<String> = std::iter::once("MSET".to_string()).chain((1..20).map(|i| format!("k{i}"))).collect();
+    let twenty: Vec<&str> = twenty.iter().map(String::as_str).collect();
+    let mut anonymous = RawClient::connect(addr).expect("connect");
+    anonymous.send(&resp_command(&twenty)).unwrap();
+    assert_eq!(anonymous.read_line().unwrap(), "-ERR Protocol error: unauthenticated multibulk length");
+    assert!(anonymous.is_closed_by_server(), "the server kept an anonymous oversized request's connection");
+
+    client.send(&resp_command(&["AUTH", "not-the-password"])).unwrap();
+    assert_eq!(client.read_line().unwrap(), "-WRONGPASS invalid username-password pair or user is disabled.");
+    client.send(&resp_command(&["GET", "a"])).unwrap();
+    assert_eq!(client.read_line().unwrap(), "-NOAUTH Authentication required.");
+
+    client.send(&resp_command(&["AUTH", &cluster.password()])).unwrap();
+    assert_eq!(client.read_line().unwrap(), "+OK");
+    client.send(&resp_command(&["GET", "a"])).unwrap();
+    assert_eq!(client.read_line().unwrap(), "$-1");
+    // Authenticated, a request of even more arguments is an ordinary MSET (of ten pairs).
+    let twenty_one: Vec<&str> = twenty.iter().copied().chain(["k20"]).collect();
+    client.send(&resp_command(&twenty_one)).unwrap();
+    assert_eq!(client.read_line().unwrap(), "+OK");
+    client.send(&resp_command(&["GET", "k1"])).unwrap();
+    assert_eq!(client.read_line().unwrap(), "$2");
+    assert_eq!(client.read_line().unwrap(), "k2");
+}

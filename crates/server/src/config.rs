@@ -1,0 +1,363 @@
+//! A host's configuration: one TOML file per host (DESIGN §7). It describes the whole cluster —
+//! every host and its addresses, partitions, replicas, the tree's fan-out — so that every host
+//! derives the same tree, placement and genesis metadata from it (`topology.rs`), plus this host's
+//! own settings: its name, data directory, fsync policy, secret and password files, limits.
+//!
+//! Every bad field gets an error naming the field and the file. Secrets never appear on a command
+//! line or in the file itself: the file names files that hold them.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {file}: {source}")]
+    Read { file: PathBuf, source: std::io::Error },
+    #[error("config file {file} is not valid: {message}")]
+    Syntax { file: PathBuf, message: String },
+    #[error("config file {file}: field `{field}`: {problem}")]
+    Field { file: PathBuf, field: String, problem: String },
+}
+
+/// When the WAL makes appended records durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// One `fdatasync` per group commit before anything that depends on the records leaves.
+    Always,
+    /// Records are handed to the OS only: a machine crash can lose acknowledged commits. For
+    /// tests and benchmarks; never the default.
+    Never,
+}
+
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    pub name: String,
+    /// Where peers reach this host.
+    pub peer: SocketAddr,
+    /// Where Redis clients connect.
+    pub redis: SocketAddr,
+    /// The admin HTTP API.
+    pub admin: SocketAddr,
+    /// How many store vnodes run on the host.
+    pub stores: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    pub name: String,
+    pub partitions: u32,
+    pub replicas: usize,
+    pub fanout: usize,
+    pub real_time_safety: bool,
+    /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
+    pub hop: Duration,
+    pub hosts: Vec<HostConfig>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub clients_max: usize,
+    /// Largest value a client may write (it must fit a WAL record and a peer frame).
+    pub value_max_bytes: usize,
+    /// Largest bulk string the RESP parser accepts (Redis's `proto-max-bulk-len`).
+    pub bulk_max_bytes: usize,
+    /// Largest frame on a peer link; checked before the frame is read.
+    pub frame_max_bytes: usize,
+    /// Envelopes queued for one peer; beyond it they are dropped like a broken connection would.
+    pub peer_queue_max: usize,
+    /// Commands queued for one vnode.
+    pub vnode_queue_max: usize,
+    /// Keys in one transaction.
+    pub txn_keys_max: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// The file this came from; relative paths in it are relative to its directory.
+    pub file: PathBuf,
+    pub cluster: ClusterConfig,
+    /// This host's name: one of `cluster.hosts`.
+    pub host: String,
+    pub data_dir: PathBuf,
+    pub fsync: FsyncPolicy,
+    pub secret: Vec<u8>,
+    pub password: Option<Vec<u8>>,
+    pub checkpoint_every: Duration,
+    /// How long a client waits for a transaction's outcome before it is told it is unknown.
+    pub client_timeout: Duration,
+    pub limits: Limits,
+}
+
+impl NodeConfig {
+    pub fn this_host(&self) -> &HostConfig {
+        self.cluster.hosts.iter().find(|h| h.name == self.host).expect("validated: the host is listed")
+    }
+
+    /// Reads and validates a config file.
+    pub fn load(file: &Path) -> Result<NodeConfig, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read { file: file.into(), source })?;
+        Self::parse(file, &text)
+    }
+
+    /// Validates config text as if read from `file` (which names the directory for relative paths).
+    pub fn parse(file: &Path, text: &str) -> Result<NodeConfig, ConfigError> {
+        let raw: raw::Config =
+            toml::from_str(text).map_err(|e| ConfigError::Syntax { file: file.into(), message: e.to_string() })?;
+        Checker { file }.config(raw)
+    }
+}
+
+/// The file as written: every field optional where a default exists, unknown fields refused.
+/// `cluster init` builds these and writes them out.
+pub mod raw {
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Serialize, Clone, Debug)]
+    #[serde(deny_unknown_fields)]
+    pub struct Config {
+        pub cluster: Cluster,
+        pub node: Node,
+        #[serde(default)]
+        pub limits: Limits,
+    }
+
+    #[derive(Deserialize, Serialize, Clone, Debug)]
+    #[serde(deny_unknown_fields)]
+    pub struct Cluster {
+        pub name: String,
+        pub partitions: Option<u32>,
+        pub replicas: Option<usize>,
+        pub fanout: Option<usize>,
+        pub real_time_safety: Option<bool>,
+        pub hop: Option<String>,
+        pub hosts: Vec<Host>,
+    }
+
+    #[derive(Deserialize, Serialize, Clone, Debug)]
+    #[serde(deny_unknown_fields)]
+    pub struct Host {
+        pub name: String,
+        pub peer: String,
+        pub redis: String,
+        pub admin: String,
+        pub stores: Option<u32>,
+    }
+
+    #[derive(Deserialize, Serialize, Clone, Debug)]
+    #[serde(deny_unknown_fields)]
+    pub struct Node {
+        pub host: String,
+        pub data_dir: String,
+        pub secret_file: String,
+        pub password_file: Option<String>,
+        pub fsync: Option<String>,
+        pub checkpoint_every: Option<String>,
+        pub client_timeout: Option<String>,
+    }
+
+    #[derive(Deserialize, Serialize, Clone, Debug, Default)]
+    #[serde(deny_unknown_fields)]
+    pub struct Limits {
+        pub clients_max: Option<usize>,
+        pub value_max_bytes: Option<usize>,
+        pub bulk_max_bytes: Option<usize>,
+        pub frame_max_bytes: Option<usize>,
+        pub peer_queue_max: Option<usize>,
+        pub vnode_queue_max: Option<usize>,
+        pub txn_keys_max: Option<usize>,
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            clients_max: 10_000,
+            value_max_bytes: 4 << 20,
+            bulk_max_bytes: 512 << 20,
+            frame_max_bytes: 64 << 20,
+            peer_queue_max: 65_536,
+            vnode_queue_max: 65_536,
+            txn_keys_max: 1_024,
+        }
+    }
+}
+
+struct Checker<'a> {
+    file: &'a Path,
+}
+
+impl Checker<'_> {
+    fn bad(&self, field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+        ConfigError::Field { file: self.file.into(), field: field.into(), problem: problem.into() }
+    }
+
+    fn config(&self, raw: raw::Config) -> Result<NodeConfig, ConfigError> {
+        let cluster = self.cluster(raw.cluster)?;
+        let limits = self.limits(raw.limits)?;
+        let n = raw.node;
+        if !cluster.hosts.iter().any(|h| h.name == n.host) {
+            let known: Vec<&str> = cluster.hosts.iter().map(|h| h.name.as_str()).collect();
+            return Err(
+                self.bad("node.host", format!("`{}` is not one of cluster.hosts ({})", n.host, known.join(", ")))
+            );
+        }
+        let secret = self.secret(&n.secret_file)?;
+        let password = n.password_file.as_deref().map(|p| self.password(p)).transpose()?;
+        let fsync = match n.fsync.as_deref().unwrap_or("always") {
+            "always" => FsyncPolicy::Always,
+            "never" => FsyncPolicy::Never,
+            other => return Err(self.bad("node.fsync", format!("`{other}` is neither \"always\" nor \"never\""))),
+        };
+        Ok(NodeConfig {
+            file: self.file.into(),
+            data_dir: self.relative(&n.data_dir),
+            checkpoint_every: self.duration("node.checkpoint_every", n.checkpoint_every.as_deref(), "30s")?,
+            client_timeout: self.duration("node.client_timeout", n.client_timeout.as_deref(), "5s")?,
+            host: n.host,
+            cluster,
+            fsync,
+            secret,
+            password,
+            limits,
+        })
+    }
+
+    fn cluster(&self, c: raw::Cluster) -> Result<ClusterConfig, ConfigError> {
+        if !is_name(&c.name) {
+            return Err(self.bad("cluster.name", "must be 1-64 letters, digits, '-' or '_'"));
+        }
+        let hosts = self.hosts(c.hosts)?;
+        let partitions = c.partitions.unwrap_or(64);
+        if !(1..=65_536).contains(&partitions) {
+            return Err(self.bad("cluster.partitions", format!("{partitions} is not in 1..=65536")));
+        }
+        let replicas = c.replicas.unwrap_or(2.min(hosts.len()));
+        if replicas == 0 {
+            return Err(self.bad("cluster.replicas", "must be at least 1"));
+        }
+        if replicas > hosts.len() {
+            let problem = format!("{replicas} replicas need as many hosts (there are {})", hosts.len());
+            return Err(self.bad("cluster.replicas", problem));
+        }
+        let fanout = c.fanout.unwrap_or(16);
+        if !(2..=64).contains(&fanout) {
+            return Err(self.bad("cluster.fanout", format!("{fanout} is not in 2..=64")));
+        }
+        let hop = self.duration("cluster.hop", c.hop.as_deref(), "5ms")?;
+        if hop < Duration::from_millis(1) {
+            return Err(self.bad("cluster.hop", "must be at least 1ms"));
+        }
+        let real_time_safety = c.real_time_safety.unwrap_or(true);
+        Ok(ClusterConfig { name: c.name, partitions, replicas, fanout, real_time_safety, hop, hosts })
+    }
+
+    fn hosts(&self, raw: Vec<raw::Host>) -> Result<Vec<HostConfig>, ConfigError> {
+        if raw.is_empty() {
+            return Err(self.bad("cluster.hosts", "at least one host is needed"));
+        }
+        let mut names = BTreeSet::new();
+        let mut addrs = BTreeSet::new();
+        let mut hosts = vec![];
+        for (i, h) in raw.into_iter().enumerate() {
+            let field = |f: &str| format!("cluster.hosts[{i}].{f}");
+            if !is_name(&h.name) || !names.insert(h.name.clone()) {
+                return Err(
+                    self.bad(field("name"), format!("`{}` is not a unique name of letters, digits, '-', '_'", h.name))
+                );
+            }
+            let mut addr = |f: &str, text: &str| -> Result<SocketAddr, ConfigError> {
+                let a: SocketAddr = text
+                    .parse()
+                    .map_err(|_| self.bad(field(f), format!("`{text}` is not an address like 127.0.0.1:7000")))?;
+                if !addrs.insert(a) {
+                    return Err(self.bad(field(f), format!("{a} is used twice")));
+                }
+                Ok(a)
+            };
+            let (peer, redis, admin) = (addr("peer", &h.peer)?, addr("redis", &h.redis)?, addr("admin", &h.admin)?);
+            let stores = h.stores.unwrap_or(1);
+            if !(1..=64).contains(&stores) {
+                return Err(self.bad(field("stores"), format!("{stores} is not in 1..=64")));
+            }
+            hosts.push(HostConfig { name: h.name, peer, redis, admin, stores });
+        }
+        Ok(hosts)
+    }
+
+    fn limits(&self, l: raw::Limits) -> Result<Limits, ConfigError> {
+        let d = Limits::default();
+        let limits = Limits {
+            clients_max: l.clients_max.unwrap_or(d.clients_max),
+            value_max_bytes: l.value_max_bytes.unwrap_or(d.value_max_bytes),
+            bulk_max_bytes: l.bulk_max_bytes.unwrap_or(d.bulk_max_bytes),
+            frame_max_bytes: l.frame_max_bytes.unwrap_or(d.frame_max_bytes),
+            peer_queue_max: l.peer_queue_max.unwrap_or(d.peer_queue_max),
+            vnode_queue_max: l.vnode_queue_max.unwrap_or(d.vnode_queue_max),
+            txn_keys_max: l.txn_keys_max.unwrap_or(d.txn_keys_max),
+        };
+        let positive = [
+            ("limits.clients_max", limits.clients_max),
+            ("limits.value_max_bytes", limits.value_max_bytes),
+            ("limits.bulk_max_bytes", limits.bulk_max_bytes),
+            ("limits.peer_queue_max", limits.peer_queue_max),
+            ("limits.vnode_queue_max", limits.vnode_queue_max),
+            ("limits.txn_keys_max", limits.txn_keys_max),
+        ];
+        if let Some((field, _)) = positive.iter().find(|(_, v)| *v == 0) {
+            return Err(self.bad(*field, "must be greater than 0"));
+        }
+        // A transaction's prepare carries its values: one value must fit a frame with room to spare.
+        if limits.frame_max_bytes < limits.value_max_bytes.saturating_mul(2).max(64 << 10) {
+            return Err(
+                self.bad("limits.frame_max_bytes", "must be at least twice limits.value_max_bytes (and 64 KiB)")
+            );
+        }
+        Ok(limits)
+    }
+
+    fn duration(&self, field: &str, text: Option<&str>, default: &str) -> Result<Duration, ConfigError> {
+        let text = text.unwrap_or(default);
+        humantime::parse_duration(text)
+            .map_err(|e| self.bad(field, format!("`{text}` is not a duration like \"30s\" or \"5ms\": {e}")))
+    }
+
+    fn relative(&self, path: &str) -> PathBuf {
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        dir.join(path)
+    }
+
+    fn secret(&self, path: &str) -> Result<Vec<u8>, ConfigError> {
+        let secret = self.read_trimmed("node.secret_file", path)?;
+        if secret.len() < 16 {
+            let problem = format!("the secret in {path} is {} bytes; at least 16 are needed", secret.len());
+            return Err(self.bad("node.secret_file", problem));
+        }
+        Ok(secret)
+    }
+
+    fn password(&self, path: &str) -> Result<Vec<u8>, ConfigError> {
+        let password = self.read_trimmed("node.password_file", path)?;
+        if password.is_empty() {
+            return Err(self.bad("node.password_file", format!("{path} is empty")));
+        }
+        Ok(password)
+    }
+
+    /// A secret file's content without the trailing newline editors add.
+    fn read_trimmed(&self, field: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
+        let full = self.relative(path);
+        let mut bytes =
+            std::fs::read(&full).map_err(|e| self.bad(field, format!("cannot read {}: {e}", full.display())))?;
+        while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+            bytes.pop();
+        }
+        Ok(bytes)
+    }
+}
+
+/// Names of clusters and hosts: they appear in vnode names (`kind@host`) and file names.
+fn is_name(s: &str) -> bool {
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}

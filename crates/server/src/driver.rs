@@ -1,0 +1,314 @@
+//! The real driver of one vnode (DESIGN §2, §7): a thread that owns the state machine and carries
+//! out every `Output` — `Append` to the vnode's WAL writer thread, `Send` to the router, `Reply`
+//! to the waiting client, `SetTimer` to its timer queue, and secondary parents to the host. Inputs
+//! come from its command queue (envelopes, client requests), its WAL writer (durability, read-back
+//! alterations) and its timers. It adds no protocol logic: the same `step` the simulator drives.
+//!
+//! The write-ahead contract is the core's own (its outbox holds every send and reply until the
+//! records before it are durable); the driver's part is to report durability only after the sync.
+
+use crate::clock;
+use crate::router::Router;
+use crate::storage::checkpoint::Image;
+use crate::storage::wal_thread::{WalCmd, WalEvent, WalThread};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use waymark_core::alter::{ManagerVnode, Metadata};
+use waymark_core::{ClientId, Input, Lsn, Output, Request, Response, Timer, Vnode, VnodeId};
+
+/// Commands handled before the driver looks at its other inputs again.
+const DRAIN_MAX: usize = 256;
+
+/// Envelopes are the common command and move once through the queue: boxing them would cost an
+/// allocation per message for nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum VnodeCmd {
+    Deliver(waymark_core::Envelope),
+    Client { client: ClientId, req: u64, request: Request, reply: oneshot::Sender<Response> },
+    Inspect(oneshot::Sender<VnodeStatus>),
+}
+
+/// What a host must do for a vnode: start or stop a secondary parent (seed 004), or stop itself.
+#[derive(Debug)]
+pub enum HostEvent {
+    StartSecondary {
+        id: VnodeId,
+        of: VnodeId,
+        metadata: Metadata,
+        term: u64,
+    },
+    StopSecondary {
+        id: VnodeId,
+    },
+    /// The vnode's log failed: a node with a broken disk stops rather than lie.
+    Fatal {
+        vnode: VnodeId,
+        error: String,
+    },
+}
+
+/// A vnode as seen from outside, for the admin API and tests.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct VnodeStatus {
+    pub id: String,
+    pub kind: &'static str,
+    pub parent: Option<String>,
+    pub follows_primary_parent: bool,
+    pub metadata_term: u64,
+    /// The root term promised (or claimed, at a root).
+    pub promised_term: u64,
+    /// At a root: the term it won.
+    pub leading_term: Option<u64>,
+    pub metadata_seq: u64,
+    pub keys: usize,
+    /// Keys of the partitions whose primary replica this vnode holds.
+    pub primary_keys: usize,
+    pub prepared: usize,
+    pub running_cut: Option<u64>,
+    /// Per partition replica held here: a digest of its keys, versions and values.
+    pub partitions: BTreeMap<u32, String>,
+    pub checkpoints: u64,
+}
+
+/// A state machine the driver can run: a store vnode or a manager vnode.
+pub trait Machine: Send + 'static {
+    fn step(&mut self, now_us: u64, input: Input) -> Vec<Output>;
+    fn appended(&self) -> Lsn;
+    fn image(&self) -> Image;
+    fn status(&self) -> VnodeStatus;
+}
+
+impl Machine for Vnode {
+    fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
+        Vnode::step(self, now_us, input)
+    }
+    fn appended(&self) -> Lsn {
+        Vnode::appended(self)
+    }
+    fn image(&self) -> Image {
+        Image::Store(Vnode::image(self))
+    }
+    fn status(&self) -> VnodeStatus {
+        crate::status::store(self)
+    }
+}
+
+impl Machine for ManagerVnode {
+    fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
+        ManagerVnode::step(self, now_us, input)
+    }
+    fn appended(&self) -> Lsn {
+        ManagerVnode::appended(self)
+    }
+    fn image(&self) -> Image {
+        Image::Manager(ManagerVnode::image(self))
+    }
+    fn status(&self) -> VnodeStatus {
+        crate::status::manager(self)
+    }
+}
+
+pub struct VnodeHandle {
+    pub id: VnodeId,
+    pub tx: mpsc::Sender<VnodeCmd>,
+    pub stop: CancellationToken,
+    pub join: std::thread::JoinHandle<()>,
+}
+
+pub struct DriverSetup {
+    pub id: VnodeId,
+    pub wal: WalThread,
+    pub wal_events: mpsc::UnboundedReceiver<WalEvent>,
+    pub router: Arc<Router>,
+    pub host_events: mpsc::UnboundedSender<HostEvent>,
+    pub checkpoint_every: Duration,
+    pub queue_max: usize,
+    pub stop: CancellationToken,
+}
+
+/// Starts the vnode's thread; it steps `Restarted` first.
+pub fn spawn<M: Machine>(machine: M, setup: DriverSetup) -> std::io::Result<VnodeHandle> {
+    let (tx, inbox) = mpsc::channel(setup.queue_max);
+    setup.router.add_local(setup.id.clone(), tx.clone());
+    let (id, stop) = (setup.id.clone(), setup.stop.clone());
+    let name = format!("vnode {}", setup.id);
+    let join = std::thread::Builder::new().name(name).spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
+        let WalThread { tx: wal_tx, join: wal_join } = setup.wal;
+        let mut d = Driver::new(machine, setup.id, wal_tx, setup.router, setup.host_events);
+        rt.block_on(d.run(inbox, setup.wal_events, setup.checkpoint_every, setup.stop));
+        let router = d.router.clone();
+        router.remove_local(&d.id);
+        drop(d); // the last sender of the WAL queue: the writer syncs and ends
+        let _ = wal_join.join();
+    })?;
+    Ok(VnodeHandle { id, tx, stop, join })
+}
+
+struct Driver<M> {
+    machine: M,
+    id: VnodeId,
+    wal: mpsc::Sender<WalCmd>,
+    router: Arc<Router>,
+    host: mpsc::UnboundedSender<HostEvent>,
+    timers: BTreeMap<(u64, u64), Timer>,
+    timer_seq: u64,
+    replies: HashMap<(ClientId, u64), oneshot::Sender<Response>>,
+    checkpointed_at: Lsn,
+    checkpoints: u64,
+    failed: bool,
+}
+
+impl<M: Machine> Driver<M> {
+    fn new(
+        machine: M,
+        id: VnodeId,
+        wal: mpsc::Sender<WalCmd>,
+        router: Arc<Router>,
+        host: mpsc::UnboundedSender<HostEvent>,
+    ) -> Self {
+        let checkpointed_at = machine.appended();
+        Driver {
+            machine,
+            id,
+            wal,
+            router,
+            host,
+            timers: BTreeMap::new(),
+            timer_seq: 0,
+            replies: HashMap::new(),
+            checkpointed_at,
+            checkpoints: 0,
+            failed: false,
+        }
+    }
+
+    async fn run(
+        &mut self,
+        mut inbox: mpsc::Receiver<VnodeCmd>,
+        mut wal_events: mpsc::UnboundedReceiver<WalEvent>,
+        checkpoint_every: Duration,
+        stop: CancellationToken,
+    ) {
+        self.step(Input::Restarted).await;
+        let mut checkpoint = tokio::time::interval(checkpoint_every);
+        checkpoint.tick().await;
+        while !self.failed {
+            let next_timer = self.timers.keys().next().map(|(at, _)| clock::instant_of(*at));
+            let sleep = tokio::time::sleep_until(next_timer.unwrap_or_else(clock::far_future).into());
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                Some(ev) = wal_events.recv() => self.on_wal_event(ev).await,
+                _ = sleep, if next_timer.is_some() => self.fire_timers().await,
+                cmd = inbox.recv() => match cmd {
+                    Some(cmd) => self.on_commands(cmd, &mut inbox).await,
+                    None => break,
+                },
+                _ = checkpoint.tick() => self.checkpoint().await,
+            }
+        }
+    }
+
+    async fn on_commands(&mut self, first: VnodeCmd, inbox: &mut mpsc::Receiver<VnodeCmd>) {
+        self.on_command(first).await;
+        for _ in 1..DRAIN_MAX {
+            match inbox.try_recv() {
+                Ok(cmd) => self.on_command(cmd).await,
+                Err(_) => break,
+            }
+        }
+    }
+
+    async fn on_command(&mut self, cmd: VnodeCmd) {
+        match cmd {
+            VnodeCmd::Deliver(env) => self.step(Input::Message(env)).await,
+            VnodeCmd::Client { client, req, request, reply } => {
+                self.replies.insert((client, req), reply);
+                self.step(Input::Client { client, req, request }).await;
+            }
+            VnodeCmd::Inspect(tx) => {
+                let mut status = self.machine.status();
+                status.checkpoints = self.checkpoints;
+                let _ = tx.send(status);
+            }
+        }
+    }
+
+    async fn on_wal_event(&mut self, ev: WalEvent) {
+        match ev {
+            WalEvent::Durable(lsn) => self.step(Input::WalDurable(lsn)).await,
+            WalEvent::ReadBack { seq, bytes } => self.step(Input::AlterPersisted { seq, bytes }).await,
+            WalEvent::Checkpointed { bytes, took_ms, segments_removed } => {
+                self.checkpoints += 1;
+                tracing::debug!(vnode = %self.id, bytes, took_ms, segments_removed, "checkpoint written");
+            }
+            WalEvent::Failed(error) => {
+                tracing::error!(vnode = %self.id, "write-ahead log failed, stopping: {error}");
+                self.failed = true;
+                let _ = self.host.send(HostEvent::Fatal { vnode: self.id.clone(), error });
+            }
+        }
+    }
+
+    async fn fire_timers(&mut self) {
+        let now = clock::now_us();
+        while let Some(entry) = self.timers.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let timer = entry.remove();
+            self.step(Input::Timer(timer)).await;
+        }
+    }
+
+    /// A checkpoint when the log grew since the last one: the image is taken in this step, so it
+    /// stands for exactly the records appended so far; the WAL thread writes it.
+    async fn checkpoint(&mut self) {
+        let appended = self.machine.appended();
+        if appended == self.checkpointed_at {
+            return;
+        }
+        self.checkpointed_at = appended;
+        let image = self.machine.image();
+        if self.wal.send(WalCmd::Checkpoint(image)).await.is_err() {
+            self.failed = true;
+        }
+    }
+
+    async fn step(&mut self, input: Input) {
+        let outputs = self.machine.step(clock::now_us(), input);
+        for o in outputs {
+            self.carry_out(o).await;
+        }
+    }
+
+    async fn carry_out(&mut self, o: Output) {
+        match o {
+            Output::Append(record) => {
+                if self.wal.send(WalCmd::Append(record)).await.is_err() {
+                    self.failed = true;
+                }
+            }
+            Output::Send(env) => self.router.send(env),
+            Output::Reply { client, req, response } => {
+                if let Some(tx) = self.replies.remove(&(client, req)) {
+                    let _ = tx.send(response);
+                }
+            }
+            Output::SetTimer { timer, at_us } => {
+                self.timer_seq += 1;
+                self.timers.insert((at_us, self.timer_seq), timer);
+            }
+            Output::StartSecondaryParent { id, of, metadata, term } => {
+                let _ = self.host.send(HostEvent::StartSecondary { id, of, metadata, term });
+            }
+            Output::StopSecondaryParent { id } => {
+                let _ = self.host.send(HostEvent::StopSecondary { id });
+            }
+        }
+    }
+}

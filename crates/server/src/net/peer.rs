@@ -1,0 +1,259 @@
+//! Peer links (DESIGN §7): one TCP connection per pair of hosts — the host whose name sorts first
+//! dials, the other accepts — authenticated (`auth.rs`) before any envelope is accepted, then
+//! carrying envelopes both ways in frames (`frame.rs`). FIFO per connection; a broken connection
+//! loses what was in flight, and the dialer reconnects with capped, doubling back-off.
+//!
+//! A frame that is too big, does not decode, or claims to come from another host closes that link
+//! only, logged with the peer's address; nothing in it is applied.
+
+use super::auth::{self, Identity};
+use super::frame::{self, PeerFramed};
+use crate::router::Router;
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use waymark_core::Envelope;
+
+const BACKOFF_MIN: Duration = Duration::from_millis(50);
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Envelopes written before one flush.
+const WRITE_BATCH_MAX: usize = 1_024;
+
+#[derive(Default)]
+pub struct LinkStats {
+    pub auth_failures: AtomicU64,
+    pub malformed_frames: AtomicU64,
+    pub connects: AtomicU64,
+}
+
+/// What every link of this host shares.
+#[derive(Clone)]
+pub struct LinkContext {
+    pub me: Identity,
+    pub hosts: Vec<String>,
+    pub frame_max_bytes: usize,
+    pub router: Arc<Router>,
+    pub stats: Arc<LinkStats>,
+    pub shutdown: CancellationToken,
+}
+
+/// One remote host: where to reach it, and the queue of envelopes for it.
+pub struct Peer {
+    pub host: String,
+    pub addr: SocketAddr,
+    pub queue: mpsc::Receiver<Envelope>,
+}
+
+/// Starts the listener and one link task per peer.
+pub async fn start(ctx: LinkContext, listen: SocketAddr, peers: Vec<Peer>) -> std::io::Result<()> {
+    let listener = TcpListener::bind(listen).await?;
+    let mut accepted = std::collections::HashMap::new();
+    for peer in peers {
+        if ctx.me.host < peer.host {
+            tokio::spawn(dialing(ctx.clone(), peer));
+        } else {
+            let (tx, rx) = mpsc::channel(4);
+            accepted.insert(peer.host.clone(), tx);
+            tokio::spawn(accepting(ctx.clone(), peer, rx));
+        }
+    }
+    tokio::spawn(listen_loop(ctx, listener, accepted));
+    Ok(())
+}
+
+async fn listen_loop(
+    ctx: LinkContext,
+    listener: TcpListener,
+    accepted: std::collections::HashMap<String, mpsc::Sender<(PeerFramed, SocketAddr)>>,
+) {
+    let accepted = Arc::new(accepted);
+    loop {
+        let (stream, addr) = tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("peer listener: accept failed: {e}");
+                    tokio::time::sleep(BACKOFF_MIN).await;
+                    continue;
+                }
+            },
+        };
+        let (ctx, accepted) = (ctx.clone(), accepted.clone());
+        tokio::spawn(async move {
+            let _ = stream.set_nodelay(true);
+            let mut framed = frame::framed(stream, ctx.frame_max_bytes);
+            match auth::accept(&mut framed, &ctx.me, &ctx.hosts).await {
+                Ok(host) => match accepted.get(&host) {
+                    Some(tx) => drop(tx.send((framed, addr)).await),
+                    None => tracing::warn!(%addr, "peer {host} dialed, but this host dials it: closing"),
+                },
+                Err(e) => {
+                    ctx.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(%addr, "peer refused: {e}");
+                }
+            }
+        });
+    }
+}
+
+/// This host dials `peer`, again and again with capped back-off whenever the link breaks.
+async fn dialing(ctx: LinkContext, mut peer: Peer) {
+    let mut backoff = BACKOFF_MIN;
+    while !ctx.shutdown.is_cancelled() {
+        match connect(&ctx, &peer).await {
+            Ok(framed) => {
+                backoff = BACKOFF_MIN;
+                tracing::info!(peer = %peer.host, addr = %peer.addr, "peer link up");
+                let why = run(&ctx, &mut peer, framed, None).await;
+                tracing::warn!(peer = %peer.host, addr = %peer.addr, "peer link down: {why}");
+            }
+            Err(e) => tracing::debug!(peer = %peer.host, addr = %peer.addr, "cannot link: {e}"),
+        }
+        discard_queued(&mut peer.queue);
+        tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+async fn connect(ctx: &LinkContext, peer: &Peer) -> Result<PeerFramed, String> {
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(peer.addr))
+        .await
+        .map_err(|_| "connect timed out".to_string())?
+        .map_err(|e| e.to_string())?;
+    let _ = stream.set_nodelay(true);
+    let mut framed = frame::framed(stream, ctx.frame_max_bytes);
+    if let Err(e) = auth::dial(&mut framed, &ctx.me, &peer.host).await {
+        ctx.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(peer = %peer.host, addr = %peer.addr, "authentication failed: {e}");
+        return Err(e.to_string());
+    }
+    ctx.stats.connects.fetch_add(1, Ordering::Relaxed);
+    Ok(framed)
+}
+
+/// `peer` dials this host: each authenticated connection it makes replaces the previous one.
+async fn accepting(ctx: LinkContext, mut peer: Peer, mut accepted: mpsc::Receiver<(PeerFramed, SocketAddr)>) {
+    let mut next = None;
+    loop {
+        let (framed, addr) = match next.take() {
+            Some(c) => c,
+            None => tokio::select! {
+                _ = ctx.shutdown.cancelled() => return,
+                c = accepted.recv() => match c { Some(c) => c, None => return },
+                // While the peer is away, what is queued for it is lost, as on a broken link.
+                _ = tokio::time::sleep(BACKOFF_MAX) => { discard_queued(&mut peer.queue); continue; }
+            },
+        };
+        ctx.stats.connects.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(peer = %peer.host, %addr, "peer link up");
+        peer.addr = addr;
+        let why = run(&ctx, &mut peer, framed, Some(&mut accepted)).await;
+        tracing::warn!(peer = %peer.host, %addr, "peer link down: {why}");
+        if let Why::Replaced(c) = why {
+            next = Some(c);
+        }
+    }
+}
+
+enum Why {
+    Shutdown,
+    Closed,
+    Failed(String),
+    Replaced((PeerFramed, SocketAddr)),
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::Shutdown => write!(f, "shutting down"),
+            Why::Closed => write!(f, "closed by the peer"),
+            Why::Failed(e) => write!(f, "{e}"),
+            Why::Replaced(_) => write!(f, "replaced by a new connection"),
+        }
+    }
+}
+
+/// Carries envelopes both ways until the connection breaks, shutdown, or a new connection.
+async fn run(
+    ctx: &LinkContext,
+    peer: &mut Peer,
+    framed: PeerFramed,
+    replacement: Option<&mut mpsc::Receiver<(PeerFramed, SocketAddr)>>,
+) -> Why {
+    let (mut sink, mut stream) = framed.split();
+    let queue = &mut peer.queue;
+    let write = async {
+        while let Some(env) = queue.recv().await {
+            let mut batch = vec![env];
+            while batch.len() < WRITE_BATCH_MAX {
+                match queue.try_recv() {
+                    Ok(env) => batch.push(env),
+                    Err(_) => break,
+                }
+            }
+            for env in &batch {
+                if let Err(e) = sink.feed(frame::encode(env)).await {
+                    return Why::Failed(format!("write: {e}"));
+                }
+            }
+            if let Err(e) = sink.flush().await {
+                return Why::Failed(format!("write: {e}"));
+            }
+        }
+        Why::Shutdown
+    };
+    let (host, addr) = (peer.host.clone(), peer.addr);
+    let read = async {
+        loop {
+            let bytes = match stream.next().await {
+                None => return Why::Closed,
+                Some(Err(e)) => return malformed(ctx, &host, addr, e.to_string()),
+                Some(Ok(b)) => b,
+            };
+            let env: Envelope = match frame::decode(&bytes) {
+                Ok(env) => env,
+                Err(e) => return malformed(ctx, &host, addr, e.to_string()),
+            };
+            if env.from.host != host || env.to.host != ctx.me.host {
+                let e = format!("envelope from {} to {} on the link of {host}", env.from, env.to);
+                return malformed(ctx, &host, addr, e);
+            }
+            ctx.router.deliver(env).await;
+        }
+    };
+    let replaced = async {
+        match replacement {
+            Some(rx) => match rx.recv().await {
+                Some(c) => Why::Replaced(c),
+                None => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = ctx.shutdown.cancelled() => Why::Shutdown,
+        w = write => w,
+        r = read => r,
+        c = replaced => c,
+    }
+}
+
+fn malformed(ctx: &LinkContext, host: &str, addr: SocketAddr, e: String) -> Why {
+    ctx.stats.malformed_frames.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(peer = %host, %addr, "malformed frame: {e}; closing this link");
+    Why::Failed(format!("malformed frame: {e}"))
+}
+
+fn discard_queued(queue: &mut mpsc::Receiver<Envelope>) {
+    while queue.try_recv().is_ok() {}
+}

@@ -1,0 +1,271 @@
+//! One host's process (DESIGN §7): its store and manager vnodes (each a driver thread with a WAL
+//! writer thread), the peer links, the Redis front end and the admin API. It starts every vnode
+//! from its checkpoint and log, then serves until shutdown, starting and stopping secondary parents
+//! when a vnode asks (seed 004), and stops — fail-stop — if a vnode's log breaks.
+
+use crate::admin;
+use crate::config::NodeConfig;
+use crate::driver::{self, DriverSetup, HostEvent, Machine, VnodeCmd, VnodeHandle, VnodeStatus};
+use crate::net::auth::Identity;
+use crate::net::peer::{self, LinkContext, LinkStats, Peer};
+use crate::resp;
+use crate::router::Router;
+use crate::storage::checkpoint::Image;
+use crate::storage::recover::{self, StorageError};
+use crate::storage::wal_thread::{self, WalSetup};
+use crate::topology::{Topology, TopologyError};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use waymark_core::alter::{AlterConfig, ManagerVnode};
+use waymark_core::{TreeImage, Vnode, VnodeId, VnodeImage};
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Listen { addr: std::net::SocketAddr, what: &'static str, source: std::io::Error },
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
+    #[error("{dir}: {source}")]
+    Dir { dir: PathBuf, source: std::io::Error },
+    #[error("vnode {vnode}: {error}")]
+    Fatal { vnode: VnodeId, error: String },
+}
+
+/// What the front ends share with the node: the local store vnodes, and how to see every vnode.
+pub struct Shared {
+    pub cfg: NodeConfig,
+    pub topology: Topology,
+    pub router: Arc<Router>,
+    pub links: Arc<LinkStats>,
+    /// This host's store vnodes: a client's transactions are coordinated by one of them.
+    pub stores: Vec<(VnodeId, mpsc::Sender<VnodeCmd>)>,
+    pub started: std::time::Instant,
+}
+
+impl Shared {
+    /// The status of every vnode this host runs now.
+    pub async fn statuses(&self) -> Vec<VnodeStatus> {
+        let mut ids: Vec<VnodeId> = self.topology.stores_on(&self.cfg.host).cloned().collect();
+        ids.extend(self.topology.managers_on(&self.cfg.host).map(|c| c.id.clone()));
+        let mut out = vec![];
+        for id in ids {
+            let Some(tx) = self.router.local(&id) else { continue };
+            let (reply, rx) = oneshot::channel();
+            if tx.send(VnodeCmd::Inspect(reply)).await.is_ok() {
+                if let Ok(s) = rx.await {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+}
+
+struct Host {
+    shared: Arc<Shared>,
+    vnodes: HashMap<VnodeId, VnodeHandle>,
+    events_tx: mpsc::UnboundedSender<HostEvent>,
+    stop: CancellationToken,
+}
+
+/// Runs the host until `shutdown` (or a fatal error).
+pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), NodeError> {
+    let topology = Topology::new(&cfg.cluster)?;
+    let vnodes_dir = cfg.data_dir.join("vnodes");
+    std::fs::create_dir_all(&vnodes_dir).map_err(|source| NodeError::Dir { dir: vnodes_dir.clone(), source })?;
+    let (peers, senders) = peer_queues(&cfg);
+    let router = Arc::new(Router::new(cfg.host.clone(), senders));
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let stop = shutdown.child_token();
+    let links = Arc::new(LinkStats::default());
+    let shared = Shared { cfg, topology, router, links, stores: vec![], started: std::time::Instant::now() };
+    let mut host = Host { shared: Arc::new(shared), vnodes: HashMap::new(), events_tx, stop };
+    host.start_vnodes()?;
+    host.start_front_ends(peers).await?;
+    tracing::info!(host = %host.shared.cfg.host, "node started: {} vnodes", host.vnodes.len());
+    let result = loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break Ok(()),
+            Some(ev) = events.recv() => if let Err(e) = host.on_event(ev) { break Err(e) },
+        }
+    };
+    host.stop_all().await;
+    result
+}
+
+fn peer_queues(cfg: &NodeConfig) -> (Vec<Peer>, HashMap<String, mpsc::Sender<waymark_core::Envelope>>) {
+    let mut peers = vec![];
+    let mut senders = HashMap::new();
+    for h in cfg.cluster.hosts.iter().filter(|h| h.name != cfg.host) {
+        let (tx, rx) = mpsc::channel(cfg.limits.peer_queue_max);
+        senders.insert(h.name.clone(), tx);
+        peers.push(Peer { host: h.name.clone(), addr: h.peer, queue: rx });
+    }
+    (peers, senders)
+}
+
+impl Host {
+    fn cfg(&self) -> &NodeConfig {
+        &self.shared.cfg
+    }
+
+    fn start_vnodes(&mut self) -> Result<(), NodeError> {
+        let host = self.cfg().host.clone();
+        let stores: Vec<VnodeId> = self.shared.topology.stores_on(&host).cloned().collect();
+        let mut local_stores = vec![];
+        for id in stores {
+            let cfg = self.shared.topology.store_config(&id, self.cfg());
+            let genesis = cfg.tree.as_ref().map(|_| cfg.genesis.clone());
+            let handle = self.start(&id, false, |image, records| {
+                let image = match image {
+                    Some(Image::Store(i)) => i,
+                    _ => VnodeImage::empty(genesis.as_ref()),
+                };
+                Vnode::recover_from(cfg, image, records)
+            })?;
+            local_stores.push((id.clone(), handle.tx.clone()));
+            self.vnodes.insert(id, handle);
+        }
+        Arc::get_mut(&mut self.shared).expect("not shared yet").stores = local_stores;
+        let managers: Vec<AlterConfig> = self.shared.topology.managers_on(&host).cloned().collect();
+        for cfg in managers {
+            let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: 0 };
+            let id = cfg.id.clone();
+            let handle = self.start(&id, false, |image, records| {
+                let image = match image {
+                    Some(Image::Manager(i)) => i,
+                    _ => genesis,
+                };
+                ManagerVnode::recover(cfg, image, records)
+            })?;
+            self.vnodes.insert(id, handle);
+        }
+        Ok(())
+    }
+
+    /// Opens a vnode's storage (`fresh`: emptied first), rebuilds the machine and starts its threads.
+    fn start<M: Machine>(
+        &self,
+        id: &VnodeId,
+        fresh: bool,
+        build: impl FnOnce(Option<Image>, &[waymark_core::Record]) -> M,
+    ) -> Result<VnodeHandle, NodeError> {
+        let dir = self.cfg().data_dir.join("vnodes").join(id.to_string());
+        if fresh && dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|source| NodeError::Dir { dir: dir.clone(), source })?;
+        }
+        let options = waymark_wal::Options {
+            max_record_bytes: self.cfg().limits.frame_max_bytes as u64,
+            ..waymark_wal::Options::default()
+        };
+        let opened = recover::open(&dir, options)?;
+        if opened.truncated_bytes > 0 {
+            tracing::warn!(vnode = %id, "cut a torn log tail of {} bytes", opened.truncated_bytes);
+        }
+        tracing::info!(vnode = %id, records = opened.records.len(), checkpoint = opened.image.is_some(), "recovered");
+        let machine = build(opened.image, &opened.records);
+        // The WAL writer counts appends from where the machine's log positions stand.
+        let base = machine.appended();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let limits = &self.cfg().limits;
+        let wal = wal_thread::spawn(WalSetup {
+            name: id.to_string(),
+            wal: opened.wal,
+            dir,
+            base,
+            fsync: self.cfg().fsync,
+            queue_max: limits.vnode_queue_max,
+            events: events_tx,
+            pins: Default::default(),
+        })
+        .map_err(NodeError::Thread)?;
+        let setup = DriverSetup {
+            id: id.clone(),
+            wal,
+            wal_events: events_rx,
+            router: self.shared.router.clone(),
+            host_events: self.events_tx.clone(),
+            checkpoint_every: self.cfg().checkpoint_every,
+            queue_max: limits.vnode_queue_max,
+            stop: self.stop.child_token(),
+        };
+        driver::spawn(machine, setup).map_err(NodeError::Thread)
+    }
+
+    async fn start_front_ends(&mut self, peers: Vec<Peer>) -> Result<(), NodeError> {
+        let cfg = self.cfg().clone();
+        let me = cfg.this_host().clone();
+        let identity =
+            Identity { cluster: cfg.cluster.name.clone(), host: cfg.host.clone(), secret: cfg.secret.clone() };
+        let ctx = LinkContext {
+            me: identity,
+            hosts: cfg.cluster.hosts.iter().map(|h| h.name.clone()).collect(),
+            frame_max_bytes: cfg.limits.frame_max_bytes,
+            router: self.shared.router.clone(),
+            stats: self.shared.links.clone(),
+            shutdown: self.stop.clone(),
+        };
+        let listen_err = |addr, what| move |source| NodeError::Listen { addr, what, source };
+        peer::start(ctx, me.peer, peers).await.map_err(listen_err(me.peer, "peer links"))?;
+        resp::server::start(self.shared.clone(), me.redis, self.stop.clone())
+            .await
+            .map_err(listen_err(me.redis, "redis clients"))?;
+        admin::start(self.shared.clone(), me.admin, self.stop.clone())
+            .await
+            .map_err(listen_err(me.admin, "admin http"))?;
+        Ok(())
+    }
+
+    fn on_event(&mut self, ev: HostEvent) -> Result<(), NodeError> {
+        match ev {
+            HostEvent::StartSecondary { id, of, metadata, term } => self.start_secondary(id, of, metadata, term),
+            HostEvent::StopSecondary { id } => self.stop_secondary(&id),
+            HostEvent::Fatal { vnode, error } => return Err(NodeError::Fatal { vnode, error }),
+        }
+        Ok(())
+    }
+
+    /// Seed 004: this host's vnode was elected assisting child; start the secondary parent `id`
+    /// in place of `of`, from the assisting child's metadata, on a fresh log.
+    fn start_secondary(&mut self, id: VnodeId, of: VnodeId, metadata: waymark_core::alter::Metadata, term: u64) {
+        if self.vnodes.get(&id).is_some_and(|h| !h.join.is_finished()) {
+            return;
+        }
+        let Some(cfg) = self.shared.topology.tree_config(&of).map(|c| c.secondary(id.clone())) else {
+            return tracing::warn!(vnode = %id, "asked to stand in for {of}, which is not in the tree");
+        };
+        let image = TreeImage { metadata, term };
+        match self.start(&id, true, |_, records| ManagerVnode::recover(cfg, image, records)) {
+            Ok(handle) => {
+                tracing::info!(vnode = %id, "secondary parent started in place of {of}");
+                self.vnodes.insert(id, handle);
+            }
+            Err(e) => tracing::error!(vnode = %id, "cannot start secondary parent: {e}"),
+        }
+    }
+
+    fn stop_secondary(&mut self, id: &VnodeId) {
+        if let Some(handle) = self.vnodes.remove(id) {
+            tracing::info!(vnode = %id, "secondary parent stopped");
+            handle.stop.cancel();
+        }
+    }
+
+    async fn stop_all(&mut self) {
+        self.stop.cancel();
+        let handles: Vec<VnodeHandle> = self.vnodes.drain().map(|(_, h)| h).collect();
+        let _ = tokio::task::spawn_blocking(move || {
+            for h in handles {
+                let _ = h.join.join();
+            }
+        })
+        .await;
+    }
+}

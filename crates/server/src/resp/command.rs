@@ -1,0 +1,304 @@
+//! Redis commands as Waymark understands them: the arguments of a request turned into a typed
+//! command, or into the error Redis itself would give (wrong arity, not an integer, an option
+//! Waymark does not support — never a silent success).
+
+use waymark_core::{Key, Value};
+
+/// A command that reads or writes data: these run as one serializable transaction (alone, or
+/// together between `MULTI` and `EXEC`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DataCmd {
+    Get(Key),
+    Set(Key, Value),
+    Del(Vec<Key>),
+    Exists(Vec<Key>),
+    MGet(Vec<Key>),
+    MSet(Vec<(Key, Value)>),
+    IncrBy(Key, i64),
+    Append(Key, Value),
+    StrLen(Key),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cmd {
+    Data(DataCmd),
+    Ping(Option<Vec<u8>>),
+    Echo(Vec<u8>),
+    Quit,
+    Hello { proto: Option<u8>, auth: Option<(Vec<u8>, Vec<u8>)>, name: Option<Vec<u8>> },
+    Auth { user: Option<Vec<u8>>, password: Vec<u8> },
+    Select(i64),
+    ClientSetName(Vec<u8>),
+    ClientGetName,
+    ClientSetInfo,
+    ClientId,
+    ConfigGet(Vec<Vec<u8>>),
+    Command,
+    CommandCount,
+    CommandDocs,
+    CommandInfo(Vec<Vec<u8>>),
+    Info(Option<String>),
+    DbSize,
+    Multi,
+    Exec,
+    Discard,
+    Watch(Vec<Key>),
+    Unwatch,
+}
+
+/// An error reply, with Redis's wording.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CmdError(pub String);
+
+/// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
+/// counting the name) — `COMMAND` lists them for tools.
+pub const TABLE: &[(&str, i64)] = &[
+    ("get", 2),
+    ("set", -3),
+    ("del", -2),
+    ("exists", -2),
+    ("mget", -2),
+    ("mset", -3),
+    ("incr", 2),
+    ("incrby", 3),
+    ("decr", 2),
+    ("decrby", 3),
+    ("append", 3),
+    ("strlen", 2),
+    ("multi", 1),
+    ("exec", 1),
+    ("discard", 1),
+    ("watch", -2),
+    ("unwatch", 1),
+    ("ping", -1),
+    ("echo", 2),
+    ("hello", -1),
+    ("auth", -2),
+    ("select", 2),
+    ("quit", -1),
+    ("info", -1),
+    ("dbsize", 1),
+    ("client", -2),
+    ("config", -2),
+    ("command", -1),
+];
+
+fn arity_error(name: &str) -> CmdError {
+    CmdError(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+fn not_integer() -> CmdError {
+    CmdError("ERR value is not an integer or out of range".into())
+}
+
+fn integer(arg: &[u8]) -> Result<i64, CmdError> {
+    std::str::from_utf8(arg).ok().and_then(|s| s.parse().ok()).ok_or_else(not_integer)
+}
+
+/// Turns a request's arguments into a command. `args` is never empty (the parser skips empty
+/// requests).
+pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let Some(&(_, arity)) = TABLE.iter().find(|(n, _)| *n == name) else {
+        return Err(unknown(&name, &args[1..]));
+    };
+    let n = args.len() as i64;
+    if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
+        return Err(arity_error(&name));
+    }
+    let mut a = args.into_iter().skip(1);
+    let mut one = || a.next().expect("arity checked");
+    match name.as_str() {
+        "get" => Ok(Cmd::Data(DataCmd::Get(one()))),
+        "set" => {
+            let (key, value) = (one(), one());
+            set(key, value, a.collect())
+        }
+        "del" => Ok(Cmd::Data(DataCmd::Del(a.collect()))),
+        "exists" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
+        "mget" => Ok(Cmd::Data(DataCmd::MGet(a.collect()))),
+        "mset" => mset(a.collect()),
+        "incr" => Ok(Cmd::Data(DataCmd::IncrBy(one(), 1))),
+        "decr" => Ok(Cmd::Data(DataCmd::IncrBy(one(), -1))),
+        "incrby" => {
+            let (key, by) = (one(), one());
+            Ok(Cmd::Data(DataCmd::IncrBy(key, integer(&by)?)))
+        }
+        "decrby" => {
+            let (key, by) = (one(), one());
+            let by = integer(&by)?.checked_neg().ok_or_else(|| CmdError("ERR decrement would overflow".into()))?;
+            Ok(Cmd::Data(DataCmd::IncrBy(key, by)))
+        }
+        "append" => {
+            let (key, value) = (one(), one());
+            Ok(Cmd::Data(DataCmd::Append(key, value)))
+        }
+        "strlen" => Ok(Cmd::Data(DataCmd::StrLen(one()))),
+        "watch" => Ok(Cmd::Watch(a.collect())),
+        "multi" => Ok(Cmd::Multi),
+        "exec" => Ok(Cmd::Exec),
+        "discard" => Ok(Cmd::Discard),
+        "unwatch" => Ok(Cmd::Unwatch),
+        _ => connection(&name, a.collect()),
+    }
+}
+
+fn unknown(name: &str, args: &[Vec<u8>]) -> CmdError {
+    let shown: Vec<String> = args.iter().take(8).map(|a| format!("'{}'", String::from_utf8_lossy(a))).collect();
+    CmdError(format!("ERR unknown command '{name}', with args beginning with: {}", shown.join(" ")))
+}
+
+/// `SET key value` only: expiry and conditions are not part of Waymark, and saying so beats
+/// storing a key the client believes will expire.
+fn set(key: Key, value: Value, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    if let Some(opt) = options.first() {
+        let opt = String::from_utf8_lossy(opt).to_ascii_uppercase();
+        let known = ["EX", "PX", "EXAT", "PXAT", "NX", "XX", "KEEPTTL", "GET"];
+        return Err(CmdError(match known.contains(&opt.as_str()) {
+            true => format!("ERR SET option '{opt}' is not supported by Waymark (keys do not expire; use WATCH/MULTI for conditions)"),
+            false => "ERR syntax error".into(),
+        }));
+    }
+    Ok(Cmd::Data(DataCmd::Set(key, value)))
+}
+
+fn mset(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    if !args.len().is_multiple_of(2) {
+        return Err(arity_error("mset"));
+    }
+    let mut pairs = vec![];
+    let mut it = args.into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        pairs.push((k, v));
+    }
+    Ok(Cmd::Data(DataCmd::MSet(pairs)))
+}
+
+fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let upper = |a: &Vec<u8>| String::from_utf8_lossy(a).to_ascii_uppercase();
+    match name {
+        "ping" if args.len() <= 1 => Ok(Cmd::Ping(args.into_iter().next())),
+        "ping" => Err(arity_error("ping")),
+        "echo" => Ok(Cmd::Echo(args.into_iter().next().expect("arity checked"))),
+        "quit" => Ok(Cmd::Quit),
+        "hello" => hello(args),
+        "auth" => match args.len() {
+            1 => Ok(Cmd::Auth { user: None, password: args[0].clone() }),
+            2 => Ok(Cmd::Auth { user: Some(args[0].clone()), password: args[1].clone() }),
+            _ => Err(CmdError("ERR syntax error".into())),
+        },
+        "select" => Ok(Cmd::Select(integer(&args[0])?)),
+        "info" => Ok(Cmd::Info(args.first().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()))),
+        "dbsize" => Ok(Cmd::DbSize),
+        "client" => client(&upper(&args[0]), args),
+        "config" => match upper(&args[0]).as_str() {
+            "GET" if args.len() >= 2 => Ok(Cmd::ConfigGet(args[1..].to_vec())),
+            "GET" => Err(CmdError("ERR wrong number of arguments for 'config|get' command".into())),
+            sub => Err(CmdError(format!(
+                "ERR CONFIG {sub} is not supported by Waymark: its settings live in the node's config file"
+            ))),
+        },
+        "command" => match args.first().map(upper).as_deref() {
+            None => Ok(Cmd::Command),
+            Some("COUNT") => Ok(Cmd::CommandCount),
+            Some("DOCS") => Ok(Cmd::CommandDocs),
+            Some("INFO") => Ok(Cmd::CommandInfo(args[1..].to_vec())),
+            Some(sub) => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try COMMAND HELP."))),
+        },
+        _ => Err(unknown(name, &args)),
+    }
+}
+
+fn client(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    match (sub, args.len()) {
+        ("SETNAME", 2) if args[1].iter().any(|b| *b <= b' ') => {
+            Err(CmdError("ERR Client names cannot contain spaces, newlines or special characters.".into()))
+        }
+        ("SETNAME", 2) => Ok(Cmd::ClientSetName(args[1].clone())),
+        ("GETNAME", 1) => Ok(Cmd::ClientGetName),
+        ("SETINFO", 3) => Ok(Cmd::ClientSetInfo),
+        ("ID", 1) => Ok(Cmd::ClientId),
+        ("SETNAME" | "GETNAME" | "SETINFO" | "ID", _) => {
+            Err(CmdError(format!("ERR wrong number of arguments for 'client|{}' command", sub.to_lowercase())))
+        }
+        _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try CLIENT HELP."))),
+    }
+}
+
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
+fn hello(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let mut it = args.into_iter();
+    let proto = match it.next() {
+        None => None,
+        Some(p) => match integer(&p) {
+            Ok(v @ (2 | 3)) => Some(v as u8),
+            _ => return Err(CmdError("NOPROTO unsupported protocol version".into())),
+        },
+    };
+    let (mut auth, mut name) = (None, None);
+    while let Some(opt) = it.next() {
+        match String::from_utf8_lossy(&opt).to_ascii_uppercase().as_str() {
+            "AUTH" => match (it.next(), it.next()) {
+                (Some(u), Some(p)) => auth = Some((u, p)),
+                _ => return Err(CmdError("ERR Syntax error in HELLO option 'AUTH'".into())),
+            },
+            "SETNAME" => match it.next() {
+                Some(n) => name = Some(n),
+                None => return Err(CmdError("ERR Syntax error in HELLO option 'SETNAME'".into())),
+            },
+            other => return Err(CmdError(format!("ERR Syntax error in HELLO option '{other}'"))),
+        }
+    }
+    Ok(Cmd::Hello { proto, auth, name })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(words: &str) -> Result<Cmd, CmdError> {
+        parse(words.split(' ').map(|w| w.as_bytes().to_vec()).collect())
+    }
+
+    #[test]
+    fn data_commands_parse_into_their_typed_form() {
+        assert_eq!(cmd("GET a"), Ok(Cmd::Data(DataCmd::Get(b"a".to_vec()))));
+        assert_eq!(cmd("decrby a 5"), Ok(Cmd::Data(DataCmd::IncrBy(b"a".to_vec(), -5))));
+        assert_eq!(
+            cmd("MSET a 1 b 2"),
+            Ok(Cmd::Data(DataCmd::MSet(vec![(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), b"2".to_vec())])))
+        );
+    }
+
+    #[test]
+    fn wrong_arity_and_bad_integers_get_redis_errors() {
+        assert_eq!(cmd("GET"), Err(CmdError("ERR wrong number of arguments for 'get' command".into())));
+        assert_eq!(cmd("MSET a 1 b"), Err(CmdError("ERR wrong number of arguments for 'mset' command".into())));
+        assert_eq!(cmd("INCRBY a x"), Err(CmdError("ERR value is not an integer or out of range".into())));
+        assert!(cmd("DECRBY a -9223372036854775808").is_err());
+    }
+
+    #[test]
+    fn unsupported_options_are_refused_not_ignored() {
+        let e = cmd("SET a 1 EX 10").unwrap_err();
+        assert!(e.0.contains("'EX' is not supported"), "{e:?}");
+        assert_eq!(cmd("SET a 1 FOO"), Err(CmdError("ERR syntax error".into())));
+        assert!(cmd("FLUSHALL").unwrap_err().0.starts_with("ERR unknown command 'flushall'"));
+        assert!(cmd("CONFIG SET save x").is_err());
+    }
+
+    #[test]
+    fn hello_takes_a_protocol_and_options() {
+        assert_eq!(cmd("HELLO 3"), Ok(Cmd::Hello { proto: Some(3), auth: None, name: None }));
+        assert_eq!(cmd("HELLO 4"), Err(CmdError("NOPROTO unsupported protocol version".into())));
+        let h = cmd("HELLO 2 AUTH default pw SETNAME me").unwrap();
+        assert_eq!(
+            h,
+            Cmd::Hello {
+                proto: Some(2),
+                auth: Some((b"default".to_vec(), b"pw".to_vec())),
+                name: Some(b"me".to_vec())
+            }
+        );
+    }
+}

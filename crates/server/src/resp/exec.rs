@@ -1,0 +1,184 @@
+//! How Redis data commands become one Waymark transaction (DESIGN §3): the keys whose current
+//! value a reply depends on are read first; the commands are then evaluated in order against
+//! those values, giving each command's reply and the transaction's writes; the transaction carries
+//! a read check for every key read, so it commits only if those values are still current — and
+//! then every reply is exactly what running the commands at the commit point gives.
+//!
+//! Pure: no IO. The session does the reads and submits the transaction.
+
+use super::command::DataCmd;
+use std::collections::{BTreeMap, BTreeSet};
+use waymark_core::{Key, Value, Write, WriteOp};
+use waymark_resp::Reply;
+
+/// The keys whose current values the commands' replies or writes depend on. `SET` and `MSET`
+/// depend on nothing: they are blind writes.
+pub fn keys_to_read(cmds: &[DataCmd]) -> BTreeSet<Key> {
+    let mut keys = BTreeSet::new();
+    for c in cmds {
+        match c {
+            DataCmd::Get(k) | DataCmd::IncrBy(k, _) | DataCmd::Append(k, _) | DataCmd::StrLen(k) => {
+                keys.insert(k.clone());
+            }
+            DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => keys.extend(ks.iter().cloned()),
+            DataCmd::Set(..) | DataCmd::MSet(..) => {}
+        }
+    }
+    keys
+}
+
+/// The commands run in order over the values read.
+#[derive(Debug, PartialEq)]
+pub struct Evaluated {
+    pub replies: Vec<Reply>,
+    /// The final value of every key written (`Del` for a key deleted).
+    pub writes: Vec<Write>,
+}
+
+/// Runs `cmds` over `read` (the current value of every key `keys_to_read` named; `None` if the
+/// key does not exist). A command that fails (`INCR` on text, a value grown past the limit)
+/// answers with its error and writes nothing, as in Redis; the others go on.
+pub fn evaluate(cmds: &[DataCmd], read: &BTreeMap<Key, Option<Value>>, value_max_bytes: usize) -> Evaluated {
+    let mut state = Overlay { values: read.clone(), written: BTreeSet::new() };
+    let replies = cmds.iter().map(|c| state.run(c, value_max_bytes)).collect();
+    let writes = state
+        .written
+        .iter()
+        .map(|k| match state.values.get(k).cloned().flatten() {
+            Some(v) => Write { key: k.clone(), op: WriteOp::Set(v) },
+            None => Write { key: k.clone(), op: WriteOp::Del },
+        })
+        .collect();
+    Evaluated { replies, writes }
+}
+
+struct Overlay {
+    values: BTreeMap<Key, Option<Value>>,
+    written: BTreeSet<Key>,
+}
+
+impl Overlay {
+    fn get(&self, k: &Key) -> Option<&Value> {
+        debug_assert!(self.values.contains_key(k), "key {k:?} was neither read nor written");
+        self.values.get(k).and_then(|v| v.as_ref())
+    }
+
+    fn put(&mut self, k: &Key, v: Option<Value>) {
+        self.values.insert(k.clone(), v);
+        self.written.insert(k.clone());
+    }
+
+    fn run(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
+        match c {
+            DataCmd::Get(k) => self.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone())),
+            DataCmd::Set(k, v) => {
+                self.put(k, Some(v.clone()));
+                Reply::ok()
+            }
+            DataCmd::MSet(pairs) => {
+                pairs.iter().for_each(|(k, v)| self.put(k, Some(v.clone())));
+                Reply::ok()
+            }
+            DataCmd::Del(ks) => {
+                let mut deleted = 0;
+                for k in ks {
+                    if self.get(k).is_some() {
+                        self.put(k, None);
+                        deleted += 1;
+                    }
+                }
+                Reply::Integer(deleted)
+            }
+            DataCmd::Exists(ks) => Reply::Integer(ks.iter().filter(|k| self.get(k).is_some()).count() as i64),
+            DataCmd::MGet(ks) => {
+                Reply::Array(ks.iter().map(|k| self.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone()))).collect())
+            }
+            DataCmd::StrLen(k) => Reply::Integer(self.get(k).map_or(0, |v| v.len() as i64)),
+            DataCmd::IncrBy(k, by) => self.incr_by(k, *by),
+            DataCmd::Append(k, v) => {
+                let mut new = self.get(k).cloned().unwrap_or_default();
+                new.extend_from_slice(v);
+                if new.len() > value_max_bytes {
+                    return Reply::error(format!("ERR string exceeds maximum allowed size ({value_max_bytes} bytes)"));
+                }
+                let len = new.len() as i64;
+                self.put(k, Some(new));
+                Reply::Integer(len)
+            }
+        }
+    }
+
+    fn incr_by(&mut self, k: &Key, by: i64) -> Reply {
+        let current = match self.get(k) {
+            None => 0,
+            Some(v) => match std::str::from_utf8(v).ok().and_then(|s| s.parse::<i64>().ok()) {
+                Some(n) => n,
+                None => return Reply::error("ERR value is not an integer or out of range"),
+            },
+        };
+        let Some(new) = current.checked_add(by) else {
+            return Reply::error("ERR increment or decrement would overflow");
+        };
+        self.put(k, Some(new.to_string().into_bytes()));
+        Reply::Integer(new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k(s: &str) -> Key {
+        s.as_bytes().to_vec()
+    }
+
+    fn read(pairs: &[(&str, Option<&str>)]) -> BTreeMap<Key, Option<Value>> {
+        pairs.iter().map(|(key, v)| (k(key), v.map(|v| v.as_bytes().to_vec()))).collect()
+    }
+
+    #[test]
+    fn a_transaction_sees_its_own_writes_in_order() {
+        let cmds = vec![
+            DataCmd::IncrBy(k("a"), 5),
+            DataCmd::IncrBy(k("a"), 1),
+            DataCmd::Set(k("b"), k("x")),
+            DataCmd::Get(k("b")),
+            DataCmd::Del(vec![k("b"), k("b"), k("c")]),
+        ];
+        assert_eq!(keys_to_read(&cmds), [k("a"), k("b"), k("c")].into_iter().collect());
+        let e = evaluate(&cmds, &read(&[("a", Some("10")), ("b", None), ("c", None)]), 1 << 20);
+        assert_eq!(
+            e.replies,
+            vec![Reply::Integer(15), Reply::Integer(16), Reply::ok(), Reply::bulk("x"), Reply::Integer(1)]
+        );
+        assert_eq!(
+            e.writes,
+            vec![Write { key: k("a"), op: WriteOp::Set(k("16")) }, Write { key: k("b"), op: WriteOp::Del }]
+        );
+    }
+
+    #[test]
+    fn a_failing_command_answers_its_error_and_writes_nothing_while_the_others_apply() {
+        let cmds = vec![DataCmd::IncrBy(k("t"), 1), DataCmd::Append(k("t"), k("!"))];
+        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), 1 << 20);
+        assert_eq!(e.replies, vec![Reply::error("ERR value is not an integer or out of range"), Reply::Integer(5)]);
+        assert_eq!(e.writes, vec![Write { key: k("t"), op: WriteOp::Set(k("text!")) }]);
+    }
+
+    #[test]
+    fn blind_writes_need_no_read_and_counts_follow_redis() {
+        let cmds = vec![DataCmd::MSet(vec![(k("a"), k("1"))]), DataCmd::Exists(vec![k("a"), k("a"), k("z")])];
+        assert_eq!(keys_to_read(&cmds), [k("a"), k("z")].into_iter().collect());
+        let e = evaluate(&cmds, &read(&[("a", None), ("z", None)]), 1 << 20);
+        assert_eq!(e.replies, vec![Reply::ok(), Reply::Integer(2)]);
+    }
+
+    #[test]
+    fn overflow_and_size_limits_are_errors() {
+        let e = evaluate(&[DataCmd::IncrBy(k("n"), 1)], &read(&[("n", Some("9223372036854775807"))]), 16);
+        assert_eq!(e.replies, vec![Reply::error("ERR increment or decrement would overflow")]);
+        let e = evaluate(&[DataCmd::Append(k("s"), vec![b'x'; 20])], &read(&[("s", None)]), 16);
+        assert!(matches!(&e.replies[0], Reply::Error(m) if m.contains("maximum allowed size")));
+        assert!(e.writes.is_empty());
+    }
+}

@@ -1,0 +1,151 @@
+//! What tools ask at connect time, answered the way they expect: `INFO` (a bulk string —
+//! redis-cli crashes on any other type), `CONFIG GET save|appendonly` (redis-benchmark reads the
+//! second element), `COMMAND` (an array of arrays), `DBSIZE`.
+
+use super::command::TABLE;
+use crate::config::FsyncPolicy;
+use crate::node::Shared;
+use waymark_resp::Reply;
+
+/// The Redis version we speak the protocol of (clients check it for features).
+pub const REDIS_VERSION: &str = "7.2.0";
+
+fn bulk(s: impl Into<String>) -> Reply {
+    Reply::bulk(s.into().into_bytes())
+}
+
+/// `CONFIG GET pattern…`: the few settings tools read, with `*` globs.
+pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
+    let cfg = &shared.cfg;
+    let fsync = cfg.fsync == FsyncPolicy::Always;
+    let settings = [
+        ("save", String::new()),
+        ("appendonly", if fsync { "yes" } else { "no" }.to_string()),
+        ("appendfsync", if fsync { "always" } else { "no" }.to_string()),
+        ("databases", "1".to_string()),
+        ("maxclients", cfg.limits.clients_max.to_string()),
+        ("proto-max-bulk-len", cfg.limits.bulk_max_bytes.to_string()),
+    ];
+    let mut pairs = vec![];
+    for (name, value) in settings {
+        let wanted = patterns.iter().any(|p| glob(&String::from_utf8_lossy(p).to_ascii_lowercase(), name));
+        if wanted {
+            pairs.push((bulk(name), bulk(value)));
+        }
+    }
+    Reply::Map(pairs)
+}
+
+/// Redis-style glob with `*` and `?` only (what tools send).
+fn glob(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    pattern.len() <= 64 && go(pattern.as_bytes(), name.as_bytes())
+}
+
+fn command_entry(name: &str, arity: i64) -> Reply {
+    let write = ["set", "del", "mset", "incr", "incrby", "decr", "decrby", "append"].contains(&name);
+    let flags = vec![Reply::Simple(if write { "write" } else { "readonly" }.into())];
+    let keyed = ![
+        "multi", "exec", "discard", "unwatch", "ping", "echo", "hello", "auth", "select", "quit", "info", "dbsize",
+        "client", "config", "command",
+    ]
+    .contains(&name);
+    let (first, last, step) = match (keyed, name) {
+        (false, _) => (0, 0, 0),
+        (true, "mset") => (1, -1, 2),
+        (true, "del" | "exists" | "mget" | "watch") => (1, -1, 1),
+        (true, _) => (1, 1, 1),
+    };
+    Reply::Array(vec![
+        bulk(name),
+        Reply::Integer(arity),
+        Reply::Array(flags),
+        Reply::Integer(first),
+        Reply::Integer(last),
+        Reply::Integer(step),
+    ])
+}
+
+pub fn command_table() -> Reply {
+    Reply::Array(TABLE.iter().map(|(n, a)| command_entry(n, *a)).collect())
+}
+
+pub fn command_info(names: &[Vec<u8>]) -> Reply {
+    let info = |n: &Vec<u8>| {
+        let n = String::from_utf8_lossy(n).to_ascii_lowercase();
+        TABLE.iter().find(|(t, _)| *t == n).map_or(Reply::NullArray, |(t, a)| command_entry(t, *a))
+    };
+    Reply::Array(names.iter().map(info).collect())
+}
+
+/// Keys whose primary replica this host holds — as `DBSIZE` on a Redis Cluster node counts the
+/// keys of that node.
+pub async fn dbsize(shared: &Shared) -> u64 {
+    shared.statuses().await.iter().map(|s| s.primary_keys as u64).sum()
+}
+
+/// `INFO [section]`: server, clients, persistence, keyspace, and Waymark's own section.
+pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
+    let cfg = &shared.cfg;
+    let host = cfg.this_host();
+    let wants = |s: &str| matches!(section, None | Some("all" | "everything" | "default")) || section == Some(s);
+    let mut text = String::new();
+    if wants("server") {
+        text += &format!(
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nwaymark_version:{}\r\nredis_mode:standalone\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nwaymark_cluster:{}\r\nwaymark_host:{}\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::process::id(),
+            host.redis.port(),
+            shared.started.elapsed().as_secs(),
+            cfg.cluster.name,
+            cfg.host,
+        );
+    }
+    if wants("persistence") {
+        let fsync = if cfg.fsync == FsyncPolicy::Always { "always" } else { "never" };
+        text += &format!("# Persistence\r\nloading:0\r\naof_enabled:1\r\nwaymark_fsync:{fsync}\r\nrdb_changes_since_last_save:0\r\n\r\n");
+    }
+    if wants("keyspace") {
+        let keys = dbsize(shared).await;
+        text += &format!("# Keyspace\r\ndb0:keys={keys},expires=0,avg_ttl=0\r\n\r\n");
+    }
+    if wants("waymark") {
+        let statuses = shared.statuses().await;
+        text += "# Waymark\r\n";
+        for s in statuses {
+            text +=
+                &format!("vnode:{},kind={},keys={},parent={}\r\n", s.id, s.kind, s.keys, s.parent.unwrap_or_default());
+        }
+        text += "\r\n";
+    }
+    Reply::Verbatim { format: *b"txt", text: text.into_bytes() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_what_tools_ask_for() {
+        assert!(glob("save", "save"));
+        assert!(glob("*", "appendonly"));
+        assert!(glob("append*", "appendfsync"));
+        assert!(!glob("save", "appendonly"));
+        assert!(glob("?ave", "save"));
+    }
+
+    #[test]
+    fn every_command_is_listed_with_its_arity() {
+        let Reply::Array(entries) = command_table() else { panic!("an array") };
+        assert_eq!(entries.len(), TABLE.len());
+        assert!(entries.iter().all(|e| matches!(e, Reply::Array(parts) if parts.len() == 6)));
+    }
+}

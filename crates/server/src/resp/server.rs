@@ -1,0 +1,93 @@
+//! Accepts Redis clients and runs each connection: read, parse (`waymark-resp`, with Redis's
+//! limits), handle, and write the replies of everything that arrived together in one write (so a
+//! pipelining client gets its replies batched). A protocol error gets `-ERR Protocol error: …` and
+//! closes that connection only.
+
+use super::session::{Next, Session};
+use crate::node::Shared;
+use bytes::{Buf, BytesMut};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use waymark_core::ClientId;
+use waymark_resp::{Limits, Reply, RequestParser};
+
+static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
+
+pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToken) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    let slots = Arc::new(Semaphore::new(shared.cfg.limits.clients_max));
+    tokio::spawn(async move {
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = stop.cancelled() => return,
+                r = listener.accept() => match r {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!("redis listener: accept failed: {e}");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                tokio::spawn(refuse(stream));
+                continue;
+            };
+            let (shared, stop) = (shared.clone(), stop.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    r = serve(shared, stream) => if let Err(e) = r { tracing::debug!(%peer, "client connection: {e}") },
+                }
+                drop(slot);
+            });
+        }
+    });
+    Ok(())
+}
+
+async fn refuse(mut stream: TcpStream) {
+    let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+}
+
+async fn serve(shared: Arc<Shared>, mut stream: TcpStream) -> std::io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let limits = Limits { bulk_max_bytes: shared.cfg.limits.bulk_max_bytes, ..Limits::default() };
+    let mut parser = RequestParser::new(limits);
+    let id = ClientId(NEXT_CLIENT.fetch_add(1, Ordering::Relaxed));
+    let mut session = Session::new(shared, id);
+    let mut input = BytesMut::with_capacity(16 * 1024);
+    let mut out = Vec::with_capacity(16 * 1024);
+    loop {
+        if stream.read_buf(&mut input).await? == 0 {
+            return Ok(());
+        }
+        loop {
+            let parsed = match parser.parse(&input, session.authenticated) {
+                Ok(p) => p,
+                Err(e) => {
+                    Reply::error(format!("ERR {e}")).encode(session.proto, &mut out);
+                    stream.write_all(&out).await?;
+                    return Ok(());
+                }
+            };
+            input.advance(parsed.consumed);
+            let Some(args) = parsed.command else { break };
+            let (reply, next) = session.handle(args).await;
+            reply.encode(session.proto, &mut out);
+            if let Next::Close = next {
+                stream.write_all(&out).await?;
+                return Ok(());
+            }
+        }
+        if !out.is_empty() {
+            stream.write_all(&out).await?;
+            out.clear();
+        }
+    }
+}

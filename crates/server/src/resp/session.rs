@@ -1,0 +1,412 @@
+//! One client connection: its protocol version, whether it authenticated, its `MULTI` queue and
+//! `WATCH`ed keys, and the store vnode of this host that coordinates its transactions (any host
+//! accepts any key; the near vnode routes to the primaries).
+//!
+//! Every data command is a serializable transaction (`exec.rs`): the keys a reply depends on are
+//! read, the commands are evaluated, and the transaction commits only if what was read is still
+//! current. A conflict with another transaction (a lock held, a read value changed) is retried a
+//! bounded number of times with back-off; only a `WATCH`ed key that changed makes `EXEC` return nil.
+
+use super::command::{self, Cmd, CmdError, DataCmd};
+use super::exec;
+use super::info;
+use crate::driver::VnodeCmd;
+use crate::node::Shared;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use waymark_core::{AbortReason, ClientId, Key, ReadCheck, Request, Response, Value, Version, Write, WriteOp};
+use waymark_resp::{Protocol, Reply};
+
+/// Attempts of one transaction that conflicts with others before the client hears of it.
+const CONFLICT_RETRIES_MAX: u32 = 16;
+const CONFLICT_BACKOFF_MIN: Duration = Duration::from_micros(500);
+const CONFLICT_BACKOFF_MAX: Duration = Duration::from_millis(50);
+
+pub struct Session {
+    shared: Arc<Shared>,
+    pub id: ClientId,
+    near: mpsc::Sender<VnodeCmd>,
+    next_req: u64,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    name: Option<Vec<u8>>,
+    /// Between `MULTI` and `EXEC`: the queued commands, and whether one of them was refused.
+    multi: Option<(Vec<Cmd>, bool)>,
+    /// `WATCH`ed keys and the version each had when watched.
+    watched: BTreeMap<Key, Version>,
+}
+
+/// What the connection does after a reply.
+pub enum Next {
+    Continue,
+    Close,
+}
+
+/// The outcome of one transaction attempt.
+enum Attempt {
+    Done(Vec<Reply>),
+    /// A `WATCH`ed key changed: `EXEC` answers nil.
+    WatchFailed,
+    /// Another transaction was in the way: try again.
+    Conflict(String),
+}
+
+fn err(e: impl Into<String>) -> Reply {
+    Reply::error(e)
+}
+
+impl Session {
+    pub fn new(shared: Arc<Shared>, id: ClientId) -> Self {
+        let stores = &shared.stores;
+        let near = stores[(id.0 as usize) % stores.len()].1.clone();
+        let authenticated = shared.cfg.password.is_none();
+        Session {
+            shared,
+            id,
+            near,
+            next_req: 0,
+            proto: Protocol::Resp2,
+            authenticated,
+            name: None,
+            multi: None,
+            watched: BTreeMap::new(),
+        }
+    }
+
+    /// Handles one request's arguments.
+    pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
+        let parsed = command::parse(args);
+        if !self.authenticated && !matches!(parsed, Ok(Cmd::Auth { .. } | Cmd::Hello { .. } | Cmd::Quit)) {
+            return (err("NOAUTH Authentication required."), Next::Continue);
+        }
+        if let Some((queue, failed)) = self.multi.as_mut() {
+            match parsed {
+                Ok(Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch(_) | Cmd::Quit) => {}
+                Ok(cmd) => {
+                    queue.push(cmd);
+                    return (Reply::Simple("QUEUED".into()), Next::Continue);
+                }
+                Err(CmdError(e)) => {
+                    *failed = true;
+                    return (err(e), Next::Continue);
+                }
+            }
+        }
+        match parsed {
+            Err(CmdError(e)) => (err(e), Next::Continue),
+            Ok(Cmd::Quit) => (Reply::ok(), Next::Close),
+            Ok(cmd) => (self.run(cmd).await, Next::Continue),
+        }
+    }
+
+    async fn run(&mut self, cmd: Cmd) -> Reply {
+        match cmd {
+            Cmd::Data(d) => self.single(d).await,
+            Cmd::Multi if self.multi.is_some() => err("ERR MULTI calls can not be nested"),
+            Cmd::Multi => {
+                self.multi = Some((vec![], false));
+                Reply::ok()
+            }
+            Cmd::Exec => self.exec().await,
+            Cmd::Discard => match self.multi.take() {
+                Some(_) => {
+                    self.watched.clear();
+                    Reply::ok()
+                }
+                None => err("ERR DISCARD without MULTI"),
+            },
+            Cmd::Watch(_) if self.multi.is_some() => err("ERR WATCH inside MULTI is not allowed"),
+            Cmd::Watch(keys) => self.watch(keys).await,
+            Cmd::Unwatch => {
+                self.watched.clear();
+                Reply::ok()
+            }
+            other => self.connection(other).await,
+        }
+    }
+
+    /// Commands about the connection and the server, not the data.
+    async fn connection(&mut self, cmd: Cmd) -> Reply {
+        match cmd {
+            Cmd::Ping(None) => Reply::Simple("PONG".into()),
+            Cmd::Ping(Some(m)) | Cmd::Echo(m) => Reply::bulk(m),
+            Cmd::Hello { proto, auth, name } => self.hello(proto, auth, name),
+            Cmd::Auth { user, password } => self.auth(user.as_deref(), &password),
+            Cmd::Select(0) => Reply::ok(),
+            Cmd::Select(_) => err("ERR Waymark has a single database: only SELECT 0 is supported"),
+            Cmd::ClientSetName(n) => {
+                self.name = Some(n);
+                Reply::ok()
+            }
+            Cmd::ClientGetName => self.name.clone().map_or(Reply::Null, Reply::bulk),
+            Cmd::ClientSetInfo => Reply::ok(),
+            Cmd::ClientId => Reply::Integer(self.id.0 as i64),
+            Cmd::ConfigGet(patterns) => info::config_get(&self.shared, &patterns),
+            Cmd::Command => info::command_table(),
+            Cmd::CommandCount => Reply::Integer(command::TABLE.len() as i64),
+            Cmd::CommandDocs => Reply::Map(vec![]),
+            Cmd::CommandInfo(names) => info::command_info(&names),
+            Cmd::Info(section) => info::info(&self.shared, section.as_deref()).await,
+            Cmd::DbSize => Reply::Integer(info::dbsize(&self.shared).await as i64),
+            other => err(format!("ERR {other:?} cannot be used here")),
+        }
+    }
+
+    fn hello(&mut self, proto: Option<u8>, auth: Option<(Vec<u8>, Vec<u8>)>, name: Option<Vec<u8>>) -> Reply {
+        if let Some((user, password)) = auth {
+            if let Reply::Error(e) = self.auth(Some(&user), &password) {
+                return Reply::Error(e);
+            }
+        }
+        if !self.authenticated {
+            return err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        }
+        match proto {
+            Some(3) => self.proto = Protocol::Resp3,
+            Some(_) => self.proto = Protocol::Resp2,
+            None => {}
+        }
+        if name.is_some() {
+            self.name = name;
+        }
+        let s = |v: &str| Reply::bulk(v.as_bytes().to_vec());
+        Reply::Map(vec![
+            (s("server"), s("redis")),
+            (s("version"), s(info::REDIS_VERSION)),
+            (s("proto"), Reply::Integer(if self.proto == Protocol::Resp3 { 3 } else { 2 })),
+            (s("id"), Reply::Integer(self.id.0 as i64)),
+            (s("mode"), s("standalone")),
+            (s("role"), s("master")),
+            (s("modules"), Reply::Array(vec![])),
+        ])
+    }
+
+    fn auth(&mut self, user: Option<&[u8]>, password: &[u8]) -> Reply {
+        let Some(expected) = self.shared.cfg.password.as_deref() else {
+            return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        };
+        let user_ok = user.is_none_or(|u| u == b"default");
+        if user_ok && constant_time_eq(password, expected) {
+            self.authenticated = true;
+            Reply::ok()
+        } else {
+            err("WRONGPASS invalid username-password pair or user is disabled.")
+        }
+    }
+
+    async fn watch(&mut self, keys: Vec<Key>) -> Reply {
+        for key in keys {
+            match self.read(&key).await {
+                Ok((_, version)) => drop(self.watched.insert(key, version)),
+                Err(e) => return e,
+            }
+        }
+        Reply::ok()
+    }
+
+    async fn exec(&mut self) -> Reply {
+        let Some((queue, failed)) = self.multi.take() else {
+            return err("ERR EXEC without MULTI");
+        };
+        let watched = std::mem::take(&mut self.watched);
+        if failed {
+            return err("EXECABORT Transaction discarded because of previous errors.");
+        }
+        let data: Vec<DataCmd> =
+            queue.iter().filter_map(|c| if let Cmd::Data(d) = c { Some(d.clone()) } else { None }).collect();
+        let mut data_replies = match self.transaction(&data, &watched).await {
+            Ok(Some(replies)) => replies.into_iter(),
+            Ok(None) => return Reply::NullArray,
+            Err(e) => return e,
+        };
+        let mut replies = vec![];
+        for c in queue {
+            match c {
+                Cmd::Data(_) => replies.push(data_replies.next().expect("one reply per data command")),
+                other => replies.push(self.connection(other).await),
+            }
+        }
+        Reply::Array(replies)
+    }
+
+    /// A data command outside `MULTI`: blind writes and `INCRBY`/`APPEND` go straight to the
+    /// primaries (their reply comes from the commit); a single `GET` is one read; the rest read first.
+    async fn single(&mut self, cmd: DataCmd) -> Reply {
+        let direct = match &cmd {
+            DataCmd::Get(k) => {
+                return self.read(k).await.map_or_else(|e| e, |(v, _)| v.map_or(Reply::Null, Reply::bulk))
+            }
+            DataCmd::Set(k, v) => Some(vec![Write { key: k.clone(), op: WriteOp::Set(v.clone()) }]),
+            DataCmd::MSet(pairs) => {
+                Some(pairs.iter().map(|(k, v)| Write { key: k.clone(), op: WriteOp::Set(v.clone()) }).collect())
+            }
+            DataCmd::IncrBy(k, by) => Some(vec![Write { key: k.clone(), op: WriteOp::IncrBy(*by) }]),
+            DataCmd::Append(k, v) => Some(vec![Write { key: k.clone(), op: WriteOp::Append(v.clone()) }]),
+            _ => None,
+        };
+        let result = match direct {
+            Some(writes) => self.direct(&cmd, writes).await,
+            None => {
+                self.transaction(std::slice::from_ref(&cmd), &BTreeMap::new()).await.map(|r| r.map(|mut r| r.remove(0)))
+            }
+        };
+        match result {
+            Ok(Some(reply)) => reply,
+            Ok(None) => Reply::NullArray,
+            Err(e) => e,
+        }
+    }
+
+    /// Writes that need no read: the primary evaluates `INCRBY`/`APPEND` under its lock.
+    async fn direct(&mut self, cmd: &DataCmd, writes: Vec<Write>) -> Result<Option<Reply>, Reply> {
+        self.check_sizes(&writes)?;
+        for attempt in 0..CONFLICT_RETRIES_MAX {
+            let request = Request::Txn { reads: vec![], writes: writes.clone() };
+            match self.call(request).await? {
+                Response::Committed { writes: resolved, .. } => {
+                    let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
+                    return Ok(Some(match cmd {
+                        DataCmd::IncrBy(k, _) => Reply::Integer(integer_of(value(k))),
+                        DataCmd::Append(k, _) => Reply::Integer(value(k).map_or(0, |v| v.len() as i64)),
+                        _ => Reply::ok(),
+                    }));
+                }
+                Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => {
+                    return Err(err("ERR value is not an integer or out of range"))
+                }
+                other => {
+                    let why = self.failure(other)?;
+                    backoff(attempt, &why).await;
+                }
+            }
+        }
+        Err(err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again")))
+    }
+
+    /// Reads what the commands depend on, evaluates them, and commits if what was read is still
+    /// current (`None`: a `WATCH`ed key changed).
+    async fn transaction(
+        &mut self,
+        cmds: &[DataCmd],
+        watched: &BTreeMap<Key, Version>,
+    ) -> Result<Option<Vec<Reply>>, Reply> {
+        for attempt in 0..CONFLICT_RETRIES_MAX {
+            match self.attempt(cmds, watched).await? {
+                Attempt::Done(replies) => return Ok(Some(replies)),
+                Attempt::WatchFailed => return Ok(None),
+                Attempt::Conflict(why) => backoff(attempt, &why).await,
+            }
+        }
+        Err(err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again")))
+    }
+
+    async fn attempt(&mut self, cmds: &[DataCmd], watched: &BTreeMap<Key, Version>) -> Result<Attempt, Reply> {
+        let keys = exec::keys_to_read(cmds);
+        let mut values = BTreeMap::new();
+        let mut checks: BTreeMap<Key, Version> = watched.clone();
+        for key in keys {
+            let (value, version) = self.read(&key).await?;
+            if watched.get(&key).is_some_and(|w| *w != version) {
+                return Ok(Attempt::WatchFailed);
+            }
+            checks.insert(key.clone(), version);
+            values.insert(key, value);
+        }
+        let evaluated = exec::evaluate(cmds, &values, self.shared.cfg.limits.value_max_bytes);
+        // One key read and nothing written: the read alone was atomic.
+        if evaluated.writes.is_empty() && checks.len() <= 1 && watched.is_empty() {
+            return Ok(Attempt::Done(evaluated.replies));
+        }
+        self.check_sizes(&evaluated.writes)?;
+        let reads = checks.into_iter().map(|(key, version)| ReadCheck { key, version }).collect();
+        match self.call(Request::Txn { reads, writes: evaluated.writes }).await? {
+            Response::Committed { .. } => Ok(Attempt::Done(evaluated.replies)),
+            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } if watched.contains_key(&key) => {
+                Ok(Attempt::WatchFailed)
+            }
+            other => self.failure(other).map(Attempt::Conflict),
+        }
+    }
+
+    /// A response that is not a commit: a conflict worth retrying (`Ok`, why), or the error the
+    /// client gets.
+    fn failure(&self, r: Response) -> Result<String, Reply> {
+        let show = |k: &Key| String::from_utf8_lossy(k).into_owned();
+        match r {
+            Response::Aborted { reason: AbortReason::LockConflict { key }, .. } => Ok(format!("lock conflict on '{}'", show(&key))),
+            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => Ok(format!("'{}' changed", show(&key))),
+            Response::Aborted { reason: AbortReason::PresumedAbort, .. } => Ok("aborted by recovery".into()),
+            Response::Aborted { reason: AbortReason::Timeout, .. } => {
+                Err(err("ERR transaction aborted: a participant did not answer in time (nothing was written)"))
+            }
+            Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => Err(err("ERR value is not an integer or out of range")),
+            Response::Unknown { .. } => Err(err("ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out")),
+            Response::Unavailable { why } => Err(err(format!("ERR unavailable: {why}"))),
+            other => Err(err(format!("ERR unexpected response {other:?}"))),
+        }
+    }
+
+    fn check_sizes(&self, writes: &[Write]) -> Result<(), Reply> {
+        let max = self.shared.cfg.limits.value_max_bytes;
+        let size = |w: &Write| match &w.op {
+            WriteOp::Set(v) | WriteOp::Append(v) => v.len(),
+            _ => 0,
+        };
+        if writes.iter().any(|w| size(w) > max) {
+            return Err(err(format!("ERR string exceeds maximum allowed size ({max} bytes)")));
+        }
+        let total: usize = writes.iter().map(|w| size(w) + w.key.len()).sum();
+        if total > self.shared.cfg.limits.frame_max_bytes / 2 {
+            return Err(err("ERR transaction too large: its values exceed half of limits.frame_max_bytes"));
+        }
+        Ok(())
+    }
+
+    /// The current value and version of `key`, as its primary holds it.
+    async fn read(&mut self, key: &Key) -> Result<(Option<Value>, Version), Reply> {
+        match self.call(Request::Get { key: key.clone() }).await? {
+            Response::Value { value, version } => Ok((value, version)),
+            Response::Unavailable { why } => Err(err(format!("ERR unavailable: {why}"))),
+            other => Err(err(format!("ERR unexpected response {other:?}"))),
+        }
+    }
+
+    /// Hands a request to this connection's near vnode and waits for its answer.
+    async fn call(&mut self, request: Request) -> Result<Response, Reply> {
+        self.next_req += 1;
+        let (reply, rx) = oneshot::channel();
+        let cmd = VnodeCmd::Client { client: self.id, req: self.next_req, request, reply };
+        if self.near.send(cmd).await.is_err() {
+            return Err(err("ERR the node is shutting down"));
+        }
+        match tokio::time::timeout(self.shared.cfg.client_timeout, rx).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(_)) => Err(err("ERR the node is shutting down (a write in flight may or may not have committed)")),
+            Err(_) => Err(err(
+                "ERR timed out waiting for the cluster (a write may or may not have committed; a read can be retried)",
+            )),
+        }
+    }
+}
+
+fn integer_of(v: Option<Value>) -> i64 {
+    v.and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok()).unwrap_or(0)
+}
+
+/// Capped doubling back-off with jitter, so conflicting clients do not retry in lock-step.
+async fn backoff(attempt: u32, why: &str) {
+    let base = CONFLICT_BACKOFF_MIN.saturating_mul(1 << attempt.min(10)).min(CONFLICT_BACKOFF_MAX);
+    let jitter = rand::random::<f64>();
+    tracing::trace!(attempt, "transaction conflict ({why}); retrying");
+    tokio::time::sleep(base.mul_f64(0.5 + jitter)).await;
+}
+
+/// Compares a password without leaking, through timing, how many leading bytes were right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

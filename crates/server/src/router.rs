@@ -1,0 +1,84 @@
+//! Where an envelope goes: to a vnode of this host (its command queue), or to the peer link of the
+//! host named in `to` (DESIGN §7). Vnode threads send without ever waiting — a full queue drops the
+//! envelope, as a broken connection would, and the protocols survive that — so no vnode can block
+//! another. Peer readers deliver with back-pressure instead: a busy vnode slows its senders' TCP.
+
+use crate::driver::VnodeCmd;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::RwLock;
+use tokio::sync::mpsc;
+use waymark_core::{Envelope, VnodeId};
+
+#[derive(Default)]
+pub struct RouterStats {
+    /// Envelopes dropped because the receiving vnode's queue was full.
+    pub dropped_local: AtomicU64,
+    /// Envelopes dropped because a peer link's queue was full (or the peer unreachable).
+    pub dropped_peer: AtomicU64,
+    /// Envelopes for a vnode this host does not run (e.g. a secondary parent that stopped).
+    pub unknown_vnode: AtomicU64,
+}
+
+pub struct Router {
+    host: String,
+    local: RwLock<HashMap<VnodeId, mpsc::Sender<VnodeCmd>>>,
+    peers: HashMap<String, mpsc::Sender<Envelope>>,
+    pub stats: RouterStats,
+}
+
+impl Router {
+    pub fn new(host: String, peers: HashMap<String, mpsc::Sender<Envelope>>) -> Self {
+        Router { host, local: RwLock::default(), peers, stats: RouterStats::default() }
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn add_local(&self, id: VnodeId, tx: mpsc::Sender<VnodeCmd>) {
+        self.local.write().expect("router lock").insert(id, tx);
+    }
+
+    pub fn remove_local(&self, id: &VnodeId) {
+        self.local.write().expect("router lock").remove(id);
+    }
+
+    pub fn local(&self, id: &VnodeId) -> Option<mpsc::Sender<VnodeCmd>> {
+        self.local.read().expect("router lock").get(id).cloned()
+    }
+
+    /// From a vnode: never waits.
+    pub fn send(&self, env: Envelope) {
+        if env.to.host == self.host {
+            return self.send_local(env);
+        }
+        match self.peers.get(&env.to.host) {
+            Some(link) => {
+                if link.try_send(env).is_err() {
+                    self.stats.dropped_peer.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            None => drop(self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed)),
+        }
+    }
+
+    fn send_local(&self, env: Envelope) {
+        let Some(tx) = self.local(&env.to) else {
+            self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if tx.try_send(VnodeCmd::Deliver(env)).is_err() {
+            self.stats.dropped_local.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// From a peer link: waits for room in the vnode's queue.
+    pub async fn deliver(&self, env: Envelope) {
+        let Some(tx) = self.local(&env.to) else {
+            self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let _ = tx.send(VnodeCmd::Deliver(env)).await;
+    }
+}

@@ -1,0 +1,86 @@
+//! What the admin API and tests see of a vnode: its place in the tree, its metadata version, and a
+//! digest per partition replica — equal digests on a partition's replicas mean equal data.
+
+use crate::driver::VnodeStatus;
+use std::collections::BTreeMap;
+use waymark_core::alter::{AlterNode, ManagerVnode};
+use waymark_core::Vnode;
+
+pub fn store(v: &Vnode) -> VnodeStatus {
+    let placement = v.placement();
+    let mut digests: BTreeMap<u32, Digest> = BTreeMap::new();
+    for p in placement.partitions_of(v.id()) {
+        digests.insert(p.0, Digest::default());
+    }
+    let mut primary_keys = 0;
+    for (key, entry) in v.store().iter() {
+        let partition = placement.partition_of(key);
+        if let Some(d) = digests.get_mut(&partition.0) {
+            d.add(key, entry.version, entry.value.as_deref());
+        }
+        primary_keys += (placement.primary(partition) == v.id() && entry.value.is_some()) as usize;
+    }
+    let mut s = base(v.id().to_string(), "store", v.tree());
+    s.keys = v.store().len();
+    s.primary_keys = primary_keys;
+    s.prepared = v.prepared_count();
+    s.running_cut = v.running_cut().map(|c| c.0);
+    s.partitions = digests.into_iter().map(|(p, d)| (p, d.hex())).collect();
+    s
+}
+
+pub fn manager(m: &ManagerVnode) -> VnodeStatus {
+    base(m.id().to_string(), "manager", Some(m.alter()))
+}
+
+fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus {
+    VnodeStatus {
+        id,
+        kind,
+        parent: tree.and_then(|t| t.parent()).map(|p| p.to_string()),
+        follows_primary_parent: tree.is_none_or(|t| t.follows_primary_parent()),
+        metadata_term: tree.map_or(0, |t| t.metadata().term()),
+        promised_term: tree.map_or(0, |t| t.promised_term()),
+        leading_term: tree.and_then(|t| t.leading_term()),
+        metadata_seq: tree.map_or(0, |t| t.metadata().seq()),
+        keys: 0,
+        primary_keys: 0,
+        prepared: 0,
+        running_cut: None,
+        partitions: BTreeMap::new(),
+        checkpoints: 0,
+    }
+}
+
+/// A partition replica's digest: SHA-256 over its entries in key order (the store is ordered),
+/// each as length-prefixed key, version, and value (or a marker for a deleted key).
+#[derive(Default)]
+struct Digest {
+    hash: sha2::Sha256,
+    count: u64,
+}
+
+impl Digest {
+    fn add(&mut self, key: &[u8], version: u64, value: Option<&[u8]>) {
+        use sha2::Digest as _;
+        self.hash.update((key.len() as u64).to_le_bytes());
+        self.hash.update(key);
+        self.hash.update(version.to_le_bytes());
+        match value {
+            Some(v) => {
+                self.hash.update([1]);
+                self.hash.update((v.len() as u64).to_le_bytes());
+                self.hash.update(v);
+            }
+            None => self.hash.update([0]),
+        }
+        self.count += 1;
+    }
+
+    fn hex(self) -> String {
+        use sha2::Digest as _;
+        let sum = self.hash.finalize();
+        let head: String = sum[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{head}/{}", self.count)
+    }
+}
