@@ -23,6 +23,7 @@ pub mod net;
 pub mod node;
 pub mod resp;
 pub mod router;
+pub mod snapshot;
 pub mod status;
 pub mod storage;
 pub mod topology;

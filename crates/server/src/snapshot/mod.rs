@@ -1,0 +1,20 @@
+//! Snapshot files (DESIGN §5): a full snapshot of cut C0 and increments of later cuts, as files an
+//! operator can copy, check and restore without a running cluster.
+//!
+//! - `manifest`: the JSON manifest of a snapshot and the directory layout;
+//! - `export`: a vnode's sealed segments (and base checkpoint) linked into a snapshot — the live
+//!   side calls it once a cut's `CutFinish` is durable, then `manifest::write_manifest` last;
+//! - `chain`: a full snapshot and its increments read back, and their consistency;
+//! - `replay`: a vnode's base and log read from a chain and replayed to the target cut;
+//! - `check`: every problem of a chain, each naming its file;
+//! - `restore`: per-partition data at the cut, written as a new cluster's checkpoints;
+//! - `catalog`: the snapshots under a root; `expire`: removing whole chains.
+
+pub mod catalog;
+pub mod chain;
+pub mod check;
+pub mod expire;
+pub mod export;
+pub mod manifest;
+pub mod replay;
+pub mod restore;

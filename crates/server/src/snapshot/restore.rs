@@ -1,0 +1,207 @@
+//! Restoring a chain (DESIGN §5): every store vnode's base plus log replayed to the target cut, in
+//! parallel (one vnode's log is one sequential unit: a partition's order is its WAL order); then per
+//! partition the data of its replicas, which must agree; then, for a new cluster of any shape with
+//! the same partition count, a checkpoint per store vnode holding exactly its partitions' keys
+//! (values and versions kept), which its first start accepts over an empty log.
+
+use super::chain::{chain_problems, Chain, Problem};
+use super::replay::{read_vnode_log, replay_to_cut, ReplayError};
+use crate::storage::checkpoint::{self, CheckpointError, Image};
+use crate::topology::Topology;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use waymark_core::{PartitionId, Placement, ResolvedWrite, Store, TxId, VnodeImage};
+use waymark_wal::segment::HEADER_BYTES;
+use waymark_wal::{Options, Position, Wal, WalError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("the snapshot is inconsistent:\n{}", list(.0))]
+    Inconsistent(Vec<Problem>),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error("the snapshot has {snapshot} partitions, the new cluster {cluster}: a restore keeps the partition count")]
+    Partitions { snapshot: u32, cluster: u32 },
+    #[error("{dir}: already holds data: restore only into a new cluster")]
+    NotEmpty { dir: PathBuf },
+    #[error("{dir}: {source}")]
+    Io { dir: PathBuf, source: std::io::Error },
+    #[error("{dir}: creating the empty log: {source}")]
+    Wal { dir: PathBuf, source: WalError },
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+}
+
+fn list(problems: &[Problem]) -> String {
+    problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n")
+}
+
+/// One vnode, restored to the target cut.
+pub struct VnodeState {
+    pub vnode: String,
+    pub partitions: Vec<u32>,
+    pub store: Store,
+    pub included: BTreeSet<TxId>,
+    pub log_bytes: u64,
+    pub records: u64,
+}
+
+/// Reported as each vnode finishes: its name, log bytes and records replayed.
+pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
+
+/// Replays every vnode of the chain, `threads` at a time (at least one). Results are in the
+/// target manifest's vnode order.
+pub fn replay_all(chain: &Chain, threads: usize, progress: Progress) -> Vec<Result<VnodeState, ReplayError>> {
+    let vnodes = chain.target().manifest.vnodes.clone();
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<VnodeState, ReplayError>>>> =
+        Mutex::new(vnodes.iter().map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, vnodes.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(v) = vnodes.get(i) else { return };
+                let result = replay_one(chain, &v.vnode, v.partitions.clone());
+                if let Ok(state) = &result {
+                    progress(&state.vnode, state.log_bytes, state.records);
+                }
+                results.lock().expect("no thread panics holding it")[i] = Some(result);
+            });
+        }
+    });
+    let results = results.into_inner().expect("no thread panics holding it");
+    results.into_iter().map(|r| r.expect("every vnode was taken by a thread")).collect()
+}
+
+fn replay_one(chain: &Chain, vnode: &str, partitions: Vec<u32>) -> Result<VnodeState, ReplayError> {
+    let log = read_vnode_log(chain, vnode)?;
+    let (log_bytes, records) = (log.log_bytes, log.records.len() as u64);
+    let restored = replay_to_cut(chain, vnode, log)?;
+    Ok(VnodeState {
+        vnode: vnode.into(),
+        partitions,
+        store: restored.store,
+        included: restored.included,
+        log_bytes,
+        records,
+    })
+}
+
+/// Per partition, its replicas' data restricted to its keys; with a problem for each replica whose
+/// data differs from the first replica's (named by a digest of each side).
+pub fn partition_data(
+    chain: &Chain,
+    placement: &Placement,
+    states: &[VnodeState],
+) -> (BTreeMap<u32, Store>, Vec<Problem>) {
+    let mut data: BTreeMap<u32, (String, Store)> = BTreeMap::new();
+    let mut problems = vec![];
+    for state in states {
+        for &p in &state.partitions {
+            let mine = state.store.filtered(|k| placement.partition_of(k) == PartitionId(p));
+            match data.get(&p) {
+                None => drop(data.insert(p, (state.vnode.clone(), mine))),
+                Some((first, theirs)) if *theirs != mine => problems.push(Problem::new(
+                    chain.target().dir.join(&state.vnode),
+                    format!(
+                        "partition {p}: replica data differs from {first}'s ({} keys, digest {:08x} vs {} keys, digest {:08x})",
+                        mine.len(),
+                        digest(&mine),
+                        theirs.len(),
+                        digest(theirs)
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    (data.into_iter().map(|(p, (_, store))| (p, store)).collect(), problems)
+}
+
+/// A checksum of a store's entries, to show two replicas differ without printing them.
+pub fn digest(store: &Store) -> u32 {
+    crc32c::crc32c(&postcard::to_stdvec(store).expect("stores always serialize"))
+}
+
+/// What a restore rebuilt: per partition its data at the target cut, and replay totals.
+pub struct Rebuilt {
+    pub partitions: BTreeMap<u32, Store>,
+    pub log_bytes: u64,
+    pub records: u64,
+}
+
+/// Replays the chain and takes each partition's data, failing on any inconsistency.
+pub fn rebuild(chain: &Chain, threads: usize, progress: Progress) -> Result<Rebuilt, RestoreError> {
+    let problems = chain_problems(chain);
+    if !problems.is_empty() {
+        return Err(RestoreError::Inconsistent(problems));
+    }
+    let placement = chain.placement().map_err(|p| RestoreError::Inconsistent(vec![p]))?;
+    let states = replay_all(chain, threads, progress).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let (partitions, problems) = partition_data(chain, &placement, &states);
+    if !problems.is_empty() {
+        return Err(RestoreError::Inconsistent(problems));
+    }
+    let log_bytes = states.iter().map(|s| s.log_bytes).sum();
+    let records = states.iter().map(|s| s.records).sum();
+    Ok(Rebuilt { partitions, log_bytes, records })
+}
+
+/// Where replay of a restored vnode resumes: the first record of a fresh log (segment 0).
+pub const RESTORED_RESUME_AT: Position = Position::new(0, HEADER_BYTES);
+
+/// Writes, for each store vnode `host` runs in the new cluster, a checkpoint holding the keys of
+/// its partitions (under `data_dir/vnodes/<vnode>/`) and an empty log. Returns each vnode's key count.
+pub fn write_host(
+    partitions: &BTreeMap<u32, Store>,
+    topology: &Topology,
+    host: &str,
+    data_dir: &Path,
+) -> Result<Vec<(String, usize)>, RestoreError> {
+    let snapshot = partitions.len() as u32;
+    let cluster = topology.placement.partitions();
+    if snapshot != cluster {
+        return Err(RestoreError::Partitions { snapshot, cluster });
+    }
+    let mut out = vec![];
+    for id in topology.stores_on(host) {
+        let dir = data_dir.join("vnodes").join(id.to_string());
+        if dir.exists() {
+            return Err(RestoreError::NotEmpty { dir });
+        }
+        // A vnode of the tree starts from the genesis metadata, as `node` builds a fresh one.
+        let genesis = topology.tree_config(id).map(|_| &topology.genesis);
+        let mut image = VnodeImage::empty(genesis);
+        for p in topology.placement.partitions_of(id) {
+            if let Some(data) = partitions.get(&p.0) {
+                merge(&mut image.store, data);
+            }
+        }
+        let keys = image.store.len();
+        write_vnode(&dir, &image)?;
+        out.push((id.to_string(), keys));
+    }
+    Ok(out)
+}
+
+/// Copies every entry of `from` into `into`, with its value (or deletion) and version.
+fn merge(into: &mut Store, from: &Store) {
+    for (key, entry) in from.iter() {
+        into.apply(&ResolvedWrite { key: key.clone(), value: entry.value.clone(), version: entry.version });
+    }
+}
+
+/// An empty log (its first segment, so the checkpoint's resume position is its first record) and
+/// the checkpoint, both durable.
+fn write_vnode(dir: &Path, image: &VnodeImage) -> Result<(), RestoreError> {
+    let wal_dir = dir.join("wal");
+    std::fs::create_dir_all(&wal_dir).map_err(|source| RestoreError::Io { dir: wal_dir.clone(), source })?;
+    let (wal, _) =
+        Wal::open(&wal_dir, Options::default()).map_err(|source| RestoreError::Wal { dir: wal_dir.clone(), source })?;
+    debug_assert_eq!(wal.first_position(), RESTORED_RESUME_AT);
+    wal.close().map_err(|source| RestoreError::Wal { dir: wal_dir, source })?;
+    checkpoint::write(dir, &Image::Store(image.clone()), RESTORED_RESUME_AT)?;
+    Ok(())
+}
