@@ -92,6 +92,8 @@ pub enum Response {
     CutDone {
         cut: CutId,
         ok: bool,
+        /// How long each phase took, START first (empty where phases are not timed).
+        phases_us: Vec<u64>,
     },
     /// The request could not be served here (e.g. not the coordinator, or still booting).
     Unavailable {
@@ -113,4 +115,6 @@ pub enum Timer {
     /// Replies held for real-time safety on this cut have waited long enough.
     HeldReplies(CutId),
     Alter(crate::alter::AlterTimer),
+    /// A manager's cut operator checks that its cut process is not stuck.
+    CutOperator,
 }

@@ -101,7 +101,11 @@ mod tests {
     use crate::io::Response;
 
     fn reply() -> Output {
-        Output::Reply { client: ClientId(1), req: 1, response: Response::CutDone { cut: CutId(1), ok: true } }
+        Output::Reply {
+            client: ClientId(1),
+            req: 1,
+            response: Response::CutDone { cut: CutId(1), ok: true, phases_us: vec![] },
+        }
     }
 
     #[test]

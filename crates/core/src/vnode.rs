@@ -224,6 +224,7 @@ impl Vnode {
             Timer::CutPhase(cut, phase) => self.coordinator_timeout(cut, phase),
             Timer::HeldReplies(cut) => self.held_replies_timeout(cut),
             Timer::Alter(t) => self.alter_input(crate::alter::AlterInput::Timer(t)),
+            Timer::CutOperator => {} // store vnodes run no operator
         }
     }
 

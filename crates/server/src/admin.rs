@@ -1,20 +1,37 @@
 //! The admin HTTP API (DESIGN §7), bound to the host's admin address (127.0.0.1 by default):
 //! `GET /status` — this host, its vnodes (place in the tree, metadata version, a digest per
-//! partition replica) and its links, as JSON. The snapshot endpoints, metrics and the status page
-//! build on it.
+//! partition replica) and its links, as JSON; `POST /cuts` — run one cut process on the live
+//! cluster and report its phases; `GET /snapshots` — the snapshots under the snapshot directory;
+//! `POST /snapshots` `{"name", "incremental"}` — a cut, then every host's files and the manifest;
+//! `POST /export` — this host's part of a snapshot (called by the host creating it). Every mutating call needs the admin token
+//! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names).
 
 use crate::node::Shared;
+use crate::snapshot::catalog::{self, State as Member};
+use crate::snapshot::create;
+use crate::snapshot::manifest::VnodeFiles;
 use axum::extract::State;
-use axum::routing::get;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// How long `POST /cuts` waits for the cut process to end.
+const CUT_WAIT: Duration = Duration::from_secs(60);
 
 pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToken) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    let app = Router::new().route("/status", get(status)).route("/health", get(|| async { "ok\n" })).with_state(shared);
+    let app = Router::new()
+        .route("/status", get(status))
+        .route("/health", get(|| async { "ok\n" }))
+        .route("/cuts", post(cut))
+        .route("/snapshots", get(snapshots).post(create_snapshot))
+        .route("/export", post(export))
+        .with_state(shared);
     tokio::spawn(async move {
         let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
         if let Err(e) = served.await {
@@ -22,6 +39,77 @@ pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToke
         }
     });
     Ok(())
+}
+
+type Refusal = (StatusCode, String);
+
+/// Mutating calls carry the admin token; comparison in constant time.
+pub fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), Refusal> {
+    let Some(token) = &shared.cfg.admin_token else {
+        return Err((StatusCode::FORBIDDEN, "no admin token is configured (node.admin_token_file)\n".into()));
+    };
+    let given = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let ok = given.is_some_and(|g| {
+        let g = g.trim().as_bytes();
+        g.len() == token.len() && g.iter().zip(token).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err((StatusCode::UNAUTHORIZED, "missing or wrong admin token (Authorization: Bearer …)\n".into()))
+    }
+}
+
+async fn cut(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Result<Json<serde_json::Value>, Refusal> {
+    authorize(&shared, &headers)?;
+    let report = shared.run_cut(CUT_WAIT).await.map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e + "\n"))?;
+    Ok(Json(serde_json::json!(report)))
+}
+
+async fn create_snapshot(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Json(req): Json<create::CreateRequest>,
+) -> Result<Json<create::Created>, Refusal> {
+    authorize(&shared, &headers)?;
+    let created = create::create(&shared, req).await.map_err(|e| (StatusCode::CONFLICT, e + "\n"))?;
+    tracing::info!(name = %created.name, increment = created.increment, cut = created.cut, "snapshot created");
+    Ok(Json(created))
+}
+
+async fn export(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Json(req): Json<create::ExportRequest>,
+) -> Result<Json<Vec<VnodeFiles>>, Refusal> {
+    authorize(&shared, &headers)?;
+    let files = create::export_local(&shared, &req).await.map_err(|e| (StatusCode::CONFLICT, e + "\n"))?;
+    Ok(Json(files))
+}
+
+/// The snapshot catalog as JSON: chains, their members, cut, time, kind, size.
+async fn snapshots(State(shared): State<Arc<Shared>>) -> Result<Json<serde_json::Value>, Refusal> {
+    let catalog = catalog::list(&shared.cfg.snapshot_dir)
+        .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string() + "\n"))?;
+    let chains: Vec<serde_json::Value> = catalog
+        .chains
+        .iter()
+        .map(|c| {
+            let members: Vec<serde_json::Value> = c
+                .members
+                .iter()
+                .map(|m| match &m.state {
+                    Member::Complete(man) => serde_json::json!({
+                        "increment": m.increment, "cut": man.cut, "created_unix_ms": man.created_unix_ms,
+                        "bytes": man.size_bytes(), "complete": true,
+                    }),
+                    _ => serde_json::json!({ "increment": m.increment, "complete": false }),
+                })
+                .collect();
+            serde_json::json!({ "name": c.name, "members": members })
+        })
+        .collect();
+    Ok(Json(serde_json::json!({ "root": catalog.root, "snapshots": chains })))
 }
 
 async fn status(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {

@@ -85,6 +85,11 @@ pub struct NodeConfig {
     pub secret: Vec<u8>,
     pub password: Option<Vec<u8>>,
     pub checkpoint_every: Duration,
+    /// Where snapshots are written (`waymark snapshot …`); shared by the hosts of one machine.
+    pub snapshot_dir: PathBuf,
+    /// The token every mutating admin call must carry (`Authorization: Bearer …`); without one,
+    /// mutating calls are refused.
+    pub admin_token: Option<Vec<u8>>,
     /// How long a client waits for a transaction's outcome before it is told it is unknown.
     pub client_timeout: Duration,
     pub limits: Limits,
@@ -155,6 +160,8 @@ pub mod raw {
         pub fsync: Option<String>,
         pub checkpoint_every: Option<String>,
         pub client_timeout: Option<String>,
+        pub snapshot_dir: Option<String>,
+        pub admin_token_file: Option<String>,
     }
 
     #[derive(Deserialize, Serialize, Clone, Debug, Default)]
@@ -205,6 +212,7 @@ impl Checker<'_> {
         }
         let secret = self.secret(&n.secret_file)?;
         let password = n.password_file.as_deref().map(|p| self.password(p)).transpose()?;
+        let admin_token = n.admin_token_file.as_deref().map(|p| self.admin_token(p)).transpose()?;
         let fsync = match n.fsync.as_deref().unwrap_or("always") {
             "always" => FsyncPolicy::Always,
             "never" => FsyncPolicy::Never,
@@ -215,6 +223,8 @@ impl Checker<'_> {
             data_dir: self.relative(&n.data_dir),
             checkpoint_every: self.duration("node.checkpoint_every", n.checkpoint_every.as_deref(), "30s")?,
             client_timeout: self.duration("node.client_timeout", n.client_timeout.as_deref(), "5s")?,
+            snapshot_dir: self.relative(n.snapshot_dir.as_deref().unwrap_or("snapshots")),
+            admin_token,
             host: n.host,
             cluster,
             fsync,
@@ -343,6 +353,15 @@ impl Checker<'_> {
             return Err(self.bad("node.password_file", format!("{path} is empty")));
         }
         Ok(password)
+    }
+
+    fn admin_token(&self, path: &str) -> Result<Vec<u8>, ConfigError> {
+        let token = self.read_trimmed("node.admin_token_file", path)?;
+        if token.len() < 16 {
+            let problem = format!("the token in {path} is {} bytes; at least 16 are needed", token.len());
+            return Err(self.bad("node.admin_token_file", problem));
+        }
+        Ok(token)
     }
 
     /// A secret file's content without the trailing newline editors add.

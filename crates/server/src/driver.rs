@@ -27,8 +27,20 @@ const DRAIN_MAX: usize = 256;
 #[allow(clippy::large_enum_variant)]
 pub enum VnodeCmd {
     Deliver(waymark_core::Envelope),
-    Client { client: ClientId, req: u64, request: Request, reply: oneshot::Sender<Response> },
+    Client {
+        client: ClientId,
+        req: u64,
+        request: Request,
+        reply: oneshot::Sender<Response>,
+    },
     Inspect(oneshot::Sender<VnodeStatus>),
+    /// Export a cut's files into a snapshot (handed to the vnode's WAL writer, which owns the log).
+    Export {
+        cut: waymark_core::CutId,
+        from: Option<waymark_wal::Position>,
+        dest: std::path::PathBuf,
+        reply: oneshot::Sender<Result<crate::snapshot::manifest::VnodeFiles, String>>,
+    },
 }
 
 /// What a host must do for a vnode: start or stop a secondary parent (seed 004), or stop itself.
@@ -229,6 +241,14 @@ impl<M: Machine> Driver<M> {
             VnodeCmd::Client { client, req, request, reply } => {
                 self.replies.insert((client, req), reply);
                 self.step(Input::Client { client, req, request }).await;
+            }
+            VnodeCmd::Export { cut, from, dest, reply } => {
+                // In the log's order: every record appended before this request is exported first.
+                if let Err(mpsc::error::SendError(WalCmd::Export { reply, .. })) =
+                    self.wal.send(WalCmd::Export { cut, from, dest, reply }).await
+                {
+                    let _ = reply.send(Err("the vnode's log writer stopped".into()));
+                }
             }
             VnodeCmd::Inspect(tx) => {
                 let mut status = self.machine.status();

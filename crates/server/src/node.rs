@@ -49,7 +49,54 @@ pub struct Shared {
     pub started: std::time::Instant,
 }
 
+/// A cut process run on the live cluster (`Request::Cut` to a manager's operator).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CutReport {
+    pub cut: u64,
+    pub ok: bool,
+    /// START, STARTED, FINISH, END, in milliseconds.
+    pub phases_ms: Vec<f64>,
+    /// The manager vnode whose operator ran it.
+    pub through: String,
+}
+
 impl Shared {
+    /// Runs one cut process through a manager vnode on this host (the root if it runs here),
+    /// waiting at most `timeout`. Transactions go on meanwhile: nothing is paused.
+    pub async fn run_cut(&self, timeout: std::time::Duration) -> Result<CutReport, String> {
+        let host = &self.cfg.host;
+        let mut managers: Vec<&AlterConfig> = self.topology.managers_on(host).collect();
+        managers.sort_by_key(|c| !c.parents.is_empty()); // the root first
+        let Some(manager) = managers.first() else {
+            let hosts: std::collections::BTreeSet<&str> =
+                self.topology.tree.iter().filter(|c| !c.children.is_empty()).map(|c| c.id.host.as_str()).collect();
+            let hosts: Vec<&str> = hosts.into_iter().collect();
+            return Err(format!("host {host} runs no manager vnode; ask one of: {}", hosts.join(", ")));
+        };
+        let tx = self.router.local(&manager.id).ok_or_else(|| format!("manager {} is not running", manager.id))?;
+        let (reply, rx) = oneshot::channel();
+        // The admin API is one client of the manager; each request its own number.
+        static REQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let req = REQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let client = waymark_core::ClientId(u64::MAX - 1);
+        let cmd = VnodeCmd::Client { client, req, request: waymark_core::Request::Cut, reply };
+        tx.send(cmd).await.map_err(|_| format!("manager {} stopped", manager.id))?;
+        let response = tokio::time::timeout(timeout, rx)
+            .await
+            .map_err(|_| format!("no answer from the cut process within {timeout:?}"))?
+            .map_err(|_| format!("manager {} stopped during the cut", manager.id))?;
+        match response {
+            waymark_core::Response::CutDone { cut, ok, phases_us } => Ok(CutReport {
+                cut: cut.0,
+                ok,
+                phases_ms: phases_us.iter().map(|us| *us as f64 / 1000.0).collect(),
+                through: manager.id.to_string(),
+            }),
+            waymark_core::Response::Unavailable { why } => Err(format!("{}: {why}", manager.id)),
+            other => Err(format!("{}: unexpected answer {other:?}", manager.id)),
+        }
+    }
+
     /// The status of every vnode this host runs now.
     pub async fn statuses(&self) -> Vec<VnodeStatus> {
         let mut ids: Vec<VnodeId> = self.topology.stores_on(&self.cfg.host).cloned().collect();
@@ -135,6 +182,8 @@ impl Host {
         }
         Arc::get_mut(&mut self.shared).expect("not shared yet").stores = local_stores;
         let managers: Vec<AlterConfig> = self.shared.topology.managers_on(&host).cloned().collect();
+        let leaves = self.shared.topology.stores.len() as u64;
+        let operator_timeout_us = self.shared.topology.timeouts.cut_phase_timeout_us * 4;
         for cfg in managers {
             let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: 0 };
             let id = cfg.id.clone();
@@ -143,7 +192,7 @@ impl Host {
                     Some(Image::Manager(i)) => i,
                     _ => genesis,
                 };
-                ManagerVnode::recover(cfg, image, records)
+                ManagerVnode::recover(cfg, image, records).with_operator(leaves, operator_timeout_us)
             })?;
             self.vnodes.insert(id, handle);
         }
@@ -183,7 +232,6 @@ impl Host {
             fsync: self.cfg().fsync,
             queue_max: limits.vnode_queue_max,
             events: events_tx,
-            pins: Default::default(),
         })
         .map_err(NodeError::Thread)?;
         let setup = DriverSetup {

@@ -448,7 +448,7 @@ impl World {
     pub(crate) fn operator_reply(&mut self, req: u64, response: Option<Response>) {
         let Some((_, begun_us)) = self.cut_request.filter(|(r, _)| *r == req) else { return };
         self.cut_request = None;
-        if let Some(Response::CutDone { cut, ok }) = response {
+        if let Some(Response::CutDone { cut, ok, .. }) = response {
             self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
         }
     }

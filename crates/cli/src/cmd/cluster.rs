@@ -134,6 +134,7 @@ pub fn init(dir: &Path, spec: &Spec) -> Result<()> {
 fn write_cluster(dir: &Path, spec: &Spec) -> Result<Vec<raw::Host>> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     write_secret(&dir.join("secret"))?;
+    write_secret(&dir.join("admin-token"))?;
     if spec.password {
         write_secret(&dir.join("password"))?;
     }
@@ -189,6 +190,8 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             fsync: Some(spec.fsync.clone()),
             checkpoint_every: Some(spec.checkpoint_every.clone()),
             client_timeout: None,
+            snapshot_dir: Some("../snapshots".into()),
+            admin_token_file: Some("../admin-token".into()),
         },
         limits: Default::default(),
     };

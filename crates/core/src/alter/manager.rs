@@ -6,13 +6,18 @@
 //! alteration, a clone or a promised root term is appended to the log, and every message after it
 //! — a confirmation, a promise — leaves only once that record is durable.
 //!
+//! A manager may also run the cut operator (`cut::operator`): a client's `Request::Cut` starts a
+//! cut process whose phases it proposes through its own alteration role, and the reply
+//! (`Response::CutDone`) leaves once the END was applied.
+//!
 //! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
 //! what a restart from the log would rebuild.
 
 use super::node::{AlterConfig, AlterInput, AlterNode, AlterOutput};
-use crate::ids::{Lsn, VnodeId};
+use crate::cut::operator::{CutOperator, Ended, Requester, Step};
+use crate::ids::{ClientId, CutId, Lsn, VnodeId};
 use crate::image::TreeImage;
-use crate::io::{Input, Output, Response, Timer};
+use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, Envelope};
 use crate::outbox::Outbox;
 use crate::record::Record;
@@ -25,7 +30,14 @@ pub struct ManagerVnode {
     now_us: u64,
     /// Set once started from the log (`Restarted`).
     started: bool,
+    /// The cut operator, on a manager the host asked to run one (`with_operator`).
+    operator: Option<CutOperator>,
+    /// The highest cut this operator started: cut ids are never reused.
+    last_cut: CutId,
 }
+
+/// How often a running cut process is checked for being stuck.
+const OPERATOR_TICK_US: u64 = 500_000;
 
 impl ManagerVnode {
     /// A manager rebuilt from a checkpoint's image (or the genesis metadata) and the records of
@@ -40,7 +52,21 @@ impl ManagerVnode {
             logged: image,
             now_us: 0,
             started: false,
+            operator: None,
+            last_cut: CutId(0),
         }
+    }
+
+    /// Lets this manager run cut processes over `leaves` store vnodes, each given up after
+    /// `timeout_us`.
+    pub fn with_operator(mut self, leaves: u64, timeout_us: u64) -> Self {
+        self.operator = Some(CutOperator::new(leaves, timeout_us));
+        self
+    }
+
+    /// The cut process this manager's operator is running, if any.
+    pub fn running_cut(&self) -> Option<CutId> {
+        self.operator.as_ref().and_then(|o| o.running())
     }
 
     pub fn id(&self) -> &VnodeId {
@@ -72,15 +98,22 @@ impl ManagerVnode {
             Input::Message(Envelope { from, body: Body::Alter(msg), .. }) => Some(AlterInput::Message { from, msg }),
             Input::Message(_) => None, // not a tree message: nothing a manager takes part in
             Input::Timer(Timer::Alter(t)) => Some(AlterInput::Timer(t)),
+            Input::Timer(Timer::CutOperator) => {
+                self.operator_tick();
+                None
+            }
             Input::Timer(_) => None,
             Input::WalDurable(lsn) => {
                 self.out.durable(lsn);
                 None
             }
             Input::AlterPersisted { seq, bytes } => Some(AlterInput::Persisted { seq, bytes }),
+            Input::Client { client, req, request: Request::Cut } => {
+                self.start_cut(Requester { client, req });
+                None
+            }
             Input::Client { client, req, .. } => {
-                let response = Response::Unavailable { why: "a manager vnode serves no data" };
-                self.out.promise(Output::Reply { client, req, response });
+                self.reply(client, req, Response::Unavailable { why: "a manager vnode serves no data" });
                 None
             }
         };
@@ -123,8 +156,12 @@ impl ManagerVnode {
             AlterOutput::PersistTerm { term } => drop(self.out.append(Record::AlterTerm { term })),
             // A manager holds no data: applying an alteration is keeping it, which is done.
             AlterOutput::Apply { seq, .. } => return Some(AlterInput::Applied { seq, ok: true }),
-            // Proposals a manager makes itself (its children's states, hosts) are retried inside
-            // the alteration role; their outcome needs no action here.
+            // The operator's proposals move the cut process on; proposals a manager makes itself
+            // (its children's states, hosts) are retried inside the alteration role.
+            AlterOutput::Done { id, ok, applied, .. } if id.initiator == *self.alter.id() => {
+                let step = self.operator.as_mut().and_then(|o| o.on_done(self.now_us, id.n, ok, applied));
+                return self.operator_step(step);
+            }
             AlterOutput::Done { .. } => {}
             AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
                 self.out.timer(Output::StartSecondaryParent { id, of, metadata, term })
@@ -135,6 +172,59 @@ impl ManagerVnode {
             }
         }
         None
+    }
+}
+
+/// The cut operator's part.
+impl ManagerVnode {
+    fn reply(&mut self, client: ClientId, req: u64, response: Response) {
+        self.out.promise(Output::Reply { client, req, response });
+    }
+
+    /// A new cut id: above every cut in the metadata and every cut this operator started.
+    fn next_cut(&self) -> CutId {
+        let in_metadata = self.alter.metadata().records().filter_map(|(k, _)| crate::cut::tree_process::cut_of(k));
+        let highest = in_metadata.chain([self.last_cut]).max().unwrap_or(CutId(0));
+        CutId(highest.0 + 1)
+    }
+
+    fn start_cut(&mut self, who: Requester) {
+        if self.operator.is_none() {
+            return self.reply(who.client, who.req, Response::Unavailable { why: "this manager runs no cut operator" });
+        }
+        let cut = self.next_cut();
+        let now = self.now_us;
+        match self.operator.as_mut().expect("an operator").start(now, cut, who) {
+            Ok(proposal) => {
+                self.last_cut = cut;
+                self.out.timer(Output::SetTimer { timer: Timer::CutOperator, at_us: now + OPERATOR_TICK_US });
+                self.drive(AlterInput::Propose { n: proposal.n, record: proposal.record });
+            }
+            Err(_) => self.reply(who.client, who.req, Response::Unavailable { why: "a cut is in progress" }),
+        }
+    }
+
+    fn operator_tick(&mut self) {
+        let Some(op) = self.operator.as_mut() else { return };
+        let step = op.on_tick(self.now_us);
+        if op.running().is_some() {
+            let at_us = self.now_us + OPERATOR_TICK_US;
+            self.out.timer(Output::SetTimer { timer: Timer::CutOperator, at_us });
+        }
+        if let Some(input) = self.operator_step(step) {
+            self.drive(input);
+        }
+    }
+
+    /// Carries out the operator's step: the next proposal, or the reply to whoever asked.
+    fn operator_step(&mut self, step: Option<Step>) -> Option<AlterInput> {
+        match step? {
+            Step::Propose(p) => Some(AlterInput::Propose { n: p.n, record: p.record }),
+            Step::Ended(Ended { cut, ok, requester, phases_us }) => {
+                self.reply(requester.client, requester.req, Response::CutDone { cut, ok, phases_us });
+                None
+            }
+        }
     }
 }
 

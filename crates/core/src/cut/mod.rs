@@ -1,9 +1,10 @@
 //! The consistent cut (seed 000; DESIGN §4): each vnode's local cut, the cut process that drives
-//! it (a coordinator for now, alterations later), and the restore filter that reads it back.
+//! it (a coordinator, or the operator of alterations over the cluster tree), and the restore filter that reads it back.
 
 pub mod blocking;
 pub mod coordinator;
 pub mod local;
+pub mod operator;
 pub mod real_time;
 pub mod restore;
 pub mod tree_process;

@@ -8,11 +8,13 @@
 //! - `replay`: a vnode's base and log read from a chain and replayed to the target cut;
 //! - `check`: every problem of a chain, each naming its file;
 //! - `restore`: per-partition data at the cut, written as a new cluster's checkpoints;
-//! - `catalog`: the snapshots under a root; `expire`: removing whole chains.
+//! - `catalog`: the snapshots under a root; `expire`: removing whole chains;
+//! - `create`: a snapshot of the live cluster — a cut, every host's export, the manifest.
 
 pub mod catalog;
 pub mod chain;
 pub mod check;
+pub mod create;
 pub mod expire;
 pub mod export;
 pub mod manifest;

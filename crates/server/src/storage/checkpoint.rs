@@ -103,6 +103,18 @@ pub fn read(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
     Ok(Some(Checkpoint { image, resume_at }))
 }
 
+/// The resume position in a checkpoint file's header, without reading the image.
+pub fn read_resume_at(file: &Path) -> Result<Position, CheckpointError> {
+    let mut f = File::open(file).map_err(io(file, "opening"))?;
+    let mut header = [0u8; HEADER_BYTES];
+    f.read_exact(&mut header).map_err(|_| CheckpointError::Magic { file: file.into() })?;
+    if &header[..8] != MAGIC {
+        return Err(CheckpointError::Magic { file: file.into() });
+    }
+    let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().expect("8 bytes"));
+    Ok(Position::new(word(8), word(16)))
+}
+
 pub fn sync_dir(dir: &Path) -> Result<(), CheckpointError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir, "syncing directory"))
 }

@@ -8,17 +8,23 @@
 //! checkpoint stands exactly for the sealed segments; a helper thread writes the file, then the
 //! sealed segments before it are removed (unless pinned: a kept snapshot still needs them).
 //!
+//! Snapshots (`cut_files`): the thread notes each cut's base and end as it appends `CutStart` and
+//! `CutFinish`, and exports a cut's files on request (`WalCmd::Export`) — it owns the log, so the
+//! segments it links cannot be removed meanwhile.
+//!
 //! Invariant: `durable <= appended`; a `Durable(n)` event is sent only after the records
 //! `..n` are synced (or, with `fsync = "never"`, handed to the OS).
 
 use super::checkpoint::{self, Image};
+use super::cut_files::CutFiles;
 use crate::config::FsyncPolicy;
+use crate::snapshot::export::export_vnode;
+use crate::snapshot::manifest::VnodeFiles;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
-use tokio::sync::mpsc;
-use waymark_core::{Lsn, Record};
+use tokio::sync::{mpsc, oneshot};
+use waymark_core::{CutId, Lsn, Record};
 use waymark_wal::{Position, Wal};
 
 /// Commands handled in one group commit at most.
@@ -33,6 +39,14 @@ pub enum WalCmd {
         resume_at: Position,
         bytes: u64,
         took_ms: u64,
+    },
+    /// Export the files of `cut` into `dest` (a vnode directory of a snapshot): from the cut's
+    /// base (`from: None`, a full snapshot) or from `from` (an increment), to the cut's end.
+    Export {
+        cut: CutId,
+        from: Option<Position>,
+        dest: PathBuf,
+        reply: oneshot::Sender<Result<VnodeFiles, String>>,
     },
 }
 
@@ -52,9 +66,6 @@ pub enum WalEvent {
     Failed(String),
 }
 
-/// Positions before which segments must be kept (a snapshot pins them); shared with the owner.
-pub type Pins = Arc<Mutex<Option<Position>>>;
-
 pub struct WalThread {
     pub tx: mpsc::Sender<WalCmd>,
     pub join: JoinHandle<()>,
@@ -68,7 +79,7 @@ struct Writer {
     durable: Lsn,
     events: mpsc::UnboundedSender<WalEvent>,
     weak: mpsc::WeakSender<WalCmd>,
-    pins: Pins,
+    cuts: CutFiles,
     /// Alteration records appended since the last sync, to read back after it.
     read_back: Vec<Position>,
 }
@@ -84,15 +95,15 @@ pub struct WalSetup {
     pub fsync: FsyncPolicy,
     pub queue_max: usize,
     pub events: mpsc::UnboundedSender<WalEvent>,
-    pub pins: Pins,
 }
 
 /// Starts the writer thread of a vnode's log.
 pub fn spawn(setup: WalSetup) -> std::io::Result<WalThread> {
-    let WalSetup { name, wal, dir, base, fsync, queue_max, events, pins } = setup;
+    let WalSetup { name, wal, dir, base, fsync, queue_max, events } = setup;
     let (tx, rx) = mpsc::channel(queue_max);
     let weak = tx.downgrade();
-    let w = Writer { wal, dir, fsync, appended: base, durable: base, events, weak, pins, read_back: vec![] };
+    let cuts = CutFiles::open(&dir);
+    let w = Writer { wal, dir, fsync, appended: base, durable: base, events, weak, cuts, read_back: vec![] };
     let join = std::thread::Builder::new().name(format!("wal {name}")).spawn(move || w.run(rx))?;
     Ok(WalThread { tx, join })
 }
@@ -122,6 +133,10 @@ impl Writer {
                 WalCmd::Append(record) => self.append(&record)?,
                 WalCmd::Checkpoint(image) => self.checkpoint(image)?,
                 WalCmd::CheckpointWritten { resume_at, bytes, took_ms } => self.truncate(resume_at, bytes, took_ms)?,
+                WalCmd::Export { cut, from, dest, reply } => {
+                    self.sync()?;
+                    let _ = reply.send(self.export(cut, from, &dest));
+                }
             }
         }
         self.sync()
@@ -130,8 +145,11 @@ impl Writer {
     fn append(&mut self, record: &Record) -> Result<(), String> {
         let at = self.wal.append(record.kind(), &record.encode()).map_err(|e| format!("appending: {e}"))?;
         self.appended = Lsn(self.appended.0 + 1);
-        if matches!(record, Record::Alteration { .. }) {
-            self.read_back.push(at);
+        match record {
+            Record::Alteration { .. } => self.read_back.push(at),
+            Record::CutStart { cut } => self.cuts.on_cut_start(*cut, self.wal.first_position())?,
+            Record::CutFinish(f) => self.cuts.on_cut_finish(f.cut),
+            _ => {}
         }
         Ok(())
     }
@@ -152,7 +170,38 @@ impl Writer {
         for at in std::mem::take(&mut self.read_back) {
             self.read_back_one(at)?;
         }
+        if let Some(cut) = self.cuts.take_finish_pending() {
+            // Everything up to the cut's end goes into sealed segments, which a snapshot links.
+            let upto = self.wal.roll_segment().map_err(|e| format!("rolling after {cut}'s finish: {e}"))?;
+            self.cuts.finished(cut, upto);
+        }
         Ok(())
+    }
+
+    /// A cut's files into a snapshot's vnode directory.
+    fn export(&mut self, cut: CutId, from: Option<Position>, dest: &std::path::Path) -> Result<VnodeFiles, String> {
+        let vnode = self.dir.display().to_string();
+        let upto = self
+            .cuts
+            .finish_of(cut)
+            .ok_or_else(|| format!("{vnode}: {cut} did not finish here (or finished before this process started)"))?;
+        let (checkpoint, from) = match from {
+            Some(from) => (None, from),
+            None => {
+                let base = self.cuts.base(cut).ok_or_else(|| format!("{vnode}: no base kept for {cut}"))?;
+                (base.checkpoint.clone(), base.from)
+            }
+        };
+        if from < self.wal.first_position() {
+            return Err(format!(
+                "{vnode}: the log from {from} was removed (it starts at {}); take a full snapshot",
+                self.wal.first_position()
+            ));
+        }
+        let files = export_vnode(&mut self.wal, &self.dir, checkpoint.as_deref(), from, upto, dest)
+            .map_err(|e| e.to_string())?;
+        self.cuts.exported(upto)?;
+        Ok(files)
     }
 
     /// Seed 004 point 4: the alteration as the log gives it back, not as it was handed over.
@@ -192,8 +241,7 @@ impl Writer {
 
     /// Removes the sealed segments wholly before the checkpoint, keeping what is pinned.
     fn truncate(&mut self, resume_at: Position, bytes: u64, took_ms: u64) -> Result<(), String> {
-        let pinned = *self.pins.lock().expect("pins lock");
-        let upto = pinned.map_or(resume_at, |p| p.min(resume_at));
+        let upto = self.cuts.pinned_from().map_or(resume_at, |p| p.min(resume_at));
         let removed = self.wal.truncate_before(upto).map_err(|e| format!("removing old segments: {e}"))?;
         let segments_removed = removed.len();
         let _ = self.events.send(WalEvent::Checkpointed { bytes, took_ms, segments_removed });

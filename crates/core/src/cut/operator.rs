@@ -1,0 +1,262 @@
+//! The operator of the cut process on the cluster tree (DESIGN §6): it proposes the four phases of
+//! cut C — START, STARTED, FINISH, END — one after another as alterations of the metadata key
+//! `cut/<C>`, each only once the previous one was applied on every store vnode, and ends the cut
+//! with `END:failed` as soon as one phase was not. The `END:ok` entry it leaves in the metadata is
+//! the snapshot catalog.
+//!
+//! A pure state machine: the host hands it the clock and the outcomes of its proposals (the
+//! alteration role's `Done`), and it answers with the next proposal or the end of the cut. The
+//! server runs it inside a manager vnode (`alter::manager`), so a cut is started by sending that
+//! manager `Request::Cut`, and the simulator's operator follows the same rules.
+//!
+//! Invariant: a cut ends ok only if START, STARTED and FINISH were each applied by all `leaves`
+//! store vnodes, in that order; at most one cut process runs per operator.
+
+use crate::alter::AlterRecord;
+use crate::ids::{ClientId, CutId};
+use std::fmt;
+
+/// A phase of the cut process, as written into `cut/<id>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Start the local cut (log `CutStart`, colour messages after it).
+    Start,
+    /// Every store vnode started: release replies held for real-time safety.
+    Started,
+    /// Confirm once the local cut is over (`CutFinish` logged), with its verdict.
+    Finish,
+    /// Stop colouring; `ok` says whether the cut is a consistent snapshot.
+    End { ok: bool },
+}
+
+impl Phase {
+    pub const fn value(self) -> &'static str {
+        match self {
+            Phase::Start => "START",
+            Phase::Started => "STARTED",
+            Phase::Finish => "FINISH",
+            Phase::End { ok: true } => "END:ok",
+            Phase::End { ok: false } => "END:failed",
+        }
+    }
+
+    /// The phase a metadata value names; `None` for anything else.
+    pub fn parse(value: &[u8]) -> Option<Phase> {
+        [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }]
+            .into_iter()
+            .find(|p| p.value().as_bytes() == value)
+    }
+
+    /// The phase after this one when it was applied everywhere.
+    fn next(self) -> Phase {
+        match self {
+            Phase::Start => Phase::Started,
+            Phase::Started => Phase::Finish,
+            Phase::Finish | Phase::End { .. } => Phase::End { ok: true },
+        }
+    }
+
+    /// Distinct per phase, so each proposal of a cut has its own number.
+    fn code(self) -> u64 {
+        match self {
+            Phase::Start => 0,
+            Phase::Started => 1,
+            Phase::Finish => 2,
+            Phase::End { ok: true } => 3,
+            Phase::End { ok: false } => 4,
+        }
+    }
+
+    pub fn record(self, cut: CutId) -> AlterRecord {
+        AlterRecord::set(format!("cut/{}", cut.0), self.value())
+    }
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.value())
+    }
+}
+
+/// Who asked for the cut: told how it ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requester {
+    pub client: ClientId,
+    pub req: u64,
+}
+
+/// A proposal the host must hand to its alteration role.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proposal {
+    /// Unique per cut and phase (`cut * 8 + phase`): cut ids are never reused, so neither are these.
+    pub n: u64,
+    pub record: AlterRecord,
+}
+
+/// How a cut process ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub cut: CutId,
+    pub ok: bool,
+    pub requester: Requester,
+    /// How long each phase took, in order (START first), including the END.
+    pub phases_us: Vec<u64>,
+}
+
+#[derive(Debug)]
+pub enum Step {
+    Propose(Proposal),
+    Ended(Ended),
+}
+
+#[derive(Clone, Debug)]
+struct Process {
+    cut: CutId,
+    phase: Phase,
+    n: u64,
+    begun_us: u64,
+    phase_begun_us: u64,
+    phases_us: Vec<u64>,
+    requester: Requester,
+}
+
+/// The operator: at most one cut process at a time.
+#[derive(Clone, Debug)]
+pub struct CutOperator {
+    /// The store vnodes every phase must reach.
+    leaves: u64,
+    /// A cut not ended in this long is given up (`END:failed` is proposed once more).
+    timeout_us: u64,
+    process: Option<Process>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OperatorError {
+    #[error("cut {0} is in progress; one cut runs at a time")]
+    Busy(CutId),
+}
+
+impl CutOperator {
+    pub fn new(leaves: u64, timeout_us: u64) -> Self {
+        assert!(leaves > 0, "a cut needs store vnodes to reach");
+        CutOperator { leaves, timeout_us, process: None }
+    }
+
+    pub fn running(&self) -> Option<CutId> {
+        self.process.as_ref().map(|p| p.cut)
+    }
+
+    /// Starts cut `cut` (a new id, higher than any in the metadata) for `requester`.
+    pub fn start(&mut self, now_us: u64, cut: CutId, requester: Requester) -> Result<Proposal, OperatorError> {
+        if let Some(p) = &self.process {
+            return Err(OperatorError::Busy(p.cut));
+        }
+        let p = Process {
+            cut,
+            phase: Phase::Start,
+            n: 0,
+            begun_us: now_us,
+            phase_begun_us: now_us,
+            phases_us: vec![],
+            requester,
+        };
+        self.process = Some(p);
+        Ok(self.propose(now_us, Phase::Start))
+    }
+
+    /// Proposal `n` ended: `ok` and applied by `applied` leaves. Unknown numbers are ignored (a
+    /// proposal of a cut given up, or a manager's own).
+    pub fn on_done(&mut self, now_us: u64, n: u64, ok: bool, applied: u64) -> Option<Step> {
+        let p = self.process.as_mut().filter(|p| p.n == n)?;
+        p.phases_us.push(now_us.saturating_sub(p.phase_begun_us));
+        let everywhere = ok && applied >= self.leaves;
+        match p.phase {
+            Phase::End { ok: ended_ok } => {
+                let p = self.process.take().expect("a process");
+                let ended = Ended { cut: p.cut, ok: ok && ended_ok, requester: p.requester, phases_us: p.phases_us };
+                debug_assert!(!ended.ok || ended.phases_us.len() == 4, "an ok cut went through four phases");
+                Some(Step::Ended(ended))
+            }
+            phase if everywhere => Some(Step::Propose(self.propose(now_us, phase.next()))),
+            _ => Some(Step::Propose(self.propose(now_us, Phase::End { ok: false }))),
+        }
+    }
+
+    /// The timeout check: a process older than the timeout, or whose proposal was lost with the
+    /// manager that carried it, is ended with `END:failed` (an END already failing is given up).
+    pub fn on_tick(&mut self, now_us: u64) -> Option<Step> {
+        let p = self.process.as_ref()?;
+        if now_us.saturating_sub(p.begun_us) < self.timeout_us {
+            return None;
+        }
+        if p.phase == (Phase::End { ok: false }) || now_us.saturating_sub(p.begun_us) >= 2 * self.timeout_us {
+            let p = self.process.take().expect("a process");
+            return Some(Step::Ended(Ended { cut: p.cut, ok: false, requester: p.requester, phases_us: p.phases_us }));
+        }
+        Some(Step::Propose(self.propose(now_us, Phase::End { ok: false })))
+    }
+
+    fn propose(&mut self, now_us: u64, phase: Phase) -> Proposal {
+        let p = self.process.as_mut().expect("a cut process");
+        (p.phase, p.phase_begun_us, p.n) = (phase, now_us, p.cut.0 * 8 + phase.code());
+        Proposal { n: p.n, record: phase.record(p.cut) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WHO: Requester = Requester { client: ClientId(1), req: 1 };
+
+    fn proposal(step: Option<Step>) -> Proposal {
+        match step {
+            Some(Step::Propose(p)) => p,
+            other => panic!("expected a proposal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_cut_applied_everywhere_goes_through_four_phases_and_ends_ok() {
+        let mut op = CutOperator::new(3, 5_000_000);
+        let mut p = op.start(0, CutId(7), WHO).unwrap();
+        for (t, phase) in [(10, "STARTED"), (20, "FINISH"), (30, "END:ok")] {
+            p = proposal(op.on_done(t, p.n, true, 3));
+            assert_eq!(p.record.value, phase.as_bytes());
+        }
+        match op.on_done(45, p.n, true, 3) {
+            Some(Step::Ended(e)) => assert_eq!((e.cut, e.ok, e.phases_us), (CutId(7), true, vec![10, 10, 10, 15])),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(op.running(), None);
+    }
+
+    #[test]
+    fn a_phase_missing_one_leaf_ends_the_cut_failed() {
+        let mut op = CutOperator::new(3, 5_000_000);
+        let p = op.start(0, CutId(1), WHO).unwrap();
+        let end = proposal(op.on_done(5, p.n, true, 2));
+        assert_eq!(end.record.value, b"END:failed");
+        assert!(matches!(op.on_done(6, end.n, true, 3), Some(Step::Ended(Ended { ok: false, .. }))));
+    }
+
+    #[test]
+    fn one_cut_runs_at_a_time_and_a_stuck_one_is_given_up() {
+        let mut op = CutOperator::new(1, 100);
+        op.start(0, CutId(1), WHO).unwrap();
+        assert_eq!(op.start(1, CutId(2), WHO), Err(OperatorError::Busy(CutId(1))));
+        assert!(op.on_tick(50).is_none());
+        assert_eq!(proposal(op.on_tick(100)).record.value, b"END:failed");
+        assert!(matches!(op.on_tick(150), Some(Step::Ended(Ended { ok: false, .. }))));
+        assert!(op.start(200, CutId(2), WHO).is_ok());
+    }
+
+    #[test]
+    fn answers_to_other_proposals_are_ignored() {
+        let mut op = CutOperator::new(1, 100);
+        let p = op.start(0, CutId(3), WHO).unwrap();
+        assert!(op.on_done(1, p.n + 1, true, 1).is_none());
+        assert_eq!(Phase::parse(b"END:ok"), Some(Phase::End { ok: true }));
+        assert_eq!(Phase::parse(b"END"), None);
+    }
+}

@@ -1,0 +1,208 @@
+//! Creating a snapshot of the live cluster (`POST /snapshots`, `waymark snapshot create`): one cut
+//! process over the tree (nothing is paused), then every host exports its store vnodes' files for
+//! that cut (`POST /export` on the others, in parallel), then the manifest is written — last, so a
+//! snapshot without a manifest is one that did not complete.
+//!
+//! A full snapshot starts a chain; increment K exports, per vnode, the log from where increment
+//! K-1 (or the full snapshot) ended to the new cut's end. Hosts write into their own
+//! `node.snapshot_dir`: the hosts of one machine share it (as `cluster init` sets up); hosts on
+//! several machines need it on a shared file system.
+
+use super::catalog::{self, State};
+use super::manifest::{self, ClusterShape, Kind, Manifest, VnodeFiles};
+use crate::driver::VnodeCmd;
+use crate::node::{CutReport, Shared};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use waymark_core::{CutId, VnodeId};
+use waymark_wal::Position;
+
+/// How long the cut process may take before the creation gives up.
+const CUT_WAIT: Duration = Duration::from_secs(60);
+/// How long one host may take to export its files.
+const EXPORT_WAIT: Duration = Duration::from_secs(120);
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CreateRequest {
+    pub name: String,
+    #[serde(default)]
+    pub incremental: bool,
+}
+
+/// What a creation reports.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Created {
+    pub name: String,
+    /// 0 for a full snapshot, K for increment K.
+    pub increment: u32,
+    pub cut: u64,
+    /// START, STARTED, FINISH, END, in milliseconds.
+    pub phases_ms: Vec<f64>,
+    pub export_ms: f64,
+    pub bytes: u64,
+    pub files: usize,
+}
+
+/// A host's part: export these vnodes' files of `cut` (from these positions, for an increment).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExportRequest {
+    pub name: String,
+    pub increment: u32,
+    pub cut: u64,
+    /// Per vnode, where its increment starts; empty for a full snapshot.
+    #[serde(default)]
+    pub from: BTreeMap<String, (u64, u64)>,
+}
+
+/// Creates snapshot `req.name` (or its next increment) of the running cluster.
+pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, String> {
+    check_name(&req.name)?;
+    let root = &shared.cfg.snapshot_dir;
+    let previous = if req.incremental { Some(last_of_chain(root, &req.name)?) } else { None };
+    if previous.is_none() && root.join(&req.name).exists() {
+        return Err(format!("snapshot {} exists already in {}", req.name, root.display()));
+    }
+    let increment = previous.as_ref().map_or(0, |m| m.kind.number() + 1);
+    let cut: CutReport = shared.run_cut(CUT_WAIT).await?;
+    if !cut.ok {
+        return Err(format!("cut {} failed (a store vnode did not take part: is every host up?)", cut.cut));
+    }
+    let begun = Instant::now();
+    let from = previous.as_ref().map(starts_after).unwrap_or_default();
+    let export = ExportRequest { name: req.name.clone(), increment, cut: cut.cut, from };
+    let mut vnodes = export_everywhere(shared, &export).await?;
+    set_partitions(shared, &mut vnodes);
+    let kind = match &previous {
+        None => Kind::Full,
+        Some(p) => Kind::Increment { number: increment, previous_cut: p.cut },
+    };
+    let manifest = Manifest {
+        format: manifest::FORMAT,
+        name: req.name.clone(),
+        kind,
+        cut: cut.cut,
+        created_unix_ms: unix_ms(),
+        cluster: shape(shared),
+        metadata_md5: String::new(),
+        vnodes,
+    };
+    let dir = manifest::snapshot_dir(root, &req.name, increment);
+    manifest::write_manifest(&dir, &manifest).map_err(|e| e.to_string())?;
+    let files = manifest.vnodes.iter().map(|v| v.files().count()).sum();
+    let export_ms = begun.elapsed().as_secs_f64() * 1000.0;
+    Ok(Created {
+        name: req.name,
+        increment,
+        cut: cut.cut,
+        phases_ms: cut.phases_ms,
+        export_ms,
+        bytes: manifest.size_bytes(),
+        files,
+    })
+}
+
+/// Names become directory names: keep them plain.
+fn check_name(name: &str) -> Result<(), String> {
+    let plain = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+    if (1..=64).contains(&name.len()) && plain && !name.starts_with('.') {
+        Ok(())
+    } else {
+        Err(format!("snapshot name `{name}`: use 1-64 letters, digits, '-', '_' or '.'"))
+    }
+}
+
+/// The newest member of chain `name`, which the next increment continues.
+fn last_of_chain(root: &std::path::Path, name: &str) -> Result<Manifest, String> {
+    let catalog = catalog::list(root).map_err(|e| e.to_string())?;
+    let chain = catalog.chains.iter().find(|c| c.name == name).ok_or_else(|| {
+        format!("no snapshot {name} in {}: create a full one first (without --incremental)", root.display())
+    })?;
+    let last = chain.members.last().ok_or_else(|| format!("snapshot {name} is empty"))?;
+    match &last.state {
+        State::Complete(m) => Ok((**m).clone()),
+        State::Incomplete => {
+            Err(format!("{} has no manifest (an interrupted creation): expire it", last.dir.display()))
+        }
+        State::Unreadable(e) => Err(e.clone()),
+    }
+}
+
+fn starts_after(previous: &Manifest) -> BTreeMap<String, (u64, u64)> {
+    previous.vnodes.iter().map(|v| (v.vnode.clone(), (v.upto.segment, v.upto.offset))).collect()
+}
+
+/// Every host's export, this one's locally and the others' through their admin API, in parallel.
+async fn export_everywhere(shared: &Shared, req: &ExportRequest) -> Result<Vec<VnodeFiles>, String> {
+    let mut remote = vec![];
+    for host in shared.cfg.cluster.hosts.iter().filter(|h| h.name != shared.cfg.host) {
+        let (url, body) = (format!("http://{}/export", host.admin), req.clone());
+        let token = shared.cfg.admin_token.clone().unwrap_or_default();
+        let name = host.name.clone();
+        remote.push(tokio::task::spawn_blocking(move || post_export(&name, &url, &token, &body)));
+    }
+    let mut all = export_local(shared, req).await.map_err(|e| format!("{}: {e}", shared.cfg.host))?;
+    for task in remote {
+        all.extend(task.await.map_err(|e| format!("export task: {e}"))??);
+    }
+    Ok(all)
+}
+
+fn post_export(host: &str, url: &str, token: &[u8], body: &ExportRequest) -> Result<Vec<VnodeFiles>, String> {
+    let agent = ureq::AgentBuilder::new().timeout(EXPORT_WAIT).build();
+    let auth = format!("Bearer {}", String::from_utf8_lossy(token));
+    match agent.post(url).set("Authorization", &auth).send_json(body) {
+        Ok(resp) => resp.into_json().map_err(|e| format!("{host}: unreadable export answer: {e}")),
+        Err(ureq::Error::Status(code, resp)) => {
+            Err(format!("{host}: export refused ({code}): {}", resp.into_string().unwrap_or_default().trim()))
+        }
+        Err(e) => Err(format!("{host} ({url}): {e} (is the host up?)")),
+    }
+}
+
+/// This host's part: each local store vnode's writer exports its files.
+pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<VnodeFiles>, String> {
+    check_name(&req.name)?;
+    let dir = manifest::snapshot_dir(&shared.cfg.snapshot_dir, &req.name, req.increment);
+    let mut out = vec![];
+    for (id, tx) in &shared.stores {
+        let from = match req.from.is_empty() {
+            true => None,
+            false => {
+                let (segment, offset) =
+                    req.from.get(&id.to_string()).ok_or_else(|| format!("{id} is not in the previous snapshot"))?;
+                Some(Position::new(*segment, *offset))
+            }
+        };
+        let (reply, rx) = oneshot::channel();
+        let cmd = VnodeCmd::Export { cut: CutId(req.cut), from, dest: dir.join(id.to_string()), reply };
+        tx.send(cmd).await.map_err(|_| format!("{id} stopped"))?;
+        let files = tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| format!("{id}: export timed out"))?;
+        out.push(files.map_err(|_| format!("{id} stopped"))??);
+    }
+    Ok(out)
+}
+
+fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
+    let placement = &shared.topology.placement;
+    for v in vnodes {
+        if let Some(id) = VnodeId::parse(&v.vnode) {
+            v.partitions = placement.partitions_of(&id).map(|p| p.0).collect();
+        }
+    }
+}
+
+fn shape(shared: &Shared) -> ClusterShape {
+    let c = &shared.cfg.cluster;
+    ClusterShape {
+        name: c.name.clone(),
+        partitions: c.partitions,
+        replicas: c.replicas,
+        hosts: c.hosts.iter().map(|h| h.name.clone()).collect(),
+    }
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}

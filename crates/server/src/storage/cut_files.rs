@@ -1,0 +1,172 @@
+//! What a store vnode's WAL writer keeps about recent cuts so that their files can be exported into
+//! a snapshot after the cut process ended (DESIGN §5). The writer sees every record it appends; it
+//! acts on two kinds, as file bookkeeping only (no protocol decision is made here):
+//!
+//! - `CutStart{C}`: the checkpoint in force is hard-linked as the base of C (`cut-bases/<C>`), so a
+//!   later checkpoint replacing it cannot take away the image a full snapshot of C starts from; its
+//!   resume position is where C's replay begins.
+//! - `CutFinish{C}` durable: the active segment is rolled, so every record up to C's end is in a
+//!   sealed (immutable, hard-linkable) segment, and C's export ends at the roll position.
+//!
+//! Pins: segments at or after the oldest kept base, and after the newest export (the next
+//! increment starts there, persisted in `snapshot-pin` across restarts), are never removed by
+//! checkpointing.
+//!
+//! Invariant: for a kept cut C, `base(C).from <= finished(C)`, and every segment in between is
+//! on disk while C is kept.
+
+use super::checkpoint;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use waymark_core::CutId;
+use waymark_wal::Position;
+
+/// Recent cuts whose bases are kept: a snapshot is exported right after its cut ends, so a few do.
+const KEEP_CUTS: usize = 8;
+const BASES_DIR: &str = "cut-bases";
+const PIN_FILE: &str = "snapshot-pin";
+
+/// Where a full snapshot of a cut starts: a checkpoint file (absent before the first checkpoint)
+/// and the position its replay resumes at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Base {
+    pub checkpoint: Option<PathBuf>,
+    pub from: Position,
+}
+
+pub struct CutFiles {
+    dir: PathBuf,
+    bases: BTreeMap<CutId, Base>,
+    finished: BTreeMap<CutId, Position>,
+    /// A `CutFinish` appended and not yet durable: roll after the sync.
+    finish_pending: Option<CutId>,
+    /// Where the newest export ended.
+    chain_upto: Option<Position>,
+}
+
+impl CutFiles {
+    /// Reads the persisted export pin of the vnode in `dir`; a damaged pin file is reported and
+    /// ignored (the next increment then fails its gap check and a full snapshot is needed).
+    pub fn open(dir: &Path) -> CutFiles {
+        let chain_upto = match fs::read_to_string(dir.join(PIN_FILE)) {
+            Ok(text) => parse_pin(&text).or_else(|| {
+                tracing::warn!(dir = %dir.display(), "ignoring an unreadable {PIN_FILE}");
+                None
+            }),
+            Err(_) => None,
+        };
+        CutFiles {
+            dir: dir.into(),
+            bases: BTreeMap::new(),
+            finished: BTreeMap::new(),
+            finish_pending: None,
+            chain_upto,
+        }
+    }
+
+    /// `CutStart{cut}` was appended at a log whose oldest record is at `log_start`.
+    pub fn on_cut_start(&mut self, cut: CutId, log_start: Position) -> Result<(), String> {
+        let current = self.dir.join(checkpoint::FILE_NAME);
+        let base = if current.exists() {
+            let bases = self.dir.join(BASES_DIR);
+            fs::create_dir_all(&bases).map_err(|e| format!("creating {}: {e}", bases.display()))?;
+            let link = bases.join(format!("{}.checkpoint", cut.0));
+            let _ = fs::remove_file(&link); // a cut id is never reused; a leftover is from a crash
+            fs::hard_link(&current, &link).map_err(|e| format!("linking {}: {e}", link.display()))?;
+            // Read from the link: the file it names cannot change under us any more.
+            let from = checkpoint::read_resume_at(&link).map_err(|e| e.to_string())?;
+            Base { checkpoint: Some(link), from }
+        } else {
+            Base { checkpoint: None, from: log_start }
+        };
+        self.bases.insert(cut, base);
+        self.forget_old();
+        Ok(())
+    }
+
+    pub fn on_cut_finish(&mut self, cut: CutId) {
+        self.finish_pending = Some(cut);
+    }
+
+    /// The `CutFinish` pending is durable: the caller rolls and tells where the next segment starts.
+    pub fn take_finish_pending(&mut self) -> Option<CutId> {
+        self.finish_pending.take()
+    }
+
+    pub fn finished(&mut self, cut: CutId, upto: Position) {
+        self.finished.insert(cut, upto);
+    }
+
+    pub fn base(&self, cut: CutId) -> Option<&Base> {
+        self.bases.get(&cut)
+    }
+
+    pub fn finish_of(&self, cut: CutId) -> Option<Position> {
+        self.finished.get(&cut).copied()
+    }
+
+    /// An export ended at `upto`: the next increment starts there, so keep it, durably.
+    pub fn exported(&mut self, upto: Position) -> Result<(), String> {
+        self.chain_upto = Some(upto);
+        let tmp = self.dir.join(format!("{PIN_FILE}.tmp"));
+        let text = format!("{} {}\n", upto.segment, upto.offset);
+        fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+        let file = self.dir.join(PIN_FILE);
+        fs::rename(&tmp, &file).map_err(|e| format!("renaming {}: {e}", file.display()))
+    }
+
+    /// Segments before this position may be removed; later ones are needed by a kept cut or by
+    /// the next increment.
+    pub fn pinned_from(&self) -> Option<Position> {
+        self.bases.values().map(|b| b.from).chain(self.chain_upto).min()
+    }
+
+    fn forget_old(&mut self) {
+        while self.bases.len() > KEEP_CUTS {
+            let (_, base) = self.bases.pop_first().expect("not empty");
+            if let Some(file) = base.checkpoint {
+                let _ = fs::remove_file(file);
+            }
+        }
+        while self.finished.len() > KEEP_CUTS {
+            self.finished.pop_first();
+        }
+    }
+}
+
+fn parse_pin(text: &str) -> Option<Position> {
+    let mut words = text.split_whitespace().map(|w| w.parse::<u64>().ok());
+    Some(Position::new(words.next()??, words.next()??))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_base_outlives_the_checkpoint_that_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = checkpoint::Image::Manager(Default::default());
+        checkpoint::write(dir.path(), &image, Position::new(100, 24)).unwrap();
+        let mut files = CutFiles::open(dir.path());
+        files.on_cut_start(CutId(1), Position::ZERO).unwrap();
+        checkpoint::write(dir.path(), &image, Position::new(900, 24)).unwrap();
+        let base = files.base(CutId(1)).unwrap().clone();
+        assert_eq!(base.from, Position::new(100, 24));
+        assert_eq!(checkpoint::read_resume_at(base.checkpoint.as_ref().unwrap()).unwrap(), Position::new(100, 24));
+        assert_eq!(files.pinned_from(), Some(Position::new(100, 24)));
+    }
+
+    #[test]
+    fn the_export_pin_survives_a_restart_and_old_bases_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = CutFiles::open(dir.path());
+        for cut in 1..=(KEEP_CUTS as u64 + 2) {
+            files.on_cut_start(CutId(cut), Position::new(cut * 10, 0)).unwrap();
+        }
+        assert!(files.base(CutId(1)).is_none() && files.base(CutId(3)).is_some());
+        files.exported(Position::new(5, 24)).unwrap();
+        assert_eq!(CutFiles::open(dir.path()).pinned_from(), Some(Position::new(5, 24)));
+    }
+}
