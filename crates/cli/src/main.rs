@@ -1,5 +1,6 @@
-//! The `waymark` command: run a host (`node`), a local cluster (`cluster init|start|stop`), and the
-//! demo. Errors reach the user through `anyhow`, with what was wrong and where.
+//! The `waymark` command: run a host (`node`), a local cluster (`cluster init|start|stop`), its
+//! snapshots (`snapshot list|check|restore|expire`), and the demo. Errors reach the user through
+//! `anyhow`, with what was wrong and where.
 
 mod cmd;
 
@@ -30,6 +31,9 @@ enum Command {
     /// A local cluster on 127.0.0.1, run in the background (like `cockroach demo` or `tiup playground`).
     #[command(subcommand)]
     Cluster(cmd::cluster::ClusterCmd),
+    /// Snapshots on disk: list, check, restore into a new cluster, expire.
+    #[command(subcommand)]
+    Snapshot(cmd::snapshot::SnapshotCmd),
     /// Run a simulated 3-host cluster: bank transfers under crashes and partitions, consistent cuts
     /// taken while transactions run, every successful cut restored on every vnode and verified.
     Demo {
@@ -49,6 +53,7 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Node { config } => cmd::node::run(&config),
         Command::Cluster(c) => cmd::cluster::run(c),
+        Command::Snapshot(c) => cmd::snapshot::run(c),
         Command::Demo { runs, seed, duration_ms } => cmd::demo::simulated(runs, seed, duration_ms),
     }
 }

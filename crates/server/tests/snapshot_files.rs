@@ -175,6 +175,12 @@ impl Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(false)
+}
+
+/// `split_cut`: T8 commits inside cut 2's window on both replicas of partition 0, but only
+/// store0@node1's `CutFinish{2}` puts it before the cut — the inconsistency check must catch.
+fn fixture_with(split_cut: bool) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("snapshots");
     let live = vnodes()
@@ -218,7 +224,13 @@ fn fixture() -> Fixture {
     f.commit(&tx(5), None, &[w(1, None, 3)]);
     f.all(Record::CutStart { cut: CutId(2) });
     f.commit(&tx(6), Some(2), &[w(0, Some("a6"), 3)]);
-    f.all(Record::CutFinish(CutFinish { cut: CutId(2), before: Default::default(), after: Default::default() }));
+    if split_cut {
+        f.commit(&tx(8), None, &[w(0, Some("a8"), 4)]);
+    }
+    for l in &mut f.live {
+        let before = if split_cut && l.id == vnodes()[0] { [tx(8)].into_iter().collect() } else { Default::default() };
+        l.append(Record::CutFinish(CutFinish { cut: CutId(2), before, after: Default::default() }));
+    }
     let upto2 = f.roll();
     f.export(1, 2, &[None, None, None], &upto1, &upto2);
     f.commit(&tx(7), None, &[w(2, Some("c7"), 3)]);
@@ -435,4 +447,20 @@ fn a_cluster_directory_under_the_root_is_never_taken_for_a_snapshot() {
     assert_eq!(catalog.ignored, vec![stray.clone()]);
     let plan = expire::plan(&catalog, Rule::OlderThan { cutoff_unix_ms: u64::MAX });
     assert!(plan.iter().all(|d| d.name != "node1"));
+}
+
+#[test]
+fn a_transaction_on_both_sides_of_the_cut_is_reported_and_refused_by_restore() {
+    let f = fixture_with(true);
+    let report = check(&f.root, NAME, None);
+    let t8 = tx(8).to_string();
+    let closure = report.problems.iter().find(|p| p.what.contains(&t8)).expect("a closure problem");
+    assert!(closure.what.contains("includes it on store0@node1 but not on store0@node2"), "{closure}");
+    assert!(
+        report.problems.iter().any(|p| p.what.contains("partition 0: replica data differs")),
+        "{:#?}",
+        report.problems
+    );
+    let err = rebuild(&load_chain(&f.root, NAME, None).unwrap(), 2, &|_, _, _| {}).err().expect("refused");
+    assert!(err.to_string().contains("partition 0"), "{err}");
 }

@@ -83,6 +83,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
 }
 
 /// What `init` writes.
+#[derive(Clone, Debug)]
 pub struct Spec {
     pub hosts: u32,
     pub replicas: usize,
@@ -91,6 +92,22 @@ pub struct Spec {
     pub fsync: String,
     pub checkpoint_every: String,
     pub password: bool,
+}
+
+impl Spec {
+    /// `cluster init`'s defaults for everything but the shape (what `--hosts/--replicas/--partitions`
+    /// alone would give): one store per host, fsync always, a checkpoint every 30 s, no password.
+    pub fn local(hosts: u32, replicas: usize, partitions: u32) -> Spec {
+        Spec {
+            hosts,
+            replicas,
+            partitions,
+            stores: 1,
+            fsync: "always".into(),
+            checkpoint_every: "30s".into(),
+            password: false,
+        }
+    }
 }
 
 pub fn init(dir: &Path, spec: &Spec) -> Result<()> {

@@ -34,7 +34,7 @@ pub enum ExpireError {
     NoSuchSnapshot { root: PathBuf, name: String },
     #[error("{name} has no increment {increment}")]
     NoSuchIncrement { name: String, increment: u32 },
-    #[error("refusing to remove {what} of {name}: {dependents} depend on it (remove the whole chain with --name {name} alone)")]
+    #[error("refusing to remove {what} of {name}: it is the base of {dependents} (remove the whole chain with --name {name} alone)")]
     Dependents { name: String, what: String, dependents: String },
     #[error("refusing to remove {dir}: it is not a snapshot directory under {root}")]
     Outside { dir: PathBuf, root: PathBuf },
