@@ -2,9 +2,10 @@
 //! running cluster is needed. The library (`waymark_server::snapshot`) does the work; this module
 //! finds the root, prints tables and verdicts, and drives the progress bar.
 //!
-//! `create` (asking a running cluster for a cut and exporting it) belongs with the live side and
-//! is added next to these as `SnapshotCmd::Create`.
+//! `create` asks a running cluster (its admin API) for a cut and the files of it; no transaction
+//! is paused.
 
+use super::admin_client::{self, Admin};
 use super::cluster::{self, Spec};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use waymark_server::snapshot::catalog::{self, format_unix_ms, ChainListing, Listed, State};
 use waymark_server::snapshot::chain::{load_chain, Chain};
+use waymark_server::snapshot::create::{CreateRequest, Created};
 use waymark_server::snapshot::expire::{self, Decision, Rule};
 use waymark_server::snapshot::manifest::{increment_dir_name, Kind};
 use waymark_server::snapshot::{check, restore};
@@ -43,6 +45,17 @@ impl Root {
 
 #[derive(Subcommand)]
 pub enum SnapshotCmd {
+    /// Take a snapshot of the running cluster: a consistent cut (no transaction is paused), then
+    /// every host's files and the manifest. With --incremental, the next increment of NAME.
+    Create {
+        name: String,
+        #[arg(long)]
+        incremental: bool,
+        #[command(flatten)]
+        root: Root,
+        #[command(flatten)]
+        target: admin_client::Target,
+    },
     /// The snapshots under the root: each chain's full snapshot and increments.
     List {
         #[command(flatten)]
@@ -96,6 +109,9 @@ pub enum SnapshotCmd {
 
 pub fn run(cmd: SnapshotCmd) -> Result<()> {
     match cmd {
+        SnapshotCmd::Create { name, incremental, root, target } => {
+            create(&target.resolve(root.dir.as_ref())?, name, incremental)
+        }
         SnapshotCmd::List { root } => list(&root.resolve()?),
         SnapshotCmd::Check { name, increment, root } => check(&root.resolve()?, &name, increment),
         SnapshotCmd::Restore { name, increment, to, hosts, root } => {
@@ -113,6 +129,23 @@ pub fn run(cmd: SnapshotCmd) -> Result<()> {
             carry_out(&catalog, &decisions, dry_run)
         }
     }
+}
+
+fn create(admin: &Admin, name: String, incremental: bool) -> Result<()> {
+    let begun = Instant::now();
+    let created: Created =
+        admin.post("/snapshots", &CreateRequest { name, incremental }, std::time::Duration::from_secs(180))?;
+    let what = match created.increment {
+        0 => "full snapshot".to_string(),
+        k => format!("increment {k}"),
+    };
+    println!("created {} {what}: cut {}", created.name, created.cut);
+    let phases = ["START", "STARTED", "FINISH", "END"];
+    let timings: Vec<String> = phases.iter().zip(&created.phases_ms).map(|(p, ms)| format!("{p} {ms:.1} ms")).collect();
+    println!("  cut phases: {} (no transaction paused)", timings.join(", "));
+    println!("  files: {} ({}), exported in {:.1} ms", created.files, human_bytes(created.bytes), created.export_ms);
+    println!("  took {:.2} s in all", begun.elapsed().as_secs_f64());
+    Ok(())
 }
 
 fn now_unix_ms() -> u64 {

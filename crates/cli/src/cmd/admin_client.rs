@@ -1,0 +1,70 @@
+//! Talking to a running cluster's admin API: which hosts to ask (from a `cluster init` directory,
+//! or one `--admin ADDR`), with which token (the cluster's `admin-token` file, or `--token-file`).
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How to reach the cluster.
+#[derive(Args, Clone, Debug)]
+pub struct Target {
+    /// A host's admin address, e.g. 127.0.0.1:7001 (else every host of --dir is tried in turn).
+    #[arg(long)]
+    admin: Option<String>,
+    /// The file holding the admin token [default: DIR/admin-token with --dir].
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+}
+
+/// Admin addresses to try in order, and the token.
+pub struct Admin {
+    pub addrs: Vec<String>,
+    token: String,
+}
+
+impl Target {
+    pub fn resolve(&self, dir: Option<&PathBuf>) -> Result<Admin> {
+        let addrs = match (&self.admin, dir) {
+            (Some(a), _) => vec![a.clone()],
+            (None, Some(d)) => {
+                super::cluster::hosts_of(d)?.iter().map(|(_, c)| c.this_host().admin.to_string()).collect()
+            }
+            (None, None) => bail!("which cluster? give --dir DIR of a `cluster init` directory, or --admin ADDR"),
+        };
+        let token_file = match (&self.token_file, dir) {
+            (Some(f), _) => f.clone(),
+            (None, Some(d)) => d.join("admin-token"),
+            (None, None) => bail!("give --token-file FILE (the cluster's admin token) with --admin"),
+        };
+        let token = std::fs::read_to_string(&token_file)
+            .with_context(|| format!("reading the admin token from {}", token_file.display()))?;
+        Ok(Admin { addrs, token: token.trim().to_string() })
+    }
+}
+
+impl Admin {
+    /// POSTs `body` to `path` on the first host that accepts it. A host that answers 503 (e.g. it
+    /// runs no manager vnode) or cannot be reached is skipped; any other refusal is the answer.
+    pub fn post<B: Serialize, R: DeserializeOwned>(&self, path: &str, body: &B, timeout: Duration) -> Result<R> {
+        let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+        let mut skipped = vec![];
+        for addr in &self.addrs {
+            let url = format!("http://{addr}{path}");
+            let sent = agent.post(&url).set("Authorization", &format!("Bearer {}", self.token)).send_json(body);
+            match sent {
+                Ok(resp) => return resp.into_json().with_context(|| format!("{url}: unreadable answer")),
+                Err(ureq::Error::Status(503, resp)) => skipped.push(format!("{addr}: {}", text(resp))),
+                Err(ureq::Error::Status(code, resp)) => bail!("{url} refused ({code}): {}", text(resp)),
+                Err(e) => skipped.push(format!("{addr}: {e}")),
+            }
+        }
+        bail!("no host could do it:\n  {}", skipped.join("\n  "))
+    }
+}
+
+fn text(resp: ureq::Response) -> String {
+    resp.into_string().unwrap_or_default().trim().to_string()
+}
