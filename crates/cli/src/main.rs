@@ -34,16 +34,33 @@ enum Command {
     /// Snapshots on disk: list, check, restore into a new cluster, expire.
     #[command(subcommand)]
     Snapshot(cmd::snapshot::SnapshotCmd),
-    /// Run a simulated 3-host cluster: bank transfers under crashes and partitions, consistent cuts
-    /// taken while transactions run, every successful cut restored on every vnode and verified.
+    /// Waymark's main job on real processes: a 3-host cluster on loopback runs bank transfers
+    /// while a full snapshot and an increment every second are taken, a host is killed and
+    /// restarted, then two snapshots are restored into fresh clusters and checked there.
+    /// With --simulated: the same job on a simulated cluster, under injected faults, many seeds.
     Demo {
-        /// How many simulated runs (seeds).
+        /// Run the simulated demo instead (deterministic, many seeds, faults injected).
+        #[arg(long)]
+        simulated: bool,
+        /// Where the demo's clusters go [default: a new temporary directory, removed on success].
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Seconds of transfers and snapshots.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Bank clients (one connection each).
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Bank accounts.
+        #[arg(long, default_value_t = 64)]
+        accounts: usize,
+        /// --simulated: how many simulated runs (seeds).
         #[arg(long, default_value_t = 50)]
         runs: u64,
-        /// First seed.
+        /// --simulated: first seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Virtual milliseconds of workload per run.
+        /// --simulated: virtual milliseconds of workload per run.
         #[arg(long, default_value_t = 1000)]
         duration_ms: u64,
     },
@@ -54,6 +71,9 @@ fn main() -> Result<()> {
         Command::Node { config } => cmd::node::run(&config),
         Command::Cluster(c) => cmd::cluster::run(c),
         Command::Snapshot(c) => cmd::snapshot::run(c),
-        Command::Demo { runs, seed, duration_ms } => cmd::demo::simulated(runs, seed, duration_ms),
+        Command::Demo { simulated: true, runs, seed, duration_ms, .. } => cmd::demo::simulated(runs, seed, duration_ms),
+        Command::Demo { dir, seconds, clients, accounts, .. } => {
+            cmd::demo_live::run(cmd::demo_live::Options { dir, seconds, clients, accounts })
+        }
     }
 }

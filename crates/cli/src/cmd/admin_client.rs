@@ -46,6 +46,11 @@ impl Target {
 }
 
 impl Admin {
+    /// Every host of a `cluster init` directory, with its admin token.
+    pub fn for_cluster(dir: &std::path::Path) -> Result<Admin> {
+        Target { admin: None, token_file: None }.resolve(Some(&dir.to_path_buf()))
+    }
+
     /// POSTs `body` to `path` on the first host that accepts it. A host that answers 503 (e.g. it
     /// runs no manager vnode) or cannot be reached is skipped; any other refusal is the answer.
     pub fn post<B: Serialize, R: DeserializeOwned>(&self, path: &str, body: &B, timeout: Duration) -> Result<R> {

@@ -133,7 +133,7 @@ pub fn init(dir: &Path, spec: &Spec) -> Result<()> {
             return Err(e);
         }
     };
-    println!(
+    say!(
         "wrote a {}-host cluster to {} (replicas {}, partitions {})",
         spec.hosts,
         dir.display(),
@@ -141,9 +141,9 @@ pub fn init(dir: &Path, spec: &Spec) -> Result<()> {
         spec.partitions
     );
     for h in &hosts {
-        println!("  {:<8} redis {:<21} admin http://{}", h.name, h.redis, h.admin);
+        say!("  {:<8} redis {:<21} admin http://{}", h.name, h.redis, h.admin);
     }
-    println!("start it with: waymark cluster start --dir {}", dir.display());
+    say!("start it with: waymark cluster start --dir {}", dir.display());
     Ok(())
 }
 
@@ -264,7 +264,7 @@ pub fn start(dir: &Path) -> Result<()> {
     let mut started: Vec<Option<Child>> = vec![];
     for (host_dir, cfg) in &hosts {
         if let Some(pid) = running_pid(host_dir) {
-            println!("  {:<8} already running (pid {pid})", cfg.host);
+            say!("  {:<8} already running (pid {pid})", cfg.host);
             started.push(None);
             continue;
         }
@@ -283,13 +283,13 @@ pub fn start(dir: &Path) -> Result<()> {
             return Err(e);
         }
     }
-    println!("cluster in {} serves:", dir.display());
+    say!("cluster in {} serves:", dir.display());
     for (host_dir, cfg) in &hosts {
         let h = cfg.this_host();
         let pid = running_pid(host_dir).unwrap_or_default();
-        println!("  {:<8} redis-cli -p {:<6} admin http://{:<21} pid {pid}", cfg.host, h.redis.port(), h.admin);
+        say!("  {:<8} redis-cli -p {:<6} admin http://{:<21} pid {pid}", cfg.host, h.redis.port(), h.admin);
     }
-    println!("logs: {}/<host>/{LOG_FILE}; stop with: waymark cluster stop --dir {}", dir.display(), dir.display());
+    say!("logs: {}/<host>/{LOG_FILE}; stop with: waymark cluster stop --dir {}", dir.display(), dir.display());
     Ok(())
 }
 
@@ -301,7 +301,7 @@ fn kill_all(started: &mut [Option<Child>]) {
     }
 }
 
-fn spawn_node(exe: &Path, host_dir: &Path) -> Result<Child> {
+pub fn spawn_node(exe: &Path, host_dir: &Path) -> Result<Child> {
     let log = fs::OpenOptions::new().create(true).append(true).open(host_dir.join(LOG_FILE))?;
     let child = Command::new(exe)
         .arg("node")
@@ -321,7 +321,7 @@ fn spawn_node(exe: &Path, host_dir: &Path) -> Result<Child> {
 /// `child`: the node, if this `start` spawned it. Its handle, not `running_pid`, says whether it
 /// exited: just after a spawn, `/proc/<pid>/cmdline` can still be empty (the new program's
 /// arguments are not in place yet), and a live node would look gone.
-fn wait_serving(host_dir: &Path, cfg: &NodeConfig, mut child: Option<&mut Child>, deadline: Instant) -> Result<()> {
+pub fn wait_serving(host_dir: &Path, cfg: &NodeConfig, mut child: Option<&mut Child>, deadline: Instant) -> Result<()> {
     let keys = probe_keys(cfg)?;
     let mut last = String::from("no answer yet");
     while Instant::now() < deadline {
@@ -411,9 +411,9 @@ pub fn stop(dir: &Path) -> Result<()> {
         match running_pid(&host_dir) {
             Some(pid) => {
                 let how = terminate(pid, &host_dir);
-                println!("  {:<8} stopped (pid {pid}, {how})", cfg.host);
+                say!("  {:<8} stopped (pid {pid}, {how})", cfg.host);
             }
-            None => println!("  {:<8} was not running", cfg.host),
+            None => say!("  {:<8} was not running", cfg.host),
         }
         let _ = fs::remove_file(host_dir.join(PID_FILE));
     }
@@ -434,7 +434,7 @@ fn terminate(pid: u32, host_dir: &Path) -> &'static str {
     "SIGKILL after 20 s"
 }
 
-fn kill_and_wait(pid: u32, host_dir: &Path) {
+pub fn kill_and_wait(pid: u32, host_dir: &Path) {
     signal(pid, libc::SIGKILL);
     let deadline = Instant::now() + STOP_TIMEOUT;
     while running_pid(host_dir) == Some(pid) && Instant::now() < deadline {
@@ -453,8 +453,8 @@ fn status(dir: &Path) -> Result<()> {
     for (host_dir, cfg) in hosts_of(dir)? {
         let h = cfg.this_host();
         match running_pid(&host_dir) {
-            Some(pid) => println!("  {:<8} running (pid {pid})  redis {}  admin http://{}", cfg.host, h.redis, h.admin),
-            None => println!("  {:<8} stopped", cfg.host),
+            Some(pid) => say!("  {:<8} running (pid {pid})  redis {}  admin http://{}", cfg.host, h.redis, h.admin),
+            None => say!("  {:<8} stopped", cfg.host),
         }
     }
     Ok(())

@@ -115,7 +115,7 @@ pub fn run(cmd: SnapshotCmd) -> Result<()> {
         SnapshotCmd::List { root } => list(&root.resolve()?),
         SnapshotCmd::Check { name, increment, root } => check(&root.resolve()?, &name, increment),
         SnapshotCmd::Restore { name, increment, to, hosts, root } => {
-            restore(&root.resolve()?, &name, increment, &to, hosts)
+            restore(&root.resolve()?, &name, increment, &to, hosts).map(drop)
         }
         SnapshotCmd::Expire { keep_last, older_than, name, increment, dry_run, root } => {
             let root = root.resolve()?;
@@ -230,7 +230,14 @@ fn check(root: &Path, name: &str, increment: Option<u32>) -> Result<()> {
     std::process::exit(1);
 }
 
-fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts: Option<u32>) -> Result<()> {
+/// What a restore did: the cut it restored to and how fast the log replayed.
+pub struct Restored {
+    pub keys: usize,
+    pub log_mb: f64,
+    pub mb_per_s: f64,
+}
+
+pub fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts: Option<u32>) -> Result<Restored> {
     if to.exists() && std::fs::read_dir(to).with_context(|| format!("reading {}", to.display()))?.next().is_some() {
         bail!("{} is not empty: restore writes a new cluster into an empty directory", to.display());
     }
@@ -247,13 +254,13 @@ fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts: Op
     for (_, cfg) in cluster::hosts_of(to)? {
         let topology = Topology::new(&cfg.cluster)?;
         for (vnode, n) in restore::write_host(&rebuilt.partitions, &topology, &cfg.host, &cfg.data_dir)? {
-            println!("  {vnode:<16} {n} keys");
+            say!("  {vnode:<16} {n} keys");
             copies += n;
         }
     }
     let keys: usize = rebuilt.partitions.values().map(|s| s.len()).sum();
     let mb = rebuilt.log_bytes as f64 / 1e6;
-    println!(
+    say!(
         "restored {name} to cut {} ({}): {} partitions, {keys} keys ({copies} with replicas) on {hosts} hosts; replayed {:.1} MB of log, {} records in {took:.2} s ({:.1} MB/s, {:.0} records/s)",
         target.cut,
         if target.kind == Kind::Full { "full snapshot".into() } else { increment_dir_name(target.kind.number()) },
@@ -263,8 +270,8 @@ fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts: Op
         mb / took,
         rebuilt.records as f64 / took
     );
-    println!("start it with: waymark cluster start --dir {}", to.display());
-    Ok(())
+    say!("start it with: waymark cluster start --dir {}", to.display());
+    Ok(Restored { keys, log_mb: mb, mb_per_s: mb / took })
 }
 
 /// Replays every vnode in parallel, one thread per core, with a progress bar in log bytes.

@@ -1,0 +1,386 @@
+//! `waymark demo`: Waymark's main job on real processes. A 3-host cluster (2 replicas) on
+//! loopback runs bank transfers through the Redis protocol while a full snapshot and then an
+//! increment every second are taken; one host is killed with SIGKILL and restarted in the middle
+//! (snapshots while it is down fail cleanly). Then the newest increment and an earlier one chosen at
+//! random are restored into fresh clusters — one on 2 hosts — which are started and checked: the
+//! bank total is what it was at the start and every partition's replicas hold the same data.
+//! Every process the demo starts, it stops; it exits non-zero on any failure.
+
+use super::admin_client::Admin;
+use super::cluster::{self, Spec};
+use super::snapshot;
+use anyhow::{bail, Context, Result};
+use rand::Rng;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use waymark_server::snapshot::create::{CreateRequest, Created};
+
+const SNAPSHOT: &str = "demo";
+const BALANCE: i64 = 1_000;
+/// The host killed in the middle (it runs no manager vnode, so cuts are still proposed).
+const VICTIM: &str = "node3";
+const CLIENT_IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Options {
+    pub dir: Option<PathBuf>,
+    pub seconds: u64,
+    pub clients: usize,
+    pub accounts: usize,
+}
+
+/// Clusters started by the demo: stopped when it ends, however it ends — by an error (drop) or
+/// by Ctrl-C or SIGTERM (`stop_on_signal`). Nodes run in their own process group, so a signal to
+/// the demo does not reach them: the demo stops them.
+#[derive(Clone, Default)]
+struct Started(Arc<Mutex<Vec<PathBuf>>>);
+
+impl Started {
+    fn add(&self, dir: &Path) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
+    }
+
+    fn stop_all(&self) {
+        let dirs = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        for dir in dirs {
+            let _ = cluster::stop(&dir);
+        }
+    }
+
+    fn stop_on_signal(&self) -> Result<()> {
+        let started = self.clone();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+                let term = async move {
+                    match term.as_mut() {
+                        Some(t) => drop(t.recv().await),
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = term => {} }
+            });
+            eprintln!("\ninterrupted: stopping the demo's clusters");
+            started.stop_all();
+            std::process::exit(130);
+        });
+        Ok(())
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    committed: AtomicU64,
+    aborted: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// One attempt at a snapshot: what it gave, or why it failed.
+struct Attempt {
+    at_s: f64,
+    result: Result<Created, String>,
+}
+
+pub fn run(opts: Options) -> Result<()> {
+    if opts.seconds < 4 || opts.clients == 0 || opts.accounts < 2 {
+        bail!("--seconds must be at least 4, --clients at least 1, --accounts at least 2");
+    }
+    let work = workdir(opts.dir.as_deref())?;
+    super::set_quiet(true);
+    let dir = work.join("cluster");
+    println!(
+        "Waymark demo in {}: 3 hosts, 2 replicas, {} bank clients, {}s",
+        work.display(),
+        opts.clients,
+        opts.seconds
+    );
+    cluster::init(&dir, &Spec::local(3, 2, 16))?;
+    let started = Started::default();
+    started.stop_on_signal()?;
+    started.add(&dir);
+    cluster::start(&dir)?;
+    let hosts = cluster::hosts_of(&dir)?;
+    let redis: Vec<SocketAddr> = hosts.iter().map(|(_, c)| c.this_host().redis).collect();
+    let accounts: Vec<String> = (0..opts.accounts).map(|i| format!("acct:{i}")).collect();
+    let total = open_accounts(redis[0], &accounts)?;
+    let (stop, counts) = (Arc::new(AtomicBool::new(false)), Arc::new(Counts::default()));
+    let clients: Vec<JoinHandle<()>> =
+        (0..opts.clients).map(|i| spawn_client(i, &redis, &accounts, stop.clone(), counts.clone())).collect();
+    let attempts = take_snapshots(&dir, opts.seconds);
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        let _ = c.join();
+    }
+    let attempts = attempts?;
+    let checks = restore_and_check(&work, &dir, &attempts, (opts.accounts, total), &started);
+    started.stop_all();
+    let checks = checks?;
+    report(&counts, &attempts, &checks, total)?;
+    if opts.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    Ok(())
+}
+
+fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
+    let work = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::temp_dir().join(format!("waymark-demo-{}", std::process::id())),
+    };
+    if work.exists() && std::fs::read_dir(&work)?.next().is_some() {
+        bail!("{} is not empty: give the demo a new directory", work.display());
+    }
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    Ok(work.canonicalize()?)
+}
+
+fn connect(addr: SocketAddr) -> redis::RedisResult<redis::Connection> {
+    let client = redis::Client::open(format!("redis://{addr}/"))?;
+    let con = client.get_connection_with_timeout(CLIENT_IO_TIMEOUT)?;
+    con.set_read_timeout(Some(CLIENT_IO_TIMEOUT))?;
+    con.set_write_timeout(Some(CLIENT_IO_TIMEOUT))?;
+    Ok(con)
+}
+
+/// Every account gets the same balance, in one transaction; returns the total.
+fn open_accounts(addr: SocketAddr, accounts: &[String]) -> Result<i64> {
+    let mut con = connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    let mut mset = redis::cmd("MSET");
+    for a in accounts {
+        mset.arg(a).arg(BALANCE);
+    }
+    mset.query::<()>(&mut con).context("opening the accounts")?;
+    Ok(BALANCE * accounts.len() as i64)
+}
+
+/// A client moving money between random accounts with WATCH/MULTI/EXEC until told to stop; it
+/// moves to the next host when its host goes away.
+fn spawn_client(
+    i: usize,
+    redis: &[SocketAddr],
+    accounts: &[String],
+    stop: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+) -> JoinHandle<()> {
+    let (redis, accounts) = (redis.to_vec(), accounts.to_vec());
+    std::thread::spawn(move || {
+        let mut rng = rand::thread_rng();
+        let mut host = i % redis.len();
+        let mut con = None;
+        while !stop.load(Ordering::Relaxed) {
+            let Some(c) = con.as_mut() else {
+                con = connect(redis[host]).ok();
+                if con.is_none() {
+                    host = (host + 1) % redis.len();
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                continue;
+            };
+            let a = rng.gen_range(0..accounts.len());
+            let b = (a + rng.gen_range(1..accounts.len())) % accounts.len();
+            match transfer(c, &accounts[a], &accounts[b], rng.gen_range(1..50)) {
+                Ok(true) => counts.committed.fetch_add(1, Ordering::Relaxed),
+                Ok(false) => counts.aborted.fetch_add(1, Ordering::Relaxed),
+                Err(_) => {
+                    con = None;
+                    host = (host + 1) % redis.len();
+                    counts.errors.fetch_add(1, Ordering::Relaxed)
+                }
+            };
+        }
+    })
+}
+
+/// One transfer: `true` if it committed, `false` if a WATCHed balance moved (or was too low).
+fn transfer(con: &mut redis::Connection, from: &str, to: &str, amount: i64) -> redis::RedisResult<bool> {
+    redis::cmd("WATCH").arg(from).arg(to).query::<()>(con)?;
+    let (balance, _): (Option<i64>, Option<i64>) = redis::cmd("MGET").arg(from).arg(to).query(con)?;
+    if balance.unwrap_or(0) < amount {
+        redis::cmd("UNWATCH").query::<()>(con)?;
+        return Ok(false);
+    }
+    let done: Option<(i64, i64)> =
+        redis::pipe().atomic().cmd("DECRBY").arg(from).arg(amount).cmd("INCRBY").arg(to).arg(amount).query(con)?;
+    Ok(done.is_some())
+}
+
+/// A full snapshot, then an increment every second; `VICTIM` is killed halfway and restarted
+/// two seconds later.
+fn take_snapshots(dir: &Path, seconds: u64) -> Result<Vec<Attempt>> {
+    let admin = Admin::for_cluster(dir)?;
+    let begun = Instant::now();
+    let (kill_at, back_at) = (seconds / 2, seconds / 2 + 2);
+    let mut attempts = vec![];
+    for tick in 0..=seconds {
+        wait_until(begun + Duration::from_secs(tick));
+        if tick == kill_at {
+            kill_victim(dir)?;
+        }
+        if tick == back_at {
+            restart_victim(dir)?;
+        }
+        let req = CreateRequest { name: SNAPSHOT.into(), incremental: tick > 0 };
+        let result = create(&admin, &req);
+        let at_s = begun.elapsed().as_secs_f64();
+        match &result {
+            Ok(c) => println!("  {at_s:5.1}s snapshot {} #{:<2} cut {:<3} ok", SNAPSHOT, c.increment, c.cut),
+            Err(e) => println!("  {at_s:5.1}s snapshot failed cleanly: {}", e.lines().next().unwrap_or("")),
+        }
+        if tick == 0 && result.is_err() {
+            bail!("the first (full) snapshot failed: {}", result.err().unwrap_or_default());
+        }
+        attempts.push(Attempt { at_s, result });
+    }
+    Ok(attempts)
+}
+
+fn create(admin: &Admin, req: &CreateRequest) -> Result<Created, String> {
+    admin.post("/snapshots", req, Duration::from_secs(60)).map_err(|e| format!("{e:#}"))
+}
+
+fn wait_until(t: Instant) {
+    if let Some(d) = t.checked_duration_since(Instant::now()) {
+        std::thread::sleep(d);
+    }
+}
+
+fn victim_dir(dir: &Path) -> Result<PathBuf> {
+    let hosts = cluster::hosts_of(dir)?;
+    let (host_dir, _) = hosts.into_iter().find(|(_, c)| c.host == VICTIM).context("the demo cluster has node3")?;
+    Ok(host_dir)
+}
+
+fn kill_victim(dir: &Path) -> Result<()> {
+    let host_dir = victim_dir(dir)?;
+    let pid = cluster::running_pid(&host_dir).context("node3 is not running")?;
+    cluster::kill_and_wait(pid, &host_dir);
+    println!("  killed {VICTIM} (pid {pid}) with SIGKILL");
+    Ok(())
+}
+
+fn restart_victim(dir: &Path) -> Result<()> {
+    let host_dir = victim_dir(dir)?;
+    let exe = std::env::current_exe()?;
+    let mut child = cluster::spawn_node(&exe, &host_dir)?;
+    let cfg = waymark_server::config::NodeConfig::load(&host_dir.join("waymark.toml"))?;
+    cluster::wait_serving(&host_dir, &cfg, Some(&mut child), Instant::now() + Duration::from_secs(60))?;
+    println!("  restarted {VICTIM} (pid {})", child.id());
+    Ok(())
+}
+
+/// A restored cluster, checked.
+struct Check {
+    increment: u32,
+    cut: u64,
+    hosts: u32,
+    restored: snapshot::Restored,
+    total: i64,
+}
+
+/// Restores the newest increment (3 hosts) and an earlier one at random (2 hosts), starts each,
+/// and checks the bank total and replica agreement there.
+fn restore_and_check(
+    work: &Path,
+    dir: &Path,
+    attempts: &[Attempt],
+    (accounts, total): (usize, i64),
+    started: &Started,
+) -> Result<Vec<Check>> {
+    let ok: Vec<&Created> = attempts.iter().filter_map(|a| a.result.as_ref().ok()).collect();
+    let newest = ok.last().context("no snapshot succeeded")?;
+    let earlier = ok[rand::thread_rng().gen_range(0..ok.len().saturating_sub(1).max(1))];
+    let mut checks = vec![];
+    for (created, hosts) in [(*newest, 3), (earlier, 2)] {
+        let to = work.join(format!("restored-{}-on-{hosts}", created.increment));
+        println!(
+            "restoring {SNAPSHOT} #{} (cut {}) onto {hosts} hosts in {}",
+            created.increment,
+            created.cut,
+            to.display()
+        );
+        let restored = snapshot::restore(&dir.join("snapshots"), SNAPSHOT, Some(created.increment), &to, Some(hosts))?;
+        started.add(&to);
+        cluster::start(&to)?;
+        let found = bank_total(&to, accounts)?;
+        replicas_agree(&to)?;
+        checks.push(Check { increment: created.increment, cut: created.cut, hosts, restored, total: found });
+        cluster::stop(&to)?;
+    }
+    if checks.iter().any(|c| c.total != total) {
+        bail!("a restored bank total differs from {total}");
+    }
+    Ok(checks)
+}
+
+/// The sum of every account's balance, read in one transaction (MGET) from the first host.
+fn bank_total(dir: &Path, accounts: usize) -> Result<i64> {
+    let hosts = cluster::hosts_of(dir)?;
+    let mut con = connect(hosts[0].1.this_host().redis)?;
+    let keys: Vec<String> = (0..accounts).map(|i| format!("acct:{i}")).collect();
+    let balances: Vec<Option<i64>> = redis::cmd("MGET").arg(&keys).query(&mut con)?;
+    if balances.iter().any(Option::is_none) {
+        bail!("an account is missing in the restored cluster");
+    }
+    Ok(balances.into_iter().flatten().sum())
+}
+
+/// Every partition's replicas hold the same keys, versions and values (digests from /status).
+fn replicas_agree(dir: &Path) -> Result<()> {
+    let mut digests: std::collections::BTreeMap<u64, std::collections::BTreeSet<String>> = Default::default();
+    for (_, cfg) in cluster::hosts_of(dir)? {
+        let url = format!("http://{}/status", cfg.this_host().admin);
+        let status: serde_json::Value = ureq::get(&url).call()?.into_json()?;
+        for v in status["vnodes"].as_array().into_iter().flatten() {
+            for (p, d) in v["partitions"].as_object().into_iter().flatten() {
+                digests.entry(p.parse()?).or_default().insert(d.as_str().unwrap_or_default().to_string());
+            }
+        }
+    }
+    match digests.iter().find(|(_, d)| d.len() > 1) {
+        Some((p, d)) => bail!("partition {p}: replicas differ ({d:?})"),
+        None => Ok(()),
+    }
+}
+
+fn report(counts: &Counts, attempts: &[Attempt], checks: &[Check], total: i64) -> Result<()> {
+    let ok: Vec<&Created> = attempts.iter().filter_map(|a| a.result.as_ref().ok()).collect();
+    let failed = attempts.len() - ok.len();
+    let mut cut_ms: Vec<f64> = ok.iter().map(|c| c.phases_ms.iter().sum()).collect();
+    cut_ms.sort_by(f64::total_cmp);
+    let p50 = cut_ms.get(cut_ms.len() / 2).copied().unwrap_or(0.0);
+    let max = cut_ms.last().copied().unwrap_or(0.0);
+    println!("\nWaymark demo report");
+    println!(
+        "  transfers: {} committed, {} aborted (WATCH), {} interrupted by the killed host",
+        counts.committed.load(Ordering::Relaxed),
+        counts.aborted.load(Ordering::Relaxed),
+        counts.errors.load(Ordering::Relaxed)
+    );
+    println!(
+        "  snapshots: {} taken (1 full, {} increments), {failed} failed cleanly while a host was down",
+        ok.len(),
+        ok.len().saturating_sub(1)
+    );
+    println!("  cut latency: p50 {p50:.1} ms, max {max:.1} ms — no transaction paused");
+    for c in checks {
+        println!(
+            "  restore #{} (cut {}) onto {} hosts: {} keys, {:.2} MB of log at {:.1} MB/s; bank total {} (expected {total}); replicas agree",
+            c.increment, c.cut, c.hosts, c.restored.keys, c.restored.log_mb, c.restored.mb_per_s, c.total
+        );
+    }
+    if let Some(Attempt { at_s, result: Err(e) }) = attempts.last() {
+        bail!("the last snapshot (at {at_s:.1}s, after the host came back) failed: {e}");
+    }
+    println!("  verdict: PASS");
+    Ok(())
+}
