@@ -93,6 +93,15 @@ pub struct NodeConfig {
     /// How long a client waits for a transaction's outcome before it is told it is unknown.
     pub client_timeout: Duration,
     pub limits: Limits,
+    pub schedule: Option<Schedule>,
+}
+
+/// Snapshots taken by the node itself: an increment every `every`, a new full snapshot (a new
+/// chain, `auto-<unix seconds>`) every `full_every`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    pub every: Duration,
+    pub full_every: Duration,
 }
 
 impl NodeConfig {
@@ -126,6 +135,16 @@ pub mod raw {
         pub node: Node,
         #[serde(default)]
         pub limits: Limits,
+        #[serde(default)]
+        pub snapshots: Snapshots,
+    }
+
+    /// `[snapshots]`: a schedule, run by the host of the tree's root.
+    #[derive(Deserialize, Serialize, Clone, Debug, Default)]
+    #[serde(deny_unknown_fields)]
+    pub struct Snapshots {
+        pub every: Option<String>,
+        pub full_every: Option<String>,
     }
 
     #[derive(Deserialize, Serialize, Clone, Debug)]
@@ -203,6 +222,7 @@ impl Checker<'_> {
     fn config(&self, raw: raw::Config) -> Result<NodeConfig, ConfigError> {
         let cluster = self.cluster(raw.cluster)?;
         let limits = self.limits(raw.limits)?;
+        let schedule = self.schedule(&raw.snapshots)?;
         let n = raw.node;
         if !cluster.hosts.iter().any(|h| h.name == n.host) {
             let known: Vec<&str> = cluster.hosts.iter().map(|h| h.name.as_str()).collect();
@@ -231,6 +251,7 @@ impl Checker<'_> {
             secret,
             password,
             limits,
+            schedule,
         })
     }
 
@@ -325,6 +346,24 @@ impl Checker<'_> {
             );
         }
         Ok(limits)
+    }
+
+    fn schedule(&self, s: &raw::Snapshots) -> Result<Option<Schedule>, ConfigError> {
+        let Some(every) = s.every.as_deref() else {
+            if s.full_every.is_some() {
+                return Err(self.bad("snapshots.full_every", "needs snapshots.every (how often to take one)"));
+            }
+            return Ok(None);
+        };
+        let every = self.duration("snapshots.every", Some(every), "1s")?;
+        let full_every = self.duration("snapshots.full_every", s.full_every.as_deref(), "1h")?;
+        if every < Duration::from_millis(50) {
+            return Err(self.bad("snapshots.every", "must be at least 50ms"));
+        }
+        if full_every < every {
+            return Err(self.bad("snapshots.full_every", "must be at least snapshots.every"));
+        }
+        Ok(Some(Schedule { every, full_every }))
     }
 
     fn duration(&self, field: &str, text: Option<&str>, default: &str) -> Result<Duration, ConfigError> {

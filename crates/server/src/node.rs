@@ -268,6 +268,9 @@ impl Host {
         admin::start(self.shared.clone(), me.admin, self.stop.clone())
             .await
             .map_err(listen_err(me.admin, "admin http"))?;
+        if let Some(schedule) = cfg.schedule {
+            tokio::spawn(crate::snapshot::schedule::run(self.shared.clone(), schedule, self.stop.clone()));
+        }
         Ok(())
     }
 

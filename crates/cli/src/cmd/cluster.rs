@@ -211,6 +211,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             admin_token_file: Some("../admin-token".into()),
         },
         limits: Default::default(),
+        snapshots: Default::default(),
     };
     let header = format!("# Waymark host `{me}` of a local cluster written by `waymark cluster init`.\n\n");
     Ok(header + &toml::to_string(&cfg).context("rendering the config")?)

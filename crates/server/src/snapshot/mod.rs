@@ -9,7 +9,8 @@
 //! - `check`: every problem of a chain, each naming its file;
 //! - `restore`: per-partition data at the cut, written as a new cluster's checkpoints;
 //! - `catalog`: the snapshots under a root; `expire`: removing whole chains;
-//! - `create`: a snapshot of the live cluster — a cut, every host's export, the manifest.
+//! - `create`: a snapshot of the live cluster — a cut, every host's export, the manifest;
+//! - `schedule`: snapshots taken by the root's host on the configured schedule.
 
 pub mod catalog;
 pub mod chain;
@@ -20,3 +21,4 @@ pub mod export;
 pub mod manifest;
 pub mod replay;
 pub mod restore;
+pub mod schedule;

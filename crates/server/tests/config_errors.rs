@@ -1,0 +1,88 @@
+//! A wrong config field gets an error naming the file and the field; a good one parses.
+
+use std::path::PathBuf;
+use waymark_server::config::{NodeConfig, Schedule};
+
+const GOOD: &str = r#"
+[cluster]
+name = "test"
+partitions = 8
+replicas = 2
+
+[[cluster.hosts]]
+name = "node1"
+peer = "127.0.0.1:7001"
+redis = "127.0.0.1:6001"
+admin = "127.0.0.1:8001"
+
+[[cluster.hosts]]
+name = "node2"
+peer = "127.0.0.1:7002"
+redis = "127.0.0.1:6002"
+admin = "127.0.0.1:8002"
+
+[node]
+host = "node1"
+data_dir = "data"
+secret_file = "secret"
+admin_token_file = "token"
+
+[snapshots]
+every = "1s"
+full_every = "1h"
+"#;
+
+/// A directory with the secret and token files, and the path a config in it would have.
+fn setup() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("secret"), "0123456789abcdef0123456789abcdef\n").expect("secret");
+    std::fs::write(dir.path().join("token"), "fedcba9876543210fedcba9876543210\n").expect("token");
+    let file = dir.path().join("waymark.toml");
+    (dir, file)
+}
+
+fn error_of(text: &str) -> String {
+    let (_dir, file) = setup();
+    match NodeConfig::parse(&file, text) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn a_good_config_parses_with_its_schedule_and_token() {
+    let (dir, file) = setup();
+    let cfg = NodeConfig::parse(&file, GOOD).expect("a good config");
+    assert_eq!(
+        cfg.schedule,
+        Some(Schedule { every: std::time::Duration::from_secs(1), full_every: std::time::Duration::from_secs(3600) })
+    );
+    assert_eq!(cfg.admin_token.as_deref(), Some(&b"fedcba9876543210fedcba9876543210"[..]));
+    assert_eq!(cfg.snapshot_dir, dir.path().join("snapshots"));
+}
+
+#[test]
+fn a_schedule_whose_full_snapshots_come_more_often_than_increments_is_refused() {
+    let e = error_of(&GOOD.replace(r#"full_every = "1h""#, r#"full_every = "100ms""#));
+    assert!(e.contains("snapshots.full_every") && e.contains("waymark.toml"), "{e}");
+}
+
+#[test]
+fn a_duration_that_does_not_parse_names_its_field() {
+    let e = error_of(&GOOD.replace(r#"every = "1s""#, r#"every = "soon""#));
+    assert!(e.contains("snapshots.every") && e.contains("soon"), "{e}");
+}
+
+#[test]
+fn an_unknown_field_is_refused() {
+    let e = error_of(&GOOD.replace("[snapshots]", "[snapshots]\nkeep = 3"));
+    assert!(e.contains("keep"), "{e}");
+}
+
+#[test]
+fn a_short_admin_token_is_refused() {
+    let (_dir, file) = setup();
+    std::fs::write(file.parent().expect("dir").join("token"), "short").expect("token");
+    let e = NodeConfig::parse(&file, GOOD).map(drop).expect_err("a short token");
+    assert!(e.to_string().contains("node.admin_token_file"), "{e}");
+}
