@@ -35,7 +35,7 @@ pub async fn run(shared: Arc<Shared>, schedule: Schedule, stop: CancellationToke
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let full = chain.as_ref().map_or(true, |c| c.since.elapsed() >= schedule.full_every);
+        let full = chain.as_ref().is_none_or(|c| c.since.elapsed() >= schedule.full_every);
         let name = match (&chain, full) {
             (Some(c), false) => c.name.clone(),
             _ => format!("auto-{}", unix_ms()),
