@@ -5,6 +5,7 @@ pub mod atomicity;
 pub mod bank;
 pub mod checkpoints;
 pub mod cut_bounds;
+pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
 pub mod real_time;
