@@ -41,10 +41,12 @@ pub struct Breaks {
     /// The restore filter gives a key written by a transaction the cut includes from its window
     /// (between `CutStart` and `CutFinish`) the write's version but keeps the value it had.
     pub restore_stale_values: bool,
+    /// Every local cut fails instead of writing its `CutFinish`, so no cut ever succeeds.
+    pub fail_every_cut: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 16] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -60,6 +62,7 @@ impl Breaks {
         "unheld-watch-failures",
         "no-dependency-check",
         "restore-stale-values",
+        "fail-every-cut",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -80,6 +83,7 @@ impl Breaks {
             "unheld-watch-failures" => &mut self.unheld_watch_failures,
             "no-dependency-check" => &mut self.no_dependency_check,
             "restore-stale-values" => &mut self.restore_stale_values,
+            "fail-every-cut" => &mut self.fail_every_cut,
             _ => return false,
         };
         *flag = true;
@@ -105,6 +109,7 @@ impl fmt::Display for Breaks {
             self.unheld_watch_failures,
             self.no_dependency_check,
             self.restore_stale_values,
+            self.fail_every_cut,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

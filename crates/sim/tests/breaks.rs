@@ -151,3 +151,12 @@ fn a_restore_that_keeps_stale_values_is_caught_by_the_serial_replay() {
 fn restored_lists_with_stale_values_are_caught_by_the_serializability_checker() {
     assert_caught_saying("restore-stale-values", "serializability", "restored", with_cuts(WorkloadKind::Append));
 }
+
+/// Every other checker passes a run in which no cut succeeds; the liveness floor does not.
+#[test]
+fn a_build_in_which_every_cut_fails_is_caught_by_the_liveness_floor() {
+    assert_caught_saying("fail-every-cut", "liveness", "after every fault healed", with_cuts(WorkloadKind::Bank));
+    let mut tree = with_cuts(WorkloadKind::Bank);
+    tree.tree = true;
+    assert_caught_saying("fail-every-cut", "liveness", "after every fault healed", tree);
+}
