@@ -38,10 +38,15 @@ pub struct Breaks {
     /// A first committer commits a pipelined 1PC transaction without checking that the ones it
     /// was evaluated after committed.
     pub no_dependency_check: bool,
+    /// The restore filter gives a key written by a transaction the cut includes from its window
+    /// (between `CutStart` and `CutFinish`) the write's version but keeps the value it had.
+    pub restore_stale_values: bool,
+    /// Every local cut fails instead of writing its `CutFinish`, so no cut ever succeeds.
+    pub fail_every_cut: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 16] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -56,6 +61,8 @@ impl Breaks {
         "unheld-reads",
         "unheld-watch-failures",
         "no-dependency-check",
+        "restore-stale-values",
+        "fail-every-cut",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -75,6 +82,8 @@ impl Breaks {
             "unheld-reads" => &mut self.unheld_reads,
             "unheld-watch-failures" => &mut self.unheld_watch_failures,
             "no-dependency-check" => &mut self.no_dependency_check,
+            "restore-stale-values" => &mut self.restore_stale_values,
+            "fail-every-cut" => &mut self.fail_every_cut,
             _ => return false,
         };
         *flag = true;
@@ -99,6 +108,8 @@ impl fmt::Display for Breaks {
             self.unheld_reads,
             self.unheld_watch_failures,
             self.no_dependency_check,
+            self.restore_stale_values,
+            self.fail_every_cut,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -112,6 +112,8 @@ pub enum Timer {
     ReadTimeout(u64),
     /// The cut coordinator's deadline for the current phase.
     CutPhase(CutId, u8),
+    /// The cut coordinator sends the current phase again to the vnodes that have not confirmed it.
+    CutPhaseResend(CutId, u8),
     /// Replies held for real-time safety on this cut have waited long enough.
     HeldReplies(CutId),
     Alter(crate::alter::AlterTimer),

@@ -222,6 +222,7 @@ impl Vnode {
             Timer::InDoubt(branch) => self.participant_in_doubt(branch),
             Timer::ReadTimeout(req) => self.near_read_timeout(req),
             Timer::CutPhase(cut, phase) => self.coordinator_timeout(cut, phase),
+            Timer::CutPhaseResend(cut, phase) => self.coordinator_resend(cut, phase),
             Timer::HeldReplies(cut) => self.held_replies_timeout(cut),
             Timer::Alter(t) => self.alter_input(crate::alter::AlterInput::Timer(t)),
             Timer::CutOperator => {} // store vnodes run no operator

@@ -242,6 +242,16 @@ impl World {
         if stuck {
             self.cut_process = None;
         }
+        // A phase proposed while no manager was up went nowhere: propose it again once one is.
+        // (Before, the operator waited out its 5 s timeout — longer than the settle — so a root
+        // crash with no other manager stopped every later cut of the seed.)
+        if let Some(p) = self.cut_process.filter(|p| p.entry.is_none()) {
+            if self.operator_entry().is_some() {
+                let value = PHASES.get(p.phase).copied().unwrap_or("END:failed");
+                self.propose_phase(p, value);
+            }
+            return;
+        }
         if self.cut_process.is_some() || self.operator_entry().is_none() {
             return;
         }

@@ -18,6 +18,13 @@ use waymark_core::{
     VnodeConfig, VnodeId, VnodeImage,
 };
 
+/// After healing, the operator waits this long — restarted vnodes resolve what they recovered in
+/// doubt, held replies and cuts begun under faults end — then asks for `AFTER_HEAL_CUTS` cuts, one
+/// every `AFTER_HEAL_INTERVAL_US` (`checkers::liveness` judges them).
+pub const AFTER_HEAL_GRACE_US: u64 = 1_000_000;
+pub const AFTER_HEAL_CUTS: u32 = 4;
+pub const AFTER_HEAL_INTERVAL_US: u64 = 250_000;
+
 /// The client id the cut process's operator uses.
 pub const OPERATOR: u64 = u64::MAX;
 /// How long a client waits for any answer before calling the outcome unknown.
@@ -125,6 +132,10 @@ pub struct World {
     /// When each client's operation started waiting on the near (for latency metrics).
     pub(crate) setup_done: bool,
     pub(crate) stopping: bool,
+    /// When every fault healed (the end of the workload); cuts begun after it face no fault.
+    pub healed_us: Option<u64>,
+    /// Cuts the operator asked for after healing (`AFTER_HEAL_CUTS` at most).
+    after_heal_asks: u32,
     /// The operator's request for a cut in flight: its number and when it was sent.
     pub(crate) cut_request: Option<(u64, u64)>,
     operator_requests: u64,
@@ -196,6 +207,8 @@ impl World {
             trace,
             setup_done: false,
             stopping: false,
+            healed_us: None,
+            after_heal_asks: 0,
             cut_request: None,
             operator_requests: 0,
             messages_sent: 0,
@@ -425,12 +438,18 @@ impl World {
     }
 
     fn cut_tick(&mut self) {
-        if self.stopping {
-            return;
-        }
+        let next = match self.healed_us {
+            None => self.now_us + self.rng.gen_range(20_000..120_000),
+            // A tick left from the workload, or every cut after healing asked for.
+            Some(healed) if self.now_us < healed + AFTER_HEAL_GRACE_US => return,
+            Some(_) if self.after_heal_asks >= AFTER_HEAL_CUTS => return,
+            Some(_) => {
+                self.after_heal_asks += 1;
+                self.now_us + AFTER_HEAL_INTERVAL_US
+            }
+        };
         if self.cfg.tree {
             self.tree_cut_tick();
-            let next = self.now_us + self.rng.gen_range(20_000..120_000);
             return self.schedule(next, Event::CutTick);
         }
         if self.cut_request.is_none() {
@@ -441,7 +460,6 @@ impl World {
             let at = self.now_us + 100;
             self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
         }
-        let next = self.now_us + self.rng.gen_range(20_000..120_000);
         self.schedule(next, Event::CutTick);
     }
 
@@ -489,6 +507,10 @@ impl World {
     fn stop_and_heal(&mut self) {
         self.stopping = true;
         crate::faults::heal_all(self);
+        self.healed_us = Some(self.now_us);
+        if self.cfg.cuts {
+            self.schedule(self.now_us + AFTER_HEAL_GRACE_US, Event::CutTick);
+        }
         for m in 0..self.managers.len() {
             if self.managers[m].cfg.secondary_of.is_none() {
                 self.restart_manager(m);

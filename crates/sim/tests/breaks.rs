@@ -138,3 +138,25 @@ fn no_dependency_check_is_caught() {
     let (seed, v) = caught.expect("--break no-dependency-check went unnoticed for 200 seeds");
     eprintln!("--break no-dependency-check: caught at seed {seed}: {v}");
 }
+
+/// A restore whose included set is right but whose bytes are not: only the serial replay of the
+/// included transactions notices.
+#[test]
+fn a_restore_that_keeps_stale_values_is_caught_by_the_serial_replay() {
+    assert_caught_by("restore-stale-values", "cut-replay", with_cuts(WorkloadKind::Bank));
+}
+
+/// The restored lists, read as one more transaction, must fit the serial order of the history.
+#[test]
+fn restored_lists_with_stale_values_are_caught_by_the_serializability_checker() {
+    assert_caught_saying("restore-stale-values", "serializability", "restored", with_cuts(WorkloadKind::Append));
+}
+
+/// Every other checker passes a run in which no cut succeeds; the liveness floor does not.
+#[test]
+fn a_build_in_which_every_cut_fails_is_caught_by_the_liveness_floor() {
+    assert_caught_saying("fail-every-cut", "liveness", "after every fault healed", with_cuts(WorkloadKind::Bank));
+    let mut tree = with_cuts(WorkloadKind::Bank);
+    tree.tree = true;
+    assert_caught_saying("fail-every-cut", "liveness", "after every fault healed", tree);
+}

@@ -159,3 +159,31 @@ fn a_watch_fails_only_on_a_committed_write() {
     (cfg.cuts, cfg.tree, cfg.fanout, cfg.duration_us) = (true, true, 2, 500_000);
     assert_seed_passes(cfg);
 }
+
+/// Regression (found while measuring the liveness floors): the cut coordinator sent each phase
+/// once, so a `Start` lost in a partition that healed 100 ms later kept the cut — and every cut
+/// after it — waiting for the whole 1 s phase deadline: one cut, failed, in the whole of
+/// `--seed 0 --cuts`. The coordinator now sends the phase again to the vnodes that have not
+/// confirmed it, and the first cut succeeds once the partition heals.
+#[test]
+fn a_cut_phase_lost_in_a_partition_is_sent_again_once_it_heals() {
+    let mut cfg = SimConfig::new(0, WorkloadKind::Bank);
+    cfg.cuts = true;
+    assert_seed_passes(cfg.clone());
+    let mut world = waymark_sim::world::World::new(cfg);
+    world.run();
+    let f = waymark_sim::checkers::liveness::figures(&world);
+    assert!(f.during.1 >= 2, "cuts begun and succeeded during the workload: {:?}", f.during);
+}
+
+/// Regression (found by the liveness floor): with store vnodes voting for the root there is no
+/// other manager, so a phase proposed while the root was down went nowhere, and the operator
+/// waited out its 5 s timeout — longer than the settle — taking no cut for the rest of the seed
+/// (`--seed 0 --tree --vnodes 4 --fanout 4 --duration-ms 500`: 0 cuts begun after healing). The
+/// operator now proposes the phase again once a manager is up.
+#[test]
+fn a_phase_proposed_while_no_manager_was_up_is_proposed_again() {
+    let mut cfg = SimConfig::new(0, WorkloadKind::Bank);
+    (cfg.cuts, cfg.tree, cfg.vnodes, cfg.fanout, cfg.duration_us) = (true, true, 4, 4, 500_000);
+    assert_seed_passes(cfg);
+}

@@ -48,6 +48,9 @@ impl Vnode {
     }
 
     pub(crate) fn blocking_drain(&mut self, from: VnodeId, cut: CutId) {
+        if self.blocking.paused == Some(cut) && self.cut.last_finished >= Some(cut) {
+            return self.send_cut(&from, CutMsg::Drained { cut }); // drained already: a resent DRAIN
+        }
         if self.blocking.paused == Some(cut) {
             self.blocking.drain_asked = Some(from);
             self.blocking_progress();

@@ -5,6 +5,10 @@
 //!
 //! Invariant: a cut is declared successful (`CutEnd{ok: true}`, `CutDone{ok: true}`) only after
 //! every store vnode answered `Finished{ok: true}`, i.e. wrote its `CutFinish`.
+//! A phase message lost on a broken connection or a healed partition is sent again, every tenth of
+//! the phase deadline, to the vnodes that have not confirmed it: each phase is idempotent at the
+//! vnode, and FIFO links keep a resent phase ahead of the `End` that follows it. Before, one lost
+//! `Start` kept the cut — and every later one — waiting for the whole deadline.
 //! Invariant: cut ids increase across coordinator restarts (`CutBegin` is durable before `Start`
 //! leaves, and recovery resumes after the highest `CutBegin`).
 
@@ -118,6 +122,23 @@ impl Vnode {
             self.send_cut(v, phase.message(cut));
         }
         self.set_timer(Timer::CutPhase(cut, phase.code()), self.cfg.timeouts.cut_phase_timeout_us);
+        self.set_timer(Timer::CutPhaseResend(cut, phase.code()), self.cut_phase_resend_us());
+    }
+
+    fn cut_phase_resend_us(&self) -> u64 {
+        (self.cfg.timeouts.cut_phase_timeout_us / 10).max(1)
+    }
+
+    /// Sends the running phase again to every vnode that has not confirmed it.
+    pub(crate) fn coordinator_resend(&mut self, cut: CutId, phase: u8) {
+        let Some(p) = self.coordinator.current.as_ref().filter(|p| p.cut == cut && p.phase.code() == phase) else {
+            return;
+        };
+        let (message, waiting) = (p.phase.message(cut), p.waiting.clone());
+        for v in &waiting {
+            self.send_cut(v, message.clone());
+        }
+        self.set_timer(Timer::CutPhaseResend(cut, phase), self.cut_phase_resend_us());
     }
 
     /// A vnode confirmed a phase (`ok == false`: its local cut failed).

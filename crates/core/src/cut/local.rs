@@ -106,6 +106,10 @@ impl Vnode {
     fn maybe_finish_cut(&mut self) {
         let Some(c) = self.cut.running.as_ref() else { return };
         if c.outcome.is_none() && c.waiting.is_empty() {
+            if self.cfg.breaks.fail_every_cut {
+                let cut = c.id;
+                return self.fail_local_cut(cut);
+            }
             self.write_cut_finish();
         }
     }

@@ -52,7 +52,8 @@ pub fn restore_to_cut<'a>(
     restore_to_cut_with(base, log, target, &Breaks::default())
 }
 
-/// `restore_to_cut`, with the simulator's deliberate bugs (`restore_without_base`).
+/// `restore_to_cut`, with the simulator's deliberate bugs (`restore_without_base`,
+/// `restore_stale_values`).
 pub fn restore_to_cut_with<'a>(
     base: Checkpoint,
     log: impl IntoIterator<Item = &'a Record>,
@@ -79,7 +80,12 @@ pub fn restore_to_cut_with<'a>(
                     Window::BeforeStart => !target.after.contains(tx),
                     Window::Inside => target.before.contains(tx),
                 };
-                if keep {
+                if keep && window == Window::Inside && breaks.restore_stale_values {
+                    let stale = |w: &ResolvedWrite| ResolvedWrite { value: store.get(&w.key).value, ..w.clone() };
+                    let writes: Vec<ResolvedWrite> = writes.iter().map(stale).collect();
+                    store.apply_all(&writes);
+                    included.insert(tx.clone());
+                } else if keep {
                     store.apply_all(&writes);
                     included.insert(tx.clone());
                 }

@@ -3,8 +3,8 @@
 //! included versions are a prefix of the key's committed history and every transaction an included
 //! one read from is included, and (c) the bank balances sum to the total (or are all zero: the setup
 //! is left out); and (d) no vnode lacks the cut's `CutFinish` (a failed local cut is never
-//! declared successful). The same restores feed the other cut checkers: `cut_bounds` and the
-//! real-time order of `real_time`.
+//! declared successful). The same restores feed the other cut checkers: `cut_bounds`, the
+//! real-time order of `real_time`, `cut_replay` and the serializability of the restored lists.
 //!
 //! A cut counts as *verified* only when it was restored on every vnode and no cut checker found
 //! anything in it.
@@ -72,6 +72,8 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
     let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
     out.extend(super::cut_bounds::check_cut(w, cut, &included));
     out.extend(super::real_time::check_cut(w, facts, cut, &included));
+    out.extend(super::cut_replay::check_cut(w, facts, cut, &restored));
+    out.extend(super::serializable_history::check_restored(w, cut, &restored));
     out
 }
 

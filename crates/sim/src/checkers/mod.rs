@@ -5,8 +5,10 @@ pub mod atomicity;
 pub mod bank;
 pub mod checkpoints;
 pub mod cut_bounds;
+pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
+pub mod liveness;
 pub mod real_time;
 pub mod replicas;
 pub mod serializability;
@@ -54,6 +56,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(replicas::check(w));
     out.extend(serializable_history::check(w));
     out.extend(cuts.violations);
+    out.extend(liveness::check(w));
     if w.cfg.tree {
         let metadata = w.tree_metadata();
         out.extend(

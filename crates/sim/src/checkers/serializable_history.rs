@@ -1,24 +1,62 @@
 //! Property: the list-append history is serializable (see `serializability` for the Elle-style
-//! check). This file only translates what clients saw into that checker's terms.
+//! check), and stays so with each declared cut's restored lists added as one more committed
+//! transaction reading every list. This file only translates what clients saw, and what a cut
+//! restores, into that checker's terms.
 
 use super::serializability::{self as elle, Op, TxnRecord};
 use super::Violation;
 use crate::config::WorkloadKind;
 use crate::history::Outcome;
-use crate::workloads::append::{list_index, parse_list};
+use crate::workloads::append::{list_index, list_key, parse_list, KEYS};
 use crate::workloads::parse_i64;
 use crate::world::World;
-use waymark_core::WriteOp;
+use waymark_core::cut::restore::Restored;
+use waymark_core::{CutId, WriteOp};
 
 pub fn check(w: &World) -> Vec<Violation> {
     if w.cfg.workload != WorkloadKind::Append {
         return vec![];
     }
-    let records: Vec<TxnRecord> = w.history.txns.iter().enumerate().map(|(i, t)| to_elle(i as u64, t)).collect();
-    match elle::check(&records) {
+    match elle::check(&records(w)) {
         Ok(_) => vec![],
         Err(v) => vec![Violation { checker: "serializability", message: v.to_string() }],
     }
+}
+
+/// The history plus a reader of every list as `cut` restored it at the list's primary: a
+/// consistent cut is a state some serial order of the history passes through.
+pub fn check_restored(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    if w.cfg.workload != WorkloadKind::Append {
+        return vec![];
+    }
+    let mut records = records(w);
+    let ops = (0..KEYS)
+        .map(|i| {
+            let key = list_key(i);
+            let primary = w.index[w.placement.primary_of(&key)];
+            Op::Read { key: i as u64, list: parse_list(&restored[primary].store.get(&key).value) }
+        })
+        .collect();
+    let id = records.len() as u64;
+    records.push(TxnRecord {
+        id,
+        client: u64::MAX,
+        ops,
+        outcome: elle::Outcome::Committed,
+        invoked_at_us: 0,
+        completed_at_us: 0,
+    });
+    match elle::check(&records) {
+        Ok(_) => vec![],
+        Err(v) => vec![Violation {
+            checker: "serializability",
+            message: format!("{cut} restored (as transaction {id}, reading every list): {v}"),
+        }],
+    }
+}
+
+fn records(w: &World) -> Vec<TxnRecord> {
+    w.history.txns.iter().enumerate().map(|(i, t)| to_elle(i as u64, t)).collect()
 }
 
 fn to_elle(id: u64, t: &crate::history::ClientTxn) -> TxnRecord {

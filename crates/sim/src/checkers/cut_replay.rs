@@ -1,0 +1,190 @@
+//! Property: the state a declared cut restores on every replica equals the serial replay of exactly
+//! the transactions the cut includes — their operations executed one after another from an empty
+//! store, in an order that follows each key's versions and each validated read — key by key, value
+//! and version.
+//!
+//! The other cut checkers look at *which* transactions are included; this one looks at the data. A
+//! restore that keeps a stale value, applies a write the cut leaves out, or an `INCRBY` evaluated
+//! on a write the cut leaves out restores bytes no serial execution of the cut could produce. On
+//! the way it checks that each included transaction's operations, replayed, give the values its
+//! primaries resolved, and that each `WATCH`ed read sees what the transaction read.
+
+use super::{names, LogFacts, Violation};
+use crate::history::ClientTxn;
+use crate::world::World;
+use std::collections::{BTreeMap, BTreeSet};
+use waymark_core::cut::restore::Restored;
+use waymark_core::{CutId, Entry, Key, ResolvedWrite, Store, TxId};
+
+/// Checks one declared cut, given its restore on every vnode.
+pub fn check_cut(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
+    let ops: BTreeMap<&TxId, &ClientTxn> = w
+        .history
+        .txns
+        .iter()
+        .filter_map(|t| Some((t.tx.as_ref()?, t)))
+        .filter(|(tx, _)| included.contains(tx))
+        .collect();
+    let order = match serial_order(facts, &included, &ops) {
+        Ok(order) => order,
+        Err(stuck) => return vec![v(format!("{cut}: no serial order of the included transactions: {stuck}"))],
+    };
+    let mut replay = Store::default();
+    let mut out = vec![];
+    for tx in &order {
+        let resolved = facts.committed_writes.get(*tx).map_or(&[][..], |w| w.as_slice());
+        match ops.get(tx) {
+            Some(t) => out.extend(execute(&mut replay, cut, tx, t, resolved)),
+            // The client never learnt the id (it timed out): replay what the primaries resolved.
+            None => resolved.iter().for_each(|r| replay_resolved(&mut replay, r)),
+        }
+        if out.len() > 3 {
+            break; // the first few say enough
+        }
+    }
+    out.extend(compare(w, facts, cut, &replay, restored));
+    out
+}
+
+fn v(message: String) -> Violation {
+    Violation { checker: "cut-replay", message }
+}
+
+/// A serial order of `included` in which every key's writers come in version order, and a
+/// transaction that read a version comes after its writer and before the next version's (Kahn's
+/// algorithm, smallest transaction id first among those ready); `Err` names the transactions left
+/// in a cycle.
+fn serial_order<'a>(
+    facts: &'a LogFacts,
+    included: &BTreeSet<&'a TxId>,
+    ops: &BTreeMap<&'a TxId, &'a ClientTxn>,
+) -> Result<Vec<&'a TxId>, String> {
+    let mut edges: BTreeSet<(&TxId, &TxId)> = BTreeSet::new();
+    let mut per_key: BTreeMap<&Key, Vec<(u64, &TxId)>> = BTreeMap::new();
+    for tx in included {
+        for wr in facts.committed_writes.get(*tx).into_iter().flatten() {
+            per_key.entry(&wr.key).or_default().push((wr.version, *tx));
+        }
+    }
+    for writers in per_key.values_mut() {
+        writers.sort();
+        edges.extend(writers.windows(2).map(|pair| (pair[0].1, pair[1].1)));
+    }
+    for (tx, t) in ops {
+        for (key, _, version) in &t.reads {
+            let writer = |version: u64| facts.writer.get(&(key.clone(), version)).filter(|w| included.contains(w));
+            edges.extend(writer(*version).map(|w| (w, *tx)));
+            edges.extend(writer(version + 1).map(|w| (*tx, w)));
+        }
+    }
+    let mut waits: BTreeMap<&TxId, usize> = included.iter().map(|t| (*t, 0)).collect();
+    let mut next: BTreeMap<&TxId, Vec<&TxId>> = BTreeMap::new();
+    for (a, b) in edges.into_iter().filter(|(a, b)| a != b) {
+        *waits.get_mut(b).expect("included") += 1;
+        next.entry(a).or_default().push(b);
+    }
+    let mut ready: BTreeSet<&TxId> = waits.iter().filter(|(_, n)| **n == 0).map(|(t, _)| *t).collect();
+    let mut order = Vec::with_capacity(included.len());
+    while let Some(tx) = ready.pop_first() {
+        order.push(tx);
+        for b in next.get(tx).into_iter().flatten() {
+            let n = waits.get_mut(b).expect("included");
+            *n -= 1;
+            if *n == 0 {
+                ready.insert(b);
+            }
+        }
+    }
+    if order.len() < included.len() {
+        let stuck: Vec<String> = waits.iter().filter(|(_, n)| **n > 0).take(4).map(|(t, _)| t.to_string()).collect();
+        return Err(format!(
+            "{} transactions wait on each other, among them {}",
+            included.len() - order.len(),
+            stuck.join(", ")
+        ));
+    }
+    Ok(order)
+}
+
+/// Executes one transaction on the replay: its reads must see what it read, and its operations must
+/// give what its primaries resolved when it committed.
+fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &[ResolvedWrite]) -> Vec<Violation> {
+    let mut out = vec![];
+    for (key, value, version) in &t.reads {
+        let seen = Entry { value: value.clone(), version: *version };
+        let now = replay.get(key);
+        if now != seen {
+            out.push(v(format!(
+                "{cut}: {tx} read {} as {} but in the serial replay of the cut it is {} when {tx} runs",
+                show_key(key),
+                show(&seen),
+                show(&now)
+            )));
+        }
+    }
+    let mut mine: Vec<ResolvedWrite> = vec![];
+    for w in &t.writes {
+        match replay.resolve(&w.key, &w.op) {
+            Ok(r) => {
+                replay.apply(&r);
+                mine.retain(|m| m.key != r.key);
+                mine.push(r);
+            }
+            Err(e) => out.push(v(format!("{cut}: replaying {tx}: {e} at {}", show_key(&w.key)))),
+        }
+    }
+    for r in resolved {
+        if !mine.contains(r) {
+            let got =
+                mine.iter().find(|m| m.key == r.key).map(|m| Entry { value: m.value.clone(), version: m.version });
+            out.push(v(format!(
+                "{cut}: {tx} committed {} = {} but replaying the cut's transactions in order gives {}",
+                show_key(&r.key),
+                show(&Entry { value: r.value.clone(), version: r.version }),
+                got.as_ref().map_or("no write".to_string(), show)
+            )));
+        }
+    }
+    out
+}
+
+/// A write whose operation the history does not know: its value, at the next version.
+fn replay_resolved(replay: &mut Store, r: &ResolvedWrite) {
+    let version = replay.version(&r.key) + 1;
+    replay.apply(&ResolvedWrite { key: r.key.clone(), value: r.value.clone(), version });
+}
+
+/// Every replica's restored keys against the replay, both ways.
+fn compare(w: &World, facts: &LogFacts, cut: CutId, replay: &Store, restored: &[Restored]) -> Vec<Violation> {
+    let mut out = vec![];
+    for (node, r) in restored.iter().enumerate() {
+        let id = &w.nodes[node].cfg.id;
+        let holds = |k: &Key| w.placement.chain(w.placement.partition_of(k)).contains(id);
+        let keys: BTreeSet<&Key> = r.store.iter().map(|(k, _)| k).chain(replay.iter().map(|(k, _)| k)).collect();
+        let Some(key) = keys.into_iter().filter(|k| holds(k)).find(|k| r.store.get(k) != replay.get(k)) else {
+            continue;
+        };
+        let (got, want) = (r.store.get(key), replay.get(key));
+        let by = |e: &Entry| facts.writer.get(&(key.clone(), e.version)).map_or("nobody".into(), |t| t.to_string());
+        out.push(v(format!(
+            "{cut} on {}: {} restored as {} (version by {}) but the serial replay of the cut gives {} (by {})",
+            names(w, [node]),
+            show_key(key),
+            show(&got),
+            by(&got),
+            show(&want),
+            by(&want)
+        )));
+    }
+    out
+}
+
+fn show_key(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).into_owned()
+}
+
+fn show(e: &Entry) -> String {
+    let value = e.value.as_ref().map_or("nil".to_string(), |b| format!("{:?}", String::from_utf8_lossy(b)));
+    format!("{value}@{}", e.version)
+}

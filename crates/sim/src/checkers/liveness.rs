@@ -1,0 +1,73 @@
+//! Property (liveness floors): in a seed whose faults all heal, at least half the cuts the operator
+//! asks for after healing succeed, and (with `--tree`) at least half the alterations the operator
+//! proposed over the run are answered ok.
+//!
+//! Every other checker passes a run in which nothing succeeds. The floors are far below what a
+//! healthy build reaches (see `figures`), so a run under one is a protocol that stopped making
+//! progress — a lost phase message never resent, a process stuck on a crashed member — not bad
+//! luck. Every fault the simulator draws heals by the end of the workload (`faults::heal_all`).
+//!
+//! No floor is put on the cuts begun while faults are active: a cut needs every store vnode, so a
+//! seed whose vnodes are down or recovering in doubt most of the workload rightly has none (seen:
+//! `--tree` seed 59, 0 of 9). `figures` reports them for sweeps to watch.
+
+use super::Violation;
+use crate::world::{World, AFTER_HEAL_CUTS};
+use waymark_core::CutId;
+
+/// Cuts asked after healing: at least this share succeed.
+pub const AFTER_HEAL_FLOOR: f64 = 0.5;
+/// Alterations proposed by the operator (`--tree`): at least this share answered ok.
+pub const ALTERATIONS_FLOOR: f64 = 0.5;
+
+/// What a run achieved, against what the floors ask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Figures {
+    /// Cuts begun before healing, and how many of them succeeded.
+    pub during: (usize, usize),
+    /// Cuts begun after healing, and how many of them succeeded.
+    pub after_heal: (usize, usize),
+    /// Alterations the operator proposed, and how many were answered ok.
+    pub alterations: (u64, u64),
+}
+
+pub fn figures(w: &World) -> Figures {
+    let declared = w.declared_cuts();
+    let ok = |cut: &CutId| declared.contains(&(*cut, true));
+    let healed = w.healed_us.unwrap_or(u64::MAX);
+    let mut f = Figures::default();
+    for (cut, window) in &w.history.cut_windows {
+        let slot = if window.begun_us >= healed { &mut f.after_heal } else { &mut f.during };
+        slot.0 += 1;
+        slot.1 += ok(cut) as usize;
+    }
+    let t = &w.tree_stats;
+    f.alterations = (t.alterations_ok + t.alterations_failed, t.alterations_ok);
+    f
+}
+
+pub fn check(w: &World) -> Vec<Violation> {
+    if !w.cfg.cuts || w.healed_us.is_none() {
+        return vec![];
+    }
+    let f = figures(w);
+    let mut out = vec![];
+    let asked = AFTER_HEAL_CUTS as usize;
+    if (f.after_heal.1 as f64) < AFTER_HEAL_FLOOR * asked as f64 {
+        out.push(v(format!(
+            "after every fault healed, {} of {asked} cuts asked for succeeded ({} begun); the floor is {AFTER_HEAL_FLOOR}",
+            f.after_heal.1, f.after_heal.0
+        )));
+    }
+    let (proposed, answered_ok) = f.alterations;
+    if w.cfg.tree && (answered_ok as f64) < ALTERATIONS_FLOOR * proposed as f64 {
+        out.push(v(format!(
+            "{answered_ok} of {proposed} alterations were answered ok; the floor is {ALTERATIONS_FLOOR}"
+        )));
+    }
+    out
+}
+
+fn v(message: String) -> Violation {
+    Violation { checker: "liveness", message }
+}
