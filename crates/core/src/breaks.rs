@@ -43,10 +43,13 @@ pub struct Breaks {
     pub restore_stale_values: bool,
     /// Every local cut fails instead of writing its `CutFinish`, so no cut ever succeeds.
     pub fail_every_cut: bool,
+    /// A GET at a primary is answered from the committed store at once, even while a prepared
+    /// branch — perhaps already acknowledged to its client — writes the key.
+    pub reads_ignore_prepared: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 17] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -63,6 +66,7 @@ impl Breaks {
         "no-dependency-check",
         "restore-stale-values",
         "fail-every-cut",
+        "reads-ignore-prepared",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -84,6 +88,7 @@ impl Breaks {
             "no-dependency-check" => &mut self.no_dependency_check,
             "restore-stale-values" => &mut self.restore_stale_values,
             "fail-every-cut" => &mut self.fail_every_cut,
+            "reads-ignore-prepared" => &mut self.reads_ignore_prepared,
             _ => return false,
         };
         *flag = true;
@@ -110,6 +115,7 @@ impl fmt::Display for Breaks {
             self.no_dependency_check,
             self.restore_stale_values,
             self.fail_every_cut,
+            self.reads_ignore_prepared,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

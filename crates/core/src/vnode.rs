@@ -37,6 +37,8 @@ pub struct Vnode {
     pub(crate) locks: crate::txn::locks::LockTable,
     pub(crate) near: NearState,
     pub(crate) part: ParticipantState,
+    /// GETs waiting for prepared writes on their key (`txn::read_wait`).
+    pub(crate) read_waits: crate::txn::read_wait::ReadWaits,
     pub(crate) cut: CutState,
     pub(crate) coordinator: CutCoordinator,
     pub(crate) blocking: BlockingState,
@@ -79,6 +81,7 @@ impl Vnode {
             locks: Default::default(),
             near: NearState::default(),
             part: ParticipantState::default(),
+            read_waits: Default::default(),
             cut: CutState::default(),
             coordinator: CutCoordinator::default(),
             blocking: BlockingState::default(),
@@ -150,7 +153,8 @@ impl Vnode {
     pub fn state_hash<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
         (self.now_us, self.incarnation, self.booted, self.boot_lsn, &self.store, &self.locks).hash(h);
-        (&self.near, &self.part, &self.cut, &self.coordinator, &self.blocking, &self.rt, &self.out).hash(h);
+        (&self.near, &self.part, &self.read_waits, &self.cut, &self.coordinator, &self.blocking, &self.rt).hash(h);
+        self.out.hash(h);
     }
 
     pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {

@@ -17,6 +17,8 @@ pub struct Client {
     pub req_seq: u64,
     /// The request in flight and when the client stops waiting for it.
     pub in_flight: Option<(u64, u64)>,
+    /// When the request in flight was sent.
+    pub sent_us: u64,
     op: Option<Op>,
 }
 
@@ -29,7 +31,7 @@ struct Op {
 
 impl Client {
     pub fn new(id: usize) -> Self {
-        Client { id, req_seq: 0, in_flight: None, op: None }
+        Client { id, req_seq: 0, in_flight: None, sent_us: 0, op: None }
     }
 
     pub fn is_idle(&self) -> bool {

@@ -49,6 +49,7 @@ impl World {
         let req = c.req_seq;
         let deadline = self.now_us + CLIENT_TIMEOUT_US;
         c.in_flight = Some((req, deadline));
+        c.sent_us = self.now_us;
         let node = self.rng.gen_range(0..self.nodes.len());
         let at = self.now_us + self.rng.gen_range(50..300);
         self.schedule(at, Event::ToVnode { node, client: client as u64, req, request });
@@ -64,7 +65,8 @@ impl World {
             return; // a late answer to a request the client gave up on
         }
         if let Some(what) = self.clients[c].observation(&response) {
-            self.history.observed.push(Observed { client: c, at_us: self.now_us, what });
+            let invoked_us = self.clients[c].sent_us;
+            self.history.observed.push(Observed { client: c, invoked_us, at_us: self.now_us, what });
         }
         match self.clients[c].on_response(response, self.now_us) {
             Some(ClientAction::Send(req)) => self.client_send(c, req),

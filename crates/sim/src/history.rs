@@ -61,6 +61,8 @@ pub enum Observation {
 #[derive(Clone, Debug)]
 pub struct Observed {
     pub client: usize,
+    /// When the request that learnt it was sent.
+    pub invoked_us: u64,
     pub at_us: u64,
     pub what: Observation,
 }

@@ -8,4 +8,5 @@
 pub mod locks;
 pub mod near;
 pub mod participant;
+pub mod read_wait;
 pub mod recovery;

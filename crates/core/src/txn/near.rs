@@ -6,6 +6,7 @@ use crate::io::{Response, Timer};
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::Record;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
+use crate::txn::read_wait::Reader;
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -212,9 +213,7 @@ impl Vnode {
     pub(crate) fn client_get(&mut self, client: ClientId, req: u64, key: Key) {
         let primary = self.cfg.placement.primary_of(&key).clone();
         if primary == self.cfg.id {
-            let e = self.store.get(&key);
-            let reveals = self.rt.read_reveals(&key, &self.cfg.breaks);
-            return self.reply_revealing(reveals, client, req, Response::Value { value: e.value, version: e.version });
+            return self.read_at_primary(Reader::Client { client, req }, key);
         }
         let id = self.near.next_read;
         self.near.next_read += 1;
@@ -224,9 +223,7 @@ impl Vnode {
     }
 
     pub(crate) fn on_read(&mut self, from: VnodeId, req: u64, key: Key) {
-        let e = self.store.get(&key);
-        let writer_cut = self.rt.read_reveals(&key, &self.cfg.breaks);
-        self.send_txn(&from, TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut });
+        self.read_at_primary(Reader::Near { from, req }, key);
     }
 
     pub(crate) fn on_read_reply(

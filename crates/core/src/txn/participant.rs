@@ -259,6 +259,7 @@ impl Vnode {
         for k in &p.locked {
             self.locks.release(k, branch);
         }
+        self.reads_after_finish(branch, &p.locked);
         self.cut_tx_finished(branch, commit_cut, p.recovered, p.read_only);
         self.pass_on(&p, decision);
     }

@@ -9,6 +9,7 @@ pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
 pub mod liveness;
+pub mod read_recency;
 pub mod real_time;
 pub mod replicas;
 pub mod serializability;
@@ -57,6 +58,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(serializable_history::check(w));
     out.extend(cuts.violations);
     out.extend(liveness::check(w));
+    out.extend(read_recency::check(w));
     if w.cfg.tree {
         let metadata = w.tree_metadata();
         out.extend(

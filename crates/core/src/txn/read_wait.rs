@@ -1,0 +1,103 @@
+//! GETs at a primary wait for prepared writes on their key, so reads are linearizable.
+//!
+//! A transaction is acknowledged once its first committer decided it, before its other
+//! participants heard (their `Finish` is on its way). A GET served from the committed store in
+//! that window returns the value from before a write its client — or anyone who heard of the
+//! acknowledgement — knows committed. So a GET of a key that a prepared branch writes waits until
+//! every such branch that held the key when the GET arrived has finished (committed or rolled
+//! back). Branches that come later are not waited for, so reads of a hot key cannot starve.
+//!
+//! Invariant: a waiting read waits only for branches that held its key's lock when it arrived,
+//! and it is answered as soon as the last of them finished here.
+
+use crate::ids::{Branch, ClientId, Key, VnodeId};
+use crate::io::Response;
+use crate::message::TxnMsg;
+use crate::vnode::Vnode;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Who asked for a read at this primary.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Reader {
+    /// A client of this vnode (it is the key's primary and the client's near).
+    Client { client: ClientId, req: u64 },
+    /// Another vnode, the client's near, read number `req`.
+    Near { from: VnodeId, req: u64 },
+}
+
+#[derive(Debug, Hash)]
+struct WaitingRead {
+    reader: Reader,
+    /// Invariant: not empty while the read waits.
+    waits: BTreeSet<Branch>,
+}
+
+/// Reads waiting for prepared writes, by key.
+#[derive(Debug, Default, Hash)]
+pub struct ReadWaits {
+    by_key: BTreeMap<Key, Vec<WaitingRead>>,
+}
+
+impl ReadWaits {
+    pub fn len(&self) -> usize {
+        self.by_key.values().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+}
+
+impl Vnode {
+    /// A read of `key` at its primary: answered now, or once the prepared writes on it finished.
+    pub(crate) fn read_at_primary(&mut self, reader: Reader, key: Key) {
+        let waits = self.prepared_writers_of(&key);
+        if waits.is_empty() || self.cfg.breaks.reads_ignore_prepared {
+            return self.answer_read(reader, &key);
+        }
+        self.read_waits.by_key.entry(key).or_default().push(WaitingRead { reader, waits });
+    }
+
+    /// The branches prepared here that hold `key`'s lock and write it.
+    fn prepared_writers_of(&self, key: &Key) -> BTreeSet<Branch> {
+        let writes_key = |b: &&Branch| {
+            self.part.prepared.get(*b).is_some_and(|p| !p.read_only && p.rec.writes.iter().any(|w| &w.key == key))
+        };
+        self.locks.holders(key).iter().filter(writes_key).cloned().collect()
+    }
+
+    fn answer_read(&mut self, reader: Reader, key: &Key) {
+        let e = self.store.get(key);
+        let writer_cut = self.rt.read_reveals(key, &self.cfg.breaks);
+        match reader {
+            Reader::Client { client, req } => {
+                let response = Response::Value { value: e.value, version: e.version };
+                self.reply_revealing(writer_cut, client, req, response)
+            }
+            Reader::Near { from, req } => {
+                let reply = TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut };
+                self.send_txn(&from, reply)
+            }
+        }
+    }
+
+    /// `branch` finished here and released `keys`: answer the reads that waited only for it.
+    pub(crate) fn reads_after_finish(&mut self, branch: &Branch, keys: &[Key]) {
+        for key in keys {
+            let Some(waiting) = self.read_waits.by_key.get_mut(key) else { continue };
+            for r in waiting.iter_mut() {
+                r.waits.remove(branch);
+            }
+            let (ready, still): (Vec<WaitingRead>, Vec<WaitingRead>) =
+                std::mem::take(waiting).into_iter().partition(|r| r.waits.is_empty());
+            if still.is_empty() {
+                self.read_waits.by_key.remove(key);
+            } else {
+                self.read_waits.by_key.insert(key.clone(), still);
+            }
+            for r in ready {
+                self.answer_read(r.reader, key);
+            }
+        }
+    }
+}
