@@ -187,3 +187,14 @@ fn a_phase_proposed_while_no_manager_was_up_is_proposed_again() {
     (cfg.cuts, cfg.tree, cfg.vnodes, cfg.fanout, cfg.duration_us) = (true, true, 4, 4, 500_000);
     assert_seed_passes(cfg);
 }
+
+/// Regression (found by the read-recency checker): read ids restarted from 0 with each
+/// incarnation, so a reply to a GET of `list5` sent before a crash answered the restarted near's
+/// first GET, of `list4` — the client got another key's value (`--seed 19 --workload append
+/// --cuts --duration-ms 500`). Read ids now carry the incarnation.
+#[test]
+fn a_reply_to_a_read_from_before_a_crash_answers_no_read_after_it() {
+    let mut cfg = SimConfig::new(19, WorkloadKind::Append);
+    (cfg.cuts, cfg.duration_us) = (true, 500_000);
+    assert_seed_passes(cfg);
+}

@@ -215,7 +215,9 @@ impl Vnode {
         if primary == self.cfg.id {
             return self.read_at_primary(Reader::Client { client, req }, key);
         }
-        let id = self.near.next_read;
+        // Read ids carry the incarnation: a reply to a read sent before a crash must not answer a
+        // read sent after it — it would hand the client another key's value (seed 19, append).
+        let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
         self.near.next_read += 1;
         self.near.reads.insert(id, (client, req));
         self.send_txn(&primary, TxnMsg::Read { req: id, key });
