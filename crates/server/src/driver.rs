@@ -68,6 +68,8 @@ pub struct VnodeStatus {
     pub id: String,
     pub kind: &'static str,
     pub parent: Option<String>,
+    /// The children this vnode heard from recently (configured or adopted); none at a leaf.
+    pub children: Vec<String>,
     pub follows_primary_parent: bool,
     pub metadata_term: u64,
     /// The root term promised (or claimed, at a root).
@@ -264,6 +266,7 @@ impl<M: Machine> Driver<M> {
             WalEvent::ReadBack { seq, bytes } => self.step(Input::AlterPersisted { seq, bytes }).await,
             WalEvent::Checkpointed { bytes, took_ms, segments_removed } => {
                 self.checkpoints += 1;
+                crate::telemetry::checkpointed(bytes, took_ms);
                 tracing::debug!(vnode = %self.id, bytes, took_ms, segments_removed, "checkpoint written");
             }
             WalEvent::Failed(error) => {

@@ -11,7 +11,8 @@
 //! - `driver`: a vnode's thread — carries out its outputs, feeds it durability, timers, messages.
 //! - `storage`: the WAL writer thread (group commit, read-back, checkpoints) and checkpoint files.
 //! - `net`: authenticated, framed peer links; `router`: local queue or peer link.
-//! - `resp`: the Redis front end; `admin`: the HTTP API; `node`: the process that runs them all.
+//! - `resp`: the Redis front end; `admin`: the HTTP API and status page; `node`: the process that
+//!   runs them all; `telemetry`: the metrics `/metrics` renders.
 //!
 //! The server adds no protocol logic: transactions, cuts and alterations are decided by the core.
 
@@ -26,4 +27,5 @@ pub mod router;
 pub mod snapshot;
 pub mod status;
 pub mod storage;
+pub mod telemetry;
 pub mod topology;

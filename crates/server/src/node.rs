@@ -47,6 +47,9 @@ pub struct Shared {
     /// This host's store vnodes: a client's transactions are coordinated by one of them.
     pub stores: Vec<(VnodeId, mpsc::Sender<VnodeCmd>)>,
     pub started: std::time::Instant,
+    /// The secondary parents this host runs now (seed 004), each with the primary parent it
+    /// stands in for: they are not in the static tree, and `/topology` shows them.
+    pub secondaries: std::sync::Mutex<std::collections::BTreeMap<VnodeId, VnodeId>>,
 }
 
 /// A cut process run on the live cluster (`Request::Cut` to a manager's operator).
@@ -86,12 +89,16 @@ impl Shared {
             .map_err(|_| format!("no answer from the cut process within {timeout:?}"))?
             .map_err(|_| format!("manager {} stopped during the cut", manager.id))?;
         match response {
-            waymark_core::Response::CutDone { cut, ok, phases_us } => Ok(CutReport {
-                cut: cut.0,
-                ok,
-                phases_ms: phases_us.iter().map(|us| *us as f64 / 1000.0).collect(),
-                through: manager.id.to_string(),
-            }),
+            waymark_core::Response::CutDone { cut, ok, phases_us } => {
+                let report = CutReport {
+                    cut: cut.0,
+                    ok,
+                    phases_ms: phases_us.iter().map(|us| *us as f64 / 1000.0).collect(),
+                    through: manager.id.to_string(),
+                };
+                crate::telemetry::cut_done(&report);
+                Ok(report)
+            }
             waymark_core::Response::Unavailable { why } => Err(format!("{}: {why}", manager.id)),
             other => Err(format!("{}: unexpected answer {other:?}", manager.id)),
         }
@@ -101,6 +108,17 @@ impl Shared {
     pub async fn statuses(&self) -> Vec<VnodeStatus> {
         let mut ids: Vec<VnodeId> = self.topology.stores_on(&self.cfg.host).cloned().collect();
         ids.extend(self.topology.managers_on(&self.cfg.host).map(|c| c.id.clone()));
+        self.statuses_of(ids).await
+    }
+
+    /// The secondary parents this host runs, each with the primary parent it stands in for.
+    pub fn secondary_parents(&self) -> Vec<(VnodeId, VnodeId)> {
+        let running = self.secondaries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        running.iter().map(|(id, of)| (id.clone(), of.clone())).collect()
+    }
+
+    /// The status of each of `ids` that runs on this host now.
+    pub async fn statuses_of(&self, ids: Vec<VnodeId>) -> Vec<VnodeStatus> {
         let mut out = vec![];
         for id in ids {
             let Some(tx) = self.router.local(&id) else { continue };
@@ -132,7 +150,11 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let stop = shutdown.child_token();
     let links = Arc::new(LinkStats::default());
-    let shared = Shared { cfg, topology, router, links, stores: vec![], started: std::time::Instant::now() };
+    if let Err(e) = crate::telemetry::install() {
+        tracing::warn!("{e}; /metrics will say so");
+    }
+    let started = std::time::Instant::now();
+    let shared = Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default() };
     let mut host = Host { shared: Arc::new(shared), vnodes: HashMap::new(), events_tx, stop };
     host.start_vnodes()?;
     host.start_front_ends(peers).await?;
@@ -296,6 +318,7 @@ impl Host {
         match self.start(&id, true, |_, records| ManagerVnode::recover(cfg, image, records)) {
             Ok(handle) => {
                 tracing::info!(vnode = %id, "secondary parent started in place of {of}");
+                self.shared.secondaries.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), of);
                 self.vnodes.insert(id, handle);
             }
             Err(e) => tracing::error!(vnode = %id, "cannot start secondary parent: {e}"),
@@ -303,6 +326,7 @@ impl Host {
     }
 
     fn stop_secondary(&mut self, id: &VnodeId) {
+        self.shared.secondaries.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
         if let Some(handle) = self.vnodes.remove(id) {
             tracing::info!(vnode = %id, "secondary parent stopped");
             handle.stop.cancel();

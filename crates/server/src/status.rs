@@ -38,6 +38,7 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         id,
         kind,
         parent: tree.and_then(|t| t.parent()).map(|p| p.to_string()),
+        children: tree.map(|t| t.working_children().iter().map(|c| c.to_string()).collect()).unwrap_or_default(),
         follows_primary_parent: tree.is_none_or(|t| t.follows_primary_parent()),
         metadata_term: tree.map_or(0, |t| t.metadata().term()),
         promised_term: tree.map_or(0, |t| t.promised_term()),

@@ -12,9 +12,10 @@ use super::exec;
 use super::info;
 use crate::driver::VnodeCmd;
 use crate::node::Shared;
+use crate::telemetry::{self, Abort};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use waymark_core::{AbortReason, ClientId, Key, ReadCheck, Request, Response, Value, Version, Write, WriteOp};
 use waymark_resp::{Protocol, Reply};
@@ -216,7 +217,10 @@ impl Session {
         }
         let data: Vec<DataCmd> =
             queue.iter().filter_map(|c| if let Cmd::Data(d) = c { Some(d.clone()) } else { None }).collect();
-        let mut data_replies = match self.transaction(&data, &watched).await {
+        let started = Instant::now();
+        let outcome = self.transaction(&data, &watched).await;
+        count(started, &outcome);
+        let mut data_replies = match outcome {
             Ok(Some(replies)) => replies.into_iter(),
             Ok(None) => return Reply::NullArray,
             Err(e) => return e,
@@ -246,12 +250,14 @@ impl Session {
             DataCmd::Append(k, v) => Some(vec![Write { key: k.clone(), op: WriteOp::Append(v.clone()) }]),
             _ => None,
         };
+        let started = Instant::now();
         let result = match direct {
             Some(writes) => self.direct(&cmd, writes).await,
             None => {
                 self.transaction(std::slice::from_ref(&cmd), &BTreeMap::new()).await.map(|r| r.map(|mut r| r.remove(0)))
             }
         };
+        count(started, &result);
         match result {
             Ok(Some(reply)) => reply,
             Ok(None) => Reply::NullArray,
@@ -282,7 +288,7 @@ impl Session {
                 }
             }
         }
-        Err(err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again")))
+        Err(conflicts_exhausted())
     }
 
     /// Reads what the commands depend on, evaluates them, and commits if what was read is still
@@ -299,7 +305,7 @@ impl Session {
                 Attempt::Conflict(why) => backoff(attempt, &why).await,
             }
         }
-        Err(err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again")))
+        Err(conflicts_exhausted())
     }
 
     async fn attempt(&mut self, cmds: &[DataCmd], watched: &BTreeMap<Key, Version>) -> Result<Attempt, Reply> {
@@ -391,6 +397,21 @@ impl Session {
     }
 }
 
+/// What the client hears when conflicting transactions were in the way of every attempt.
+fn conflicts_exhausted() -> Reply {
+    err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again"))
+}
+
+/// Counts a client's transaction where its reply is produced: `None` is a failed `WATCH`.
+fn count<T>(started: Instant, outcome: &Result<Option<T>, Reply>) {
+    match outcome {
+        Ok(Some(_)) => telemetry::transaction_committed(started),
+        Ok(None) => telemetry::transaction_aborted(Abort::Watch),
+        Err(e) if *e == conflicts_exhausted() => telemetry::transaction_aborted(Abort::Conflict),
+        Err(_) => telemetry::transaction_aborted(Abort::Failed),
+    }
+}
+
 fn integer_of(v: Option<Value>) -> i64 {
     v.and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok()).unwrap_or(0)
 }
@@ -400,6 +421,7 @@ async fn backoff(attempt: u32, why: &str) {
     let base = CONFLICT_BACKOFF_MIN.saturating_mul(1 << attempt.min(10)).min(CONFLICT_BACKOFF_MAX);
     let jitter = rand::random::<f64>();
     tracing::trace!(attempt, "transaction conflict ({why}); retrying");
+    telemetry::transaction_retried();
     tokio::time::sleep(base.mul_f64(0.5 + jitter)).await;
 }
 

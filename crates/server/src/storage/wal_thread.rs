@@ -160,7 +160,12 @@ impl Writer {
             return Ok(());
         }
         let done = match self.fsync {
-            FsyncPolicy::Always => self.wal.sync().map(|_| ()),
+            FsyncPolicy::Always => {
+                let begun = Instant::now();
+                let synced = self.wal.sync().map(|_| ());
+                crate::telemetry::wal_synced(begun.elapsed());
+                synced
+            }
             FsyncPolicy::Never => self.wal.flush().map(|_| ()),
         };
         done.map_err(|e| format!("syncing: {e}"))?;

@@ -3,15 +3,21 @@
 //! partition replica) and its links, as JSON; `POST /cuts` — run one cut process on the live
 //! cluster and report its phases; `GET /snapshots` — the snapshots under the snapshot directory;
 //! `POST /snapshots` `{"name", "incremental"}` — a cut, then every host's files and the manifest;
-//! `POST /export` — this host's part of a snapshot (called by the host creating it). Every mutating call needs the admin token
-//! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names).
+//! `POST /export` — this host's part of a snapshot (called by the host creating it); `GET
+//! /topology` — the tree (`topology.rs`); `GET /metrics` — Prometheus text (`crate::telemetry`);
+//! `GET /` — the status page (`page.rs`). Every mutating call needs the admin token
+//! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names); reads need none.
+
+mod page;
+mod topology;
 
 use crate::node::Shared;
 use crate::snapshot::catalog::{self, State as Member};
 use crate::snapshot::create;
 use crate::snapshot::manifest::VnodeFiles;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{Html, IntoResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use std::net::SocketAddr;
@@ -26,7 +32,10 @@ const CUT_WAIT: Duration = Duration::from_secs(60);
 pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToken) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let app = Router::new()
+        .route("/", get(|| async { Html(page::STATUS_PAGE) }))
         .route("/status", get(status))
+        .route("/topology", get(topology::topology))
+        .route("/metrics", get(metrics))
         .route("/health", get(|| async { "ok\n" }))
         .route("/cuts", post(cut))
         .route("/snapshots", get(snapshots).post(create_snapshot))
@@ -74,6 +83,7 @@ async fn create_snapshot(
     authorize(&shared, &headers)?;
     let created = create::create(&shared, req).await.map_err(|e| (StatusCode::CONFLICT, e + "\n"))?;
     tracing::info!(name = %created.name, increment = created.increment, cut = created.cut, "snapshot created");
+    crate::telemetry::snapshot_created(created.increment);
     Ok(Json(created))
 }
 
@@ -110,6 +120,16 @@ async fn snapshots(State(shared): State<Arc<Shared>>) -> Result<Json<serde_json:
         })
         .collect();
     Ok(Json(serde_json::json!({ "root": catalog.root, "snapshots": chains })))
+}
+
+/// The process's metrics in Prometheus text format, with per-vnode gauges read at the scrape.
+async fn metrics(State(shared): State<Arc<Shared>>) -> Result<impl IntoResponse, Refusal> {
+    for v in shared.statuses().await.iter().filter(|v| v.kind == "store") {
+        crate::telemetry::prepared(&v.id, v.prepared);
+    }
+    let text = crate::telemetry::render()
+        .ok_or((StatusCode::SERVICE_UNAVAILABLE, "no metrics recorder of Waymark's in this process\n".into()))?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
 }
 
 async fn status(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
