@@ -1,5 +1,5 @@
 //! The `waymark` command: run a host (`node`), a local cluster (`cluster init|start|stop`), its
-//! snapshots (`snapshot list|check|restore|expire`), and the demo. Errors reach the user through
+//! snapshots (`snapshot list|check|restore|expire`), the demo, and the benchmark (`bench`). Errors reach the user through
 //! `anyhow`, with what was wrong and where.
 
 mod cmd;
@@ -34,6 +34,10 @@ enum Command {
     /// Snapshots on disk: list, check, restore into a new cluster, expire.
     #[command(subcommand)]
     Snapshot(cmd::snapshot::SnapshotCmd),
+    /// Throughput, commit latency and cut latency of a workload (bank transfers, SET, GET) on a
+    /// running cluster or one it starts, with a cut of the whole cluster every --cut-every or none;
+    /// --compare-cuts runs both and prints the ratios. A table, --json and a PNG --chart.
+    Bench(Box<cmd::bench::BenchArgs>),
     /// Waymark's main job on real processes: a 3-host cluster on loopback runs bank transfers
     /// while a full snapshot and an increment every second are taken, a host is killed and
     /// restarted, then two snapshots are restored into fresh clusters and checked there.
@@ -71,6 +75,7 @@ fn main() -> Result<()> {
         Command::Node { config } => cmd::node::run(&config),
         Command::Cluster(c) => cmd::cluster::run(c),
         Command::Snapshot(c) => cmd::snapshot::run(c),
+        Command::Bench(args) => cmd::bench::run(*args),
         Command::Demo { simulated: true, runs, seed, duration_ms, .. } => cmd::demo::simulated(runs, seed, duration_ms),
         Command::Demo { dir, seconds, clients, accounts, .. } => {
             cmd::demo_live::run(cmd::demo_live::Options { dir, seconds, clients, accounts })

@@ -54,13 +54,36 @@ impl Admin {
     /// POSTs `body` to `path` on the first host that accepts it. A host that answers 503 (e.g. it
     /// runs no manager vnode) or cannot be reached is skipped; any other refusal is the answer.
     pub fn post<B: Serialize, R: DeserializeOwned>(&self, path: &str, body: &B, timeout: Duration) -> Result<R> {
+        self.post_at(path, body, timeout).map(|(_, r)| r)
+    }
+
+    /// `post`, and the host that answered is asked first next time (a benchmark's cuts then time
+    /// one round trip, not the refusals of hosts that run no manager).
+    pub fn post_sticky<B: Serialize, R: DeserializeOwned>(
+        &mut self,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<R> {
+        let (answered, r) = self.post_at(path, body, timeout)?;
+        self.addrs[..=answered].rotate_right(1);
+        Ok(r)
+    }
+
+    /// `post`, and which of `addrs` answered.
+    fn post_at<B: Serialize, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<(usize, R)> {
         let agent = ureq::AgentBuilder::new().timeout(timeout).build();
         let mut skipped = vec![];
-        for addr in &self.addrs {
+        for (i, addr) in self.addrs.iter().enumerate() {
             let url = format!("http://{addr}{path}");
             let sent = agent.post(&url).set("Authorization", &format!("Bearer {}", self.token)).send_json(body);
             match sent {
-                Ok(resp) => return resp.into_json().with_context(|| format!("{url}: unreadable answer")),
+                Ok(resp) => return Ok((i, resp.into_json().with_context(|| format!("{url}: unreadable answer"))?)),
                 Err(ureq::Error::Status(503, resp)) => skipped.push(format!("{addr}: {}", text(resp))),
                 Err(ureq::Error::Status(code, resp)) => bail!("{url} refused ({code}): {}", text(resp)),
                 Err(e) => skipped.push(format!("{addr}: {e}")),

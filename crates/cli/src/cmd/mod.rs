@@ -24,8 +24,11 @@ macro_rules! say {
 }
 
 pub mod admin_client;
+pub mod bank;
+pub mod bench;
 pub mod cluster;
 pub mod demo;
 pub mod demo_live;
 pub mod node;
 pub mod snapshot;
+pub mod started;

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Waymark beside PostgreSQL and Redis on this machine, in one run (issue 14): each system without
+# and with its way of taking a recovery point while it serves, and one table of ratios.
+#
+#   PostgreSQL  pgbench, a bank-transfer script (fsync on, synchronous_commit on), without and with
+#               SELECT pg_create_restore_point('x') every second
+#   Redis       redis-benchmark -t set with appendfsync always, without and with BGSAVE in a loop
+#   Waymark     waymark bench --workload bank and --workload set on a 3-host cluster (R=2, fsync
+#               always), without cuts, with a cut every second and every 100 ms
+#
+#   bench/peers.sh [-c CLIENTS] [-s SECONDS] [-o OUT_DIR]
+#
+# Installs postgresql, redis-server and redis-tools from Debian if missing (needs root), builds
+# the release binary if missing. Every server it starts runs on 127.0.0.1 on a free port in a
+# temporary directory and is stopped by pid on exit, also on failure or Ctrl-C. Each phase runs
+# SECONDS (default 15); the whole script takes about 5 minutes. OUT_DIR (default bench/out) gets
+# the JSON reports and the charts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+clients=8 seconds=15 out=bench/out
+while getopts "c:s:o:" opt; do
+  case $opt in
+    c) clients=$OPTARG ;; s) seconds=$OPTARG ;; o) out=$OPTARG ;;
+    *) echo "usage: $0 [-c clients] [-s seconds] [-o out_dir]" >&2; exit 2 ;;
+  esac
+done
+[ "$seconds" -ge 3 ] && [ "$seconds" -le 120 ] || { echo "-s must be in 3..120" >&2; exit 2; }
+
+# --- tools ---------------------------------------------------------------------------------------
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+ls /usr/lib/postgresql/*/bin/pgbench >/dev/null 2>&1 || missing+=(postgresql postgresql-contrib)
+command -v python3 >/dev/null || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing from Debian: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The Debian package starts no cluster of ours; its service, if any, is left alone.
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+waymark=target/release/waymark
+if [ ! -x "$waymark" ]; then
+  echo "building $waymark"
+  cargo build --release -p waymark
+fi
+
+# --- scratch space and cleanup -------------------------------------------------------------------
+work=$(mktemp -d /tmp/waymark-peers.XXXXXX)
+chmod 755 "$work"
+mkdir -p "$out"
+redis_pid="" pg_started="" loop_pid=""
+cleanup() {
+  [ -n "$loop_pid" ] && kill "$loop_pid" 2>/dev/null && wait "$loop_pid" 2>/dev/null || true
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
+  if [ -n "$pg_started" ] && [ -f "$work/pg/postmaster.pid" ]; then
+    pg_pid=$(head -1 "$work/pg/postmaster.pid")
+    kill -INT "$pg_pid" 2>/dev/null || true # fast shutdown
+    for _ in $(seq 100); do kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pg_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A loop in the background, stopped by pid: stop_loop.
+start_loop() { ( while :; do "$@" >/dev/null 2>&1 || true; sleep "$loop_sleep"; done ) & loop_pid=$!; }
+stop_loop() { kill "$loop_pid" 2>/dev/null; wait "$loop_pid" 2>/dev/null || true; loop_pid=""; }
+
+echo "peer comparison: $clients clients, $seconds s per phase, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+
+# --- PostgreSQL ----------------------------------------------------------------------------------
+pg_port=$(free_port)
+mkdir -p "$work/pg" "$work/pgrun"
+chown postgres: "$work/pg" "$work/pgrun"
+chmod 700 "$work/pg"
+runuser -u postgres -- "$pgbin/initdb" -D "$work/pg" -A trust -U postgres >"$work/initdb.log" 2>&1
+cat >>"$work/pg/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $pg_port
+unix_socket_directories = '$work/pgrun'
+fsync = on
+synchronous_commit = on
+wal_level = replica
+max_connections = $((clients + 20))
+CONF
+pg_started=1
+runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pgrun/pg.log" -w -t 60 start >/dev/null
+psql_() { "$pgbin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -qAtX "$@"; }
+psql_ -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
+          INSERT INTO accounts SELECT g, 1000 FROM generate_series(1, 64) g;"
+# The same transfer as Waymark's bank: read both balances, then move the amount, in one
+# transaction; the two accounts always differ.
+cat >"$work/bank.sql" <<'SQL'
+\set a random(1, 64)
+\set b 1 + (:a + random(0, 62)) % 64
+\set amount random(1, 50)
+BEGIN;
+SELECT balance FROM accounts WHERE id IN (:a, :b);
+UPDATE accounts SET balance = balance + CASE WHEN id = :a THEN -:amount ELSE :amount END WHERE id IN (:a, :b);
+COMMIT;
+SQL
+pgbench_run() { # name
+  mkdir -p "$work/$1"
+  (cd "$work/$1" && timeout $((seconds + 60)) "$pgbin/pgbench" -h 127.0.0.1 -p "$pg_port" -U postgres -n \
+    -c "$clients" -j "$(nproc)" -T "$seconds" -P 1 -l -f "$work/bank.sql" postgres >"$work/$1.out" 2>"$work/$1.err")
+}
+echo "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}'): pgbench bank, then with a restore point every second"
+pgbench_run pg_base
+loop_sleep=1 start_loop psql_ -c "SELECT pg_create_restore_point('x')"
+pgbench_run pg_rp
+stop_loop
+
+# --- Redis ---------------------------------------------------------------------------------------
+redis_port=$(free_port)
+mkdir -p "$work/redis"
+redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --save "" \
+  --appendonly yes --appendfsync always --daemonize no >"$work/redis.log" 2>&1 &
+redis_pid=$!
+for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+bench_redis() { # requests name
+  timeout $((seconds * 4 + 60)) redis-benchmark -p "$redis_port" -t set -c "$clients" -n "$1" -r 100000 --csv \
+    >"$work/$2.csv" 2>/dev/null
+}
+echo "Redis $(redis-server --version | awk '{print $3}' | cut -d= -f2): SET with appendfsync always, then with BGSAVE in a loop"
+bench_redis 5000 redis_calibrate
+rps=$(python3 -c "import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(int(float(r[0]['rps'])))" "$work/redis_calibrate.csv")
+requests=$((rps * seconds))
+bench_redis "$requests" redis_base
+loop_sleep=0.1 start_loop redis-cli -p "$redis_port" bgsave
+bench_redis "$requests" redis_bgsave
+stop_loop
+saves=$(redis-cli -p "$redis_port" info persistence | tr -d '\r' | awk -F: '$1 == "rdb_saves" {print $2}')
+kill "$redis_pid"; wait "$redis_pid" 2>/dev/null || true; redis_pid=""
+
+# --- Waymark -------------------------------------------------------------------------------------
+for w in bank set; do
+  echo "Waymark: bench --workload $w, without cuts, with a cut every 1 s and every 100 ms"
+  timeout $((seconds * 4 + 180)) "$waymark" bench --start-hosts 3 --replicas 2 --workload "$w" \
+    --clients "$clients" --seconds "$seconds" --cut-every 1s,100ms --compare-cuts \
+    --json "$out/waymark-$w.json" --chart "$out/waymark-$w.png" >"$work/waymark-$w.out" 2>"$work/waymark-$w.err" ||
+    { cat "$work/waymark-$w.out" "$work/waymark-$w.err" >&2; echo "waymark bench --workload $w failed" >&2; }
+  cat "$work/waymark-$w.out"
+done
+
+# --- the table -----------------------------------------------------------------------------------
+python3 - "$work" "$out" "$clients" "$seconds" <<'PY'
+import csv, glob, json, re, statistics, sys
+work, out, clients, seconds = sys.argv[1:5]
+
+def pg(name):
+    """tps from pgbench's summary; per-second tps from -P 1; p99 and max from the -l log."""
+    text = open(f"{work}/{name}.out").read()
+    tps = float(re.search(r"tps = ([\d.]+)", text).group(1))
+    per_s = [float(m) for m in re.findall(r"progress: [\d.]+ s, ([\d.]+) tps", open(f"{work}/{name}.err").read())]
+    lat = sorted(int(l.split()[2]) for f in glob.glob(f"{work}/{name}/pgbench_log.*") for l in open(f))
+    p99 = lat[int(0.99 * (len(lat) - 1))] / 1000 if lat else 0
+    return dict(tps=tps, worst=min(per_s) / statistics.median(per_s) if per_s else 0, p99=p99,
+                max=lat[-1] / 1000 if lat else 0)
+
+def redis(name):
+    row = list(csv.DictReader(open(f"{work}/{name}.csv")))[0]
+    return dict(tps=float(row["rps"]), worst=None, p99=float(row["p99_latency_ms"]), max=float(row["max_latency_ms"]))
+
+def waymark(workload):
+    try:
+        rep = json.load(open(f"{out}/waymark-{workload}.json"))
+    except (OSError, ValueError):
+        return {}
+    return {r["label"]: dict(tps=r["throughput_per_s"], worst=r["worst_over_median"], p99=r["latency_ms"]["p99"],
+                             max=r["latency_ms"]["max"], cuts=r["cuts"]) for r in rep["runs"]}
+
+rows = []
+def row(system, base_name, base, with_name, w, target):
+    ratio = w["tps"] / base["tps"] if base and w and base["tps"] else None
+    rows.append((system, base_name, base, with_name, w, ratio, target))
+
+p_base, p_rp = pg("pg_base"), pg("pg_rp")
+row("PostgreSQL bank", "pgbench", p_base, "restore point / 1 s", p_rp, "")
+r_base, r_bg = redis("redis_base"), redis("redis_bgsave")
+row("Redis SET (AOF always)", "redis-benchmark", r_base, "BGSAVE loop", r_bg, "")
+for wl in ("bank", "set"):
+    runs = waymark(wl)
+    base = runs.get("no cuts")
+    for label, target in (("cuts 1s", "≥ 0.98"), ("cuts 100ms", "≥ 0.95")):
+        row(f"Waymark {wl}", "no cuts", base, label.replace("cuts ", "cut / "), runs.get(label), target)
+
+f = lambda v, spec: "-" if v is None else format(v, spec)
+head = f"{'system':<24}{'baseline ops/s':>15}  {'with':<20}{'ops/s':>10}{'ratio':>8}{'target':>8}{'worst/med s':>12}{'p99 ms':>9}{'max ms':>9}{'max/p99':>9}"
+print("\n" + head)
+print("-" * len(head))
+for system, _, base, with_name, w, ratio, target in rows:
+    if not base or not w:
+        print(f"{system:<24}{'(failed)':>15}  {with_name:<20}")
+        continue
+    print(f"{system:<24}{base['tps']:>15.1f}  {with_name:<20}{w['tps']:>10.1f}{f(ratio, '.3f'):>8}{target:>8}"
+          f"{f(w['worst'], '.3f'):>12}{w['p99']:>9.2f}{w['max']:>9.1f}{f(w['max'] / w['p99'] if w['p99'] else None, '.2f'):>9}")
+wb, ws = waymark("bank").get("no cuts"), waymark("set").get("no cuts")
+print()
+if wb:
+    print(f"Waymark bank / PostgreSQL bank (no recovery points): {wb['tps'] / p_base['tps']:.3f}x (target ≥ 1.0)")
+if ws:
+    print(f"Waymark SET / Redis SET (AOF always, no BGSAVE):      {ws['tps'] / r_base['tps']:.3f}x (target ≥ 0.5)")
+print(f"baselines: PostgreSQL worst second {p_base['worst']:.3f}x median, max {p_base['max']:.1f} ms vs p99 {p_base['p99']:.2f} ms;"
+      f" Redis max {r_base['max']:.1f} ms vs p99 {r_base['p99']:.2f} ms")
+PY
+echo "Redis took ${saves:-?} BGSAVE snapshots during its loop"
+echo "JSON reports and charts of the Waymark runs: $out/waymark-{bank,set}.{json,png}"

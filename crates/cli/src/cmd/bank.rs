@@ -1,0 +1,53 @@
+//! The bank over the Redis protocol, shared by the commands that drive real clusters (`bench`;
+//! the demo can use it too): a connection with timeouts, accounts opened in one transaction, and
+//! one WATCH-guarded MULTI/EXEC transfer.
+
+use anyhow::{Context, Result};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// Every blocking read and write of a client gives up after this long.
+pub const CLIENT_IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection whose reads and writes time out.
+pub fn connect(addr: SocketAddr) -> redis::RedisResult<redis::Connection> {
+    let client = redis::Client::open(format!("redis://{addr}/"))?;
+    let con = client.get_connection_with_timeout(CLIENT_IO_TIMEOUT)?;
+    con.set_read_timeout(Some(CLIENT_IO_TIMEOUT))?;
+    con.set_write_timeout(Some(CLIENT_IO_TIMEOUT))?;
+    Ok(con)
+}
+
+/// Every account gets `balance`, in one transaction (MSET); returns the total.
+pub fn open_accounts(addr: SocketAddr, accounts: &[String], balance: i64) -> Result<i64> {
+    let mut con = connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    let mut mset = redis::cmd("MSET");
+    for a in accounts {
+        mset.arg(a).arg(balance);
+    }
+    mset.query::<()>(&mut con).context("opening the accounts")?;
+    Ok(balance * accounts.len() as i64)
+}
+
+/// How one transfer attempt ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transfer {
+    Committed,
+    /// A WATCHed balance moved before EXEC: nothing was written; the caller may retry.
+    Aborted,
+    /// The payer's balance was too low: nothing was attempted.
+    Declined,
+}
+
+/// One transfer: WATCH both accounts, read them, then MULTI/DECRBY/INCRBY/EXEC.
+pub fn transfer(con: &mut redis::Connection, from: &str, to: &str, amount: i64) -> redis::RedisResult<Transfer> {
+    redis::cmd("WATCH").arg(from).arg(to).query::<()>(con)?;
+    let (balance, _): (Option<i64>, Option<i64>) = redis::cmd("MGET").arg(from).arg(to).query(con)?;
+    if balance.unwrap_or(0) < amount {
+        redis::cmd("UNWATCH").query::<()>(con)?;
+        return Ok(Transfer::Declined);
+    }
+    let done: Option<(i64, i64)> =
+        redis::pipe().atomic().cmd("DECRBY").arg(from).arg(amount).cmd("INCRBY").arg(to).arg(amount).query(con)?;
+    Ok(if done.is_some() { Transfer::Committed } else { Transfer::Aborted })
+}

@@ -1,0 +1,314 @@
+//! `waymark bench`: a workload (`bank`, `set`, `get`) against a running cluster (`--dir`, or
+//! `--redis` with `--admin`), or one it starts for itself (`--start-hosts N`, stopped by pid at
+//! the end, also on Ctrl-C), with a cut of the whole cluster every `--cut-every` or none.
+//! `--compare-cuts` runs the same workload without cuts, then with each `--cut-every`, on the same
+//! cluster in one invocation, and prints the ratios issue 14's targets are stated in. It reports a
+//! table, JSON (`--json`) and a PNG chart (`--chart`); it exits non-zero if the cluster answered
+//! any error (a failed command, a failed cut).
+
+mod chart;
+mod cuts;
+mod report;
+mod stats;
+mod workload;
+
+use super::admin_client::{Admin, Target};
+use super::cluster::{self, Spec};
+use super::started::Started;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use report::{every_text, Report, Setup};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use waymark_core::Placement;
+use waymark_server::topology::Topology;
+pub use workload::Kind;
+use workload::Workload;
+
+/// Most clients of one run (each a thread and a connection).
+const CLIENTS_MAX: usize = 1_024;
+const PIPELINE_MAX: usize = 10_000;
+/// Shortest interval between cuts.
+const CUT_EVERY_MIN: Duration = Duration::from_millis(1);
+/// How often the progress bar is redrawn.
+const PROGRESS_TICK: Duration = Duration::from_millis(200);
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// A running cluster's `cluster init` directory (its hosts, and its admin token); with
+    /// --start-hosts, where the new cluster goes (must be empty).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Redis addresses of a running cluster, e.g. 127.0.0.1:6380,127.0.0.1:6381 (clients are
+    /// spread over them); cuts need --admin and --token-file too.
+    #[arg(long, value_delimiter = ',')]
+    redis: Vec<SocketAddr>,
+    #[command(flatten)]
+    admin: Target,
+    /// Start a local cluster of this many hosts for the benchmark (in --dir or a temporary
+    /// directory) and stop it at the end.
+    #[arg(long)]
+    start_hosts: Option<u32>,
+    /// --start-hosts: copies of each partition.
+    #[arg(long, default_value_t = 2)]
+    replicas: usize,
+    /// --start-hosts: partitions.
+    #[arg(long, default_value_t = 64)]
+    partitions: u32,
+    /// --start-hosts: `always` (fsync per group commit) or `never`.
+    #[arg(long, default_value = "always")]
+    fsync: String,
+    #[arg(long, value_enum, default_value_t = Kind::Bank)]
+    workload: Kind,
+    /// Clients, each its own connection.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// set/get: commands sent per round trip.
+    #[arg(long, default_value_t = 1)]
+    pipeline: usize,
+    /// Measured seconds of each run.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Unmeasured time before each run's measured seconds, e.g. "1s".
+    #[arg(long, default_value = "1s")]
+    warmup: humantime::Duration,
+    /// A cut of the whole cluster (POST /cuts) this often, e.g. "1s" or "100ms"; none without it.
+    /// With --compare-cuts, a list: one run per interval, e.g. "1s,100ms".
+    #[arg(long, value_delimiter = ',')]
+    cut_every: Vec<humantime::Duration>,
+    /// Run without cuts, then with each --cut-every, and print the ratios.
+    #[arg(long)]
+    compare_cuts: bool,
+    /// bank: accounts (on distinct partitions while there are partitions left).
+    #[arg(long, default_value_t = 64)]
+    accounts: usize,
+    /// set/get: distinct keys.
+    #[arg(long, default_value_t = 100_000)]
+    keyspace: u64,
+    /// set/get: bytes per value.
+    #[arg(long, default_value_t = 3)]
+    value_size: usize,
+    /// Write the report as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Draw throughput and p99 latency per second, cuts marked, as a PNG here.
+    #[arg(long)]
+    chart: Option<PathBuf>,
+}
+
+/// The cluster a benchmark talks to.
+struct Tested {
+    redis: Vec<SocketAddr>,
+    admin: Option<Admin>,
+    placement: Option<Arc<Placement>>,
+    replicas: Option<usize>,
+    /// A temporary directory of a cluster the benchmark started, removed at the end.
+    remove: Option<PathBuf>,
+}
+
+pub fn run(args: BenchArgs) -> Result<()> {
+    check(&args)?;
+    let started = Started::default();
+    let mut target = resolve(&args, &started)?;
+    let outcome = run_all(&args, &mut target);
+    started.stop_all();
+    if let Some(dir) = &target.remove {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let report = outcome?;
+    report.print();
+    if let Some(file) = &args.json {
+        report.write_json(file)?;
+    }
+    if let Some(file) = &args.chart {
+        chart::draw(&report, file).with_context(|| format!("writing {}", file.display()))?;
+    }
+    let errors: u64 = report.runs.iter().map(|r| r.errors).sum();
+    let failed_cuts: usize = report.runs.iter().map(|r| r.cuts.failed).sum();
+    if errors > 0 || failed_cuts > 0 {
+        bail!("the cluster answered {errors} errors and {failed_cuts} cuts failed");
+    }
+    Ok(())
+}
+
+fn check(args: &BenchArgs) -> Result<()> {
+    if args.clients == 0 || args.clients > CLIENTS_MAX {
+        bail!("--clients must be in 1..={CLIENTS_MAX}");
+    }
+    if args.pipeline == 0 || args.pipeline > PIPELINE_MAX || (args.pipeline > 1 && args.workload == Kind::Bank) {
+        bail!("--pipeline must be in 1..={PIPELINE_MAX}, and 1 for the bank (a transfer waits for its reads)");
+    }
+    if args.seconds == 0 || args.seconds > stats::SECONDS_MAX {
+        bail!("--seconds must be in 1..={}", stats::SECONDS_MAX);
+    }
+    if args.workload == Kind::Bank && args.accounts < 2 {
+        bail!("--accounts must be at least 2");
+    }
+    if args.cut_every.iter().any(|d| *d.as_ref() < CUT_EVERY_MIN) {
+        bail!("--cut-every must be at least {CUT_EVERY_MIN:?}");
+    }
+    if args.cut_every.len() > 1 && !args.compare_cuts {
+        bail!("several --cut-every intervals need --compare-cuts");
+    }
+    if args.compare_cuts && args.cut_every.is_empty() {
+        bail!("--compare-cuts needs --cut-every");
+    }
+    let sources = [args.start_hosts.is_some(), !args.redis.is_empty()].iter().filter(|s| **s).count();
+    if sources > 1 {
+        bail!("give one of --start-hosts N, --dir D, or --redis ADDR,...");
+    }
+    Ok(())
+}
+
+fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
+    if let Some(hosts) = args.start_hosts {
+        let (dir, remove) = match &args.dir {
+            Some(d) => (d.clone(), None),
+            None => {
+                let d = std::env::temp_dir().join(format!("waymark-bench-{}", std::process::id()));
+                (d.clone(), Some(d))
+            }
+        };
+        super::set_quiet(true);
+        let spec = Spec {
+            fsync: args.fsync.clone(),
+            ..Spec::local(hosts, args.replicas.min(hosts as usize), args.partitions)
+        };
+        cluster::init(&dir, &spec)?;
+        started.stop_on_signal("benchmark")?;
+        started.add(&dir);
+        eprintln!("starting a {hosts}-host cluster in {}", dir.display());
+        cluster::start(&dir)?;
+        let mut t = of_dir(&dir, &args.admin)?;
+        t.remove = remove;
+        return Ok(t);
+    }
+    if let Some(dir) = &args.dir {
+        return of_dir(dir, &args.admin);
+    }
+    if args.redis.is_empty() {
+        bail!("which cluster? give --start-hosts N, --dir D (of `cluster init`), or --redis ADDR,...");
+    }
+    let admin = if args.cut_every.is_empty() { None } else { Some(args.admin.resolve(None)?) };
+    Ok(Tested { redis: args.redis.clone(), admin, placement: None, replicas: None, remove: None })
+}
+
+fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
+    let hosts = cluster::hosts_of(dir)?;
+    let redis = hosts.iter().map(|(_, c)| c.this_host().redis).collect();
+    let cluster_cfg = &hosts[0].1.cluster;
+    let topology = Topology::new(cluster_cfg).context("reading the cluster's placement")?;
+    Ok(Tested {
+        redis,
+        admin: Some(admin.resolve(Some(&dir.to_path_buf()))?),
+        placement: Some(topology.placement.clone()),
+        replicas: Some(topology.placement.chain(waymark_core::PartitionId(0)).len()),
+        remove: None,
+    })
+}
+
+fn run_all(args: &BenchArgs, target: &mut Tested) -> Result<Report> {
+    let work = Workload {
+        kind: args.workload,
+        pipeline: args.pipeline,
+        accounts: Arc::new(Workload::accounts(args.accounts, target.placement.as_deref())),
+        keyspace: args.keyspace,
+        value: Arc::new(vec![b'x'; args.value_size]),
+    };
+    match args.workload {
+        Kind::Bank => {
+            let names: Vec<String> = work.accounts.iter().map(|(a, _)| a.clone()).collect();
+            super::bank::open_accounts(target.redis[0], &names, workload::BALANCE)?;
+        }
+        Kind::Get => workload::preload(target.redis[0], &work).context("loading the keys to GET")?,
+        Kind::Set => {}
+    }
+    let mut plan: Vec<Option<Duration>> = args.cut_every.iter().map(|d| Some(*d.as_ref())).collect();
+    if args.compare_cuts || plan.is_empty() {
+        plan.insert(0, None);
+    }
+    let mut runs = vec![];
+    for cut_every in plan {
+        runs.push(one_run(args, target, &work, cut_every)?);
+    }
+    let setup = Setup {
+        workload: args.workload,
+        clients: args.clients,
+        pipeline: args.pipeline,
+        hosts: target.redis.len(),
+        replicas: target.replicas,
+        seconds: args.seconds,
+        warmup_s: args.warmup.as_secs_f64(),
+        machine_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    };
+    Ok(Report::new(setup, runs))
+}
+
+fn one_run(
+    args: &BenchArgs,
+    target: &mut Tested,
+    work: &Workload,
+    cut_every: Option<Duration>,
+) -> Result<stats::RunStats> {
+    let label = match cut_every {
+        Some(d) => format!("cuts {}", every_text(d.as_secs_f64() * 1000.0)),
+        None => "no cuts".into(),
+    };
+    let recorder = Arc::new(stats::Recorder::new(args.seconds));
+    let start = Arc::new(workload::Start::new(args.clients));
+    let clients = workload::spawn(args.clients, &target.redis, work, &recorder, &start);
+    // The run's clock starts once every client has connected (each within CLIENT_IO_TIMEOUT).
+    start.connected.wait();
+    let from = Instant::now() + *args.warmup.as_ref();
+    let end = from + Duration::from_secs(args.seconds);
+    recorder.start_at(from);
+    let _ = start.end.set(end);
+    start.go.wait();
+    let cutter = match (cut_every, target.admin.take()) {
+        (Some(every), Some(admin)) => Some(cuts::spawn(admin, every, from, end)),
+        (Some(_), None) => bail!("cuts need the admin API: give --dir, or --admin and --token-file"),
+        (None, admin) => {
+            target.admin = admin;
+            None
+        }
+    };
+    progress(&label, &recorder, from, end);
+    for c in clients {
+        let _ = c.join();
+    }
+    let cuts = match cutter {
+        Some(handle) => {
+            let (admin, cuts) = handle.join().map_err(|_| anyhow::anyhow!("the cut thread panicked"))?;
+            target.admin = Some(admin);
+            cuts
+        }
+        None => vec![],
+    };
+    Ok(recorder.summary(label, cut_every, cuts))
+}
+
+/// A progress bar on stderr until `end` (hidden when stderr is not a terminal).
+fn progress(label: &str, recorder: &stats::Recorder, from: Instant, end: Instant) {
+    let total = end.saturating_duration_since(Instant::now());
+    let bar = ProgressBar::new(total.as_millis() as u64);
+    if let Ok(style) = ProgressStyle::with_template("{prefix:>10} [{bar:40}] {elapsed_precise} {msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_prefix(label.to_string());
+    let begun = Instant::now();
+    let mut last = (begun, recorder.committed_live.load(std::sync::atomic::Ordering::Relaxed));
+    while Instant::now() < end {
+        std::thread::sleep(PROGRESS_TICK.min(end.saturating_duration_since(Instant::now())));
+        let now = Instant::now();
+        let done = recorder.committed_live.load(std::sync::atomic::Ordering::Relaxed);
+        let rate = (done - last.1) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-3);
+        last = (now, done);
+        let phase = if now < from { "warm-up" } else { "measuring" };
+        bar.set_position(now.duration_since(begun).as_millis() as u64);
+        bar.set_message(format!("{phase}: {rate:.0} ops/s"));
+    }
+    bar.finish_and_clear();
+}

@@ -1,0 +1,179 @@
+//! The report of an invocation: one table row per run, then — with a run without cuts and runs
+//! with them — the ratio lines the targets are stated in (issue 14): throughput with cuts against
+//! without, the worst second against the median second, the max commit latency against p99.
+
+use super::stats::RunStats;
+use super::workload::Kind;
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::path::Path;
+
+/// What was run, on what.
+#[derive(Clone, Debug, Serialize)]
+pub struct Setup {
+    pub workload: Kind,
+    pub clients: usize,
+    pub pipeline: usize,
+    pub hosts: usize,
+    pub replicas: Option<usize>,
+    pub seconds: u64,
+    pub warmup_s: f64,
+    pub machine_cores: usize,
+}
+
+/// A run with cuts against the run without.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ratio {
+    pub cut_every_ms: f64,
+    pub throughput: f64,
+    /// The target for `throughput`: cuts every second cost ≤ 2%, every 100 ms ≤ 5%.
+    pub throughput_target: Option<f64>,
+    pub worst_over_median: f64,
+    pub max_over_p99: f64,
+    pub p99_ratio: f64,
+}
+
+#[derive(Serialize)]
+pub struct Report {
+    pub setup: Setup,
+    pub runs: Vec<RunStats>,
+    pub ratios: Vec<Ratio>,
+}
+
+/// Targets: ≥ 0.95× the median second, max ≤ 2× p99.
+const WORST_OVER_MEDIAN_MIN: f64 = 0.95;
+const MAX_OVER_P99_MAX: f64 = 2.0;
+
+impl Report {
+    pub fn new(setup: Setup, runs: Vec<RunStats>) -> Report {
+        let base = runs.iter().find(|r| r.cut_every_ms.is_none());
+        let ratios = match base {
+            None => vec![],
+            Some(base) => runs
+                .iter()
+                .filter_map(|r| {
+                    let every = r.cut_every_ms?;
+                    Some(Ratio {
+                        cut_every_ms: every,
+                        throughput: div(r.throughput_per_s, base.throughput_per_s),
+                        throughput_target: throughput_target(every),
+                        worst_over_median: r.worst_over_median,
+                        max_over_p99: div(r.latency_ms.max, r.latency_ms.p99),
+                        p99_ratio: div(r.latency_ms.p99, base.latency_ms.p99),
+                    })
+                })
+                .collect(),
+        };
+        Report { setup, runs, ratios }
+    }
+
+    pub fn print(&self) {
+        let s = &self.setup;
+        println!(
+            "\nwaymark bench: {:?} workload, {} clients{}, {} hosts{}, {} s measured after {:.0} s warm-up, {} cores",
+            s.workload,
+            s.clients,
+            if s.pipeline > 1 { format!(" (pipeline {})", s.pipeline) } else { String::new() },
+            s.hosts,
+            s.replicas.map(|r| format!(" (R={r})")).unwrap_or_default(),
+            s.seconds,
+            s.warmup_s,
+            s.machine_cores,
+        );
+        println!(
+            "{:<14} {:>10} {:>8} {:>8} {:>9} {:>8} {:>12} {:>8} {:>8} {:>7} {:>6} {:>20}",
+            "run",
+            "ops/s",
+            "p50 ms",
+            "p99 ms",
+            "p99.9 ms",
+            "max ms",
+            "worst/median",
+            "aborted",
+            "retried",
+            "errors",
+            "cuts",
+            "cut p50/p99/max ms"
+        );
+        for r in &self.runs {
+            let cuts = &r.cuts;
+            println!(
+                "{:<14} {:>10.1} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>12.3} {:>8} {:>8} {:>7} {:>6} {:>20}",
+                r.label,
+                r.throughput_per_s,
+                r.latency_ms.p50,
+                r.latency_ms.p99,
+                r.latency_ms.p999,
+                r.latency_ms.max,
+                r.worst_over_median,
+                r.aborted,
+                r.retried,
+                r.errors,
+                if cuts.failed > 0 { format!("{}!{}", cuts.count, cuts.failed) } else { cuts.count.to_string() },
+                if cuts.count == 0 {
+                    "-".into()
+                } else {
+                    format!("{:.1}/{:.1}/{:.1}", cuts.latency_ms_p50, cuts.latency_ms_p99, cuts.latency_ms_max)
+                },
+            );
+        }
+        for r in &self.ratios {
+            let target = match r.throughput_target {
+                Some(t) => format!(" (target ≥ {t:.2}: {})", verdict(r.throughput >= t)),
+                None => String::new(),
+            };
+            println!(
+                "cuts every {}: throughput {:.3}x of no cuts{target}; worst second {:.3}x the median (target ≥ {WORST_OVER_MEDIAN_MIN}: {}); max latency {:.2}x p99 (target ≤ {MAX_OVER_P99_MAX}: {}); p99 {:.2}x of no cuts",
+                every_text(r.cut_every_ms),
+                r.throughput,
+                r.worst_over_median,
+                verdict(r.worst_over_median >= WORST_OVER_MEDIAN_MIN),
+                r.max_over_p99,
+                verdict(r.max_over_p99 <= MAX_OVER_P99_MAX),
+                r.p99_ratio,
+            );
+        }
+        for r in self.runs.iter().filter(|r| r.first_error.is_some()) {
+            println!("{}: first error: {}", r.label, r.first_error.as_deref().unwrap_or_default());
+        }
+    }
+
+    pub fn write_json(&self, file: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self).context("rendering the JSON report")?;
+        std::fs::write(file, text + "\n").with_context(|| format!("writing {}", file.display()))
+    }
+}
+
+fn throughput_target(every_ms: f64) -> Option<f64> {
+    if every_ms >= 1000.0 {
+        Some(0.98)
+    } else if every_ms >= 100.0 {
+        Some(0.95)
+    } else {
+        None
+    }
+}
+
+fn div(a: f64, b: f64) -> f64 {
+    if b == 0.0 {
+        0.0
+    } else {
+        a / b
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+pub fn every_text(ms: f64) -> String {
+    if ms >= 1000.0 && ms % 1000.0 == 0.0 {
+        format!("{}s", ms / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
+}

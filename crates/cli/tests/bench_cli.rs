@@ -1,0 +1,77 @@
+//! `waymark bench` on real processes, short: it starts a 3-host cluster, runs the bank for two
+//! measured seconds with a cut every 500 ms, stops the cluster, and leaves a JSON report with
+//! transfers and cuts in it and a PNG chart.
+
+mod common;
+
+use common::{run_waymark, temp_dir};
+use std::path::Path;
+use std::time::Duration;
+
+const BENCH_WITHIN: Duration = Duration::from_secs(90);
+const CLI_WITHIN: Duration = Duration::from_secs(30);
+const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// Stops the benchmark's cluster when the test ends, even by a panic (the benchmark stops it
+/// itself, but not if it is killed).
+struct StopCluster<'a>(&'a Path);
+
+impl Drop for StopCluster<'_> {
+    fn drop(&mut self) {
+        if self.0.exists() {
+            let args = ["cluster", "stop", "--dir", &self.0.to_string_lossy()].map(String::from);
+            let _ = run_waymark(&args, CLI_WITHIN);
+        }
+    }
+}
+
+#[test]
+fn bench_runs_the_bank_with_cuts_and_reports_json_and_a_chart() {
+    let tmp = temp_dir();
+    let cluster = tmp.path().join("cluster");
+    let (json, chart) = (tmp.path().join("bench.json"), tmp.path().join("bench.png"));
+    let _stop = StopCluster(&cluster);
+    let args = [
+        "bench",
+        "--start-hosts",
+        "3",
+        "--dir",
+        &cluster.to_string_lossy(),
+        "--seconds",
+        "2",
+        "--warmup",
+        "500ms",
+        "--clients",
+        "4",
+        "--workload",
+        "bank",
+        "--cut-every",
+        "500ms",
+        "--json",
+        &json.to_string_lossy(),
+        "--chart",
+        &chart.to_string_lossy(),
+    ]
+    .map(String::from);
+    let out = run_waymark(&args, BENCH_WITHIN);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "waymark bench failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("cuts 500ms"), "{stdout}");
+
+    let text = std::fs::read_to_string(&json).expect("the JSON report");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let run = &report["runs"][0];
+    assert!(run["throughput_per_s"].as_f64().unwrap_or(0.0) > 0.0, "no throughput: {text}");
+    assert!(run["cuts"]["count"].as_u64().unwrap_or(0) > 0, "no cut: {text}");
+    assert_eq!(run["cuts"]["failed"].as_u64(), Some(0), "{text}");
+    assert_eq!(run["per_second"].as_array().map(Vec::len), Some(2), "{text}");
+
+    let png = std::fs::read(&chart).expect("the chart");
+    assert!(png.starts_with(PNG_MAGIC), "the chart is not a PNG");
+    // The cluster the benchmark started is stopped: no host of it runs.
+    for host in ["node1", "node2", "node3"] {
+        let pid = std::fs::read_to_string(cluster.join(host).join("node.pid")).unwrap_or_default();
+        let alive = pid.trim().parse::<u32>().is_ok_and(|p| Path::new(&format!("/proc/{p}")).exists());
+        assert!(!alive, "{host} (pid {}) still runs", pid.trim());
+    }
+}
