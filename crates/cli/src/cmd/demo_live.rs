@@ -7,14 +7,16 @@
 //! Every process the demo starts, it stops; it exits non-zero on any failure.
 
 use super::admin_client::Admin;
+use super::bank::{self, connect, Transfer};
 use super::cluster::{self, Spec};
 use super::snapshot;
+use super::started::Started;
 use anyhow::{bail, Context, Result};
 use rand::Rng;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use waymark_server::snapshot::create::{CreateRequest, Created};
@@ -23,59 +25,12 @@ const SNAPSHOT: &str = "demo";
 const BALANCE: i64 = 1_000;
 /// The host killed in the middle (it runs no manager vnode, so cuts are still proposed).
 const VICTIM: &str = "node3";
-const CLIENT_IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct Options {
     pub dir: Option<PathBuf>,
     pub seconds: u64,
     pub clients: usize,
     pub accounts: usize,
-}
-
-/// Clusters started by the demo: stopped when it ends, however it ends — by an error (drop) or
-/// by Ctrl-C or SIGTERM (`stop_on_signal`). Nodes run in their own process group, so a signal to
-/// the demo does not reach them: the demo stops them.
-#[derive(Clone, Default)]
-struct Started(Arc<Mutex<Vec<PathBuf>>>);
-
-impl Started {
-    fn add(&self, dir: &Path) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
-    }
-
-    fn stop_all(&self) {
-        let dirs = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
-        for dir in dirs {
-            let _ = cluster::stop(&dir);
-        }
-    }
-
-    fn stop_on_signal(&self) -> Result<()> {
-        let started = self.clone();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        std::thread::spawn(move || {
-            rt.block_on(async {
-                let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                let term = async move {
-                    match term.as_mut() {
-                        Some(t) => drop(t.recv().await),
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! { _ = tokio::signal::ctrl_c() => {}, _ = term => {} }
-            });
-            eprintln!("\ninterrupted: stopping the demo's clusters");
-            started.stop_all();
-            std::process::exit(130);
-        });
-        Ok(())
-    }
-}
-
-impl Drop for Started {
-    fn drop(&mut self) {
-        self.stop_all();
-    }
 }
 
 #[derive(Default)]
@@ -106,13 +61,13 @@ pub fn run(opts: Options) -> Result<()> {
     );
     cluster::init(&dir, &Spec::local(3, 2, 16))?;
     let started = Started::default();
-    started.stop_on_signal()?;
+    started.stop_on_signal("demo")?;
     started.add(&dir);
     cluster::start(&dir)?;
     let hosts = cluster::hosts_of(&dir)?;
     let redis: Vec<SocketAddr> = hosts.iter().map(|(_, c)| c.this_host().redis).collect();
     let accounts: Vec<String> = (0..opts.accounts).map(|i| format!("acct:{i}")).collect();
-    let total = open_accounts(redis[0], &accounts)?;
+    let total = bank::open_accounts(redis[0], &accounts, BALANCE)?;
     let (stop, counts) = (Arc::new(AtomicBool::new(false)), Arc::new(Counts::default()));
     let clients: Vec<JoinHandle<()>> =
         (0..opts.clients).map(|i| spawn_client(i, &redis, &accounts, stop.clone(), counts.clone())).collect();
@@ -144,25 +99,6 @@ fn workdir(dir: Option<&Path>) -> Result<PathBuf> {
     Ok(work.canonicalize()?)
 }
 
-fn connect(addr: SocketAddr) -> redis::RedisResult<redis::Connection> {
-    let client = redis::Client::open(format!("redis://{addr}/"))?;
-    let con = client.get_connection_with_timeout(CLIENT_IO_TIMEOUT)?;
-    con.set_read_timeout(Some(CLIENT_IO_TIMEOUT))?;
-    con.set_write_timeout(Some(CLIENT_IO_TIMEOUT))?;
-    Ok(con)
-}
-
-/// Every account gets the same balance, in one transaction; returns the total.
-fn open_accounts(addr: SocketAddr, accounts: &[String]) -> Result<i64> {
-    let mut con = connect(addr).with_context(|| format!("connecting to {addr}"))?;
-    let mut mset = redis::cmd("MSET");
-    for a in accounts {
-        mset.arg(a).arg(BALANCE);
-    }
-    mset.query::<()>(&mut con).context("opening the accounts")?;
-    Ok(BALANCE * accounts.len() as i64)
-}
-
 /// A client moving money between random accounts with WATCH/MULTI/EXEC until told to stop; it
 /// moves to the next host when its host goes away.
 fn spawn_client(
@@ -188,9 +124,9 @@ fn spawn_client(
             };
             let a = rng.gen_range(0..accounts.len());
             let b = (a + rng.gen_range(1..accounts.len())) % accounts.len();
-            match transfer(c, &accounts[a], &accounts[b], rng.gen_range(1..50)) {
-                Ok(true) => counts.committed.fetch_add(1, Ordering::Relaxed),
-                Ok(false) => counts.aborted.fetch_add(1, Ordering::Relaxed),
+            match bank::transfer(c, &accounts[a], &accounts[b], rng.gen_range(1..50)) {
+                Ok(Transfer::Committed) => counts.committed.fetch_add(1, Ordering::Relaxed),
+                Ok(Transfer::Aborted | Transfer::Declined) => counts.aborted.fetch_add(1, Ordering::Relaxed),
                 Err(_) => {
                     con = None;
                     host = (host + 1) % redis.len();
@@ -199,19 +135,6 @@ fn spawn_client(
             };
         }
     })
-}
-
-/// One transfer: `true` if it committed, `false` if a WATCHed balance moved (or was too low).
-fn transfer(con: &mut redis::Connection, from: &str, to: &str, amount: i64) -> redis::RedisResult<bool> {
-    redis::cmd("WATCH").arg(from).arg(to).query::<()>(con)?;
-    let (balance, _): (Option<i64>, Option<i64>) = redis::cmd("MGET").arg(from).arg(to).query(con)?;
-    if balance.unwrap_or(0) < amount {
-        redis::cmd("UNWATCH").query::<()>(con)?;
-        return Ok(false);
-    }
-    let done: Option<(i64, i64)> =
-        redis::pipe().atomic().cmd("DECRBY").arg(from).arg(amount).cmd("INCRBY").arg(to).arg(amount).query(con)?;
-    Ok(done.is_some())
 }
 
 /// A full snapshot, then an increment every second; `VICTIM` is killed halfway and restarted
