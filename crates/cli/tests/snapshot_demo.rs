@@ -45,6 +45,11 @@ fn the_demo_snapshots_a_live_cluster_through_a_host_crash_and_restores_it_consis
     assert!(after_return.contains(" ok"), "a snapshot after node3 returned should succeed:\n{stdout}");
     assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");
 
+    let manifest = std::fs::read_to_string(work.join("cluster/snapshots/demo/manifest.json")).expect("manifest");
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("manifest JSON");
+    let md5 = manifest["metadata_md5"].as_str().unwrap_or_default();
+    assert!(md5.len() == 32 && md5.bytes().all(|b| b.is_ascii_hexdigit()), "metadata md5 {md5:?}");
+
     let cluster = work.join("cluster").to_string_lossy().into_owned();
     let list = run_waymark(&["snapshot".into(), "list".into(), "--dir".into(), cluster.clone()], CLI_WITHIN);
     let listed = text(&list.stdout);

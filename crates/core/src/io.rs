@@ -94,6 +94,8 @@ pub enum Response {
         ok: bool,
         /// How long each phase took, START first (empty where phases are not timed).
         phases_us: Vec<u64>,
+        /// md5 of the cluster metadata when the cut process ended, where it ran over the tree.
+        metadata_md5: Option<[u8; 16]>,
     },
     /// The request could not be served here (e.g. not the coordinator, or still booting).
     Unavailable {

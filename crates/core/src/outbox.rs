@@ -104,7 +104,7 @@ mod tests {
         Output::Reply {
             client: ClientId(1),
             req: 1,
-            response: Response::CutDone { cut: CutId(1), ok: true, phases_us: vec![] },
+            response: Response::CutDone { cut: CutId(1), ok: true, phases_us: vec![], metadata_md5: None },
         }
     }
 

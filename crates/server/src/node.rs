@@ -61,6 +61,8 @@ pub struct CutReport {
     pub phases_ms: Vec<f64>,
     /// The manager vnode whose operator ran it.
     pub through: String,
+    /// md5 (hex) of the cluster metadata that manager held when the cut ended.
+    pub metadata_md5: String,
 }
 
 impl Shared {
@@ -89,12 +91,15 @@ impl Shared {
             .map_err(|_| format!("no answer from the cut process within {timeout:?}"))?
             .map_err(|_| format!("manager {} stopped during the cut", manager.id))?;
         match response {
-            waymark_core::Response::CutDone { cut, ok, phases_us } => {
+            waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5 } => {
                 let report = CutReport {
                     cut: cut.0,
                     ok,
                     phases_ms: phases_us.iter().map(|us| *us as f64 / 1000.0).collect(),
                     through: manager.id.to_string(),
+                    metadata_md5: metadata_md5
+                        .map(|m| m.iter().map(|b| format!("{b:02x}")).collect())
+                        .unwrap_or_default(),
                 };
                 crate::telemetry::cut_done(&report);
                 Ok(report)

@@ -221,7 +221,10 @@ impl ManagerVnode {
         match step? {
             Step::Propose(p) => Some(AlterInput::Propose { n: p.n, record: p.record }),
             Step::Ended(Ended { cut, ok, requester, phases_us }) => {
-                self.reply(requester.client, requester.req, Response::CutDone { cut, ok, phases_us });
+                // The metadata as this manager holds it at the END: the snapshot's catalog entry.
+                let metadata_md5 = Some(self.alter.metadata().md5());
+                let done = Response::CutDone { cut, ok, phases_us, metadata_md5 };
+                self.reply(requester.client, requester.req, done);
                 None
             }
         }

@@ -85,7 +85,7 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Stri
         cut: cut.cut,
         created_unix_ms: unix_ms(),
         cluster: shape(shared),
-        metadata_md5: String::new(),
+        metadata_md5: cut.metadata_md5.clone(),
         vnodes,
     };
     let dir = manifest::snapshot_dir(root, &req.name, increment);
