@@ -132,6 +132,11 @@ fn metrics_count_commits_fsyncs_and_cut_phases() {
         "no commit latency histogram:\n{metrics}"
     );
     assert!(metrics.contains("waymark_wal_fsync_duration_seconds_bucket"), "no fsync histogram:\n{metrics}");
+    // Nothing is held once the cluster is idle (the gauge is there, per store vnode, at 0).
+    assert!(
+        metrics.contains("waymark_vnode_held_replies{vnode=\"store0@node1\"} 0"),
+        "no held replies gauge:\n{metrics}"
+    );
 
     let report = post(&cluster, "node1", "/cuts", serde_json::json!({}));
     assert_eq!(report["ok"], true, "the cut failed: {report}");

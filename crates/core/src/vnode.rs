@@ -143,6 +143,16 @@ impl Vnode {
         self.part.prepared.len()
     }
 
+    /// Replies held now for real-time safety (released when every vnode started their cut).
+    pub fn held_replies(&self) -> usize {
+        self.rt.held_count()
+    }
+
+    /// GETs waiting for a prepared write on their key (`txn::read_wait`).
+    pub fn waiting_reads(&self) -> usize {
+        self.read_waits.len()
+    }
+
     /// Transactions this vnode coordinates that have not been decided.
     pub fn near_count(&self) -> usize {
         self.near.txs.len()

@@ -81,6 +81,10 @@ pub struct VnodeStatus {
     /// Keys of the partitions whose primary replica this vnode holds.
     pub primary_keys: usize,
     pub prepared: usize,
+    /// Replies held for real-time safety until every vnode started a cut.
+    pub held_replies: usize,
+    /// GETs waiting for a prepared write on their key.
+    pub waiting_reads: usize,
     pub running_cut: Option<u64>,
     /// Per partition replica held here: a digest of its keys, versions and values.
     pub partitions: BTreeMap<u32, String>,

@@ -24,6 +24,8 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     s.keys = v.store().len();
     s.primary_keys = primary_keys;
     s.prepared = v.prepared_count();
+    s.held_replies = v.held_replies();
+    s.waiting_reads = v.waiting_reads();
     s.running_cut = v.running_cut().map(|c| c.0);
     s.partitions = digests.into_iter().map(|(p, d)| (p, d.hex())).collect();
     s
@@ -47,6 +49,8 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         keys: 0,
         primary_keys: 0,
         prepared: 0,
+        held_replies: 0,
+        waiting_reads: 0,
         running_cut: None,
         partitions: BTreeMap::new(),
         checkpoints: 0,

@@ -29,6 +29,7 @@ const CHECKPOINT_DURATION: &str = "waymark_checkpoint_duration_seconds";
 const CHECKPOINT_BYTES: &str = "waymark_checkpoint_written_bytes_total";
 const SNAPSHOTS: &str = "waymark_snapshots_created_total";
 const PREPARED: &str = "waymark_vnode_prepared_transactions";
+const HELD: &str = "waymark_vnode_held_replies";
 
 /// The cut operator's phases, in the order of `CutReport::phases_ms`.
 pub const CUT_PHASES: [&str; 4] = ["start", "started", "finish", "end"];
@@ -100,6 +101,7 @@ fn describe() {
     describe_counter!(CHECKPOINT_BYTES, Unit::Bytes, "Bytes of checkpoint files written");
     describe_counter!(SNAPSHOTS, "Snapshots created through this host, by kind (full, increment)");
     describe_gauge!(PREPARED, "Transactions prepared at a store vnode and not yet decided");
+    describe_gauge!(HELD, "Replies a store vnode holds until every vnode started the cut they reveal");
 }
 
 /// The metrics in Prometheus text format; `None` if this process has no recorder of ours.
@@ -173,6 +175,11 @@ pub fn checkpointed(bytes: u64, took_ms: u64) {
 pub fn snapshot_created(increment: u32) {
     let kind = if increment == 0 { "full" } else { "increment" };
     counter!(SNAPSHOTS, "kind" => kind).increment(1);
+}
+
+/// Replies held for real-time safety at `vnode`, as its status reported at the scrape.
+pub fn held_replies(vnode: &str, count: usize) {
+    gauge!(HELD, "vnode" => vnode.to_string()).set(count as f64);
 }
 
 /// Transactions prepared and not decided at `vnode`, as its status reported at the scrape.

@@ -47,6 +47,10 @@ impl RealTime {
     }
 
     /// The cut a read of `key` would reveal, if its reply must be held.
+    pub(crate) fn held_count(&self) -> usize {
+        self.held.len()
+    }
+
     pub(crate) fn reveals(&self, key: &[u8]) -> Option<CutId> {
         self.reveal.get(key).copied().filter(|c| self.started_upto < Some(*c))
     }

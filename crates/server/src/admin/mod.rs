@@ -126,6 +126,7 @@ async fn snapshots(State(shared): State<Arc<Shared>>) -> Result<Json<serde_json:
 async fn metrics(State(shared): State<Arc<Shared>>) -> Result<impl IntoResponse, Refusal> {
     for v in shared.statuses().await.iter().filter(|v| v.kind == "store") {
         crate::telemetry::prepared(&v.id, v.prepared);
+        crate::telemetry::held_replies(&v.id, v.held_replies);
     }
     let text = crate::telemetry::render()
         .ok_or((StatusCode::SERVICE_UNAVAILABLE, "no metrics recorder of Waymark's in this process\n".into()))?;
