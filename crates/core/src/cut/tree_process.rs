@@ -6,6 +6,7 @@
 //! A successful cut's END writes `END:ok` into the metadata: that entry is the snapshot catalog.
 
 use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord};
+use crate::cut::operator::Phase;
 use crate::ids::CutId;
 use crate::io::{Output, Timer};
 use crate::message::{Body, Envelope};
@@ -20,11 +21,6 @@ pub struct TreeRole {
     pub(crate) finish_pending: Option<(u64, CutId)>,
     /// Set once the role was started from the log (`Restarted`).
     pub(crate) started: bool,
-}
-
-/// The value of a phase in `cut/<id>`.
-pub fn phase_value(phase: &str) -> Vec<u8> {
-    phase.as_bytes().to_vec()
 }
 
 /// `cut/<id>` → the cut id.
@@ -91,18 +87,23 @@ impl Vnode {
     fn apply_cut_phase(&mut self, seq: u64, record: &AlterRecord) -> Option<AlterInput> {
         let applied = |ok| Some(AlterInput::Applied { seq, ok });
         let Some(cut) = cut_of(&record.key) else { return applied(true) };
-        match record.value.as_slice() {
-            b"START" => {
+        // Typed phases: a value that names none is refused, never taken for an END.
+        let Some(phase) = Phase::parse(&record.value) else {
+            debug_assert!(false, "{cut}: `{}` is no cut phase", String::from_utf8_lossy(&record.value));
+            return applied(false);
+        };
+        match phase {
+            Phase::Start => {
                 self.start_local_cut(cut);
                 self.out.hold_all(); // the confirmation promises a durable `CutStart`
                 applied(self.cut.running_id() == Some(cut))
             }
-            b"STARTED" if self.rt.refused(cut) => applied(false),
-            b"STARTED" => {
+            Phase::Started if self.rt.refused(cut) => applied(false),
+            Phase::Started => {
                 self.cut_started_everywhere(cut);
                 applied(true)
             }
-            b"FINISH" => match self.cut.running.as_ref().filter(|c| c.id == cut).map(|c| c.outcome) {
+            Phase::Finish => match self.cut.running.as_ref().filter(|c| c.id == cut).map(|c| c.outcome) {
                 Some(Some(ok)) => applied(ok),
                 Some(None) => {
                     self.tree.as_mut().expect("tree role").finish_pending = Some((seq, cut));
@@ -110,7 +111,7 @@ impl Vnode {
                 }
                 None => applied(false), // never started here, or lost in a crash
             },
-            _ => {
+            Phase::End { .. } => {
                 self.on_cut_end(cut);
                 self.cut_started_everywhere(cut);
                 applied(true)

@@ -186,7 +186,7 @@ pub struct TreeWorld {
     applied: Vec<(VnodeId, (u64, u64), AlterRecord)>,
 }
 
-const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END"];
+const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
 const HOP_US: u64 = 1_000;
 
 impl TreeWorld {
