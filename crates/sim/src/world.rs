@@ -6,7 +6,7 @@ use crate::client::Client;
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
 use crate::history::{CutRun, CutWindow, History};
-use crate::net::Network;
+use crate::net::{Mishap, Network};
 use crate::trace::Trace;
 use crate::workloads::{append::Append, bank::Bank, Workload};
 use rand::{Rng, SeedableRng};
@@ -117,6 +117,8 @@ const CHECKPOINT_EVERY_RECORDS: usize = 64;
 pub struct World {
     pub cfg: SimConfig,
     pub rng: ChaCha8Rng,
+    /// Draws the network's mishaps only, so that a run without them follows the same events.
+    mishap_rng: ChaCha8Rng,
     pub now_us: u64,
     seq: u64,
     events: BTreeMap<(u64, u64), Event>,
@@ -190,8 +192,10 @@ impl World {
         let faults = Faults::default();
         // One draw before anything else: kept so that recorded regression seeds keep their scenario.
         let _ = rng.gen::<u64>();
+        let mishap_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x6d69_7368_6170);
         World {
             cfg,
+            mishap_rng,
             rng,
             now_us: 0,
             seq: 0,
@@ -347,8 +351,29 @@ impl World {
             Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..self.cfg.cut_start_spread_us.max(1)),
             _ => 0,
         };
-        match self.net.send(&mut self.rng, self.now_us + extra_us, from, to) {
-            Some(f) => self.schedule(f.at_us, Event::Deliver { from, to, epoch: f.epoch, env }),
+        let mishap = match self.cfg.faults && self.cfg.net_faults && !self.stopping {
+            true => Mishap::draw(&mut self.mishap_rng),
+            false => Mishap::None,
+        };
+        // A long delay is a fault like the others: it is over when every fault heals (at the end
+        // of the workload), so that what the liveness floors judge after healing faces none.
+        let held_us = match mishap {
+            Mishap::LongDelay { us } => us.min(self.cfg.duration_us.saturating_sub(self.now_us)),
+            _ => 0,
+        };
+        match self.net.send(&mut self.rng, self.now_us + extra_us, from, to, held_us) {
+            Some(f) => {
+                match mishap {
+                    Mishap::None => {}
+                    Mishap::Duplicate { after_us } => {
+                        self.faults.counts.duplicates += 1;
+                        let copy = Event::Deliver { from, to, epoch: f.epoch, env: env.clone() };
+                        self.schedule(f.at_us + after_us, copy);
+                    }
+                    Mishap::LongDelay { .. } => self.faults.counts.long_delays += 1,
+                }
+                self.schedule(f.at_us, Event::Deliver { from, to, epoch: f.epoch, env })
+            }
             None => self.messages_lost += 1,
         }
     }
