@@ -156,6 +156,8 @@ pub struct World {
     pub(crate) cut_process: Option<crate::tree_mode::CutProcess>,
     pub(crate) next_cut: u64,
     pub(crate) next_proposal: u64,
+    /// `--tree`: what the checkers at the moment of an answer or a term need (`tree_answered`).
+    pub answers: crate::checkers::tree_answered::Answers,
 }
 
 impl World {
@@ -164,7 +166,7 @@ impl World {
         let ids: Vec<VnodeId> = (0..cfg.vnodes).map(|i| VnodeId::new("store0", format!("node{i:03}"))).collect();
         let placement = Arc::new(Placement::round_robin(&ids, cfg.partitions, cfg.replicas));
         let (leaves, managers) = match cfg.tree {
-            true => crate::tree_mode::shape(&ids, cfg.fanout.max(2)),
+            true => crate::tree_mode::shape(&ids, cfg.fanout.max(2), cfg.breaks),
             false => (vec![], vec![]),
         };
         let genesis = crate::tree_mode::genesis(&leaves, &managers, &placement, cfg.real_time_safety);
@@ -226,6 +228,7 @@ impl World {
             cut_process: None,
             next_cut: 0,
             next_proposal: 0,
+            answers: Default::default(),
         }
     }
 
@@ -347,6 +350,11 @@ impl World {
     pub(crate) fn send(&mut self, from: usize, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
+        if let Body::Alter(waymark_core::alter::AlterMsg::Alter { term, seq, .. }) = &env.body {
+            if let Some(instance) = self.tree_node_instance(to) {
+                self.answers.forwarded((*term, *seq), to, instance);
+            }
+        }
         let extra_us = match &env.body {
             Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..self.cfg.cut_start_spread_us.max(1)),
             _ => 0,
