@@ -46,10 +46,13 @@ pub struct Breaks {
     /// A GET at a primary is answered from the committed store at once, even while a prepared
     /// branch — perhaps already acknowledged to its client — writes the key.
     pub reads_ignore_prepared: bool,
+    /// A tree vnode below the root confirms an alteration to its parent once it applied it
+    /// itself, without waiting for its children's confirmations.
+    pub confirm_before_children: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 18] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -67,6 +70,7 @@ impl Breaks {
         "restore-stale-values",
         "fail-every-cut",
         "reads-ignore-prepared",
+        "confirm-before-children",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -89,6 +93,7 @@ impl Breaks {
             "restore-stale-values" => &mut self.restore_stale_values,
             "fail-every-cut" => &mut self.fail_every_cut,
             "reads-ignore-prepared" => &mut self.reads_ignore_prepared,
+            "confirm-before-children" => &mut self.confirm_before_children,
             _ => return false,
         };
         *flag = true;
@@ -116,6 +121,7 @@ impl fmt::Display for Breaks {
             self.restore_stale_values,
             self.fail_every_cut,
             self.reads_ignore_prepared,
+            self.confirm_before_children,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

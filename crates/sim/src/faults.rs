@@ -1,6 +1,7 @@
 //! Faults drawn from the seed: crashes (with torn tails) and restarts, connection breaks,
 //! partitions (symmetric and one-way) that heal, and FoundationDB-style swizzle clogging — several
-//! links clogged one by one, unclogged in random order.
+//! links clogged one by one, unclogged in random order. Duplicated and long-delayed messages are
+//! drawn per message in `World::send` (`net::Mishap`).
 
 use crate::world::{Event, World};
 use rand::seq::SliceRandom;
@@ -43,6 +44,9 @@ pub struct FaultCounts {
     pub one_way: u64,
     pub breaks: u64,
     pub clogs: u64,
+    /// Messages delivered twice, and messages held 0.5–3 s (`net::Mishap`).
+    pub duplicates: u64,
+    pub long_delays: u64,
 }
 
 impl FaultCounts {
@@ -53,6 +57,8 @@ impl FaultCounts {
         self.one_way += o.one_way;
         self.breaks += o.breaks;
         self.clogs += o.clogs;
+        self.duplicates += o.duplicates;
+        self.long_delays += o.long_delays;
     }
 }
 

@@ -58,6 +58,9 @@ struct Args {
     /// Inject no faults.
     #[arg(long)]
     no_faults: bool,
+    /// Inject no duplicated or long-delayed messages (the regression seeds kept before them).
+    #[arg(long)]
+    no_net_faults: bool,
     /// Deliberately break the protocol (comma-separated): see `Breaks::NAMES`.
     #[arg(long = "break")]
     breaks: Option<String>,
@@ -217,6 +220,7 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.cuts = args.cuts || args.compare;
     cfg.strategy = if args.strategy == Strategy::Blocking { CutStrategy::Blocking } else { CutStrategy::Consistent };
     cfg.faults = !args.no_faults;
+    cfg.net_faults = !args.no_net_faults;
     cfg.breaks = breaks;
     cfg.real_time_safety = !args.no_real_time;
     cfg.cut_start_spread_us = args.cut_spread_ms * 1000;
@@ -247,7 +251,7 @@ fn run_one(cfg: SimConfig) -> Result<()> {
 fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summary>) {
     let f = &s.faults;
     println!(
-        "seeds {} ({:.1} seeds/s) | txns committed {} aborted {} unknown {} | faults: crashes {} torn {} partitions {} (one-way {}) breaks {} clogs {}",
+        "seeds {} ({:.1} seeds/s) | txns committed {} aborted {} unknown {} | faults: crashes {} torn {} partitions {} (one-way {}) breaks {} clogs {} duplicates {} long delays {}",
         s.seeds,
         s.seeds as f64 / secs.max(1e-9),
         s.committed,
@@ -258,7 +262,9 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
         f.partitions,
         f.one_way,
         f.breaks,
-        f.clogs
+        f.clogs,
+        f.duplicates,
+        f.long_delays
     );
     if cfg.cuts {
         let name = if cfg.strategy == CutStrategy::Blocking { "blocking" } else { "consistent" };

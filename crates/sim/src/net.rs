@@ -1,6 +1,8 @@
 //! The network model: per-link latency, FIFO per connection, connections that break and drop what
 //! is in flight, partitions (symmetric and one-way) that heal, and clogged links (FoundationDB's
 //! "swizzle") that hold messages until unclogged. Reordering across links comes from latency.
+//! Rarely, a message is delivered twice (the copy later, out of order) or held for seconds (a
+//! stalled connection: what follows it on the link waits behind it) — `Mishap`.
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -28,15 +30,55 @@ pub struct InFlight {
     pub epoch: u64,
 }
 
+/// A rare network fault on one message, drawn from its own stream (`Mishap::draw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mishap {
+    None,
+    /// Delivered twice: the copy this long after the original, on the same connection (lost if
+    /// that connection broke meanwhile), overtaking nothing's order guarantee.
+    Duplicate {
+        after_us: u64,
+    },
+    /// Held this long; the connection stalls behind it (FIFO is kept).
+    LongDelay {
+        us: u64,
+    },
+}
+
+/// One message in 500 is duplicated, one in 2 000 is held 0.5–3 s.
+pub const DUPLICATE_P: f64 = 0.002;
+pub const LONG_DELAY_P: f64 = 0.000_5;
+
+impl Mishap {
+    pub fn draw(rng: &mut ChaCha8Rng) -> Mishap {
+        let x: f64 = rng.gen();
+        if x < DUPLICATE_P {
+            Mishap::Duplicate { after_us: rng.gen_range(1..300_000) }
+        } else if x < DUPLICATE_P + LONG_DELAY_P {
+            Mishap::LongDelay { us: rng.gen_range(500_000..3_000_000) }
+        } else {
+            Mishap::None
+        }
+    }
+}
+
 impl Network {
-    /// `None`: the link is partitioned and the message is lost.
-    pub fn send(&mut self, rng: &mut ChaCha8Rng, now_us: u64, from: usize, to: usize) -> Option<InFlight> {
+    /// `None`: the link is partitioned and the message is lost. `extra_us` holds the message (and
+    /// the link behind it) that much longer.
+    pub fn send(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        now_us: u64,
+        from: usize,
+        to: usize,
+        extra_us: u64,
+    ) -> Option<InFlight> {
         let latency_us = if from == to { 5 } else { latency_us(rng) };
         let link = self.links.entry((from, to)).or_default();
         if link.blocked > 0 {
             return None;
         }
-        let at_us = (now_us + latency_us).max(link.last_delivery_us).max(link.clogged_until_us);
+        let at_us = (now_us + latency_us).max(link.last_delivery_us).max(link.clogged_until_us) + extra_us;
         link.last_delivery_us = at_us;
         Some(InFlight { at_us, epoch: link.epoch })
     }

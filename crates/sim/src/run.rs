@@ -147,6 +147,8 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     }
     if !cfg.faults {
         cmd.push_str(" --no-faults");
+    } else if !cfg.net_faults {
+        cmd.push_str(" --no-net-faults");
     }
     if cfg.cut_start_spread_us != 20_000 {
         cmd.push_str(&format!(" --cut-spread-ms {}", cfg.cut_start_spread_us / 1000));

@@ -10,7 +10,7 @@ use crate::world::{Event, World};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterRecord, Metadata};
-use waymark_core::{Body, CutId, Envelope, Input, Placement, VnodeId};
+use waymark_core::{Body, Breaks, CutId, Envelope, Input, Placement, VnodeId};
 
 pub const HOP_US: u64 = 1_000;
 const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
@@ -68,8 +68,8 @@ pub struct CutProcess {
 }
 
 /// Leaf configs for the store vnodes (in order) and the managers above them.
-pub fn shape(stores: &[VnodeId], fanout: usize) -> (Vec<AlterConfig>, Vec<TreeVnode>) {
-    let timing = Timing { hop_us: HOP_US, heartbeat_interval_us: 20 * HOP_US, breaks: Default::default() };
+pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterConfig>, Vec<TreeVnode>) {
+    let timing = Timing { hop_us: HOP_US, heartbeat_interval_us: 20 * HOP_US, breaks };
     let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
     let managers = configs.split_off(stores.len()).into_iter().map(TreeVnode::new).collect();
     (configs, managers)
@@ -174,9 +174,14 @@ impl World {
             AlterOutput::PersistApplied { .. } | AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => {
                 None
             }
-            AlterOutput::Apply { seq, record, .. } => {
+            AlterOutput::Apply { term, seq, record } => {
                 let root = &self.managers[m].cfg;
+                if root.parents.is_empty() {
+                    self.answers.ordered(term, seq, &record);
+                }
                 if root.parents.is_empty() && record.key == "root" {
+                    let found = crate::checkers::tree_root_term::check(&self.answers, &root.id, seq);
+                    self.answers.violations.extend(found);
                     self.tree_stats.root_terms += 1;
                     self.tree_stats.secondary_root_terms += root.secondary_of.is_some() as u64;
                 }
@@ -190,7 +195,11 @@ impl World {
                 self.stop_secondary(&id);
                 None
             }
-            AlterOutput::Done { ok, attempts, applied, id } => {
+            AlterOutput::Done { ok, attempts, applied, id, seq } => {
+                if ok && self.cut_process.is_some_and(|p| p.n == id.n) {
+                    let found = crate::checkers::tree_answered::check(self, id.n, seq);
+                    self.answers.violations.extend(found);
+                }
                 self.on_operator_done(id.n, ok, attempts, applied);
                 None
             }
@@ -270,6 +279,7 @@ impl World {
         let record = AlterRecord::set(format!("cut/{}", p.cut), value);
         // With no manager up the proposal goes nowhere and the operator gives up after a timeout.
         let Some(m) = p.entry else { return };
+        self.answers.proposed(p.n, &record);
         self.manager_step(m, AlterInput::Propose { n: p.n, record });
     }
 
@@ -401,6 +411,30 @@ impl World {
         match tree_node.checked_sub(self.nodes.len()) {
             Some(m) => self.restart_manager(m),
             None => self.restart(tree_node),
+        }
+    }
+
+    /// The incarnation of tree vnode `tree_node`, if it runs.
+    pub(crate) fn tree_node_instance(&self, tree_node: usize) -> Option<u32> {
+        match tree_node.checked_sub(self.nodes.len()) {
+            Some(m) => self.managers[m].alter.as_ref().map(|_| self.managers[m].instance),
+            None => self.nodes[tree_node].vnode.as_ref().map(|_| self.nodes[tree_node].instance),
+        }
+    }
+
+    /// Tree vnode `tree_node`'s metadata, if it still runs as incarnation `instance`.
+    pub(crate) fn tree_node_metadata(&self, tree_node: usize, instance: u32) -> Option<(&VnodeId, &Metadata)> {
+        match tree_node.checked_sub(self.nodes.len()) {
+            Some(m) => {
+                let mg = &self.managers[m];
+                let a = mg.alter.as_ref().filter(|_| mg.instance == instance)?;
+                Some((a.id(), a.metadata()))
+            }
+            None => {
+                let n = &self.nodes[tree_node];
+                let a = n.vnode.as_ref().filter(|_| n.instance == instance)?.tree()?;
+                Some((a.id(), a.metadata()))
+            }
         }
     }
 

@@ -6,7 +6,7 @@ use crate::client::Client;
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
 use crate::history::{CutRun, CutWindow, History};
-use crate::net::Network;
+use crate::net::{Mishap, Network};
 use crate::trace::Trace;
 use crate::workloads::{append::Append, bank::Bank, Workload};
 use rand::{Rng, SeedableRng};
@@ -117,6 +117,8 @@ const CHECKPOINT_EVERY_RECORDS: usize = 64;
 pub struct World {
     pub cfg: SimConfig,
     pub rng: ChaCha8Rng,
+    /// Draws the network's mishaps only, so that a run without them follows the same events.
+    mishap_rng: ChaCha8Rng,
     pub now_us: u64,
     seq: u64,
     events: BTreeMap<(u64, u64), Event>,
@@ -154,6 +156,8 @@ pub struct World {
     pub(crate) cut_process: Option<crate::tree_mode::CutProcess>,
     pub(crate) next_cut: u64,
     pub(crate) next_proposal: u64,
+    /// `--tree`: what the checkers at the moment of an answer or a term need (`tree_answered`).
+    pub answers: crate::checkers::tree_answered::Answers,
 }
 
 impl World {
@@ -162,7 +166,7 @@ impl World {
         let ids: Vec<VnodeId> = (0..cfg.vnodes).map(|i| VnodeId::new("store0", format!("node{i:03}"))).collect();
         let placement = Arc::new(Placement::round_robin(&ids, cfg.partitions, cfg.replicas));
         let (leaves, managers) = match cfg.tree {
-            true => crate::tree_mode::shape(&ids, cfg.fanout.max(2)),
+            true => crate::tree_mode::shape(&ids, cfg.fanout.max(2), cfg.breaks),
             false => (vec![], vec![]),
         };
         let genesis = crate::tree_mode::genesis(&leaves, &managers, &placement, cfg.real_time_safety);
@@ -190,8 +194,10 @@ impl World {
         let faults = Faults::default();
         // One draw before anything else: kept so that recorded regression seeds keep their scenario.
         let _ = rng.gen::<u64>();
+        let mishap_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x6d69_7368_6170);
         World {
             cfg,
+            mishap_rng,
             rng,
             now_us: 0,
             seq: 0,
@@ -222,6 +228,7 @@ impl World {
             cut_process: None,
             next_cut: 0,
             next_proposal: 0,
+            answers: Default::default(),
         }
     }
 
@@ -343,12 +350,38 @@ impl World {
     pub(crate) fn send(&mut self, from: usize, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
+        if let Body::Alter(waymark_core::alter::AlterMsg::Alter { term, seq, .. }) = &env.body {
+            if let Some(instance) = self.tree_node_instance(to) {
+                self.answers.forwarded((*term, *seq), to, instance);
+            }
+        }
         let extra_us = match &env.body {
             Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..self.cfg.cut_start_spread_us.max(1)),
             _ => 0,
         };
-        match self.net.send(&mut self.rng, self.now_us + extra_us, from, to) {
-            Some(f) => self.schedule(f.at_us, Event::Deliver { from, to, epoch: f.epoch, env }),
+        let mishap = match self.cfg.faults && self.cfg.net_faults && !self.stopping {
+            true => Mishap::draw(&mut self.mishap_rng),
+            false => Mishap::None,
+        };
+        // A long delay is a fault like the others: it is over when every fault heals (at the end
+        // of the workload), so that what the liveness floors judge after healing faces none.
+        let held_us = match mishap {
+            Mishap::LongDelay { us } => us.min(self.cfg.duration_us.saturating_sub(self.now_us)),
+            _ => 0,
+        };
+        match self.net.send(&mut self.rng, self.now_us + extra_us, from, to, held_us) {
+            Some(f) => {
+                match mishap {
+                    Mishap::None => {}
+                    Mishap::Duplicate { after_us } => {
+                        self.faults.counts.duplicates += 1;
+                        let copy = Event::Deliver { from, to, epoch: f.epoch, env: env.clone() };
+                        self.schedule(f.at_us + after_us, copy);
+                    }
+                    Mishap::LongDelay { .. } => self.faults.counts.long_delays += 1,
+                }
+                self.schedule(f.at_us, Event::Deliver { from, to, epoch: f.epoch, env })
+            }
             None => self.messages_lost += 1,
         }
     }

@@ -175,3 +175,23 @@ fn a_build_in_which_every_cut_fails_is_caught_by_the_liveness_floor() {
 fn reads_that_ignore_prepared_writes_are_caught_by_read_recency() {
     assert_caught_by("reads-ignore-prepared", "read-recency", with_cuts(WorkloadKind::Bank));
 }
+
+fn on_the_tree() -> SimConfig {
+    let mut cfg = with_cuts(WorkloadKind::Bank);
+    (cfg.tree, cfg.fanout) = (true, 2);
+    cfg
+}
+
+/// A manager that confirms before its children have applied lets the root answer ok while store
+/// vnodes it forwarded the alteration to have not applied it: `tree-answered`, at the answer.
+#[test]
+fn confirming_before_the_children_is_caught_at_the_moment_of_the_answer() {
+    assert_caught_by("confirm-before-children", "tree-answered", on_the_tree());
+}
+
+/// A root that wins a term without a majority adopts a copy missing alterations answered ok
+/// before: `tree-root-term`, at the moment it orders its term's first record.
+#[test]
+fn a_root_without_quorum_is_caught_when_it_wins_a_term() {
+    assert_caught_by("root-without-quorum", "tree-root-term", on_the_tree());
+}

@@ -14,7 +14,8 @@ fn run(workload: WorkloadKind, seeds: u64, cuts: bool) -> Summary {
         }
     });
     assert_eq!(summary.failed, 0, "{} of {seeds} seeds failed: {:?}", summary.failed, summary.first_failure);
-    assert!(summary.faults.crashes > 0 && summary.faults.partitions > 0 && summary.faults.breaks > 0);
+    let f = &summary.faults;
+    assert!(f.crashes > 0 && f.partitions > 0 && f.breaks > 0 && f.duplicates > 0 && f.long_delays > 0, "{f:?}");
     assert!(summary.committed > seeds, "too few commits to mean anything: {}", summary.committed);
     summary
 }
@@ -82,6 +83,7 @@ fn bank_seeds_with_store_vnodes_voting_for_the_root_find_no_violation() {
 #[test]
 fn a_cut_needs_every_store_vnode_not_just_enough_confirmations() {
     let mut cfg = SimConfig::new(131, WorkloadKind::Bank);
+    cfg.net_faults = false;
     cfg.cuts = true;
     cfg.tree = true;
     let r = waymark_sim::run_seed(&cfg);
@@ -121,7 +123,7 @@ fn assert_seed_passes(cfg: SimConfig) {
 fn a_vnode_rebuilt_from_a_checkpoint_promises_nothing_before_it_is_durable() {
     for (seed, vnodes, replicas) in [(274, 3, 2), (183, 2, 1), (33, 4, 3)] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Append);
-        (cfg.cuts, cfg.vnodes, cfg.replicas) = (true, vnodes, replicas);
+        (cfg.cuts, cfg.vnodes, cfg.replicas, cfg.net_faults) = (true, vnodes, replicas, false);
         assert_seed_passes(cfg);
     }
 }
@@ -133,6 +135,7 @@ fn a_vnode_rebuilt_from_a_checkpoint_promises_nothing_before_it_is_durable() {
 #[test]
 fn a_vnode_restarted_from_a_checkpoint_loses_no_acknowledged_commit() {
     let mut cfg = SimConfig::new(1997, WorkloadKind::Bank);
+    cfg.net_faults = false;
     cfg.cuts = true;
     assert_seed_passes(cfg.clone());
     assert!(waymark_sim::run_seed(&cfg).faults.crashes > 0);
@@ -144,6 +147,7 @@ fn a_vnode_restarted_from_a_checkpoint_loses_no_acknowledged_commit() {
 #[test]
 fn a_version_belongs_to_the_transaction_that_committed_it() {
     let mut cfg = SimConfig::new(141, WorkloadKind::Bank);
+    cfg.net_faults = false;
     (cfg.cuts, cfg.vnodes, cfg.replicas) = (true, 6, 3);
     assert_seed_passes(cfg);
 }
@@ -156,6 +160,7 @@ fn a_version_belongs_to_the_transaction_that_committed_it() {
 #[test]
 fn a_watch_fails_only_on_a_committed_write() {
     let mut cfg = SimConfig::new(93, WorkloadKind::Bank);
+    cfg.net_faults = false;
     (cfg.cuts, cfg.tree, cfg.fanout, cfg.duration_us) = (true, true, 2, 500_000);
     assert_seed_passes(cfg);
 }
@@ -168,7 +173,7 @@ fn a_watch_fails_only_on_a_committed_write() {
 #[test]
 fn a_cut_phase_lost_in_a_partition_is_sent_again_once_it_heals() {
     let mut cfg = SimConfig::new(0, WorkloadKind::Bank);
-    cfg.cuts = true;
+    (cfg.cuts, cfg.net_faults) = (true, false);
     assert_seed_passes(cfg.clone());
     let mut world = waymark_sim::world::World::new(cfg);
     world.run();
@@ -185,6 +190,7 @@ fn a_cut_phase_lost_in_a_partition_is_sent_again_once_it_heals() {
 fn a_phase_proposed_while_no_manager_was_up_is_proposed_again() {
     let mut cfg = SimConfig::new(0, WorkloadKind::Bank);
     (cfg.cuts, cfg.tree, cfg.vnodes, cfg.fanout, cfg.duration_us) = (true, true, 4, 4, 500_000);
+    cfg.net_faults = false;
     assert_seed_passes(cfg);
 }
 
@@ -195,6 +201,33 @@ fn a_phase_proposed_while_no_manager_was_up_is_proposed_again() {
 #[test]
 fn a_reply_to_a_read_from_before_a_crash_answers_no_read_after_it() {
     let mut cfg = SimConfig::new(19, WorkloadKind::Append);
+    cfg.net_faults = false;
     (cfg.cuts, cfg.duration_us) = (true, 500_000);
     assert_seed_passes(cfg);
+}
+
+/// Regression (found by the duplicated deliveries of issue 11): a `Prepare` delivered again after
+/// its branch had committed was evaluated again — a second `INCRBY` on the primary, prepared, then
+/// committed on the first committer's word — so the bank's total grew (`--seed 81 --cuts
+/// --duration-ms 500`: 819, not 800). A participant now remembers the branches it finished lately
+/// and drops a late copy of their `Prepare`.
+#[test]
+fn a_prepare_delivered_twice_is_applied_once() {
+    let mut cfg = SimConfig::new(81, WorkloadKind::Bank);
+    (cfg.cuts, cfg.duration_us) = (true, 500_000);
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).faults.duplicates > 0);
+}
+
+/// Regression (found by the duplicated deliveries of issue 11): a primary that refused a 1PC
+/// `Prepare` (a lock conflict) kept nothing of it, so a copy delivered 35 ms later was evaluated
+/// again, succeeded and went on to the first committer, which committed it — a transaction the
+/// client had been told was aborted, read by a later one (G1a, `--seed 15 --workload append
+/// --duration-ms 500`). A refused branch is now remembered like a finished one.
+#[test]
+fn a_refused_prepare_delivered_again_is_not_evaluated_again() {
+    let mut cfg = SimConfig::new(15, WorkloadKind::Append);
+    cfg.duration_us = 500_000;
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).faults.duplicates > 0);
 }

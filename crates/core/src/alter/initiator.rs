@@ -17,13 +17,13 @@ impl AlterNode {
         self.on_propose(id, record);
     }
 
-    pub(super) fn on_outcome(&mut self, id: ProposalId, ok: bool, applied: u64) {
+    pub(super) fn on_outcome(&mut self, id: ProposalId, ok: bool, applied: u64, seq: u64) {
         let Some(p) = self.proposals.get(&id) else { return };
         if ok {
             let attempts = p.attempts;
             self.proposals.remove(&id);
             self.own_done(id.n);
-            return self.out.push(AlterOutput::Done { id, ok: true, attempts, applied });
+            return self.out.push(AlterOutput::Done { id, ok: true, attempts, applied, seq });
         }
         self.retry(id);
     }
@@ -35,7 +35,7 @@ impl AlterNode {
             let attempts = p.attempts;
             self.proposals.remove(&id);
             self.own_done(id.n);
-            return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0 });
+            return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0, seq: 0 });
         }
         p.attempts += 1;
         let attempt = p.attempts;

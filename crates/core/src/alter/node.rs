@@ -268,6 +268,9 @@ pub enum AlterOutput {
         ok: bool,
         attempts: u32,
         applied: u64,
+        /// Where the alteration was ordered when `ok` (a retried proposal may have been ordered
+        /// more than once); 0 when given up.
+        seq: u64,
     },
     SetTimer {
         timer: AlterTimer,
@@ -484,7 +487,7 @@ impl AlterNode {
                 self.on_alter(&from, (term, prev_term, seq), id, record, md5)
             }
             AlterMsg::Confirm { term, seq, ok, applied } => self.on_confirm(&from, (term, seq), ok, applied),
-            AlterMsg::Outcome { id, ok, applied, .. } => self.on_outcome(id, ok, applied),
+            AlterMsg::Outcome { id, ok, applied, seq } => self.on_outcome(id, ok, applied, seq),
             AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead } => {
                 let md5 = if self.view() == View::Leaf { leaf_md5 } else { md5 };
                 self.on_heartbeat(&from, (term, seq), md5, lead)
@@ -660,7 +663,9 @@ impl AlterNode {
 
     fn maybe_finish(&mut self) {
         let Some(f) = self.in_flight.as_ref() else { return };
-        if f.applied.is_some() && f.waiting.is_empty() {
+        let early = self.cfg.breaks.confirm_before_children && self.parent().is_some();
+        let children_done = f.waiting.is_empty() || early;
+        if f.applied.is_some() && children_done {
             self.finish();
         }
     }

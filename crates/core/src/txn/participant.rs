@@ -10,14 +10,23 @@ use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::{Prepared, Record};
 use crate::store::{ReadCheck, ResolvedWrite};
 use crate::vnode::Vnode;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 #[derive(Debug, Default, Hash)]
 pub struct ParticipantState {
     pub(crate) prepared: BTreeMap<Branch, PreparedTx>,
     /// Transactions rolled back here; a late prepare of one of them is refused.
     pub(crate) tombstones: BTreeSet<TxId>,
+    /// Branches finished here lately (committed, rolled back or refused), oldest first: a duplicated
+    /// `Prepare` arriving after its branch finished is dropped instead of being evaluated again
+    /// (an `INCRBY` applied twice). Memory only: a copy never outlives the connection, and a
+    /// crash breaks every connection of the vnode. Bounded by `FINISHED_KEPT`.
+    pub(crate) finished: BTreeSet<Branch>,
+    pub(crate) finished_order: VecDeque<Branch>,
 }
+
+/// How many finished branches a participant remembers against duplicated prepares.
+const FINISHED_KEPT: usize = 1 << 16;
 
 #[derive(Debug, Hash)]
 pub(crate) struct PreparedTx {
@@ -39,6 +48,19 @@ pub(crate) enum Decision {
     Abort(AbortReason),
 }
 
+impl ParticipantState {
+    fn note_finished(&mut self, branch: &Branch) {
+        if self.finished.insert(branch.clone()) {
+            self.finished_order.push_back(branch.clone());
+        }
+        while self.finished_order.len() > FINISHED_KEPT {
+            if let Some(old) = self.finished_order.pop_front() {
+                self.finished.remove(&old);
+            }
+        }
+    }
+}
+
 impl Vnode {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_prepare(
@@ -58,7 +80,10 @@ impl Vnode {
             return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result, tx_cut: None });
         }
         let branch = Branch { tx: tx.clone(), upstream: from.clone(), role };
-        if self.part.prepared.contains_key(&branch) || self.near.decided.contains_key(&tx) {
+        if self.part.prepared.contains_key(&branch)
+            || self.part.finished.contains(&branch)
+            || self.near.decided.contains_key(&tx)
+        {
             return; // a duplicate: the first copy is being (or was) answered
         }
         let is_primary = role == Role::Primary;
@@ -69,6 +94,9 @@ impl Vnode {
                 match self.validate_and_resolve(&tx, &reads, &ws, fc) {
                     Ok(e) => (e.writes, e.after),
                     Err(reason) => {
+                        // Refused: a late copy of this prepare must be refused too, not evaluated
+                        // again — in 1PC the first committer would commit what the near aborted.
+                        self.part.note_finished(&branch);
                         // A failed WATCH reveals the write that moved the key (DESIGN §4).
                         let tx_cut = match &reason {
                             AbortReason::WatchFailed { key } if !self.cfg.breaks.unheld_watch_failures => {
@@ -238,6 +266,7 @@ impl Vnode {
     /// up the chain in 1PC.
     pub(crate) fn finish_prepared(&mut self, branch: &Branch, decision: Decision) {
         let p = self.part.prepared.remove(branch).expect("finishing a prepared branch");
+        self.part.note_finished(branch);
         let tx = &branch.tx;
         let commit_cut = match &decision {
             Decision::Commit { tx_cut } => Some(*tx_cut),

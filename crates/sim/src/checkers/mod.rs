@@ -15,9 +15,11 @@ pub mod replicas;
 pub mod serializability;
 pub mod serializable_history;
 pub mod tree_alterations;
+pub mod tree_answered;
 pub mod tree_applied;
 pub mod tree_convergence;
 pub mod tree_parents;
+pub mod tree_root_term;
 pub mod tree_states;
 
 use crate::world::World;
@@ -60,6 +62,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(liveness::check(w));
     out.extend(read_recency::check(w));
     if w.cfg.tree {
+        out.extend(w.answers.violations.iter().cloned());
         let metadata = w.tree_metadata();
         out.extend(
             tree_convergence::check(&metadata)

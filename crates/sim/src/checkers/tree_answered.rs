@@ -1,0 +1,78 @@
+//! Property: when an alteration is answered ok to its proposer, every tree vnode (store vnode or
+//! manager) it was forwarded to as a working child — and that still runs as the incarnation it was
+//! forwarded to — has applied it or a later alteration.
+//!
+//! "Working" is the forwarder's view (`working_children`) at the moment it forwarded: a child it
+//! no longer counted gets no copy, and the operator's cut process catches that through the
+//! applied count instead (a first version took every vnode running at the proposal, and cried
+//! wolf when the root had left a silent manager out: `--seed 1 --tree`, FINISH answered ok with 1
+//! store vnode applied, then the cut ended failed as it should).
+//!
+//! Checked at the moment of the answer (`tree_mode::manager_output`), not at the end of a run,
+//! when heartbeats have cloned every copy back into agreement. `--break confirm-before-children`
+//! (a manager confirms without waiting for its children) fails it.
+
+use super::Violation;
+use crate::world::World;
+use std::collections::{BTreeMap, BTreeSet};
+use waymark_core::alter::AlterRecord;
+
+/// What the tree checkers at the moment of an answer or of a term need, recorded as the run goes.
+#[derive(Debug, Default)]
+pub struct Answers {
+    /// `(seq, term)` → the record the root of that term ordered there (two roots of different
+    /// terms may order the same place: a stale one is still at work while the new one orders).
+    order: BTreeMap<(u64, u64), AlterRecord>,
+    /// Operator proposal `n` → its record.
+    proposals: BTreeMap<u64, AlterRecord>,
+    /// `(term, seq)` → the tree vnodes an `Alter` for it was sent to, with their incarnation.
+    forwarded: BTreeMap<(u64, u64), BTreeSet<(usize, u32)>>,
+    /// Alterations answered ok so far: where they were ordered, and what they were.
+    pub answered_ok: Vec<(u64, String)>,
+    pub violations: Vec<Violation>,
+}
+
+impl Answers {
+    pub fn ordered(&mut self, term: u64, seq: u64, record: &AlterRecord) {
+        self.order.insert((seq, term), record.clone());
+    }
+
+    pub fn proposed(&mut self, n: u64, record: &AlterRecord) {
+        self.proposals.insert(n, record.clone());
+    }
+
+    pub fn forwarded(&mut self, at: (u64, u64), to: usize, instance: u32) {
+        self.forwarded.entry(at).or_default().insert((to, instance));
+    }
+}
+
+/// Operator proposal `n` was answered ok, as ordered at `seq` (a retried proposal may have been
+/// ordered more than once: a first version took the last place, and cried wolf on `--seed 271
+/// --tree` when the answer for seq 4 came while the retry at seq 5 was on its way).
+pub fn check(w: &mut World, n: u64, seq: u64) -> Vec<Violation> {
+    let Some(record) = w.answers.proposals.get(&n).cloned() else { return vec![] };
+    let what = format!("{}={}", record.key, String::from_utf8_lossy(&record.value));
+    let mut at = w.answers.order.range((seq, 0)..=(seq, u64::MAX));
+    let Some(((_, term), _)) = at.find(|(_, r)| **r == record) else {
+        let message =
+            format!("{what} was answered ok at {}us as ordered at seq {seq}, but no root ordered it there", w.now_us);
+        return vec![Violation { checker: "tree-answered", message }];
+    };
+    let term = *term;
+    w.answers.answered_ok.push((seq, what.clone()));
+    let sent = w.answers.forwarded.get(&(term, seq)).cloned().unwrap_or_default();
+    let mut out = vec![];
+    for (node, instance) in sent {
+        let Some((id, metadata)) = w.tree_node_metadata(node, instance) else { continue };
+        if metadata.seq() < seq {
+            let message = format!(
+                "{what} (ordered at term {term} seq {seq}) was answered ok at {}us, but {id}, a working child it was forwarded to, has applied only up to seq {}",
+                w.now_us,
+                metadata.seq()
+            );
+            out.push(Violation { checker: "tree-answered", message });
+        }
+    }
+    out.truncate(3);
+    out
+}
