@@ -242,9 +242,13 @@ fn a_refused_prepare_delivered_again_is_not_evaluated_again() {
 /// own retried `root` proposal again at seq 6 (345 ms); the checker takes every ordered `root`
 /// record for a term won — perhaps a false alarm, perhaps a stale root that must not order at
 /// all. In 2495 `cut/2` is set back to `STARTED` at term 9 (1 045 ms) after the operator had been
-/// told the cut ended ok: the simulator's own tree operator (`tree_mode.rs`, which re-proposes a
-/// phase once a manager is up) seems to re-propose a stale phase — the server runs the core's
-/// `CutOperator` instead, which does not. Run with `cargo test -p waymark-sim --test seeds --
+/// told the cut ended ok. Cause found: the same proposal (`manager1@node000`, n = 4, `cut/2 =
+/// STARTED`) is ordered at seq 23 and 24 in term 8 and again at seq 47 in term 9 — the root
+/// dedupes proposals only against its queue (`AlterNode::on_propose`), so a retried or duplicated
+/// `Propose` arriving after a later alteration of the same key overwrites it (a lost update; the
+/// core's `CutOperator` on the server is exposed too). The fix needs replicated dedupe state (e.g.
+/// the highest `n` ordered per initiator, kept in the metadata and refused with `ok: false`), so a
+/// new root after a term change knows it too. Run with `cargo test -p waymark-sim --test seeds --
 /// --ignored` while fixing it; remove the `ignore` once it passes.
 #[test]
 #[ignore = "open bug: an alteration answered ok is lost across a secondary root's term (issue 11)"]
