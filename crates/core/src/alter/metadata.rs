@@ -135,6 +135,10 @@ impl Metadata {
         self.seq = seq;
         if record.value.is_empty() || !self.view.keeps(&record.key) {
             Arc::make_mut(&mut self.records).remove(&record.key);
+        } else if moves_a_cut_back(self.records.get(&record.key), record) {
+            // A cut's phase only moves forward. The root orders a retried or duplicated proposal
+            // again (it dedupes against its queue only), so an earlier phase can be ordered after
+            // a later one; applied, it would erase an `END:ok` from the catalog (seed 2495).
         } else {
             Arc::make_mut(&mut self.records).insert(record.key.clone(), record.value.clone());
         }
@@ -144,4 +148,23 @@ impl Metadata {
     pub fn md5(&self) -> Md5Sum {
         md5_of(&postcard::to_stdvec(self).expect("metadata always serializes"))
     }
+}
+
+/// Whether `record` would set a cut's phase back: to an earlier phase, or away from its END.
+/// Every copy applies the same sequence, so every copy skips the same records.
+fn moves_a_cut_back(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
+    use crate::cut::operator::Phase;
+    let rank = |p: Phase| match p {
+        Phase::Start => 0,
+        Phase::Started => 1,
+        Phase::Finish => 2,
+        Phase::End { .. } => 3,
+    };
+    if !record.key.starts_with("cut/") {
+        return false;
+    }
+    let (Some(old), Some(new)) = (old.and_then(|v| Phase::parse(v)), Phase::parse(&record.value)) else {
+        return false;
+    };
+    rank(new) < rank(old) || (rank(old) == 3 && new != old)
 }
