@@ -246,23 +246,16 @@ fn a_cut_phase_in_the_metadata_never_moves_back() {
 }
 
 /// OPEN (found by the 10 000-seed `--tree` sweep of 2026-12-01, not fixed yet; issue 11): with
-/// duplicated and long-delayed deliveries in the fault mix, a secondary root won a term on a copy
-/// of the metadata that lacked an alteration already answered ok (`tree-root-term`: seeds 2323,
-/// 4452 — `cut/2=END:failed` answered ok at seq 8, the new root's copy ends at seq 5), and twice
-/// a cut reported successful to the operator is missing from the catalog (`cut-restore`: seeds
-/// 2495, 5367). First look at the traces (not yet conclusive): in 2323 the secondary root
-/// `manager2-secondary@node000`, stale in term 2 after `manager2@node001` won term 3, orders its
-/// own retried `root` proposal again at seq 6 (345 ms); the checker takes every ordered `root`
-/// record for a term won — perhaps a false alarm, perhaps a stale root that must not order at
-/// all. In 2495 `cut/2` is set back to `STARTED` at term 9 (1 045 ms) after the operator had been
-/// told the cut ended ok. Cause found: the same proposal (`manager1@node000`, n = 4, `cut/2 =
-/// STARTED`) is ordered at seq 23 and 24 in term 8 and again at seq 47 in term 9 — the root
-/// dedupes proposals only against its queue (`AlterNode::on_propose`), so a retried or duplicated
-/// `Propose` arriving after a later alteration of the same key overwrites it (a lost update; the
-/// core's `CutOperator` on the server is exposed too). The fix needs replicated dedupe state (e.g.
-/// the highest `n` ordered per initiator, kept in the metadata and refused with `ok: false`), so a
-/// new root after a term change knows it too. Run with `cargo test -p waymark-sim --test seeds --
-/// --ignored` while fixing it; remove the `ignore` once it passes.
+/// duplicated and long-delayed deliveries in the fault mix, the `tree-root-term` checker sees a
+/// secondary root win a term on a copy of the metadata that lacks an alteration already answered
+/// ok (seed 2323: `cut/2=END:failed` answered ok at seq 8, the copy ends at seq 5; seed 4452
+/// alike). First look: `manager2-secondary@node000`, stale in term 2 after `manager2@node001` won
+/// term 3, orders its own retried `root` proposal again at seq 6 (345 ms); the checker takes
+/// every ordered `root` record for a term won — perhaps a false alarm, perhaps a stale root that
+/// must not order at all. Related: the root dedupes proposals only against its queue, so a
+/// retried or duplicated proposal can be ordered again (the cut catalog is protected since
+/// `a_cut_phase_in_the_metadata_never_moves_back`; a general fix needs replicated dedupe state).
+/// Run with `cargo test -p waymark-sim --test seeds -- --ignored`; remove the `ignore` once fixed.
 #[test]
 #[ignore = "open bug: a stale secondary root orders its root record again (issue 11)"]
 fn an_alteration_answered_ok_survives_a_secondary_roots_term() {
