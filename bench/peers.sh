@@ -66,7 +66,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh # the script runs from the repository root (cd above)
 # A loop in the background, stopped by pid: stop_loop.
 start_loop() { ( while :; do "$@" >/dev/null 2>&1 || true; sleep "$loop_sleep"; done ) & loop_pid=$!; }
 stop_loop() { kill "$loop_pid" 2>/dev/null; wait "$loop_pid" 2>/dev/null || true; loop_pid=""; }
@@ -116,12 +117,7 @@ pgbench_run pg_rp
 stop_loop
 
 # --- Redis ---------------------------------------------------------------------------------------
-redis_port=$(free_port)
-mkdir -p "$work/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --save "" \
-  --appendonly yes --appendfsync always --daemonize no >"$work/redis.log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+start_redis_aof "$work"
 bench_redis() { # requests name
   timeout $((seconds * 4 + 60)) redis-benchmark -p "$redis_port" -t set -c "$clients" -n "$1" -r 100000 --csv \
     >"$work/$2.csv" 2>/dev/null

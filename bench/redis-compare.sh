@@ -33,7 +33,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+. bench/lib.sh # the script runs from the repository root (cd above)
 
 # redis-benchmark's -q output: "SET: 9643.20 requests per second, p50=4.095 msec"
 rates() {
@@ -42,12 +43,7 @@ rates() {
   timeout 600 redis-benchmark "${args[@]}" | tr '\r' '\n' | grep "requests per second" | sed 's/ requests per second, p50=/ /; s/ msec//'
 }
 
-redis_port=$(free_port)
-mkdir -p "$work/redis"
-redis-server --port "$redis_port" --bind 127.0.0.1 --dir "$work/redis" --save "" \
-  --appendonly yes --appendfsync always --daemonize no >"$work/redis.log" 2>&1 &
-redis_pid=$!
-for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+start_redis_aof "$work"
 
 "$waymark" cluster init --hosts 3 --replicas 2 --dir "$work/waymark" >/dev/null
 "$waymark" cluster start --dir "$work/waymark" >/dev/null
