@@ -73,6 +73,9 @@ fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and
     assert_eq!(to, root_id, "proposals go up the parent chain");
 
     let out = root.step(2, AlterInput::Message { from: leaf_id.clone(), msg: propose });
+    // The root stamps the proposal on what it orders, so every copy can skip it if ordered again.
+    let id = waymark_core::alter::ProposalId { initiator: leaf_id.clone(), n: 0 };
+    let record = AlterRecord { origin: Some(id), ..record };
     let bytes = record.encode(1, 2);
     assert_eq!(out, vec![AlterOutput::Persist { seq: 2, bytes: bytes.clone() }], "the root orders it as (1, 2)");
     let out = root.step(3, AlterInput::Persisted { seq: 2, bytes: bytes.clone() });

@@ -179,7 +179,7 @@ impl World {
                 if root.parents.is_empty() {
                     self.answers.ordered(term, seq, &record);
                 }
-                if root.parents.is_empty() && record.key == "root" {
+                if root.parents.is_empty() && record.key == "root" && self.answers.wins(term) {
                     let found = crate::checkers::tree_root_term::check(&self.answers, &root.id, seq);
                     self.answers.violations.extend(found);
                     self.tree_stats.root_terms += 1;

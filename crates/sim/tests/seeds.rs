@@ -245,19 +245,14 @@ fn a_cut_phase_in_the_metadata_never_moves_back() {
     }
 }
 
-/// OPEN (found by the 10 000-seed `--tree` sweep of 2026-12-01, not fixed yet; issue 11): with
-/// duplicated and long-delayed deliveries in the fault mix, the `tree-root-term` checker sees a
-/// secondary root win a term on a copy of the metadata that lacks an alteration already answered
-/// ok (seed 2323: `cut/2=END:failed` answered ok at seq 8, the copy ends at seq 5; seed 4452
-/// alike). First look: `manager2-secondary@node000`, stale in term 2 after `manager2@node001` won
-/// term 3, orders its own retried `root` proposal again at seq 6 (345 ms); the checker takes
-/// every ordered `root` record for a term won — perhaps a false alarm, perhaps a stale root that
-/// must not order at all. Related: the root dedupes proposals only against its queue, so a
-/// retried or duplicated proposal can be ordered again (the cut catalog is protected since
-/// `a_cut_phase_in_the_metadata_never_moves_back`; a general fix needs replicated dedupe state).
-/// Run with `cargo test -p waymark-sim --test seeds -- --ignored`; remove the `ignore` once fixed.
+/// Regression (the 10 000-seed `--tree` sweep, with duplicated and long-delayed deliveries):
+/// `tree-root-term` saw a secondary root win a term on a copy lacking an alteration already
+/// answered ok (seeds 2323, 4452). It was a false alarm: the stale root of term 2, cut off from
+/// the voters that had promised term 3, ordered a retry of its own `root` proposal in term 2
+/// again, and the checker took every ordered `root` record for a term won. A term is now won at
+/// its first `root` record. The root still ordered a retried proposal twice: every copy now
+/// skips a proposal it applied before (`Metadata::apply`).
 #[test]
-#[ignore = "open bug: a stale secondary root orders its root record again (issue 11)"]
 fn an_alteration_answered_ok_survives_a_secondary_roots_term() {
     for seed in [2323, 4452] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);

@@ -2,10 +2,24 @@
 //! with one md5 over the whole (seed 004 point 5: a returning vnode compares it with its parent's
 //! and clones what differs).
 
+use crate::ids::VnodeId;
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+
+/// An alteration as its initiator proposed it: unique per initiator across restarts (its own
+/// proposals carry the clock, the cut operator's the cut id and phase).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ProposalId {
+    pub initiator: VnodeId,
+    pub n: u64,
+}
+
+/// How many of the last applied proposals a copy remembers, to skip one ordered again. A retry
+/// comes within the initiator's bounded back-off and a duplicate within the network's delay, far
+/// fewer alterations later than this.
+pub const RECENT_PROPOSALS_MAX: usize = 256;
 
 /// One alteration: set `key` to `value` (an empty value removes it). Keys name what they hold:
 /// `config/…`, `host/…`, `vnode/…`, `placement/…`, `catalog/cut/…`, `cut/…/phase`.
@@ -13,11 +27,13 @@ use std::sync::Arc;
 pub struct AlterRecord {
     pub key: String,
     pub value: Vec<u8>,
+    /// The proposal it was ordered for, set by the root when it orders it (`None` before).
+    pub origin: Option<ProposalId>,
 }
 
 impl AlterRecord {
     pub fn set(key: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
-        AlterRecord { key: key.into(), value: value.into() }
+        AlterRecord { key: key.into(), value: value.into(), origin: None }
     }
 
     /// The bytes written to the log and read back, and what the md5 is taken of: the record with
@@ -74,13 +90,17 @@ pub struct Metadata {
     /// Shared between copies until one of them applies an alteration (copy on write): a process
     /// that holds many copies — a host's vnodes and their logs, the simulator — holds one map.
     records: Arc<BTreeMap<String, Vec<u8>>>,
+    /// The proposals applied last, oldest first, at most `RECENT_PROPOSALS_MAX`: every view keeps
+    /// them, so every copy skips the same records.
+    recent: Arc<VecDeque<ProposalId>>,
 }
 
 impl Metadata {
     /// The metadata a cluster is created with (sequence 0): e.g. its vnode list, `vnode/<id>` →
     /// the id of the vnode's parent, which boot loading reads.
     pub fn genesis(records: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
-        Metadata { view: View::Full, term: 0, seq: 0, records: Arc::new(records.into_iter().collect()) }
+        let records = Arc::new(records.into_iter().collect());
+        Metadata { view: View::Full, term: 0, seq: 0, records, recent: Arc::default() }
     }
 
     pub fn view(&self) -> View {
@@ -91,7 +111,8 @@ impl Metadata {
     pub fn project(&self, view: View) -> Metadata {
         debug_assert!(view == View::Leaf || self.view == View::Full, "a leaf view cannot be widened");
         let records = self.records.iter().filter(|(k, _)| view.keeps(k)).map(|(k, v)| (k.clone(), v.clone()));
-        Metadata { view, term: self.term, seq: self.seq, records: Arc::new(records.collect()) }
+        let recent = self.recent.clone();
+        Metadata { view, term: self.term, seq: self.seq, records: Arc::new(records.collect()), recent }
     }
 
     /// The vnodes to start on `host` whose primary parent (first in the queue recorded under
@@ -133,15 +154,33 @@ impl Metadata {
         debug_assert!(term >= self.term, "terms never go back");
         self.term = term;
         self.seq = seq;
-        if record.value.is_empty() || !self.view.keeps(&record.key) {
+        if self.applied_before(record) {
+            // Ordered again (a retry whose first answer was lost, a duplicated delivery): the
+            // place in the order is used, the change is not made twice.
+        } else if record.value.is_empty() || !self.view.keeps(&record.key) {
             Arc::make_mut(&mut self.records).remove(&record.key);
         } else if moves_a_cut_back(self.records.get(&record.key), record) {
-            // A cut's phase only moves forward. The root orders a retried or duplicated proposal
-            // again (it dedupes against its queue only), so an earlier phase can be ordered after
-            // a later one; applied, it would erase an `END:ok` from the catalog (seed 2495).
+            // A cut's phase only moves forward, whoever proposed it: a late proposal of an
+            // operator that died with its manager must not erase an `END:ok` from the catalog
+            // (seed 2495 showed it with a retried proposal, which `applied_before` now skips).
         } else {
             Arc::make_mut(&mut self.records).insert(record.key.clone(), record.value.clone());
         }
+    }
+
+    /// Whether `record`'s proposal was applied already; remembers it if not.
+    fn applied_before(&mut self, record: &AlterRecord) -> bool {
+        let Some(origin) = &record.origin else { return false };
+        if self.recent.contains(origin) {
+            return true;
+        }
+        let recent = Arc::make_mut(&mut self.recent);
+        recent.push_back(origin.clone());
+        if recent.len() > RECENT_PROPOSALS_MAX {
+            recent.pop_front();
+        }
+        debug_assert!(self.recent.len() <= RECENT_PROPOSALS_MAX);
+        false
     }
 
     /// md5 of the whole metadata: equal sums, equal metadata.
@@ -167,4 +206,45 @@ fn moves_a_cut_back(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
         return false;
     };
     rank(new) < rank(old) || (rank(old) == 3 && new != old)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ordered(key: &str, value: &str, n: u64) -> AlterRecord {
+        let initiator = VnodeId { host: "node000".into(), kind: "manager1".into() };
+        AlterRecord { origin: Some(ProposalId { initiator, n }), ..AlterRecord::set(key, value) }
+    }
+
+    #[test]
+    fn a_proposal_ordered_twice_changes_the_metadata_once() {
+        let mut m = Metadata::genesis([]);
+        m.apply(1, 1, &ordered("state/x", "down", 7));
+        m.apply(1, 2, &ordered("state/x", "working", 8));
+        m.apply(1, 3, &ordered("state/x", "down", 7)); // the retry of 7, its first answer lost
+        assert_eq!(m.get("state/x"), Some(&b"working"[..]), "no lost update");
+        assert_eq!(m.version(), (1, 3), "the place in the order is used");
+    }
+
+    #[test]
+    fn a_copy_remembers_a_bounded_number_of_proposals() {
+        let mut m = Metadata::genesis([]);
+        for n in 0..(RECENT_PROPOSALS_MAX as u64 + 10) {
+            m.apply(1, n + 1, &ordered("k", "v", n));
+        }
+        assert_eq!(m.recent.len(), RECENT_PROPOSALS_MAX);
+        assert_eq!(m.recent.front().map(|p| p.n), Some(10));
+    }
+
+    #[test]
+    fn every_view_skips_the_same_records() {
+        let mut full = Metadata::genesis([]);
+        full.apply(1, 1, &ordered("cut/1", "START", 1));
+        let mut leaf = full.project(View::Leaf);
+        for m in [&mut full, &mut leaf] {
+            m.apply(1, 2, &ordered("cut/1", "START", 1));
+        }
+        assert_eq!(full.recent, leaf.recent);
+    }
 }

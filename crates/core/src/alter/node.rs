@@ -88,11 +88,7 @@ impl AlterConfig {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ProposalId {
-    pub initiator: VnodeId,
-    pub n: u64,
-}
+pub use super::metadata::ProposalId;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AlterMsg {
@@ -561,7 +557,10 @@ impl AlterNode {
         if self.in_flight.is_some() {
             return;
         }
-        let Some((id, record)) = self.queue.pop_front() else { return };
+        let Some((id, mut record)) = self.queue.pop_front() else { return };
+        // Every copy skips a proposal it applied before (`Metadata::apply`): a retried or
+        // duplicated one, ordered again, changes nothing (no lost update).
+        record.origin = Some(id.clone());
         let seq = self.metadata.seq() + 1;
         let md5 = md5_of(&record.encode(term, seq));
         self.begin((term, seq), id, record, md5);

@@ -29,12 +29,21 @@ pub struct Answers {
     forwarded: BTreeMap<(u64, u64), BTreeSet<(usize, u32)>>,
     /// Alterations answered ok so far: where they were ordered, and what they were.
     pub answered_ok: Vec<(u64, String)>,
+    /// Terms whose first `root` record was ordered: a term is won once (a root orders its own
+    /// `root` proposal again when a retry of it comes, and a stale root keeps ordering in its
+    /// old term where no voter confirms — neither is a win).
+    terms_won: BTreeSet<u64>,
     pub violations: Vec<Violation>,
 }
 
 impl Answers {
     pub fn ordered(&mut self, term: u64, seq: u64, record: &AlterRecord) {
         self.order.insert((seq, term), record.clone());
+    }
+
+    /// Whether the `root` record ordered in `term` is the term's first: the moment it was won.
+    pub fn wins(&mut self, term: u64) -> bool {
+        self.terms_won.insert(term)
     }
 
     pub fn proposed(&mut self, n: u64, record: &AlterRecord) {
@@ -53,7 +62,9 @@ pub fn check(w: &mut World, n: u64, seq: u64) -> Vec<Violation> {
     let Some(record) = w.answers.proposals.get(&n).cloned() else { return vec![] };
     let what = format!("{}={}", record.key, String::from_utf8_lossy(&record.value));
     let mut at = w.answers.order.range((seq, 0)..=(seq, u64::MAX));
-    let Some(((_, term), _)) = at.find(|(_, r)| **r == record) else {
+    // The root stamps the proposal's id on the record it orders: compare what it sets.
+    let same = |r: &AlterRecord| (&r.key, &r.value) == (&record.key, &record.value);
+    let Some(((_, term), _)) = at.find(|(_, r)| same(r)) else {
         let message =
             format!("{what} was answered ok at {}us as ordered at seq {seq}, but no root ordered it there", w.now_us);
         return vec![Violation { checker: "tree-answered", message }];
