@@ -43,6 +43,9 @@ pub struct Breaks {
     pub restore_stale_values: bool,
     /// Every local cut fails instead of writing its `CutFinish`, so no cut ever succeeds.
     pub fail_every_cut: bool,
+    /// The root answers every alteration failed, so the cluster's metadata never changes for
+    /// whoever asked (the root's copy still moves on).
+    pub fail_every_alteration: bool,
     /// A GET at a primary is answered from the committed store at once, even while a prepared
     /// branch — perhaps already acknowledged to its client — writes the key.
     pub reads_ignore_prepared: bool,
@@ -52,7 +55,7 @@ pub struct Breaks {
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 19] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -71,6 +74,7 @@ impl Breaks {
         "fail-every-cut",
         "reads-ignore-prepared",
         "confirm-before-children",
+        "fail-every-alteration",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -94,6 +98,7 @@ impl Breaks {
             "fail-every-cut" => &mut self.fail_every_cut,
             "reads-ignore-prepared" => &mut self.reads_ignore_prepared,
             "confirm-before-children" => &mut self.confirm_before_children,
+            "fail-every-alteration" => &mut self.fail_every_alteration,
             _ => return false,
         };
         *flag = true;
@@ -122,6 +127,7 @@ impl fmt::Display for Breaks {
             self.fail_every_cut,
             self.reads_ignore_prepared,
             self.confirm_before_children,
+            self.fail_every_alteration,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -30,6 +30,12 @@ pub enum Fault {
         m: usize,
         down_us: u64,
     },
+    /// Every vnode of `host` at once, store vnodes and managers (the root's host too); secondary
+    /// parents it runs stop. All come back after `down_us`, by boot loading.
+    CrashHost {
+        host: String,
+        down_us: u64,
+    },
     /// The next alteration read back on tree vnode `node` is damaged.
     Corrupt {
         node: usize,
@@ -39,6 +45,8 @@ pub enum Fault {
 #[derive(Clone, Debug, Default)]
 pub struct FaultCounts {
     pub crashes: u64,
+    /// Whole hosts down at once (`--tree`): every store vnode and manager on them.
+    pub host_crashes: u64,
     pub torn: u64,
     pub partitions: u64,
     pub one_way: u64,
@@ -52,6 +60,7 @@ pub struct FaultCounts {
 impl FaultCounts {
     pub fn add(&mut self, o: &FaultCounts) {
         self.crashes += o.crashes;
+        self.host_crashes += o.host_crashes;
         self.torn += o.torn;
         self.partitions += o.partitions;
         self.one_way += o.one_way;
@@ -108,6 +117,29 @@ fn plan_tree(w: &mut World, from_us: u64, to_us: u64) {
     if w.rng.gen_bool(0.5) {
         let (t, node) = (w.rng.gen_range(from_us..to_us), w.rng.gen_range(0..w.nodes.len() + managers));
         w.schedule(t, Event::Fault(Fault::Corrupt { node }));
+    }
+    if w.rng.gen_bool(0.3) {
+        let t = w.rng.gen_range(from_us..to_us);
+        let host = w.nodes[w.rng.gen_range(0..w.nodes.len())].cfg.id.host.clone();
+        let down_us = w.rng.gen_range(50_000..400_000);
+        w.schedule(t, Event::Fault(Fault::CrashHost { host, down_us }));
+    }
+}
+
+/// A whole host goes down with every vnode it runs.
+fn crash_host(w: &mut World, host: &str, down_us: u64) {
+    w.faults.counts.host_crashes += 1;
+    let stores: Vec<usize> = (0..w.nodes.len()).filter(|n| w.nodes[*n].cfg.id.host == host).collect();
+    for node in stores {
+        crash(w, node);
+        w.schedule(w.now_us + down_us, Event::Fault(Fault::Restart(node)));
+    }
+    let managers: Vec<usize> = (0..w.managers.len()).filter(|m| w.managers[*m].cfg.id.host == host).collect();
+    for m in managers {
+        match w.managers[m].cfg.secondary_of {
+            Some(_) => w.stop_secondary(&w.managers[m].cfg.id.clone()),
+            None => w.crash_manager(m, down_us),
+        }
     }
 }
 
@@ -172,6 +204,7 @@ pub fn apply(w: &mut World, f: Fault) {
             w.net.clog(from, to, until_us);
         }
         Fault::CrashManager { m, down_us } => w.crash_manager(m, down_us),
+        Fault::CrashHost { host, down_us } => crash_host(w, &host, down_us),
         Fault::Corrupt { node } => {
             w.tree_stats.md5_corruptions += 1;
             match node.checked_sub(w.nodes.len()) {

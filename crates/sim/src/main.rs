@@ -158,11 +158,11 @@ fn tree(args: &Args) -> Result<()> {
     }
     let t = &total;
     println!(
-        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | relayed {} | boots by parent {} | manager crashes {} splits {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
+        "tree seeds {} ({:.1}/s) | alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | relayed {} | boots by parent {} | manager crashes {} (whole hosts {}) splits {} (one-way {}) duplicates {} long delays {} md5 corruptions {} | cuts ok {} failed {} latency p50 {:.1} ms p99 {:.1} ms",
         count,
         count as f64 / t0.elapsed().as_secs_f64().max(1e-9),
         t.tree.alterations_ok, t.tree.alterations_failed, t.tree.retried, t.tree.failovers, t.tree.switch_backs,
-        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.root_terms, t.tree.secondary_root_terms, t.tree.relayed, t.tree.boots_by_parent, t.tree.manager_crashes, t.splits,
+        t.tree.secondaries_started, t.tree.secondaries_stopped, t.tree.root_terms, t.tree.secondary_root_terms, t.tree.relayed, t.tree.boots_by_parent, t.tree.manager_crashes, t.host_crashes, t.splits, t.one_way_splits, t.duplicates, t.long_delays,
         t.tree.md5_corruptions,
         t.cuts_ok, t.cuts_failed,
         percentile_us(&latencies, 0.5) as f64 / 1e3,
@@ -178,6 +178,10 @@ fn tree(args: &Args) -> Result<()> {
 fn add(total: &mut waymark_sim::tree::TreeReport, r: &waymark_sim::tree::TreeReport) {
     total.tree.add(&r.tree);
     total.splits += r.splits;
+    total.one_way_splits += r.one_way_splits;
+    total.host_crashes += r.host_crashes;
+    total.duplicates += r.duplicates;
+    total.long_delays += r.long_delays;
     total.cuts_ok += r.cuts_ok;
     total.cuts_failed += r.cuts_failed;
 }
@@ -251,13 +255,14 @@ fn run_one(cfg: SimConfig) -> Result<()> {
 fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summary>) {
     let f = &s.faults;
     println!(
-        "seeds {} ({:.1} seeds/s) | txns committed {} aborted {} unknown {} | faults: crashes {} torn {} partitions {} (one-way {}) breaks {} clogs {} duplicates {} long delays {}",
+        "seeds {} ({:.1} seeds/s) | txns committed {} aborted {} unknown {} | faults: crashes {} (whole hosts {}) torn {} partitions {} (one-way {}) breaks {} clogs {} duplicates {} long delays {}",
         s.seeds,
         s.seeds as f64 / secs.max(1e-9),
         s.committed,
         s.aborted,
         s.unknown,
         f.crashes,
+        f.host_crashes,
         f.torn,
         f.partitions,
         f.one_way,

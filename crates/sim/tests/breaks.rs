@@ -167,6 +167,15 @@ fn a_build_in_which_every_cut_fails_is_caught_by_the_liveness_floor() {
     assert_caught_saying("fail-every-cut", "liveness", "after every fault healed", tree);
 }
 
+/// A root that answers every alteration failed stops the tree as surely as a crash: the
+/// alterations' floor catches it.
+#[test]
+fn a_root_that_fails_every_alteration_is_caught_by_the_liveness_floor() {
+    let mut tree = with_cuts(WorkloadKind::Bank);
+    tree.tree = true;
+    assert_caught_saying("fail-every-alteration", "liveness", "alterations were answered ok", tree);
+}
+
 /// A primary that answers a GET while a prepared branch writes the key (its commit perhaps already
 /// acknowledged by the first committer) lets a client read the value from before a write it was
 /// told committed. Found on real processes (an `MSET` across partitions, then `GET` from another

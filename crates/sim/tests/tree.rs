@@ -23,6 +23,9 @@ fn tree_seeds_with_manager_crashes_splits_and_corruption_find_no_violation() {
     }
     let sum = |f: fn(&TreeReport) -> u64| reports.iter().map(f).sum::<u64>();
     assert!(sum(|r| r.tree.manager_crashes) > 0 && sum(|r| r.splits) > 0 && sum(|r| r.tree.md5_corruptions) > 0);
+    assert!(sum(|r| r.host_crashes) > 0, "no whole host ever crashed");
+    assert!(sum(|r| r.one_way_splits) > 0, "no partition was ever asymmetric");
+    assert!(sum(|r| r.duplicates) > 0 && sum(|r| r.long_delays) > 0, "no message was duplicated or held back");
     assert!(sum(|r| r.tree.failovers) > 0, "no vnode ever failed over to a secondary parent");
     assert!(sum(|r| r.tree.switch_backs) > 0, "no vnode ever switched back to its primary parent");
     assert!(sum(|r| r.tree.retried) > 0, "no alteration was ever retried");

@@ -680,6 +680,7 @@ impl AlterNode {
                 // Invariant: the root answers `ok` only for an alteration of its own term that a
                 // majority of the voters hold — every later root's catch-up finds it.
                 let ok = ok && self.lead_term() == Some(f.term) && self.quorum(&f.oks);
+                let ok = ok && !self.cfg.breaks.fail_every_alteration;
                 let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
                 self.answer(&f.id, outcome);
                 self.order_next();

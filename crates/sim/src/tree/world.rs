@@ -126,6 +126,7 @@ enum Ev {
     Split {
         side: Vec<usize>,
         heal_us: u64,
+        one_way: bool,
     },
     Heal,
     Corrupt {
@@ -141,6 +142,13 @@ pub struct TreeReport {
     /// Counters shared with the bank world's tree mode.
     pub tree: TreeStats,
     pub splits: u64,
+    /// Of the splits, how many blocked one direction only (an asymmetric partition).
+    pub one_way_splits: u64,
+    /// Whole hosts crashed at once (every vnode they run).
+    pub host_crashes: u64,
+    /// Messages delivered twice, and messages held back far longer than a hop.
+    pub duplicates: u64,
+    pub long_delays: u64,
     /// Root restarts (the root has no parent: its host starts it from its own log).
     pub root_restarts: u64,
     pub cuts_ok: u64,
@@ -286,7 +294,7 @@ impl TreeWorld {
                 Scripted::Crash { vnode, down_us } => Ev::Crash { node: self.index[&vnode], down_us },
                 Scripted::CrashHost { host, down_us } => Ev::CrashHost { host, down_us },
                 Scripted::Split { side, heal_us } => {
-                    Ev::Split { side: side.iter().map(|v| self.index[v]).collect(), heal_us }
+                    Ev::Split { side: side.iter().map(|v| self.index[v]).collect(), heal_us, one_way: false }
                 }
                 Scripted::Corrupt { vnode } => Ev::Corrupt { node: self.index[&vnode] },
                 Scripted::Propose { vnode, record } => Ev::Propose { node: self.index[&vnode], record, cut: None },
@@ -319,7 +327,13 @@ impl TreeWorld {
             let n = self.nodes.len();
             let side: Vec<usize> = (0..n).filter(|_| self.rng.gen_bool(0.3)).collect();
             let (at, heal_us) = (self.rng.gen_range(10_000..window), self.rng.gen_range(20_000..300_000));
-            self.schedule(at, Ev::Split { side, heal_us });
+            let one_way = self.rng.gen_bool(0.5);
+            self.schedule(at, Ev::Split { side, heal_us, one_way });
+        }
+        if self.rng.gen_bool(0.3) {
+            let host = self.nodes[self.rng.gen_range(0..self.nodes.len())].cfg.id.host.clone();
+            let (at, down_us) = (self.rng.gen_range(10_000..window), self.rng.gen_range(50_000..400_000));
+            self.schedule(at, Ev::CrashHost { host, down_us });
         }
         if self.rng.gen_bool(0.5) {
             let node = self.rng.gen_range(0..self.nodes.len());
@@ -354,7 +368,7 @@ impl TreeWorld {
             Ev::Propose { node, record, cut } => self.propose(node, record, cut),
             Ev::Crash { node, down_us } => self.crash(node, down_us),
             Ev::CrashHost { host, down_us } => self.crash_host(&host, down_us),
-            Ev::Split { side, heal_us } => self.split(&side, heal_us),
+            Ev::Split { side, heal_us, one_way } => self.split(&side, heal_us, one_way),
             Ev::Heal => self.blocked.clear(),
             Ev::Corrupt { node } => {
                 self.report.tree.md5_corruptions += 1;
@@ -434,7 +448,19 @@ impl TreeWorld {
         if self.blocked.contains(&(from, to)) {
             return;
         }
-        let at = self.now_us + self.rng.gen_range(HOP_US / 10..HOP_US);
+        let mut at = self.now_us + self.rng.gen_range(HOP_US / 10..HOP_US);
+        if self.cfg.faults && !self.stopping {
+            // The bank world's network mishaps (`world.rs`), at the same rates.
+            if self.rng.gen_ratio(1, 2000) {
+                at += self.rng.gen_range(50_000..300_000);
+                self.report.long_delays += 1;
+            }
+            if self.rng.gen_ratio(1, 500) {
+                let again = at + self.rng.gen_range(0..20_000);
+                self.schedule(again, Ev::Deliver { from, to, msg: msg.clone() });
+                self.report.duplicates += 1;
+            }
+        }
         self.schedule(at, Ev::Deliver { from, to, msg });
     }
 
@@ -529,6 +555,7 @@ impl TreeWorld {
     /// A whole host goes down: its configured vnodes crash (and come back by boot loading), the
     /// secondary parents it runs stop.
     fn crash_host(&mut self, host: &str, down_us: u64) {
+        self.report.host_crashes += 1;
         let on_host: Vec<usize> = (0..self.nodes.len()).filter(|n| self.nodes[*n].cfg.id.host == host).collect();
         for node in on_host {
             match self.nodes[node].cfg.secondary_of {
@@ -591,15 +618,19 @@ impl TreeWorld {
         }
     }
 
-    fn split(&mut self, side: &[usize], heal_us: u64) {
+    /// Cuts `side` off from the rest; `one_way`: only what `side` sends is lost (it still hears).
+    fn split(&mut self, side: &[usize], heal_us: u64, one_way: bool) {
         let n = self.nodes.len();
         for &a in side {
             for b in (0..n).filter(|b| !side.contains(b)) {
                 self.blocked.insert((a, b));
-                self.blocked.insert((b, a));
+                if !one_way {
+                    self.blocked.insert((b, a));
+                }
             }
         }
         self.report.splits += 1;
+        self.report.one_way_splits += one_way as u64;
         self.schedule(self.now_us + heal_us, Ev::Heal);
     }
 
