@@ -1,21 +1,26 @@
 //! The bank/append world with the cut process on the cluster tree (`--tree`): manager vnodes over
-//! the store vnodes, alterations for START → STARTED → FINISH → END, manager crashes and md5
-//! corruption among the faults. The operator proposes each phase at the root and requires every
-//! store vnode to have applied START, STARTED and FINISH.
+//! the store vnodes, alterations for START → STARTED → FINISH → END, manager and whole-host
+//! crashes and md5 corruption among the faults.
+//!
+//! The managers are the core's `ManagerVnode`s, driven through `Input`/`Output` like the store
+//! vnodes and like the server drives them: their logs lose unsynced records in a crash, and the
+//! cut process is the core's operator (`cut::operator`), started by `Request::Cut` sent to the
+//! root's manager, or to any running primary manager while the root is down.
 
 use crate::history::{CutRun, CutWindow};
 use crate::tree::build::{build_over, Timing};
-use crate::tree::vnode::{corrupt, TreeVnode};
-use crate::world::{Event, World};
+use crate::tree::manager::ManagerNode;
+use crate::tree::vnode::corrupt;
+use crate::world::{Event, World, OPERATOR};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
-use waymark_core::alter::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterRecord, Metadata};
-use waymark_core::{Body, Breaks, CutId, Envelope, Input, Placement, VnodeId};
+use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
+use waymark_core::cut::operator::Phase;
+use waymark_core::{
+    Body, Breaks, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
+};
 
 pub const HOP_US: u64 = 1_000;
-const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
-/// The operator gives up on a cut process that has not ended in this long.
-const OPERATOR_TIMEOUT_US: u64 = 5_000_000;
 
 #[derive(Clone, Debug, Default)]
 pub struct TreeStats {
@@ -56,22 +61,11 @@ impl TreeStats {
     }
 }
 
-/// The operator's cut process in flight: cut id, phase index, proposal number, start time, and
-/// the manager it proposed the phase through.
-#[derive(Clone, Copy, Debug)]
-pub struct CutProcess {
-    pub cut: u64,
-    pub phase: usize,
-    pub n: u64,
-    pub begun_us: u64,
-    pub entry: Option<usize>,
-}
-
-/// Leaf configs for the store vnodes (in order) and the managers above them.
-pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterConfig>, Vec<TreeVnode>) {
+/// Leaf configs for the store vnodes (in order) and the managers above them, down until booted.
+pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterConfig>, Vec<AlterConfig>) {
     let timing = Timing { hop_us: HOP_US, heartbeat_interval_us: 20 * HOP_US, breaks };
     let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
-    let managers = configs.split_off(stores.len()).into_iter().map(TreeVnode::new).collect();
+    let managers = configs.split_off(stores.len());
     (configs, managers)
 }
 
@@ -80,25 +74,25 @@ impl World {
         self.nodes.len() + m
     }
 
+    /// The manager at tree-node index `tree_node`, if it is one.
+    pub(crate) fn manager_at(&self, tree_node: usize) -> Option<usize> {
+        tree_node.checked_sub(self.nodes.len())
+    }
+
     /// The root: the one primary manager without a parent.
     pub(crate) fn root_manager(&self) -> usize {
         self.managers.iter().position(|m| m.cfg.parents.is_empty() && m.cfg.secondary_of.is_none()).expect("a root")
     }
 
-    /// The leaves every cut phase must reach: all store vnodes.
-    pub(crate) fn tree_size(&self) -> u64 {
-        self.nodes.len() as u64
-    }
-
     /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
     pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
-        let Some(of_m) = self.index.get(of).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
+        let Some(of_m) = self.index.get(of).and_then(|i| self.manager_at(*i)) else { return };
         let cfg = self.managers[of_m].cfg.secondary(id.clone());
-        let m = match self.index.get(&id).map(|i| i - self.nodes.len()) {
-            Some(m) if self.managers[m].alter.is_some() => return,
+        let m = match self.index.get(&id).and_then(|i| self.manager_at(*i)) {
+            Some(m) if self.managers[m].vnode.is_some() => return,
             Some(m) => m,
             None => {
-                self.managers.push(TreeVnode::new(cfg.clone()));
+                self.managers.push(ManagerNode::new(cfg.clone(), TreeImage::default(), 0));
                 self.was_primary.push(true);
                 let m = self.managers.len() - 1;
                 self.index.insert(id, self.manager_index(m));
@@ -106,15 +100,17 @@ impl World {
             }
         };
         self.tree_stats.secondaries_started += 1;
+        // A fresh log on the assisting child's copy: a secondary parent keeps no history.
         let mg = &mut self.managers[m];
-        (mg.cfg, mg.disk, mg.disk_term) = (cfg, metadata, term);
+        (mg.cfg, mg.base, mg.log, mg.durable) = (cfg, TreeImage { metadata, term }, vec![], 0);
         self.restart_manager(m);
     }
 
     pub(crate) fn stop_secondary(&mut self, id: &VnodeId) {
-        let Some(m) = self.index.get(id).and_then(|i| i.checked_sub(self.nodes.len())) else { return };
-        if self.managers[m].stop().is_some() {
+        let Some(m) = self.index.get(id).and_then(|i| self.manager_at(*i)) else { return };
+        if self.managers[m].stop() {
             self.tree_stats.secondaries_stopped += 1;
+            self.operator_lost(m);
         }
     }
 
@@ -122,91 +118,126 @@ impl World {
     pub fn running_secondaries(&self) -> Vec<VnodeId> {
         self.managers
             .iter()
-            .filter(|m| m.cfg.secondary_of.is_some() && m.alter.is_some())
+            .filter(|m| m.cfg.secondary_of.is_some() && m.vnode.is_some())
             .map(|m| m.cfg.id.clone())
             .collect()
     }
 
     pub(crate) fn boot_managers(&mut self) {
-        let genesis = self.genesis();
+        let base = TreeImage { metadata: self.genesis(), term: 0 };
         for m in 0..self.managers.len() {
-            self.managers[m].disk = genesis.clone();
+            self.managers[m].base = base.clone();
             self.restart_manager(m);
         }
     }
 
     pub(crate) fn genesis(&self) -> Metadata {
         let leaves: Vec<AlterConfig> = self.nodes.iter().filter_map(|n| n.cfg.tree.clone()).collect();
-        genesis(&leaves, &self.managers, &self.placement, self.cfg.real_time_safety)
+        let managers: Vec<AlterConfig> = self.managers.iter().map(|m| m.cfg.clone()).collect();
+        genesis(&leaves, &managers, &self.placement, self.cfg.real_time_safety)
     }
 
-    pub(crate) fn manager_step(&mut self, m: usize, input: AlterInput) {
-        let mut inputs = vec![input];
-        while let Some(input) = inputs.pop() {
-            let now = self.now_us;
-            let Some(a) = self.managers[m].alter.as_mut() else { return };
-            let outputs = a.step(now, input);
-            let primary = a.follows_primary_parent();
-            self.note_parent(self.manager_index(m), primary);
-            for o in outputs {
-                self.managers[m].keep(&o);
-                inputs.extend(self.manager_output(m, o));
-            }
+    /// Feeds one input to manager `m` and carries out its outputs, as the server's driver does.
+    pub(crate) fn manager_step(&mut self, m: usize, input: Input) {
+        let now = self.now_us;
+        let Some(v) = self.managers[m].vnode.as_mut() else { return };
+        let outputs = v.step(now, input);
+        let answered = v.take_answered();
+        let primary = v.alter().follows_primary_parent();
+        self.note_parent(self.manager_index(m), primary);
+        for a in answered {
+            self.on_answered(a);
+        }
+        for o in outputs {
+            self.manager_output(m, o);
         }
     }
 
-    fn manager_output(&mut self, m: usize, o: AlterOutput) -> Option<AlterInput> {
-        let instance = self.managers[m].instance;
+    fn manager_output(&mut self, m: usize, o: Output) {
         match o {
-            AlterOutput::Send { to, msg } => {
-                let from = self.managers[m].cfg.id.clone();
-                let env = Envelope { from, to, cut: None, body: Body::Alter(msg) };
-                self.send(self.manager_index(m), env);
-                None
+            Output::Append(record) => {
+                self.note_ordered(m, &record);
+                self.managers[m].log.push(record);
+                self.request_manager_sync(m);
             }
-            AlterOutput::Persist { seq, bytes } => {
-                let bytes = self.managers[m].written(bytes);
-                let at = self.now_us + self.rng.gen_range(200..3_000);
-                self.schedule(at, Event::ManagerPersisted { m, instance, seq, bytes });
-                None
+            Output::Send(env) => self.send(self.manager_index(m), env),
+            Output::Reply { client, req, response } => {
+                let at = self.now_us + self.rng.gen_range(50..300);
+                self.schedule(at, Event::ToClient { client: client.0, req, response });
             }
-            // Kept in `manager_step`.
-            AlterOutput::PersistApplied { .. } | AlterOutput::PersistClone { .. } | AlterOutput::PersistTerm { .. } => {
-                None
+            Output::SetTimer { timer, at_us } => {
+                let instance = self.managers[m].instance;
+                self.schedule(at_us.max(self.now_us), Event::ManagerTimer { m, instance, timer });
             }
-            AlterOutput::Apply { term, seq, record } => {
-                let root = &self.managers[m].cfg;
-                if root.parents.is_empty() {
-                    self.answers.ordered(term, seq, &record);
+            Output::StartSecondaryParent { id, of, metadata, term } => self.start_secondary(id, &of, metadata, term),
+            Output::StopSecondaryParent { id } => self.stop_secondary(&id),
+        }
+    }
+
+    /// At the root, an applied alteration is one ordered: recorded for the checkers at the moment
+    /// of an answer, and the first `root` record of a term is the moment the term is won.
+    fn note_ordered(&mut self, m: usize, record: &Record) {
+        let Record::AlterApplied { term, seq, record } = record else { return };
+        let cfg = &self.managers[m].cfg;
+        if !cfg.parents.is_empty() {
+            return;
+        }
+        self.answers.ordered(*term, *seq, record);
+        if record.key == "root" && self.answers.wins(*term) {
+            let found = crate::checkers::tree_root_term::check(&self.answers, &cfg.id, *seq);
+            self.answers.violations.extend(found);
+            self.tree_stats.root_terms += 1;
+            self.tree_stats.secondary_root_terms += cfg.secondary_of.is_some() as u64;
+        }
+    }
+
+    /// A manager's own proposal ended (a phase of the operator's cut, a child's state, a host's).
+    fn on_answered(&mut self, a: Answered) {
+        self.tree_stats.retried += (a.attempts > 1) as u64;
+        self.note_declared(&a);
+        if a.ok {
+            self.tree_stats.alterations_ok += 1;
+            let found = crate::checkers::tree_answered::check(self, &a.id, a.seq);
+            self.answers.violations.extend(found);
+        } else {
+            self.tree_stats.alterations_failed += 1;
+        }
+    }
+
+    /// Group commit, as for store vnodes: one sync covers every record appended before it began.
+    fn request_manager_sync(&mut self, m: usize) {
+        let mg = &mut self.managers[m];
+        if mg.sync_pending || mg.vnode.is_none() {
+            return;
+        }
+        mg.sync_pending = true;
+        let (instance, upto) = (mg.instance, mg.log.len());
+        let at = self.now_us + self.rng.gen_range(200..3_000);
+        self.schedule(at, Event::ManagerSync { m, instance, upto });
+    }
+
+    pub(crate) fn manager_sync_done(&mut self, m: usize, instance: u32, upto: usize) {
+        let mg = &mut self.managers[m];
+        if !mg.is_up(instance) {
+            return;
+        }
+        mg.sync_pending = false;
+        let before = mg.durable;
+        mg.durable = mg.durable.max(upto);
+        let more = mg.log.len() > mg.durable;
+        // Seed 004 point 4: each alteration written is read back and its md5 compared.
+        for i in before..upto {
+            if let Record::Alteration { seq, bytes } = &self.managers[m].log[i] {
+                let (seq, mut bytes) = (*seq, bytes.clone());
+                if std::mem::take(&mut self.managers[m].corrupt_next) {
+                    corrupt(&mut bytes);
                 }
-                if root.parents.is_empty() && record.key == "root" && self.answers.wins(term) {
-                    let found = crate::checkers::tree_root_term::check(&self.answers, &root.id, seq);
-                    self.answers.violations.extend(found);
-                    self.tree_stats.root_terms += 1;
-                    self.tree_stats.secondary_root_terms += root.secondary_of.is_some() as u64;
-                }
-                Some(AlterInput::Applied { seq, ok: true })
+                self.schedule(self.now_us + 50, Event::ManagerReadBack { m, instance, seq, bytes });
             }
-            AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
-                self.start_secondary(id, &of, metadata, term);
-                None
-            }
-            AlterOutput::StopSecondaryParent { id } => {
-                self.stop_secondary(&id);
-                None
-            }
-            AlterOutput::Done { ok, attempts, applied, id, seq } => {
-                if ok && self.cut_process.is_some_and(|p| p.n == id.n) {
-                    let found = crate::checkers::tree_answered::check(self, id.n, seq);
-                    self.answers.violations.extend(found);
-                }
-                self.on_operator_done(id.n, ok, attempts, applied);
-                None
-            }
-            AlterOutput::SetTimer { timer, at_us } => {
-                self.schedule(at_us, Event::ManagerTimer { m, instance, timer });
-                None
-            }
+        }
+        self.manager_step(m, Input::WalDurable(Lsn(upto as u64)));
+        if more {
+            self.request_manager_sync(m);
         }
     }
 
@@ -219,17 +250,11 @@ impl World {
         }
     }
 
-    pub(crate) fn manager_deliver(&mut self, m: usize, env: Envelope) {
-        if let Body::Alter(msg) = env.body {
-            self.manager_step(m, AlterInput::Message { from: env.from, msg });
-        }
-    }
-
     /// After a store vnode's sync: read back the alteration records that became durable.
     pub(crate) fn read_back(&mut self, node: usize, from: usize, upto: usize) {
         let instance = self.nodes[node].instance;
         for i in from..upto.min(self.nodes[node].log.len()) {
-            if let waymark_core::Record::Alteration { seq, bytes } = &self.nodes[node].log[i] {
+            if let Record::Alteration { seq, bytes } = &self.nodes[node].log[i] {
                 let (seq, mut bytes) = (*seq, bytes.clone());
                 if std::mem::take(&mut self.nodes[node].corrupt_next) {
                     corrupt(&mut bytes);
@@ -246,94 +271,83 @@ impl World {
 
     // ---- the operator ----
 
+    /// Asks for a cut: `Request::Cut` to the manager that runs the operator — the primary root,
+    /// or while it is down any running primary manager (proposals go up to whichever root won
+    /// the current term). With none up, it asks again at its next tick.
     pub(crate) fn tree_cut_tick(&mut self) {
-        let stuck = self.cut_process.is_some_and(|p| self.now_us - p.begun_us > OPERATOR_TIMEOUT_US);
-        if stuck {
-            self.cut_process = None;
-        }
-        // A phase proposed while no manager was up went nowhere: propose it again once one is.
-        // (Before, the operator waited out its 5 s timeout — longer than the settle — so a root
-        // crash with no other manager stopped every later cut of the seed.)
-        if let Some(p) = self.cut_process.filter(|p| p.entry.is_none()) {
-            if self.operator_entry().is_some() {
-                let value = PHASES.get(p.phase).copied().unwrap_or("END:failed");
-                self.propose_phase(p, value);
-            }
+        if self.cut_request.is_some() {
             return;
         }
-        if self.cut_process.is_some() || self.operator_entry().is_none() {
-            return;
-        }
-        self.next_cut += 1;
-        let cut = self.next_cut;
-        let window = CutWindow { begun_us: self.now_us, declared_us: None };
-        self.history.cut_windows.insert(CutId(cut), window);
-        self.propose_phase(CutProcess { cut, phase: 0, n: 0, begun_us: self.now_us, entry: None }, PHASES[0]);
+        let Some(m) = self.operator_entry() else { return };
+        self.operator_requests += 1;
+        let req = self.operator_requests;
+        self.cut_request = Some((req, self.now_us));
+        self.cut_entry = Some(m);
+        let node = self.manager_index(m);
+        let at = self.now_us + 100;
+        self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
     }
 
-    fn propose_phase(&mut self, mut p: CutProcess, value: &str) {
-        self.next_proposal += 1;
-        p.n = self.next_proposal;
-        p.entry = self.operator_entry();
-        self.cut_process = Some(p);
-        let record = AlterRecord::set(format!("cut/{}", p.cut), value);
-        // With no manager up the proposal goes nowhere and the operator gives up after a timeout.
-        let Some(m) = p.entry else { return };
-        self.answers.proposed(p.n, &record);
-        self.manager_step(m, AlterInput::Propose { n: p.n, record });
-    }
-
-    /// The manager the operator proposed through crashed, and the proposal with it: the phase's
-    /// outcome is unknown. The operator ends the cut through another manager — `END:ok` again if
-    /// FINISH was applied everywhere (phase 3), else `END:failed` — instead of waiting for an
-    /// answer that cannot come (which stopped every later cut of the seed).
-    fn operator_lost(&mut self, m: usize) {
-        let Some(p) = self.cut_process.filter(|p| p.entry == Some(m)) else { return };
-        let (phase, end) = if p.phase == 3 { (3, PHASES[3]) } else { (4, "END:failed") };
-        self.propose_phase(CutProcess { phase, ..p }, end);
-    }
-
-    /// Where the operator proposes: the primary root, or while it is down any running manager
-    /// (proposals go up to whichever root won the current term).
     fn operator_entry(&self) -> Option<usize> {
         let root = self.root_manager();
-        let running = |m: &usize| self.managers[*m].alter.is_some() && self.managers[*m].cfg.secondary_of.is_none();
+        let running = |m: &usize| self.managers[*m].vnode.is_some() && self.managers[*m].cfg.secondary_of.is_none();
         std::iter::once(root).chain(0..self.managers.len()).find(running)
     }
 
-    fn on_operator_done(&mut self, n: u64, ok: bool, attempts: u32, applied: u64) {
-        if attempts > 1 {
-            self.tree_stats.retried += 1;
+    /// The cut request reached manager `m`: the operator's process begins now.
+    pub(crate) fn arrive_at_manager(&mut self, m: usize, client: u64, req: u64, request: Request) {
+        if self.managers[m].vnode.is_none() {
+            let response = Response::Unavailable { why: "connection refused" };
+            return self.schedule(self.now_us + 100, Event::ToClient { client, req, response });
         }
-        if ok {
-            self.tree_stats.alterations_ok += 1;
-        } else {
-            self.tree_stats.alterations_failed += 1;
-        }
-        let Some(p) = self.cut_process.filter(|p| p.n == n) else { return };
-        let everywhere = ok && applied == self.tree_size();
-        if p.phase == 2 && everywhere {
-            // FINISH applied on every store vnode: each has written its `CutFinish`.
-            if let Some(w) = self.history.cut_windows.get_mut(&CutId(p.cut)) {
-                w.declared_us = Some(self.now_us);
+        if let Some((r, begun_us)) = self.cut_request.as_mut() {
+            if *r == req {
+                *begun_us = self.now_us;
             }
         }
-        match p.phase {
-            0..=2 if everywhere => self.propose_phase(CutProcess { phase: p.phase + 1, ..p }, PHASES[p.phase + 1]),
-            0..=2 => self.propose_phase(CutProcess { phase: 4, ..p }, "END:failed"),
-            _ => {
-                self.cut_process = None;
-                let ended =
-                    CutRun { cut: CutId(p.cut), ok: ok && p.phase == 3, begun_us: p.begun_us, ended_us: self.now_us };
-                self.history.cuts.push(ended);
+        self.manager_step(m, Input::Client { client: waymark_core::ClientId(client), req, request });
+        // The operator began a cut (or the end of one left unfinished): its window opens now, no
+        // later than START is ordered (`cut_bounds` judges transactions against it).
+        if let Some(cut) = self.managers[m].vnode.as_ref().and_then(|v| v.running_cut()) {
+            let window = CutWindow { begun_us: self.now_us, declared_us: None };
+            self.history.cut_windows.entry(cut).or_insert(window);
+        }
+    }
+
+    /// The operator's answer on the tree (none comes if its manager crashed meanwhile: the cut
+    /// is then ended by the next operator, and its window was kept as it went).
+    pub(crate) fn tree_operator_reply(&mut self, begun_us: u64, response: Option<Response>) {
+        self.cut_entry = None;
+        let Some(Response::CutDone { cut, ok, phases_us, .. }) = response else { return };
+        debug_assert!(!ok || phases_us.len() == 4, "an ok cut went through four phases");
+        self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
+    }
+
+    /// FINISH applied on every store vnode: each has written its `CutFinish`, the cut is declared.
+    fn note_declared(&mut self, a: &Answered) {
+        let Some((cut, Phase::Finish)) = Phase::of_proposal(a.id.n) else { return };
+        if a.ok && a.applied >= self.nodes.len() as u64 {
+            if let Some(w) = self.history.cut_windows.get_mut(&cut) {
+                w.declared_us.get_or_insert(self.now_us);
             }
+        }
+    }
+
+    /// Manager `m`, asked for the cut in flight, is gone: the operator's connection to it breaks
+    /// (its cut is left unfinished in the metadata; the next operator ends it `END:failed`).
+    fn operator_lost(&mut self, m: usize) {
+        if self.cut_entry != Some(m) {
+            return;
+        }
+        if let Some((req, _)) = self.cut_request {
+            let response = Response::Unavailable { why: "connection reset" };
+            self.schedule(self.now_us + 100, Event::ToClient { client: OPERATOR, req, response });
         }
     }
 
     /// The snapshot catalog: `cut/<id>` entries of the root's metadata that say how the cut ended.
     pub(crate) fn catalog(&self) -> Vec<(CutId, bool)> {
-        let root = &self.managers[self.root_manager()];
-        let metadata = root.alter.as_ref().map_or(&root.disk, |a| a.metadata());
+        let metadata = self.managers[self.root_manager()].metadata();
         metadata
             .records()
             .filter_map(|(k, v)| {
@@ -348,20 +362,23 @@ impl World {
     }
 
     pub(crate) fn crash_manager(&mut self, m: usize, down_us: u64) {
-        if self.managers[m].stop().is_some() {
-            self.tree_stats.manager_crashes += 1;
-            let idx = self.manager_index(m);
-            let total = self.nodes.len() + self.managers.len();
-            self.net.break_all_of(idx, total);
-            let tree_node = self.manager_index(m);
-            self.schedule(self.now_us + down_us, Event::HostBack { tree_node });
-            self.operator_lost(m);
+        if self.managers[m].vnode.is_none() {
+            return;
         }
+        self.tree_stats.manager_crashes += 1;
+        if self.managers[m].crash(&mut self.rng) {
+            self.faults.counts.torn += 1;
+        }
+        let idx = self.manager_index(m);
+        let total = self.nodes.len() + self.managers.len();
+        self.net.break_all_of(idx, total);
+        self.schedule(self.now_us + down_us, Event::HostBack { tree_node: idx });
+        self.operator_lost(m);
     }
 
     pub(crate) fn restart_manager(&mut self, m: usize) {
-        if let Some(started) = self.managers[m].start() {
-            self.manager_step(m, started);
+        if self.managers[m].start() {
+            self.manager_step(m, Input::Restarted);
         }
     }
 
@@ -372,7 +389,7 @@ impl World {
         if self.is_stopping() || self.tree_node_up(tree_node) {
             return;
         }
-        let (id, parent) = match tree_node.checked_sub(self.nodes.len()) {
+        let (id, parent) = match self.manager_at(tree_node) {
             Some(m) => (self.managers[m].cfg.id.clone(), self.managers[m].cfg.parents.first().cloned()),
             None => {
                 let cfg = self.nodes[tree_node].cfg.tree.as_ref().expect("a store vnode of the tree");
@@ -401,14 +418,14 @@ impl World {
     }
 
     fn tree_node_up(&self, tree_node: usize) -> bool {
-        match tree_node.checked_sub(self.nodes.len()) {
-            Some(m) => self.managers[m].alter.is_some(),
+        match self.manager_at(tree_node) {
+            Some(m) => self.managers[m].vnode.is_some(),
             None => self.nodes[tree_node].vnode.is_some(),
         }
     }
 
     fn boot_tree_node(&mut self, tree_node: usize) {
-        match tree_node.checked_sub(self.nodes.len()) {
+        match self.manager_at(tree_node) {
             Some(m) => self.restart_manager(m),
             None => self.restart(tree_node),
         }
@@ -416,18 +433,18 @@ impl World {
 
     /// The incarnation of tree vnode `tree_node`, if it runs.
     pub(crate) fn tree_node_instance(&self, tree_node: usize) -> Option<u32> {
-        match tree_node.checked_sub(self.nodes.len()) {
-            Some(m) => self.managers[m].alter.as_ref().map(|_| self.managers[m].instance),
+        match self.manager_at(tree_node) {
+            Some(m) => self.managers[m].vnode.as_ref().map(|_| self.managers[m].instance),
             None => self.nodes[tree_node].vnode.as_ref().map(|_| self.nodes[tree_node].instance),
         }
     }
 
     /// Tree vnode `tree_node`'s metadata, if it still runs as incarnation `instance`.
     pub(crate) fn tree_node_metadata(&self, tree_node: usize, instance: u32) -> Option<(&VnodeId, &Metadata)> {
-        match tree_node.checked_sub(self.nodes.len()) {
+        match self.manager_at(tree_node) {
             Some(m) => {
                 let mg = &self.managers[m];
-                let a = mg.alter.as_ref().filter(|_| mg.instance == instance)?;
+                let a = mg.vnode.as_ref().filter(|_| mg.instance == instance)?.alter();
                 Some((a.id(), a.metadata()))
             }
             None => {
@@ -446,16 +463,15 @@ impl World {
             .managers
             .iter()
             .filter(|m| m.cfg.secondary_of.is_none())
-            .filter_map(|m| m.alter.as_ref().map(|a| (a.id().clone(), a.metadata().clone())));
+            .filter_map(|m| m.vnode.as_ref().map(|v| (v.id().clone(), v.alter().metadata().clone())));
         stores.chain(managers).collect()
     }
 }
 
 /// The metadata the cluster is created with: vnodes with their parents, states, hosts, and the
 /// partition placement in use.
-pub fn genesis(leaves: &[AlterConfig], managers: &[TreeVnode], placement: &Placement, real_time: bool) -> Metadata {
-    let all = leaves.iter().chain(managers.iter().map(|m| &m.cfg));
-    let vnodes = all.map(VnodeEntry::of);
+pub fn genesis(leaves: &[AlterConfig], managers: &[AlterConfig], placement: &Placement, real_time: bool) -> Metadata {
+    let vnodes = leaves.iter().chain(managers).map(VnodeEntry::of);
     let config = [("real_time_safety", if real_time { "on" } else { "off" })];
     cluster::genesis(&config, vnodes, Some(placement))
 }

@@ -74,9 +74,15 @@ pub enum Event {
     ManagerTimer {
         m: usize,
         instance: u32,
-        timer: waymark_core::alter::AlterTimer,
+        timer: Timer,
     },
-    ManagerPersisted {
+    ManagerSync {
+        m: usize,
+        instance: u32,
+        upto: usize,
+    },
+    /// An alteration a manager wrote, as read back after the sync (damaged by a `Corrupt` fault).
+    ManagerReadBack {
         m: usize,
         instance: u32,
         seq: u64,
@@ -140,7 +146,7 @@ pub struct World {
     after_heal_asks: u32,
     /// The operator's request for a cut in flight: its number and when it was sent.
     pub(crate) cut_request: Option<(u64, u64)>,
-    operator_requests: u64,
+    pub(crate) operator_requests: u64,
     pub messages_sent: u64,
     pub messages_lost: u64,
     /// How long each reply held for real-time safety waited.
@@ -149,13 +155,12 @@ pub struct World {
     pub commit_stalls_us: Vec<u64>,
     /// Checkpoints whose image differed from the replay of the log they stand for.
     pub checkpoint_mismatches: Vec<String>,
-    /// `--tree`: the manager vnodes, and the operator's cut process on alterations.
-    pub managers: Vec<crate::tree::vnode::TreeVnode>,
+    /// `--tree`: the manager vnodes (the operator runs on one of them).
+    pub managers: Vec<crate::tree::manager::ManagerNode>,
     pub(crate) was_primary: Vec<bool>,
     pub tree_stats: crate::tree_mode::TreeStats,
-    pub(crate) cut_process: Option<crate::tree_mode::CutProcess>,
-    pub(crate) next_cut: u64,
-    pub(crate) next_proposal: u64,
+    /// `--tree`: the manager the cut request in flight was sent to.
+    pub(crate) cut_entry: Option<usize>,
     /// `--tree`: what the checkers at the moment of an answer or a term need (`tree_answered`).
     pub answers: crate::checkers::tree_answered::Answers,
 }
@@ -181,9 +186,14 @@ impl World {
             })
             .collect();
         let mut index: BTreeMap<VnodeId, usize> = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
-        for (m, mg) in managers.iter().enumerate() {
-            index.insert(mg.cfg.id.clone(), nodes.len() + m);
+        for (m, cfg) in managers.iter().enumerate() {
+            index.insert(cfg.id.clone(), nodes.len() + m);
         }
+        let leaves_count = nodes.len() as u64;
+        let managers: Vec<crate::tree::manager::ManagerNode> = managers
+            .into_iter()
+            .map(|cfg| crate::tree::manager::ManagerNode::new(cfg, waymark_core::TreeImage::default(), leaves_count))
+            .collect();
         let was_primary = vec![true; nodes.len() + managers.len()];
         let workload: Box<dyn Workload> = match cfg.workload {
             WorkloadKind::Bank => Box::new(Bank),
@@ -225,9 +235,7 @@ impl World {
             managers,
             was_primary,
             tree_stats: Default::default(),
-            cut_process: None,
-            next_cut: 0,
-            next_proposal: 0,
+            cut_entry: None,
             answers: Default::default(),
         }
     }
@@ -295,13 +303,14 @@ impl World {
             }
             Event::CutTick => self.cut_tick(),
             Event::Fault(f) => crate::faults::apply(self, f),
-            Event::ManagerTimer { m, instance, timer } if self.managers[m].instance == instance => {
-                self.manager_step(m, waymark_core::alter::AlterInput::Timer(timer))
+            Event::ManagerTimer { m, instance, timer } if self.managers[m].is_up(instance) => {
+                self.manager_step(m, Input::Timer(timer))
             }
-            Event::ManagerPersisted { m, instance, seq, bytes } if self.managers[m].instance == instance => {
-                self.manager_step(m, waymark_core::alter::AlterInput::Persisted { seq, bytes })
+            Event::ManagerSync { m, instance, upto } => self.manager_sync_done(m, instance, upto),
+            Event::ManagerReadBack { m, instance, seq, bytes } if self.managers[m].is_up(instance) => {
+                self.manager_step(m, Input::AlterPersisted { seq, bytes })
             }
-            Event::ManagerTimer { .. } | Event::ManagerPersisted { .. } => {}
+            Event::ManagerTimer { .. } | Event::ManagerReadBack { .. } => {}
             Event::HostBack { tree_node } => self.host_back(tree_node),
             Event::AlterReadBack { node, instance, seq, bytes } => {
                 if self.nodes[node].is_up(instance) {
@@ -389,8 +398,8 @@ impl World {
     fn deliver(&mut self, from: usize, to: usize, epoch: u64, env: Envelope) {
         if to >= self.nodes.len() {
             let m = to - self.nodes.len();
-            if self.net.is_current(from, to, epoch) && self.managers[m].alter.is_some() {
-                self.manager_deliver(m, env);
+            if self.net.is_current(from, to, epoch) && self.managers[m].vnode.is_some() {
+                self.manager_step(m, Input::Message(env));
             } else {
                 self.deliver_to_host_agent(env);
             }
@@ -456,6 +465,9 @@ impl World {
     }
 
     fn arrive_at_vnode(&mut self, node: usize, client: u64, req: u64, request: Request) {
+        if let Some(m) = self.manager_at(node) {
+            return self.arrive_at_manager(m, client, req, request);
+        }
         if self.nodes[node].vnode.is_none() {
             let at = self.now_us + 100;
             let response = Response::Unavailable { why: "connection refused" };
@@ -499,6 +511,9 @@ impl World {
     pub(crate) fn operator_reply(&mut self, req: u64, response: Option<Response>) {
         let Some((_, begun_us)) = self.cut_request.filter(|(r, _)| *r == req) else { return };
         self.cut_request = None;
+        if self.cfg.tree {
+            return self.tree_operator_reply(begun_us, response);
+        }
         if let Some(Response::CutDone { cut, ok, .. }) = response {
             self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
         }

@@ -260,3 +260,16 @@ fn an_alteration_answered_ok_survives_a_secondary_roots_term() {
         assert_seed_passes(cfg);
     }
 }
+
+/// Regression (found when the `--tree` world began to drive the core's `ManagerVnode` and its
+/// cut operator, issue 11): the root crashed mid-cut; the next operator, on a manager whose copy
+/// had not yet seen `cut/1`, started cut 1 again. Every phase it proposed was skipped as moving
+/// the cut back, yet answered ok, so it reported cut 1 successful while the catalog said
+/// `END:failed` (seed 536, `cut-restore`). A refused phase is now answered failed, and a cut's
+/// phase is entered once.
+#[test]
+fn an_operator_on_a_stale_copy_cannot_report_a_cut_the_catalog_failed() {
+    let mut cfg = SimConfig::new(536, WorkloadKind::Bank);
+    (cfg.cuts, cfg.tree) = (true, true);
+    assert_seed_passes(cfg);
+}

@@ -13,8 +13,9 @@
 //! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
 //! what a restart from the log would rebuild.
 
-use super::node::{AlterConfig, AlterInput, AlterNode, AlterOutput};
-use crate::cut::operator::{CutOperator, Ended, Requester, Step};
+use super::node::{AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
+use crate::cut::operator::{CutOperator, Ended, Phase, Requester, Step};
+use crate::cut::tree_process::cut_of;
 use crate::ids::{ClientId, CutId, Lsn, VnodeId};
 use crate::image::TreeImage;
 use crate::io::{Input, Output, Request, Response, Timer};
@@ -34,7 +35,24 @@ pub struct ManagerVnode {
     operator: Option<CutOperator>,
     /// The highest cut this operator started: cut ids are never reused.
     last_cut: CutId,
+    /// How this manager's own proposals ended, oldest first, for the driver's metrics and the
+    /// simulator's checkers (`take_answered`); at most `ANSWERED_MAX`, the oldest dropped.
+    answered: VecDeque<Answered>,
 }
+
+/// How one of this manager's own proposals ended (the alteration role's `Done`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered {
+    pub id: ProposalId,
+    pub ok: bool,
+    pub attempts: u32,
+    /// Store vnodes that applied it, and where the root ordered it (0 when it failed).
+    pub applied: u64,
+    pub seq: u64,
+}
+
+/// Answers kept for a driver that does not take them.
+const ANSWERED_MAX: usize = 1024;
 
 /// How often a running cut process is checked for being stuck.
 const OPERATOR_TICK_US: u64 = 500_000;
@@ -54,6 +72,7 @@ impl ManagerVnode {
             started: false,
             operator: None,
             last_cut: CutId(0),
+            answered: VecDeque::new(),
         }
     }
 
@@ -84,6 +103,11 @@ impl ManagerVnode {
 
     pub fn appended(&self) -> Lsn {
         self.out.appended()
+    }
+
+    /// How this manager's own proposals ended since the last call.
+    pub fn take_answered(&mut self) -> Vec<Answered> {
+        self.answered.drain(..).collect()
     }
 
     pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
@@ -158,11 +182,15 @@ impl ManagerVnode {
             AlterOutput::Apply { seq, .. } => return Some(AlterInput::Applied { seq, ok: true }),
             // The operator's proposals move the cut process on; proposals a manager makes itself
             // (its children's states, hosts) are retried inside the alteration role.
-            AlterOutput::Done { id, ok, applied, .. } if id.initiator == *self.alter.id() => {
+            AlterOutput::Done { id, ok, attempts, applied, seq } => {
+                debug_assert_eq!(&id.initiator, self.alter.id(), "a manager is told only of its own proposals");
                 let step = self.operator.as_mut().and_then(|o| o.on_done(self.now_us, id.n, ok, applied));
+                if self.answered.len() == ANSWERED_MAX {
+                    self.answered.pop_front();
+                }
+                self.answered.push_back(Answered { id, ok, attempts, applied, seq });
                 return self.operator_step(step);
             }
-            AlterOutput::Done { .. } => {}
             AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
                 self.out.timer(Output::StartSecondaryParent { id, of, metadata, term })
             }
@@ -181,9 +209,17 @@ impl ManagerVnode {
         self.out.promise(Output::Reply { client, req, response });
     }
 
+    /// A cut the metadata shows begun and not ended that this operator does not run: its
+    /// operator died with its manager (one operator runs at a time, on the root's host).
+    fn unfinished_cut(&self) -> Option<CutId> {
+        let running = self.running_cut();
+        let phases = self.alter.metadata().records().filter_map(|(k, v)| Some((cut_of(k)?, Phase::parse(v)?)));
+        phases.filter(|(c, p)| !matches!(p, Phase::End { .. }) && Some(*c) != running).map(|(c, _)| c).min()
+    }
+
     /// A new cut id: above every cut in the metadata and every cut this operator started.
     fn next_cut(&self) -> CutId {
-        let in_metadata = self.alter.metadata().records().filter_map(|(k, _)| crate::cut::tree_process::cut_of(k));
+        let in_metadata = self.alter.metadata().records().filter_map(|(k, _)| cut_of(k));
         let highest = in_metadata.chain([self.last_cut]).max().unwrap_or(CutId(0));
         CutId(highest.0 + 1)
     }
@@ -194,9 +230,15 @@ impl ManagerVnode {
         }
         let cut = self.next_cut();
         let now = self.now_us;
-        match self.operator.as_mut().expect("an operator").start(now, cut, who) {
+        let orphan = self.unfinished_cut();
+        let op = self.operator.as_mut().expect("an operator");
+        let started = match orphan {
+            Some(orphan) => op.end_orphan(now, orphan, who),
+            None => op.start(now, cut, who),
+        };
+        match started {
             Ok(proposal) => {
-                self.last_cut = cut;
+                self.last_cut = self.last_cut.max(orphan.unwrap_or(cut));
                 self.out.timer(Output::SetTimer { timer: Timer::CutOperator, at_us: now + OPERATOR_TICK_US });
                 self.drive(AlterInput::Propose { n: proposal.n, record: proposal.record });
             }

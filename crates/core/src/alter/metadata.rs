@@ -92,7 +92,7 @@ pub struct Metadata {
     records: Arc<BTreeMap<String, Vec<u8>>>,
     /// The proposals applied last, oldest first, at most `RECENT_PROPOSALS_MAX`: every view keeps
     /// them, so every copy skips the same records.
-    recent: Arc<VecDeque<ProposalId>>,
+    recent: Arc<VecDeque<(ProposalId, Applied)>>,
 }
 
 impl Metadata {
@@ -148,39 +148,49 @@ impl Metadata {
         self.records.iter()
     }
 
-    /// Applies alteration `seq`, ordered in `term`, which must be the next one.
-    pub fn apply(&mut self, term: u64, seq: u64, record: &AlterRecord) {
+    /// Applies alteration `seq`, ordered in `term`, which must be the next one, and says what it
+    /// did. Every copy applies the same sequence, so every copy makes the same verdicts.
+    pub fn apply(&mut self, term: u64, seq: u64, record: &AlterRecord) -> Applied {
         debug_assert_eq!(seq, self.seq + 1, "alterations apply in order");
         debug_assert!(term >= self.term, "terms never go back");
         self.term = term;
         self.seq = seq;
-        if self.applied_before(record) {
+        if let Some(verdict) = self.verdict_before(record) {
             // Ordered again (a retry whose first answer was lost, a duplicated delivery): the
-            // place in the order is used, the change is not made twice.
-        } else if record.value.is_empty() || !self.view.keeps(&record.key) {
-            Arc::make_mut(&mut self.records).remove(&record.key);
-        } else if moves_a_cut_back(self.records.get(&record.key), record) {
-            // A cut's phase only moves forward, whoever proposed it: a late proposal of an
-            // operator that died with its manager must not erase an `END:ok` from the catalog
-            // (seed 2495 showed it with a retried proposal, which `applied_before` now skips).
-        } else {
-            Arc::make_mut(&mut self.records).insert(record.key.clone(), record.value.clone());
+            // place in the order is used, the change is not made twice, the verdict stands.
+            return if verdict == Applied::Refused { Applied::Refused } else { Applied::Again };
         }
+        let verdict = if moves_a_cut_back(self.records.get(&record.key), record) {
+            // A cut's phase only moves forward, whoever proposed it: an operator on a stale copy
+            // reusing a cut id, or the late proposal of one that died with its manager, must not
+            // reopen a cut or erase an `END:ok` from the catalog (seeds 2495, 536).
+            Applied::Refused
+        } else {
+            if record.value.is_empty() || !self.view.keeps(&record.key) {
+                Arc::make_mut(&mut self.records).remove(&record.key);
+            } else {
+                Arc::make_mut(&mut self.records).insert(record.key.clone(), record.value.clone());
+            }
+            Applied::Changed
+        };
+        self.remember(record, verdict);
+        verdict
     }
 
-    /// Whether `record`'s proposal was applied already; remembers it if not.
-    fn applied_before(&mut self, record: &AlterRecord) -> bool {
-        let Some(origin) = &record.origin else { return false };
-        if self.recent.contains(origin) {
-            return true;
-        }
+    /// The verdict on `record`'s proposal if this copy applied it already.
+    fn verdict_before(&self, record: &AlterRecord) -> Option<Applied> {
+        let origin = record.origin.as_ref()?;
+        self.recent.iter().find(|(id, _)| id == origin).map(|(_, v)| *v)
+    }
+
+    fn remember(&mut self, record: &AlterRecord, verdict: Applied) {
+        let Some(origin) = &record.origin else { return };
         let recent = Arc::make_mut(&mut self.recent);
-        recent.push_back(origin.clone());
+        recent.push_back((origin.clone(), verdict));
         if recent.len() > RECENT_PROPOSALS_MAX {
             recent.pop_front();
         }
         debug_assert!(self.recent.len() <= RECENT_PROPOSALS_MAX);
-        false
     }
 
     /// md5 of the whole metadata: equal sums, equal metadata.
@@ -189,7 +199,19 @@ impl Metadata {
     }
 }
 
-/// Whether `record` would set a cut's phase back: to an earlier phase, or away from its END.
+/// What applying an alteration did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Applied {
+    /// The record is in the metadata now.
+    Changed,
+    /// Its proposal was applied before: nothing changed a second time.
+    Again,
+    /// Refused: it would move a cut's phase back. The root answers it failed.
+    Refused,
+}
+
+/// Whether `record` would not move a cut's phase strictly forward: to the same or an earlier
+/// phase, or away from its END (each phase of a cut is entered once).
 /// Every copy applies the same sequence, so every copy skips the same records.
 fn moves_a_cut_back(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
     use crate::cut::operator::Phase;
@@ -205,7 +227,7 @@ fn moves_a_cut_back(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
     let (Some(old), Some(new)) = (old.and_then(|v| Phase::parse(v)), Phase::parse(&record.value)) else {
         return false;
     };
-    rank(new) < rank(old) || (rank(old) == 3 && new != old)
+    rank(new) <= rank(old)
 }
 
 #[cfg(test)]
@@ -222,7 +244,8 @@ mod tests {
         let mut m = Metadata::genesis([]);
         m.apply(1, 1, &ordered("state/x", "down", 7));
         m.apply(1, 2, &ordered("state/x", "working", 8));
-        m.apply(1, 3, &ordered("state/x", "down", 7)); // the retry of 7, its first answer lost
+        let again = m.apply(1, 3, &ordered("state/x", "down", 7)); // the retry of 7, its first answer lost
+        assert_eq!(again, Applied::Again);
         assert_eq!(m.get("state/x"), Some(&b"working"[..]), "no lost update");
         assert_eq!(m.version(), (1, 3), "the place in the order is used");
     }
@@ -234,7 +257,19 @@ mod tests {
             m.apply(1, n + 1, &ordered("k", "v", n));
         }
         assert_eq!(m.recent.len(), RECENT_PROPOSALS_MAX);
-        assert_eq!(m.recent.front().map(|p| p.n), Some(10));
+        assert_eq!(m.recent.front().map(|(p, _)| p.n), Some(10));
+    }
+
+    #[test]
+    fn a_cut_phase_is_entered_once_and_a_refusal_stands_for_a_retry() {
+        let mut m = Metadata::genesis([]);
+        assert_eq!(m.apply(1, 1, &ordered("cut/1", "START", 1)), Applied::Changed);
+        assert_eq!(m.apply(1, 2, &ordered("cut/1", "END:failed", 2)), Applied::Changed);
+        // Another operator, on a stale copy, starts cut 1 again: refused, and so is its retry.
+        assert_eq!(m.apply(1, 3, &ordered("cut/1", "START", 3)), Applied::Refused);
+        assert_eq!(m.apply(1, 4, &ordered("cut/1", "START", 3)), Applied::Refused);
+        assert_eq!(m.apply(1, 5, &ordered("cut/1", "END:ok", 4)), Applied::Refused);
+        assert_eq!(m.get("cut/1"), Some(&b"END:failed"[..]));
     }
 
     #[test]

@@ -27,6 +27,6 @@ pub mod report;
 pub mod root;
 pub mod shape;
 
-pub use manager::ManagerVnode;
-pub use metadata::{md5_of, AlterRecord, Md5Sum, Metadata, Version, View};
+pub use manager::{Answered, ManagerVnode};
+pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, Version, View};
 pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};

@@ -2,7 +2,7 @@
 //! branch of the confirmation tree. Sans-IO like the rest of the core.
 
 use super::failover::Election;
-use super::metadata::{md5_of, AlterRecord, Md5Sum, Metadata, View};
+use super::metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, View};
 use super::root::Lead;
 use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
@@ -302,6 +302,8 @@ pub(super) struct InFlight {
     applied_count: u64,
     /// At the root: the voters (children) that confirmed `ok`.
     oks: BTreeSet<VnodeId>,
+    /// Applying it changed nothing it asked for (`Applied::Refused`): the root answers failed.
+    refused: bool,
 }
 
 impl InFlight {
@@ -579,6 +581,7 @@ impl AlterNode {
             failed: false,
             applied_count: 0,
             oks: BTreeSet::new(),
+            refused: false,
         });
         self.out.push(AlterOutput::Persist { seq, bytes });
     }
@@ -625,7 +628,8 @@ impl AlterNode {
         // What is applied is what was read back: the md5 is what keeps a bad copy out.
         let (id, md5) = (f.id.clone(), f.md5);
         let prev_term = self.metadata.term();
-        self.metadata.apply(term, seq, &record);
+        let verdict = self.metadata.apply(term, seq, &record);
+        self.in_flight.as_mut().expect("in flight").refused = verdict == Applied::Refused;
         self.refresh_md5();
         self.out.push(AlterOutput::PersistApplied { term, seq, record: record.clone() });
         self.out.push(AlterOutput::Apply { term, seq, record: record.clone() });
@@ -680,7 +684,7 @@ impl AlterNode {
                 // Invariant: the root answers `ok` only for an alteration of its own term that a
                 // majority of the voters hold — every later root's catch-up finds it.
                 let ok = ok && self.lead_term() == Some(f.term) && self.quorum(&f.oks);
-                let ok = ok && !self.cfg.breaks.fail_every_alteration;
+                let ok = ok && !self.cfg.breaks.fail_every_alteration && !f.refused;
                 let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
                 self.answer(&f.id, outcome);
                 self.order_next();

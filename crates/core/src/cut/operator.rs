@@ -7,7 +7,7 @@
 //! A pure state machine: the host hands it the clock and the outcomes of its proposals (the
 //! alteration role's `Done`), and it answers with the next proposal or the end of the cut. The
 //! server runs it inside a manager vnode (`alter::manager`), so a cut is started by sending that
-//! manager `Request::Cut`, and the simulator's operator follows the same rules.
+//! manager `Request::Cut`; the simulator's `--tree` world runs the same managers.
 //!
 //! Invariant: a cut ends ok only if START, STARTED and FINISH were each applied by all `leaves`
 //! store vnodes, in that order; at most one cut process runs per operator.
@@ -65,6 +65,15 @@ impl Phase {
             Phase::End { ok: true } => 3,
             Phase::End { ok: false } => 4,
         }
+    }
+
+    /// The cut and phase an operator's proposal number stands for (`Proposal::n`); `None` for
+    /// numbers the operator does not make (a manager's own proposals).
+    pub fn of_proposal(n: u64) -> Option<(CutId, Phase)> {
+        let phase = [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }]
+            .into_iter()
+            .find(|p| p.code() == n % 8)?;
+        (n < 1 << 63).then_some((CutId(n / 8), phase))
     }
 
     pub fn record(self, cut: CutId) -> AlterRecord {
@@ -164,6 +173,27 @@ impl CutOperator {
         Ok(self.propose(now_us, Phase::Start))
     }
 
+    /// Ends cut `orphan`, left unfinished in the metadata by an operator that died with its
+    /// manager, with `END:failed` before any new cut: until it ends, store vnodes keep its local
+    /// cut open and hold replies for it. `requester` is told how it ended.
+    pub fn end_orphan(&mut self, now_us: u64, orphan: CutId, requester: Requester) -> Result<Proposal, OperatorError> {
+        if let Some(p) = &self.process {
+            return Err(OperatorError::Busy(p.cut));
+        }
+        let phase = Phase::End { ok: false };
+        let p = Process {
+            cut: orphan,
+            phase,
+            n: 0,
+            begun_us: now_us,
+            phase_begun_us: now_us,
+            phases_us: vec![],
+            requester,
+        };
+        self.process = Some(p);
+        Ok(self.propose(now_us, phase))
+    }
+
     /// Proposal `n` ended: `ok` and applied by `applied` leaves. Unknown numbers are ignored (a
     /// proposal of a cut given up, or a manager's own).
     pub fn on_done(&mut self, now_us: u64, n: u64, ok: bool, applied: u64) -> Option<Step> {
@@ -213,6 +243,28 @@ mod tests {
         match step {
             Some(Step::Propose(p)) => p,
             other => panic!("expected a proposal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_proposal_number_names_its_cut_and_phase() {
+        let mut op = CutOperator::new(1, 5_000_000);
+        let p = op.start(0, CutId(9), WHO).unwrap();
+        assert_eq!(Phase::of_proposal(p.n), Some((CutId(9), Phase::Start)));
+        let p = proposal(op.on_done(1, p.n, true, 1));
+        assert_eq!(Phase::of_proposal(p.n), Some((CutId(9), Phase::Started)));
+        assert_eq!(Phase::of_proposal((1 << 63) | 8), None, "a manager's own proposal");
+    }
+
+    #[test]
+    fn an_orphaned_cut_is_ended_failed_and_its_requester_told() {
+        let mut op = CutOperator::new(3, 5_000_000);
+        let p = op.end_orphan(0, CutId(4), WHO).unwrap();
+        assert_eq!(p.record, Phase::End { ok: false }.record(CutId(4)));
+        assert_eq!(op.start(1, CutId(5), WHO), Err(OperatorError::Busy(CutId(4))), "one process at a time");
+        match op.on_done(10, p.n, true, 3) {
+            Some(Step::Ended(e)) => assert_eq!((e.cut, e.ok), (CutId(4), false)),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -15,7 +15,7 @@
 use super::Violation;
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
-use waymark_core::alter::AlterRecord;
+use waymark_core::alter::{AlterRecord, ProposalId};
 
 /// What the tree checkers at the moment of an answer or of a term need, recorded as the run goes.
 #[derive(Debug, Default)]
@@ -23,8 +23,6 @@ pub struct Answers {
     /// `(seq, term)` → the record the root of that term ordered there (two roots of different
     /// terms may order the same place: a stale one is still at work while the new one orders).
     order: BTreeMap<(u64, u64), AlterRecord>,
-    /// Operator proposal `n` → its record.
-    proposals: BTreeMap<u64, AlterRecord>,
     /// `(term, seq)` → the tree vnodes an `Alter` for it was sent to, with their incarnation.
     forwarded: BTreeMap<(u64, u64), BTreeSet<(usize, u32)>>,
     /// Alterations answered ok so far: where they were ordered, and what they were.
@@ -46,30 +44,24 @@ impl Answers {
         self.terms_won.insert(term)
     }
 
-    pub fn proposed(&mut self, n: u64, record: &AlterRecord) {
-        self.proposals.insert(n, record.clone());
-    }
-
     pub fn forwarded(&mut self, at: (u64, u64), to: usize, instance: u32) {
         self.forwarded.entry(at).or_default().insert((to, instance));
     }
 }
 
-/// Operator proposal `n` was answered ok, as ordered at `seq` (a retried proposal may have been
-/// ordered more than once: a first version took the last place, and cried wolf on `--seed 271
-/// --tree` when the answer for seq 4 came while the retry at seq 5 was on its way).
-pub fn check(w: &mut World, n: u64, seq: u64) -> Vec<Violation> {
-    let Some(record) = w.answers.proposals.get(&n).cloned() else { return vec![] };
-    let what = format!("{}={}", record.key, String::from_utf8_lossy(&record.value));
+/// Proposal `id` was answered ok, as ordered at `seq` (a retried proposal may have been ordered
+/// more than once: a first version took the last place, and cried wolf on `--seed 271 --tree`
+/// when the answer for seq 4 came while the retry at seq 5 was on its way). The root stamps the
+/// proposal's id on the record it orders, so the answer is matched to the record by it.
+pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
     let mut at = w.answers.order.range((seq, 0)..=(seq, u64::MAX));
-    // The root stamps the proposal's id on the record it orders: compare what it sets.
-    let same = |r: &AlterRecord| (&r.key, &r.value) == (&record.key, &record.value);
-    let Some(((_, term), _)) = at.find(|(_, r)| same(r)) else {
+    let Some(((_, term), record)) = at.find(|(_, r)| r.origin.as_ref() == Some(id)) else {
         let message =
-            format!("{what} was answered ok at {}us as ordered at seq {seq}, but no root ordered it there", w.now_us);
+            format!("{id:?} was answered ok at {}us as ordered at seq {seq}, but no root ordered it there", w.now_us);
         return vec![Violation { checker: "tree-answered", message }];
     };
     let term = *term;
+    let what = format!("{}={}", record.key, String::from_utf8_lossy(&record.value));
     w.answers.answered_ok.push((seq, what.clone()));
     let sent = w.answers.forwarded.get(&(term, seq)).cloned().unwrap_or_default();
     let mut out = vec![];

@@ -4,6 +4,7 @@
 //! that compares the tree with a ring (Ignite's discovery) at 1 000 and 10 000 vnodes.
 
 pub mod build;
+pub mod manager;
 pub mod scale;
 pub mod vnode;
 pub mod world;
