@@ -169,6 +169,8 @@ impl Vnode {
 
     fn coordinator_end(&mut self, ok: bool) {
         let p = self.coordinator.current.take().expect("a running process");
+        // Invariant (module): declared successful only after every vnode confirmed the last phase.
+        assert!(!ok || (p.waiting.is_empty() && p.phase.next().is_none()), "cut {:?} declared ok early", p.cut);
         self.out.append(Record::CutEnd { cut: p.cut, ok });
         self.coordinator.unfinished = None;
         for v in self.cfg.placement.vnodes() {

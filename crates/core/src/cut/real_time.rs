@@ -72,7 +72,10 @@ impl Vnode {
     /// Replies to a client about something stamped `cut` (a commit, or a value written by it).
     pub(crate) fn reply_revealing(&mut self, cut: Option<CutId>, client: ClientId, req: u64, response: Response) {
         let hold = if self.cfg.real_time_safety { self.rt.needs_hold(cut) } else { None };
-        let Some(cut) = hold else { return self.reply(client, req, response) };
+        let Some(cut) = hold else {
+            debug_assert!(!self.cfg.real_time_safety || self.rt.needs_hold(cut).is_none());
+            return self.reply(client, req, response);
+        };
         if !self.rt.held.iter().any(|h| h.cut == cut) {
             self.set_timer(Timer::HeldReplies(cut), self.cfg.timeouts.held_reply_timeout_us);
         }
@@ -115,6 +118,13 @@ impl Vnode {
             std::mem::take(&mut self.rt.held).into_iter().partition(release);
         self.rt.held = keep;
         for h in go {
+            // Invariant (module): a reply about cut C leaves only once C started everywhere, or
+            // was refused here (so C can never be declared successful).
+            assert!(
+                self.rt.started_upto >= Some(h.cut) || self.rt.refused(h.cut),
+                "a reply about {:?} released before it started everywhere",
+                h.cut
+            );
             self.rt.hold_durations_us.push(self.now_us - h.since_us);
             self.reply(h.client, h.req, h.response);
         }
