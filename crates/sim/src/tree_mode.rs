@@ -16,6 +16,7 @@ use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
 use waymark_core::cut::operator::Phase;
+use waymark_core::cut::tree_process::cut_of;
 use waymark_core::{
     Body, Breaks, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
 };
@@ -350,13 +351,9 @@ impl World {
         let metadata = self.managers[self.root_manager()].metadata();
         metadata
             .records()
-            .filter_map(|(k, v)| {
-                let cut = k.strip_prefix("cut/")?.parse().ok()?;
-                match v.as_slice() {
-                    b"END:ok" => Some((CutId(cut), true)),
-                    b"END:failed" => Some((CutId(cut), false)),
-                    _ => None,
-                }
+            .filter_map(|(k, v)| match Phase::parse(v)? {
+                Phase::End { ok } => Some((cut_of(k)?, ok)),
+                _ => None,
             })
             .collect()
     }

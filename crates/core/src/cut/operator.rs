@@ -48,7 +48,7 @@ impl Phase {
     }
 
     /// The phase after this one when it was applied everywhere.
-    fn next(self) -> Phase {
+    pub fn next(self) -> Phase {
         match self {
             Phase::Start => Phase::Started,
             Phase::Started => Phase::Finish,

@@ -13,6 +13,8 @@ use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{
     AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata, ProposalId,
 };
+use waymark_core::cut::operator::Phase;
+use waymark_core::CutId;
 use waymark_core::VnodeId;
 
 #[derive(Clone, Debug)]
@@ -109,7 +111,7 @@ enum Ev {
     Propose {
         node: usize,
         record: AlterRecord,
-        cut: Option<(u64, usize, u64)>,
+        cut: Option<CutStep>,
     },
     Crash {
         node: usize,
@@ -182,20 +184,27 @@ pub struct TreeWorld {
     pub report: TreeReport,
     /// Proposals made and how they ended: record, initiator, outcome.
     proposals: BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
-    /// The operator's cut processes: (initiator, cut id, phase index, started at).
-    cut_runs: BTreeMap<ProposalId, (usize, u64, usize, u64)>,
+    /// The operator's cut phases in flight, by proposal, with the vnode that proposed each.
+    cut_runs: BTreeMap<ProposalId, (usize, CutStep)>,
     /// When each proposal was answered.
     answered_us: BTreeMap<ProposalId, u64>,
     /// Messages sent before each cut process began.
-    cut_messages_before: BTreeMap<u64, u64>,
+    cut_messages_before: BTreeMap<CutId, u64>,
     stopping: bool,
     /// What a root ordered at each `(term, seq)`, and what every vnode applied.
     ordered: BTreeMap<(u64, u64), AlterRecord>,
     applied: Vec<(VnodeId, (u64, u64), AlterRecord)>,
 }
 
-const PHASES: [&str; 4] = ["START", "STARTED", "FINISH", "END:ok"];
 const HOP_US: u64 = 1_000;
+
+/// A phase of a cut process the tree world's operator proposed.
+#[derive(Clone, Copy, Debug, Hash)]
+struct CutStep {
+    cut: CutId,
+    phase: Phase,
+    started_us: u64,
+}
 
 impl TreeWorld {
     pub fn new(cfg: TreeConfig) -> Self {
@@ -310,8 +319,8 @@ impl TreeWorld {
 
     /// The operator runs cut `c` from the root vnode: four alterations, each after the last.
     fn start_cut(&mut self, at: u64, c: u64) {
-        let record = AlterRecord::set(format!("cut/{c}"), PHASES[0]);
-        self.schedule(at, Ev::Propose { node: self.root(), record, cut: Some((c, 0, at)) });
+        let step = CutStep { cut: CutId(c), phase: Phase::Start, started_us: at };
+        self.schedule(at, Ev::Propose { node: self.root(), record: Phase::Start.record(step.cut), cut: Some(step) });
     }
 
     fn plan_faults(&mut self, window: u64) {
@@ -428,7 +437,8 @@ impl TreeWorld {
                 self.applied.push((self.nodes[node].cfg.id.clone(), (term, seq), record.clone()));
                 // A store vnode's local cut finishes after a while; everything else acts at once.
                 let leaf = node < self.first_manager;
-                let work = if leaf && record.value == b"FINISH" { self.rng.gen_range(100..5_000) } else { 10 };
+                let finish = Phase::parse(&record.value) == Some(Phase::Finish);
+                let work = if leaf && finish { self.rng.gen_range(100..5_000) } else { 10 };
                 self.schedule(self.now_us + work, Ev::Applied { node, instance, seq });
             }
             AlterOutput::Done { id, ok, attempts, .. } => self.on_done(node, id, ok, attempts),
@@ -481,38 +491,33 @@ impl TreeWorld {
     }
 
     fn advance_cut(&mut self, id: &ProposalId, ok: bool) {
-        let Some((node, cut, phase, started)) = self.cut_runs.remove(id) else { return };
-        let last = phase == PHASES.len() - 1;
-        match (ok, last) {
-            (true, true) => {
+        let Some((node, step)) = self.cut_runs.remove(id) else { return };
+        match (ok, step.phase) {
+            // An `END:failed` answered ok ends a failed cut (before, it was counted a success).
+            (true, Phase::End { ok: true }) => {
                 self.report.cuts_ok += 1;
-                self.report.cut_latencies_us.push(self.now_us - started);
-                let before = self.cut_messages_before.get(&cut).copied().unwrap_or(0);
+                self.report.cut_latencies_us.push(self.now_us - step.started_us);
+                let before = self.cut_messages_before.get(&step.cut).copied().unwrap_or(0);
                 self.report.cut_messages.push(self.report.messages - before);
             }
-            (false, true) => self.report.cuts_failed += 1,
+            (_, Phase::End { .. }) => self.report.cuts_failed += 1,
             _ => {
                 // A failed phase ends the cut as failed; otherwise go on to the next phase.
-                let next = if ok { phase + 1 } else { PHASES.len() - 1 };
-                let value = if ok { PHASES[next].to_string() } else { "END:failed".to_string() };
-                let record = AlterRecord::set(format!("cut/{cut}"), value);
-                self.propose_cut_phase(node, cut, next, started, record);
+                let phase = if ok { step.phase.next() } else { Phase::End { ok: false } };
+                let next = CutStep { phase, ..step };
+                self.propose(node, phase.record(step.cut), Some(next));
             }
         }
     }
 
-    fn propose_cut_phase(&mut self, node: usize, cut: u64, phase: usize, started: u64, record: AlterRecord) {
-        self.propose(node, record, Some((cut, phase, started)));
-    }
-
     /// Every proposal gets a number unique in the whole run, so restarts never reuse one.
-    fn propose(&mut self, node: usize, record: AlterRecord, cut: Option<(u64, usize, u64)>) {
+    fn propose(&mut self, node: usize, record: AlterRecord, cut: Option<CutStep>) {
         let n = self.proposals.len() as u64;
         let id = ProposalId { initiator: self.nodes[node].cfg.id.clone(), n };
         self.proposals.insert(id.clone(), (record.clone(), None));
-        if let Some((c, phase, started)) = cut {
-            self.cut_messages_before.entry(c).or_insert(self.report.messages);
-            self.cut_runs.insert(id, (node, c, phase, started));
+        if let Some(step) = cut {
+            self.cut_messages_before.entry(step.cut).or_insert(self.report.messages);
+            self.cut_runs.insert(id, (node, step));
         }
         if self.nodes[node].alter.is_none() {
             // The initiator is down: the proposal is lost with it, and reported failed.
