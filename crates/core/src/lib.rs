@@ -25,7 +25,7 @@ pub mod txn;
 pub mod vnode;
 
 pub use breaks::Breaks;
-pub use config::{CutStrategy, Limits, Timeouts, VnodeConfig};
+pub use config::{CutStrategy, Limits, Timeouts, UnknownStrategy, VnodeConfig};
 pub use ids::{Branch, ClientId, CutId, Key, Lsn, PartitionId, Role, TxId, Value, Version, VnodeId};
 pub use image::{LogSummary, TreeImage, VnodeImage};
 pub use io::{Input, Output, Request, Response, Timer};
