@@ -11,6 +11,7 @@
 
 pub mod alter;
 pub mod breaks;
+mod bytes;
 pub mod config;
 pub mod cut;
 pub mod ids;
