@@ -113,17 +113,21 @@ pg_pitr() {
   cat >>"$work/pgrestore/postgresql.conf" <<CONF
 port = $port
 archive_mode = off
-hot_standby = off
 restore_command = 'cp $work/pgarchive/%f %p'
 recovery_target_name = 'bench_end'
 recovery_target_action = 'promote'
 CONF
-  # hot_standby off: `pg_ctl -w` returns only once redo is done and the server promoted.
   touch "$work/pgrestore/recovery.signal"
   chown -R postgres: "$work/pgrestore" && chmod 700 "$work/pgrestore"
   echo "PostgreSQL PITR: replaying $(du -sm "$work/pgarchive" | cut -f1) MB of archived WAL from the base backup"
-  runuser -u postgres -- timeout 600 "$pgbin/pg_ctl" -D "$work/pgrestore" -l "$work/pgrun/pitr.log" -w -t 600 start >/dev/null ||
-    echo "PostgreSQL PITR did not finish: see its log" >&2
+  runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pgrestore" -l "$work/pgrun/pitr.log" start >/dev/null
+  # `pg_ctl -w` would return at the consistent state, long before redo ends: wait for the promotion.
+  local waited=0
+  until grep -q "database system is ready to accept connections" "$work/pgrun/pitr.log" 2>/dev/null; do
+    [ $((waited += 1)) -le 3000 ] || { echo "PostgreSQL PITR did not finish within 600 s: see its log" >&2; break; }
+    [ "$waited" -lt 25 ] || [ -f "$work/pgrestore/postmaster.pid" ] || { echo "PostgreSQL PITR server exited: see its log" >&2; break; }
+    sleep 0.2
+  done
   stop_pg "$work/pgrestore"
   cp "$work/pgrun/pitr.log" "$work/pitr.log"
   cp "$work/pitr.log" "$out/postgresql-pitr.log"
