@@ -299,8 +299,10 @@ impl Checker<'_> {
     /// consistent cut only; `blocking` exists in the core's coordinator path, which the simulator
     /// runs and a node does not. Refused here, by name, rather than silently run as `consistent`.
     fn strategy(&self, raw: Option<&str>) -> Result<CutStrategy, ConfigError> {
-        let strategy: CutStrategy =
-            raw.unwrap_or("consistent").parse().map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))?;
+        let strategy: CutStrategy = raw
+            .unwrap_or("consistent")
+            .parse()
+            .map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))?;
         if strategy != CutStrategy::Consistent {
             let problem = format!(
                 "`{strategy}` is not implemented by the tree's cut process a node runs (only `consistent` is); \

@@ -77,8 +77,17 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
         ClusterCmd::Init { hosts, dir, replicas, partitions, stores, fsync, strategy, checkpoint_every, password } => {
             let replicas = replicas.unwrap_or(2.min(hosts as usize));
             let strategy = strategy.parse()?;
-            let spec =
-                Spec { hosts, replicas, partitions, stores, fsync, strategy, wal_preallocate: true, checkpoint_every, password };
+            let spec = Spec {
+                hosts,
+                replicas,
+                partitions,
+                stores,
+                fsync,
+                strategy,
+                wal_preallocate: true,
+                checkpoint_every,
+                password,
+            };
             init(&dir, &spec)
         }
         ClusterCmd::Start { dir } => start(&dir),
