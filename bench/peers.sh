@@ -6,26 +6,32 @@
 #               SELECT pg_create_restore_point('x') every second
 #   Redis       redis-benchmark -t set with appendfsync always, without and with BGSAVE in a loop
 #   Waymark     waymark bench --workload bank and --workload set on a 3-host cluster (R=2, fsync
-#               always), without cuts, with a cut every second and every 100 ms
+#               always), without cuts, with a cut every second and every 100 ms; the bank with
+#               cuts every second under the `blocking` strategy (or why it cannot run)
+#   Restore     PostgreSQL's PITR replay of the WAL archived during its phase (base backup before
+#               it, restore_command + recovery_target_name), against Waymark's `snapshot restore`
+#               of a comparable log volume (RESTORE_MB of 4000-byte values, default 120)
 #
-#   bench/peers.sh [-c CLIENTS] [-s SECONDS] [-o OUT_DIR]
+#   bench/peers.sh [-c CLIENTS] [-s SECONDS] [-o OUT_DIR] [-m RESTORE_MB]
 #
 # Installs postgresql, redis-server and redis-tools from Debian if missing (needs root), builds
 # the release binary if missing. Every server it starts runs on 127.0.0.1 on a free port in a
 # temporary directory and is stopped by pid on exit, also on failure or Ctrl-C. Each phase runs
-# SECONDS (default 15); the whole script takes about 5 minutes. OUT_DIR (default bench/out) gets
-# the JSON reports and the charts.
+# SECONDS (default 15); the whole script takes about 8 minutes and about 3 × RESTORE_MB × 4 of
+# disk at most (removed at the end). OUT_DIR (default bench/out) gets the JSON reports and the
+# charts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-clients=8 seconds=15 out=bench/out
-while getopts "c:s:o:" opt; do
+clients=8 seconds=15 out=bench/out restore_mb=120
+while getopts "c:s:o:m:" opt; do
   case $opt in
-    c) clients=$OPTARG ;; s) seconds=$OPTARG ;; o) out=$OPTARG ;;
-    *) echo "usage: $0 [-c clients] [-s seconds] [-o out_dir]" >&2; exit 2 ;;
+    c) clients=$OPTARG ;; s) seconds=$OPTARG ;; o) out=$OPTARG ;; m) restore_mb=$OPTARG ;;
+    *) echo "usage: $0 [-c clients] [-s seconds] [-o out_dir] [-m restore_mb]" >&2; exit 2 ;;
   esac
 done
 [ "$seconds" -ge 3 ] && [ "$seconds" -le 120 ] || { echo "-s must be in 3..120" >&2; exit 2; }
+[ "$restore_mb" -ge 10 ] && [ "$restore_mb" -le 1000 ] || { echo "-m must be in 10..1000" >&2; exit 2; }
 
 # --- tools ---------------------------------------------------------------------------------------
 missing=()
@@ -51,16 +57,22 @@ fi
 work=$(mktemp -d /tmp/waymark-peers.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$out"
-redis_pid="" pg_started="" loop_pid=""
+redis_pid="" loop_pid=""
+# Stops the postgres whose data directory is $1, by the pid in its postmaster.pid (fast shutdown).
+stop_pg() {
+  [ -f "$1/postmaster.pid" ] || return 0
+  local pid
+  pid=$(head -1 "$1/postmaster.pid")
+  kill -INT "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
 cleanup() {
   [ -n "$loop_pid" ] && kill "$loop_pid" 2>/dev/null && wait "$loop_pid" 2>/dev/null || true
   [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
-  if [ -n "$pg_started" ] && [ -f "$work/pg/postmaster.pid" ]; then
-    pg_pid=$(head -1 "$work/pg/postmaster.pid")
-    kill -INT "$pg_pid" 2>/dev/null || true # fast shutdown
-    for _ in $(seq 100); do kill -0 "$pg_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pg_pid" 2>/dev/null || true
-  fi
+  stop_pg "$work/pg"
+  stop_pg "$work/pgrestore"
+  [ -d "$work/wm" ] && "$waymark" cluster stop --dir "$work/wm" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -73,6 +85,54 @@ start_loop() { ( while :; do "$@" >/dev/null 2>&1 || true; sleep "$loop_sleep"; 
 stop_loop() { kill "$loop_pid" 2>/dev/null; wait "$loop_pid" 2>/dev/null || true; loop_pid=""; }
 
 echo "peer comparison: $clients clients, $seconds s per phase, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+
+# Log volume for the restore comparison: RESTORE_MB of 4000-byte values (stored uncompressed,
+# like Waymark's), then a named restore point and a WAL switch; waits (bounded) until every
+# segment is archived.
+pg_fill_and_archive() {
+  psql_ -c "CREATE TABLE filler (id int PRIMARY KEY, pad text); ALTER TABLE filler ALTER COLUMN pad SET STORAGE EXTERNAL;"
+  local rows=$((restore_mb * 250)) batch=1000 i
+  for ((i = 0; i < rows; i += batch)); do
+    psql_ -c "INSERT INTO filler SELECT g, repeat(md5(g::text), 125) FROM generate_series($i, $((i + batch - 1))) g"
+  done
+  psql_ -c "SELECT pg_create_restore_point('bench_end')" >/dev/null
+  psql_ -c "SELECT pg_switch_wal()" >/dev/null
+  for _ in $(seq 600); do
+    [ "$(psql_ -c "SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'")" = 0 ] && return 0
+    sleep 0.1
+  done
+  echo "PostgreSQL did not archive its WAL within 60 s" >&2
+}
+
+# PITR: the base backup, every archived segment through restore_command, up to the restore point
+# `bench_end`, then promoted. Replay rate from the server's own log: the WAL between "redo starts
+# at" and "redo done at", over the elapsed time it reports for redo.
+pg_pitr() {
+  local port
+  port=$(free_port)
+  cat >>"$work/pgrestore/postgresql.conf" <<CONF
+port = $port
+archive_mode = off
+restore_command = 'cp $work/pgarchive/%f %p'
+recovery_target_name = 'bench_end'
+recovery_target_action = 'promote'
+CONF
+  touch "$work/pgrestore/recovery.signal"
+  chown -R postgres: "$work/pgrestore" && chmod 700 "$work/pgrestore"
+  echo "PostgreSQL PITR: replaying $(du -sm "$work/pgarchive" | cut -f1) MB of archived WAL from the base backup"
+  runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pgrestore" -l "$work/pgrun/pitr.log" start >/dev/null
+  # `pg_ctl -w` would return at the consistent state, long before redo ends: wait for the promotion.
+  local waited=0
+  until grep -q "database system is ready to accept connections" "$work/pgrun/pitr.log" 2>/dev/null; do
+    [ $((waited += 1)) -le 3000 ] || { echo "PostgreSQL PITR did not finish within 600 s: see its log" >&2; break; }
+    [ "$waited" -lt 25 ] || [ -f "$work/pgrestore/postmaster.pid" ] || { echo "PostgreSQL PITR server exited: see its log" >&2; break; }
+    sleep 0.2
+  done
+  stop_pg "$work/pgrestore"
+  cp "$work/pgrun/pitr.log" "$work/pitr.log"
+  cp "$work/pitr.log" "$out/postgresql-pitr.log"
+  rm -rf "$work/pgrestore" "$work/pgarchive"
+}
 
 # --- PostgreSQL ----------------------------------------------------------------------------------
 pg_port=$(free_port)
@@ -88,8 +148,10 @@ fsync = on
 synchronous_commit = on
 wal_level = replica
 max_connections = $((clients + 20))
+archive_mode = on
+archive_command = 'test ! -f $work/pgarchive/%f && cp %p $work/pgarchive/%f'
 CONF
-pg_started=1
+mkdir -p "$work/pgarchive" && chown postgres: "$work/pgarchive"
 runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pgrun/pg.log" -w -t 60 start >/dev/null
 psql_() { "$pgbin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -d postgres -qAtX "$@"; }
 psql_ -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
@@ -111,10 +173,17 @@ pgbench_run() { # name
     -c "$clients" -j "$(nproc)" -T "$seconds" -P 1 -l -f "$work/bank.sql" postgres >"$work/$1.out" 2>"$work/$1.err")
 }
 echo "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}'): pgbench bank, then with a restore point every second"
+# The base backup PITR starts from; every WAL segment after it is archived.
+mkdir -p "$work/pgrestore" && chown postgres: "$work/pgrestore" && chmod 700 "$work/pgrestore"
+runuser -u postgres -- "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$pg_port" -U postgres -D "$work/pgrestore" \
+  -X none -c fast >"$work/basebackup.log" 2>&1
 pgbench_run pg_base
 loop_sleep=1 start_loop psql_ -c "SELECT pg_create_restore_point('x')"
 pgbench_run pg_rp
 stop_loop
+pg_fill_and_archive
+stop_pg "$work/pg"
+pg_pitr
 
 # --- Redis ---------------------------------------------------------------------------------------
 start_redis_aof "$work"
@@ -142,6 +211,31 @@ for w in bank set; do
     { cat "$work/waymark-$w.out" "$work/waymark-$w.err" >&2; echo "waymark bench --workload $w failed" >&2; }
   cat "$work/waymark-$w.out"
 done
+
+# The bank with a cut every second under the `blocking` strategy, for what the consistent cut saves.
+echo "Waymark: bench --workload bank --strategy blocking, a cut every 1 s"
+if ! timeout $((seconds * 2 + 120)) "$waymark" bench --start-hosts 3 --replicas 2 --workload bank --strategy blocking \
+  --clients "$clients" --seconds "$seconds" --cut-every 1s --json "$out/waymark-blocking.json" \
+  >"$work/waymark-blocking.out" 2>"$work/waymark-blocking.err"; then
+  rm -f "$out/waymark-blocking.json"
+  echo "  blocking could not run: $(grep -m1 -i 'error\|strategy' "$work/waymark-blocking.err" | cut -c1-300)"
+  grep -m1 -o 'strategy`: .*' "$work/waymark-blocking.err" >"$work/blocking-why" || true
+fi
+
+# Restore: a full snapshot of an empty cluster, RESTORE_MB of 4000-byte SETs, an increment, then
+# `snapshot restore` of the increment (which replays the whole log of the chain).
+echo "Waymark restore: $restore_mb MB of 4000-byte SETs, snapshot, snapshot restore"
+"$waymark" cluster init --hosts 3 --replicas 2 --dir "$work/wm" >/dev/null
+"$waymark" cluster start --dir "$work/wm" >/dev/null
+wm_port=$(awk -F'"' '/^redis = /{print $2; exit}' "$work/wm/node1/waymark.toml" | cut -d: -f2)
+"$waymark" snapshot create big --dir "$work/wm" >/dev/null
+timeout 600 redis-benchmark -p "$wm_port" -t set -d 4000 -n $((restore_mb * 250)) -c 50 -r 100000000 -q >/dev/null 2>&1 || true
+"$waymark" snapshot create big --incremental --dir "$work/wm" >"$work/wm-create.out"
+"$waymark" cluster stop --dir "$work/wm" >/dev/null
+timeout 600 "$waymark" snapshot restore big --increment 1 --path "$work/wm/snapshots" --to "$work/wm-restored" \
+  >"$work/wm-restore.out" 2>&1 || { cat "$work/wm-restore.out" >&2; echo "snapshot restore failed" >&2; }
+grep -m1 "replayed" "$work/wm-restore.out" || true
+rm -rf "$work/wm" "$work/wm-restored"
 
 # --- the table -----------------------------------------------------------------------------------
 python3 - "$work" "$out" "$clients" "$seconds" <<'PY'
@@ -185,6 +279,37 @@ for wl in ("bank", "set"):
     for label, target in (("cuts 1s", "≥ 0.98"), ("cuts 100ms", "≥ 0.95")):
         row(f"Waymark {wl}", "no cuts", base, label.replace("cuts ", "cut / "), runs.get(label), target)
 
+def pitr():
+    """PostgreSQL's own account of redo: the WAL from "redo starts at" to "redo done at", and the
+    elapsed time it reports for it."""
+    try:
+        text = open(f"{work}/pitr.log").read()
+    except OSError:
+        return None
+    lsn = lambda s: (int(s.split("/")[0], 16) << 32) + int(s.split("/")[1], 16)
+    start = re.search(r"redo starts at ([0-9A-F]+/[0-9A-F]+)", text)
+    done = re.search(r"redo done at ([0-9A-F]+/[0-9A-F]+).*elapsed: ([\d.]+) s", text)
+    if not (start and done):
+        return None
+    mb = (lsn(done.group(1)) - lsn(start.group(1))) / 1e6
+    return dict(mb=mb, s=float(done.group(2)), rate=mb / max(float(done.group(2)), 1e-3))
+
+def waymark_restore():
+    try:
+        text = open(f"{work}/wm-restore.out").read()
+    except OSError:
+        return None
+    m = re.search(r"replayed ([\d.]+) MB of log, (\d+) records in ([\d.]+) s \(([\d.]+) MB/s", text)
+    return m and dict(mb=float(m.group(1)), records=int(m.group(2)), s=float(m.group(3)), rate=float(m.group(4)))
+
+def blocking():
+    try:
+        rep = json.load(open(f"{out}/waymark-blocking.json"))
+    except (OSError, ValueError):
+        return None
+    r = rep["runs"][0]
+    return dict(tps=r["throughput_per_s"], worst=r["worst_over_median"], p99=r["latency_ms"]["p99"], max=r["latency_ms"]["max"])
+
 f = lambda v, spec: "-" if v is None else format(v, spec)
 head = f"{'system':<24}{'baseline ops/s':>15}  {'with':<20}{'ops/s':>10}{'ratio':>8}{'target':>8}{'worst/med s':>12}{'p99 ms':>9}{'max ms':>9}{'max/p99':>9}"
 print("\n" + head)
@@ -201,6 +326,27 @@ if wb:
     print(f"Waymark bank / PostgreSQL bank (no recovery points): {wb['tps'] / p_base['tps']:.3f}x (target ≥ 1.0)")
 if ws:
     print(f"Waymark SET / Redis SET (AOF always, no BGSAVE):      {ws['tps'] / r_base['tps']:.3f}x (target ≥ 0.5)")
+wc = waymark("bank").get("cuts 1s")
+bl = blocking()
+if wc and bl:
+    print(f"Waymark bank, cut / 1 s, blocking: {bl['tps']:.1f}/s, worst second {bl['worst']:.3f}x, p99 {bl['p99']:.2f} ms,"
+          f" max {bl['max']:.1f} ms; consistent / blocking: {wc['tps'] / bl['tps']:.3f}x")
+else:
+    try:
+        why = open(f"{work}/blocking-why").read().strip()
+    except OSError:
+        why = "see the blocking run's output above"
+    print(f"Waymark bank, cut / 1 s, blocking: not measured ({why})")
+pg_r, wm_r = pitr(), waymark_restore()
+if pg_r:
+    print(f"PostgreSQL PITR replay: {pg_r['mb']:.1f} MB of WAL in {pg_r['s']:.2f} s = {pg_r['rate']:.1f} MB/s")
+else:
+    print("PostgreSQL PITR replay: failed (no redo lines in its log)")
+if wm_r:
+    print(f"Waymark snapshot restore: {wm_r['mb']:.1f} MB of log, {wm_r['records']} records in {wm_r['s']:.2f} s = {wm_r['rate']:.1f} MB/s"
+          + (f"; {wm_r['rate'] / pg_r['rate']:.2f}x PostgreSQL's PITR (target ≥ 5x and ≥ 1000 MB/s)" if pg_r else ""))
+else:
+    print("Waymark snapshot restore: failed")
 print(f"baselines: PostgreSQL worst second {p_base['worst']:.3f}x median, max {p_base['max']:.1f} ms vs p99 {p_base['p99']:.2f} ms;"
       f" Redis max {r_base['max']:.1f} ms vs p99 {r_base['p99']:.2f} ms")
 PY

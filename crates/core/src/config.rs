@@ -15,6 +15,43 @@ pub enum CutStrategy {
     Blocking,
 }
 
+impl CutStrategy {
+    /// Every strategy under the name a setting or a flag gives it: one line a variant.
+    const NAMES: &'static [(&'static str, CutStrategy)] =
+        &[("consistent", CutStrategy::Consistent), ("blocking", CutStrategy::Blocking)];
+
+    /// The name `FromStr` reads and `Display` writes.
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, s)| *s == self).map(|(n, _)| *n).expect("every variant is in NAMES")
+    }
+
+    /// The valid names, in order, for messages and help.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Self::NAMES.iter().map(|(n, _)| *n)
+    }
+}
+
+/// A name that is not a [`CutStrategy`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown cut strategy `{found}`: expected one of {}", CutStrategy::names().collect::<Vec<_>>().join(", "))]
+pub struct UnknownStrategy {
+    pub found: String,
+}
+
+impl std::str::FromStr for CutStrategy {
+    type Err = UnknownStrategy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::NAMES.iter().find(|(n, _)| *n == s).map(|(_, v)| *v).ok_or_else(|| UnknownStrategy { found: s.into() })
+    }
+}
+
+impl std::fmt::Display for CutStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Timeouts, in microseconds of the driver's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
@@ -94,5 +131,27 @@ impl VnodeConfig {
             tree: None,
             genesis: Default::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_strategy_round_trips_through_its_name() {
+        for name in CutStrategy::names() {
+            let strategy: CutStrategy = name.parse().unwrap();
+            assert_eq!(strategy.to_string(), name);
+        }
+        assert_eq!("consistent".parse(), Ok(CutStrategy::Consistent));
+        assert_eq!("blocking".parse(), Ok(CutStrategy::Blocking));
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_valid_ones() {
+        let err = "Blocking".parse::<CutStrategy>().unwrap_err();
+        assert_eq!(err, UnknownStrategy { found: "Blocking".into() });
+        assert_eq!(err.to_string(), "unknown cut strategy `Blocking`: expected one of consistent, blocking");
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod alter;
 pub mod breaks;
+mod bytes;
 pub mod config;
 pub mod cut;
 pub mod ids;
@@ -25,7 +26,7 @@ pub mod txn;
 pub mod vnode;
 
 pub use breaks::Breaks;
-pub use config::{CutStrategy, Limits, Timeouts, VnodeConfig};
+pub use config::{CutStrategy, Limits, Timeouts, UnknownStrategy, VnodeConfig};
 pub use ids::{Branch, ClientId, CutId, Key, Lsn, PartitionId, Role, TxId, Value, Version, VnodeId};
 pub use image::{LogSummary, TreeImage, VnodeImage};
 pub use io::{Input, Output, Request, Response, Timer};

@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 /// A write as the client asked for it; `IncrBy` and `Append` are evaluated at the primary under lock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WriteOp {
-    Set(Value),
+    Set(#[serde(with = "crate::bytes::vec")] Value),
     Del,
     IncrBy(i64),
-    Append(Value),
+    Append(#[serde(with = "crate::bytes::vec")] Value),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Write {
+    #[serde(with = "crate::bytes::vec")]
     pub key: Key,
     pub op: WriteOp,
 }
@@ -23,6 +24,7 @@ pub struct Write {
 /// still at `version` (Redis `WATCH`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ReadCheck {
+    #[serde(with = "crate::bytes::vec")]
     pub key: Key,
     pub version: Version,
 }
@@ -32,13 +34,16 @@ pub struct ReadCheck {
 /// learn of commits does not matter.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResolvedWrite {
+    #[serde(with = "crate::bytes::vec")]
     pub key: Key,
+    #[serde(with = "crate::bytes::option")]
     pub value: Option<Value>,
     pub version: Version,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub struct Entry {
+    #[serde(with = "crate::bytes::option")]
     pub value: Option<Value>,
     pub version: Version,
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use waymark_core::{CutStrategy, UnknownStrategy};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -51,6 +52,8 @@ pub struct ClusterConfig {
     pub replicas: usize,
     pub fanout: usize,
     pub real_time_safety: bool,
+    /// How a cut snapshots the cluster (`cluster.strategy`, the same on every host).
+    pub strategy: CutStrategy,
     /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
     pub hop: Duration,
     pub hosts: Vec<HostConfig>,
@@ -82,6 +85,8 @@ pub struct NodeConfig {
     pub host: String,
     pub data_dir: PathBuf,
     pub fsync: FsyncPolicy,
+    /// `waymark_wal::Options::preallocate` for every vnode's log.
+    pub wal_preallocate: bool,
     pub secret: Vec<u8>,
     pub password: Option<Vec<u8>>,
     pub checkpoint_every: Duration,
@@ -155,6 +160,8 @@ pub mod raw {
         pub replicas: Option<usize>,
         pub fanout: Option<usize>,
         pub real_time_safety: Option<bool>,
+        /// `consistent` (the default) or `blocking`.
+        pub strategy: Option<String>,
         pub hop: Option<String>,
         pub hosts: Vec<Host>,
     }
@@ -177,6 +184,8 @@ pub mod raw {
         pub secret_file: String,
         pub password_file: Option<String>,
         pub fsync: Option<String>,
+        /// Preallocate each WAL segment (default true); off only to measure what it saves.
+        pub wal_preallocate: Option<bool>,
         pub checkpoint_every: Option<String>,
         pub client_timeout: Option<String>,
         pub snapshot_dir: Option<String>,
@@ -248,6 +257,7 @@ impl Checker<'_> {
             host: n.host,
             cluster,
             fsync,
+            wal_preallocate: n.wal_preallocate.unwrap_or(true),
             secret,
             password,
             limits,
@@ -281,7 +291,26 @@ impl Checker<'_> {
             return Err(self.bad("cluster.hop", "must be at least 1ms"));
         }
         let real_time_safety = c.real_time_safety.unwrap_or(true);
-        Ok(ClusterConfig { name: c.name, partitions, replicas, fanout, real_time_safety, hop, hosts })
+        let strategy = self.strategy(c.strategy.as_deref())?;
+        Ok(ClusterConfig { name: c.name, partitions, replicas, fanout, real_time_safety, strategy, hop, hosts })
+    }
+
+    /// A node runs the cut process on the tree's alterations (DESIGN §6), which implements the
+    /// consistent cut only; `blocking` exists in the core's coordinator path, which the simulator
+    /// runs and a node does not. Refused here, by name, rather than silently run as `consistent`.
+    fn strategy(&self, raw: Option<&str>) -> Result<CutStrategy, ConfigError> {
+        let strategy: CutStrategy = raw
+            .unwrap_or("consistent")
+            .parse()
+            .map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))?;
+        if strategy != CutStrategy::Consistent {
+            let problem = format!(
+                "`{strategy}` is not implemented by the tree's cut process a node runs (only `consistent` is); \
+                 the simulator runs it: waymark-sim --cuts --strategy {strategy}"
+            );
+            return Err(self.bad("cluster.strategy", problem));
+        }
+        Ok(strategy)
     }
 
     fn hosts(&self, raw: Vec<raw::Host>) -> Result<Vec<HostConfig>, ConfigError> {

@@ -239,6 +239,7 @@ impl Host {
         }
         let options = waymark_wal::Options {
             max_record_bytes: self.cfg().limits.frame_max_bytes as u64,
+            preallocate: self.cfg().wal_preallocate,
             ..waymark_wal::Options::default()
         };
         let opened = recover::open(&dir, options)?;

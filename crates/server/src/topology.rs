@@ -75,6 +75,7 @@ impl Topology {
     pub fn store_config(&self, id: &VnodeId, node: &NodeConfig) -> VnodeConfig {
         let mut cfg = VnodeConfig::new(id.clone(), self.placement.clone(), self.stores[0].clone());
         cfg.real_time_safety = self.real_time_safety;
+        cfg.strategy = node.cluster.strategy;
         cfg.timeouts = self.timeouts;
         cfg.limits = Limits { txn_keys_max: node.limits.txn_keys_max, ..Limits::default() };
         cfg.tree = self.tree_config(id).cloned();

@@ -86,3 +86,19 @@ fn a_short_admin_token_is_refused() {
     let e = NodeConfig::parse(&file, GOOD).map(drop).expect_err("a short token");
     assert!(e.to_string().contains("node.admin_token_file"), "{e}");
 }
+
+#[test]
+fn the_cut_strategy_is_read_by_name_and_an_unknown_one_lists_the_valid_ones() {
+    let (_dir, file) = setup();
+    let with = |s: &str| GOOD.replace("replicas = 2", &format!("replicas = 2\nstrategy = \"{s}\""));
+    let cfg = NodeConfig::parse(&file, &with("consistent")).expect("consistent");
+    assert_eq!(cfg.cluster.strategy, waymark_core::CutStrategy::Consistent);
+    let e = error_of(&with("stop-the-world"));
+    assert!(e.contains("cluster.strategy") && e.contains("consistent, blocking"), "{e}");
+}
+
+#[test]
+fn the_blocking_strategy_is_refused_by_a_node_whose_tree_does_not_run_it() {
+    let e = error_of(&GOOD.replace("replicas = 2", "replicas = 2\nstrategy = \"blocking\""));
+    assert!(e.contains("cluster.strategy") && e.contains("not implemented by the tree"), "{e}");
+}

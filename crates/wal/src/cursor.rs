@@ -6,7 +6,7 @@
 //! buffer is sized, and no record is returned before its checksum matches.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::error::{io_err, FrameError, HeaderError, Result, WalError};
@@ -31,6 +31,30 @@ pub(crate) fn check_header(file: &mut File, path: &Path, name_base: u64, file_le
         return Err(bad(HeaderError::BaseMismatch { header_base, name_base }));
     }
     Ok(())
+}
+
+/// Where the data of `path` ends, looking from `offset`: just past its last
+/// non-zero byte, or `offset` itself when every byte from there on is zero —
+/// a preallocated tail never written, which is the end of the log and not
+/// damage. A frame's header is never all zeros (the checksum of a zero
+/// length and kind is not zero), so a real record cannot look like this.
+pub(crate) fn data_end(path: &Path, offset: u64) -> Result<u64> {
+    let mut file = File::open(path).map_err(io_err("opening", path))?;
+    file.seek(SeekFrom::Start(offset)).map_err(io_err("seeking in", path))?;
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    let (mut at, mut end) = (offset, offset);
+    loop {
+        let chunk = reader.fill_buf().map_err(io_err("reading", path))?;
+        if chunk.is_empty() {
+            return Ok(end);
+        }
+        if let Some(last) = chunk.iter().rposition(|&b| b != 0) {
+            end = at + last as u64 + 1;
+        }
+        let n = chunk.len();
+        at += n as u64;
+        reader.consume(n);
+    }
 }
 
 /// A frame read by the cursor: where it started and its kind. The payload is

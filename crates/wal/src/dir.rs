@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{io_err, Result, WalError};
-use crate::segment::{encode_header, parse_segment_file_name, segment_file_name};
+use crate::segment::{encode_header, parse_segment_file_name, segment_file_name, HEADER_BYTES};
 
 /// Suffix of half-made files; any found on open are leftovers of a crash.
 pub(crate) const TEMP_SUFFIX: &str = ".tmp";
@@ -19,7 +19,9 @@ pub struct SegmentInfo {
     pub base: u64,
     /// Path of the file.
     pub path: PathBuf,
-    /// File length in bytes, header included.
+    /// Length in bytes, header included: up to the end of the last record.
+    /// Equal to the file's length, except for the last segment of a log
+    /// whose preallocated zero tail has not been found yet (a listing).
     pub len: u64,
 }
 
@@ -80,17 +82,23 @@ pub(crate) fn remove_temp_files(dir: &Path) -> Result<usize> {
 }
 
 /// Creates the segment `base` with a durable header and returns it opened
-/// for writing, positioned after the header.
+/// for writing, positioned after the header. With `preallocate_bytes` past
+/// the header the file is extended to that length with zeros (which read as
+/// the end of the log, see `cursor::rest_is_zeros`).
 ///
 /// The header is written to a temporary file, synced and then renamed into
 /// place, so a segment file under its real name always has a complete
 /// header: a crash leaves either no segment or a valid empty one.
-pub(crate) fn create_segment(dir: &Path, base: u64) -> Result<(File, PathBuf)> {
+pub(crate) fn create_segment(dir: &Path, base: u64, preallocate_bytes: u64) -> Result<(File, PathBuf)> {
     let path = segment_path(dir, base);
     let temp = dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(base)));
     let mut file =
         OpenOptions::new().write(true).create(true).truncate(true).open(&temp).map_err(io_err("creating", &temp))?;
     file.write_all(&encode_header(base)).map_err(io_err("writing header to", &temp))?;
+    if preallocate_bytes > HEADER_BYTES {
+        // The write position stays after the header; the length is what the sync below commits.
+        file.set_len(preallocate_bytes).map_err(io_err("preallocating", &temp))?;
+    }
     file.sync_all().map_err(io_err("syncing", &temp))?;
     fs::rename(&temp, &path).map_err(io_err("renaming into place", &path))?;
     sync_dir(dir)?;

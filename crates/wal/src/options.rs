@@ -22,6 +22,12 @@ pub struct Options {
     /// tail of the last one). Costs one read of the whole log; turning it off
     /// defers detection of damage in sealed segments to the reader.
     pub verify_sealed_segments: bool,
+    /// Extend a new active segment to `segment_size_bytes` when it is created (and on open), so
+    /// that an append's `fdatasync` does not also commit a change of the file's size. The
+    /// logical end is tracked in memory; recovery finds it from the frames (a zeroed tail reads
+    /// as the end of the log). A segment is trimmed to its logical length when it is sealed or
+    /// the log is closed, so only the last segment of a log can have a zero tail.
+    pub preallocate: bool,
 }
 
 impl Default for Options {
@@ -31,11 +37,21 @@ impl Default for Options {
             max_record_bytes: 16 << 20,
             write_buffer_bytes: 1 << 20,
             verify_sealed_segments: true,
+            preallocate: true,
         }
     }
 }
 
 impl Options {
+    /// The length a new active segment is given at creation (0: none).
+    pub(crate) fn preallocated_bytes(&self) -> u64 {
+        if self.preallocate {
+            self.segment_size_bytes
+        } else {
+            0
+        }
+    }
+
     /// Rejects settings that cannot work, before any file is touched.
     pub fn validate(&self) -> Result<()> {
         if self.max_record_bytes > u64::from(u32::MAX) {

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use crate::cursor::SegmentCursor;
+use crate::cursor::{data_end, SegmentCursor};
 use crate::dir::{list_segments, SegmentInfo};
 use crate::error::{Result, WalError};
 use crate::position::Position;
@@ -78,11 +78,19 @@ impl Reader {
                 continue;
             };
             let mut payload = Vec::new();
-            match cursor.next_into(&mut payload)? {
-                Some(frame) => {
+            match cursor.next_into(&mut payload) {
+                Ok(Some(frame)) => {
                     return Ok(Some(Record { position: Position::new(*base, frame.offset), kind: frame.kind, payload }))
                 }
-                None => self.current = None,
+                Ok(None) => self.current = None,
+                Err(WalError::CorruptRecord { path, offset, reason }) => {
+                    // The last segment of a log that was not closed ends in its preallocated zeros.
+                    if self.pending.is_empty() && data_end(&path, offset)? == offset {
+                        return Ok(None);
+                    }
+                    return Err(WalError::CorruptRecord { path, offset, reason });
+                }
+                Err(other) => return Err(other),
             }
         }
     }

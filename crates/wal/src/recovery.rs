@@ -11,7 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::Path;
 
-use crate::cursor::{check_header, SegmentCursor};
+use crate::cursor::{check_header, data_end, SegmentCursor};
 use crate::dir::{create_segment, list_segments, remove_temp_files, sync_dir, SegmentInfo};
 use crate::error::{io_err, HeaderError, Result, WalError};
 use crate::options::Options;
@@ -26,7 +26,8 @@ pub struct OpenReport {
     /// Where the last segment was cut because its tail was torn or corrupt;
     /// `None` if the log ended cleanly.
     pub truncated_at: Option<Position>,
-    /// Bytes removed from the end of the last segment.
+    /// Bytes of data removed from the end of the last segment (up to its last
+    /// non-zero byte: a preallocated zero tail is not counted).
     pub bytes_dropped: u64,
     /// Leftover temporary files (interrupted segment creation) removed.
     pub temp_files_removed: usize,
@@ -52,7 +53,7 @@ pub(crate) fn recover(dir: &Path, options: &Options) -> Result<Recovered> {
     let temp_files_removed = remove_temp_files(dir)?;
     let mut segments = list_segments(dir)?;
     if segments.is_empty() {
-        let (_, path) = create_segment(dir, 0)?;
+        let (_, path) = create_segment(dir, 0, options.preallocated_bytes())?;
         segments.push(SegmentInfo { base: 0, path, len: HEADER_BYTES });
     }
     check_contiguous(&segments)?;
@@ -110,8 +111,10 @@ fn check_sealed(segment: &SegmentInfo, options: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Scans the last segment and cuts it at the first bad frame. Returns the
-/// segment with its new length, where it was cut, and how much was dropped.
+/// Scans the last segment and cuts it at the first bad frame, unless all
+/// that follows is zeros (a preallocated tail: the end of the log, kept).
+/// Returns the segment with its logical length, where it was cut, and how
+/// much was dropped.
 fn repair_tail(mut last: SegmentInfo, options: &Options) -> Result<(SegmentInfo, Option<Position>, u64)> {
     if last.len < HEADER_BYTES {
         return rewrite_torn_header(last);
@@ -130,11 +133,15 @@ fn repair_tail(mut last: SegmentInfo, options: &Options) -> Result<(SegmentInfo,
     let Some(offset) = cut else {
         return Ok((last, None, 0));
     };
-    truncate_file(&last.path, offset)?;
-    let dropped = last.len - offset;
+    // Zeros after the records are a preallocated tail; only data is reported as dropped.
+    let end = data_end(&last.path, offset)?;
     last.len = offset;
+    if end == offset {
+        return Ok((last, None, 0));
+    }
+    truncate_file(&last.path, offset)?;
     let cut_at = Position::new(last.base, offset);
-    Ok((last, Some(cut_at), dropped))
+    Ok((last, Some(cut_at), end - offset))
 }
 
 /// A last segment shorter than a header can only be a crash during its

@@ -294,6 +294,16 @@ mod tests {
         assert!(matches!(decoded.error, Some(FrameError::Truncated { .. })));
     }
 
+    /// Recovery reads a zeroed (preallocated) tail as the end of the log; that is only sound if
+    /// no frame can be all zeros.
+    #[test]
+    fn an_all_zero_frame_never_verifies() {
+        assert_ne!(frame_crc(0, 0, &[]), 0);
+        let decoded = decode_records(&[0u8; 64], 1 << 20);
+        assert!(decoded.records.is_empty());
+        assert!(matches!(decoded.error, Some(FrameError::Checksum { stored: 0, .. })));
+    }
+
     #[test]
     fn file_names_round_trip() {
         assert_eq!(segment_file_name(0), "00000000000000000000.wal");

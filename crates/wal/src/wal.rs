@@ -8,7 +8,7 @@
 //! `durable` (fdatasync'ed) <= `written` (handed to the OS) <= `appended`.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::ops::RangeBounds;
 use std::path::{Path, PathBuf};
 
@@ -23,8 +23,10 @@ use crate::segment::{encode_frame_header, frame_bytes, segment_file_name, HEADER
 
 /// The segment currently being appended to.
 ///
-/// Invariant: `synced_len <= written_len <= written_len + buf.len()`, and
-/// the file's length is `written_len` (everything before it was written).
+/// Invariant: `synced_len <= written_len <= file_len`, the file's write
+/// position is `written_len` (everything before it was written), and every
+/// byte from `written_len` to `file_len` is zero (preallocated, see
+/// `Options::preallocate`).
 struct Active {
     base: u64,
     path: PathBuf,
@@ -32,6 +34,7 @@ struct Active {
     buf: Vec<u8>,
     written_len: u64,
     synced_len: u64,
+    file_len: u64,
 }
 
 impl Active {
@@ -50,6 +53,7 @@ impl Active {
         }
         self.file.write_all(&self.buf).map_err(io_err("writing", &self.path))?;
         self.written_len += self.buf.len() as u64;
+        self.file_len = self.file_len.max(self.written_len);
         self.buf.clear();
         Ok(())
     }
@@ -60,6 +64,7 @@ impl Active {
         debug_assert!(self.buf.is_empty());
         self.file.write_all(payload).map_err(io_err("writing", &self.path))?;
         self.written_len += payload.len() as u64;
+        self.file_len = self.file_len.max(self.written_len);
         Ok(())
     }
 
@@ -70,6 +75,19 @@ impl Active {
         }
         self.file.sync_data().map_err(io_err("syncing", &self.path))?;
         self.synced_len = self.written_len;
+        Ok(())
+    }
+
+    /// Cuts the preallocated zero tail off (durably), so the file's length
+    /// is the segment's length again: done before the segment is sealed.
+    fn trim(&mut self) -> Result<()> {
+        if self.file_len == self.written_len {
+            return Ok(());
+        }
+        debug_assert_eq!(self.synced_len, self.written_len, "trim after sync only");
+        self.file.set_len(self.written_len).map_err(io_err("trimming", &self.path))?;
+        self.file.sync_all().map_err(io_err("syncing", &self.path))?;
+        self.file_len = self.written_len;
         Ok(())
     }
 
@@ -100,7 +118,7 @@ impl Wal {
         options.validate()?;
         let dir = dir.as_ref().to_path_buf();
         let recovered = recover(&dir, &options)?;
-        let active = open_active(&recovered.active, options.write_buffer_bytes)?;
+        let active = open_active(&recovered.active, &options)?;
         let wal = Wal { dir, options, sealed: recovered.sealed, active, poisoned: false };
         Ok((wal, recovered.report))
     }
@@ -213,9 +231,13 @@ impl Wal {
     fn roll(&mut self) -> Result<()> {
         self.active.write_buffer()?;
         self.active.sync()?;
+        // Before the next segment exists: only the last segment may end in zeros.
+        self.active.trim()?;
         let next_base = self.active.base + self.active.written_len;
-        let (file, path) = create_segment(&self.dir, next_base)?;
+        let preallocated = self.options.preallocated_bytes();
+        let (file, path) = create_segment(&self.dir, next_base, preallocated)?;
         let next = new_active(next_base, path, file, HEADER_BYTES, self.options.write_buffer_bytes);
+        let next = Active { file_len: preallocated.max(HEADER_BYTES), ..next };
         let old = std::mem::replace(&mut self.active, next);
         self.sealed.push(old.info());
         Ok(())
@@ -271,8 +293,11 @@ impl Wal {
     }
 
     /// Syncs and closes the log, returning the final durable position.
+    /// A cleanly closed log has no preallocated tail.
     pub fn close(mut self) -> Result<Position> {
-        self.sync()
+        let durable = self.sync()?;
+        self.poison_on_err(|wal| wal.active.trim())?;
+        Ok(durable)
     }
 
     fn check_usable(&self) -> Result<()> {
@@ -310,14 +335,22 @@ impl Drop for Wal {
     }
 }
 
-/// Opens the recovered last segment for appending at its end.
-fn open_active(segment: &SegmentInfo, write_buffer_bytes: usize) -> Result<Active> {
-    let file =
-        fs::OpenOptions::new().append(true).open(&segment.path).map_err(io_err("opening for append", &segment.path))?;
+/// Opens the recovered last segment for appending at its (logical) end,
+/// extending it to the preallocated length if it is shorter.
+fn open_active(segment: &SegmentInfo, options: &Options) -> Result<Active> {
+    let path = &segment.path;
+    let mut file = fs::OpenOptions::new().write(true).open(path).map_err(io_err("opening for append", path))?;
+    let physical = file.metadata().map_err(io_err("reading metadata of", path))?.len();
+    let file_len = physical.max(options.preallocated_bytes()).max(segment.len);
+    if file_len > physical {
+        file.set_len(file_len).map_err(io_err("preallocating", path))?;
+    }
+    file.seek(SeekFrom::Start(segment.len)).map_err(io_err("seeking in", path))?;
     // What recovery kept may only be in the page cache (the previous process
     // died, not the machine); make it durable before calling it durable.
-    file.sync_data().map_err(io_err("syncing", &segment.path))?;
-    Ok(new_active(segment.base, segment.path.clone(), file, segment.len, write_buffer_bytes))
+    file.sync_data().map_err(io_err("syncing", path))?;
+    let active = new_active(segment.base, path.clone(), file, segment.len, options.write_buffer_bytes);
+    Ok(Active { file_len, ..active })
 }
 
 fn new_active(base: u64, path: PathBuf, file: File, len: u64, write_buffer_bytes: usize) -> Active {
@@ -328,5 +361,6 @@ fn new_active(base: u64, path: PathBuf, file: File, len: u64, write_buffer_bytes
         buf: Vec::with_capacity(write_buffer_bytes + frame_bytes(0) as usize),
         written_len: len,
         synced_len: len,
+        file_len: len,
     }
 }

@@ -104,10 +104,13 @@ fn truncation_report_says_where_and_how_much() {
     let (path, bytes, base) = last_segment(tmp.path());
     let last_start = positions.last().unwrap().offset;
     fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
-    let (_, report) = Wal::open(tmp.path(), small_options(SEGMENT_BYTES)).unwrap();
+    let (wal, report) = Wal::open(tmp.path(), small_options(SEGMENT_BYTES)).unwrap();
     assert_eq!(report.truncated_at, Some(Position::new(base, last_start)));
     assert_eq!(report.bytes_dropped, bytes.len() as u64 - 3 - last_start);
-    assert_eq!(fs::metadata(&path).unwrap().len(), last_start);
+    // The file is preallocated again past the cut: the log ends there, in zeros.
+    assert_eq!(wal.appended(), Position::new(base, last_start));
+    assert!(fs::read(&path).unwrap()[last_start as usize..].iter().all(|&b| b == 0));
+    drop(wal);
     // A clean reopen reports nothing.
     let (_, report) = Wal::open(tmp.path(), small_options(SEGMENT_BYTES)).unwrap();
     assert_eq!((report.truncated_at, report.bytes_dropped), (None, 0));

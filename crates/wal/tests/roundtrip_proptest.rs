@@ -24,7 +24,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn options(segment_size_bytes: u64, write_buffer_bytes: usize) -> Options {
-    Options { segment_size_bytes, max_record_bytes: 80 * 1024, write_buffer_bytes, verify_sealed_segments: true }
+    Options {
+        segment_size_bytes,
+        max_record_bytes: 80 * 1024,
+        write_buffer_bytes,
+        verify_sealed_segments: true,
+        preallocate: true,
+    }
 }
 
 proptest! {

@@ -13,7 +13,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use waymark_core::{PartitionId, VnodeId};
+use waymark_core::{CutStrategy, PartitionId, VnodeId};
 use waymark_server::config::{raw, NodeConfig};
 use waymark_server::topology::Topology;
 
@@ -45,6 +45,9 @@ pub enum ClusterCmd {
         /// `always` (fsync per group commit) or `never` (tests and benchmarks only).
         #[arg(long, default_value = "always")]
         fsync: String,
+        /// How a cut snapshots the cluster: `consistent` or `blocking` (`cluster.strategy`).
+        #[arg(long, default_value = "consistent")]
+        strategy: String,
         /// How often each vnode writes a checkpoint, e.g. "30s".
         #[arg(long, default_value = "30s")]
         checkpoint_every: String,
@@ -71,9 +74,20 @@ pub enum ClusterCmd {
 
 pub fn run(cmd: ClusterCmd) -> Result<()> {
     match cmd {
-        ClusterCmd::Init { hosts, dir, replicas, partitions, stores, fsync, checkpoint_every, password } => {
+        ClusterCmd::Init { hosts, dir, replicas, partitions, stores, fsync, strategy, checkpoint_every, password } => {
             let replicas = replicas.unwrap_or(2.min(hosts as usize));
-            let spec = Spec { hosts, replicas, partitions, stores, fsync, checkpoint_every, password };
+            let strategy = strategy.parse()?;
+            let spec = Spec {
+                hosts,
+                replicas,
+                partitions,
+                stores,
+                fsync,
+                strategy,
+                wal_preallocate: true,
+                checkpoint_every,
+                password,
+            };
             init(&dir, &spec)
         }
         ClusterCmd::Start { dir } => start(&dir),
@@ -90,6 +104,9 @@ pub struct Spec {
     pub partitions: u32,
     pub stores: u32,
     pub fsync: String,
+    pub strategy: CutStrategy,
+    /// `node.wal_preallocate`: off only to measure what preallocated segments save.
+    pub wal_preallocate: bool,
     pub checkpoint_every: String,
     pub password: bool,
 }
@@ -104,6 +121,8 @@ impl Spec {
             partitions,
             stores: 1,
             fsync: "always".into(),
+            strategy: CutStrategy::Consistent,
+            wal_preallocate: true,
             checkpoint_every: "30s".into(),
             password: false,
         }
@@ -196,6 +215,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             replicas: Some(spec.replicas),
             fanout: None,
             real_time_safety: Some(true),
+            strategy: Some(spec.strategy.to_string()),
             hop: None,
             hosts: hosts.to_vec(),
         },
@@ -205,6 +225,8 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             secret_file: "../secret".into(),
             password_file: spec.password.then(|| "../password".into()),
             fsync: Some(spec.fsync.clone()),
+            // Written only when off, so a default config does not spell out the default.
+            wal_preallocate: (!spec.wal_preallocate).then_some(false),
             checkpoint_every: Some(spec.checkpoint_every.clone()),
             client_timeout: None,
             snapshot_dir: Some("../snapshots".into()),

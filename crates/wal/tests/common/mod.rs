@@ -8,7 +8,13 @@ use waymark_wal::{Options, Position, Reader, Record, Wal};
 
 /// Small segments so tests roll over often.
 pub fn small_options(segment_size_bytes: u64) -> Options {
-    Options { segment_size_bytes, max_record_bytes: 1 << 20, write_buffer_bytes: 4096, verify_sealed_segments: true }
+    Options {
+        segment_size_bytes,
+        max_record_bytes: 1 << 20,
+        write_buffer_bytes: 4096,
+        verify_sealed_segments: true,
+        preallocate: true,
+    }
 }
 
 /// Deterministic payload for record `i`.

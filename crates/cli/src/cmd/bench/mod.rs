@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use waymark_core::Placement;
+use waymark_core::{CutStrategy, Placement};
 use waymark_server::topology::Topology;
 pub use workload::Kind;
 use workload::Workload;
@@ -68,6 +68,12 @@ pub struct BenchArgs {
     /// --start-hosts: `always` (fsync per group commit) or `never`.
     #[arg(long, default_value = "always")]
     fsync: String,
+    /// --start-hosts: how a cut snapshots the cluster, `consistent` or `blocking`.
+    #[arg(long, default_value = "consistent")]
+    strategy: CutStrategy,
+    /// --start-hosts: preallocate WAL segments (`--wal-preallocate false` to measure what it saves).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    wal_preallocate: bool,
     #[arg(long, value_enum, default_value_t = Kind::Bank)]
     workload: Kind,
     /// Clients, each its own connection.
@@ -183,6 +189,8 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
         let spec = Spec {
             fsync: args.fsync.clone(),
             stores: args.stores,
+            strategy: args.strategy,
+            wal_preallocate: args.wal_preallocate,
             ..Spec::local(hosts, args.replicas.min(hosts as usize), args.partitions)
         };
         cluster::init(&dir, &spec)?;
