@@ -20,3 +20,46 @@ fn the_same_seed_gives_the_same_trace_hash() {
 fn different_seeds_give_different_traces() {
     assert_ne!(hash(1, WorkloadKind::Bank, true), hash(2, WorkloadKind::Bank, true));
 }
+
+/// The trace hashes of a few seeds, one per kind of run, pinned: a refactor that claims "same
+/// behaviour" is checked here, and a change of behaviour updates them deliberately, saying why in
+/// its commit. (Run this test with `-- --nocapture` to print the current values.)
+#[test]
+fn pinned_trace_hashes_change_only_deliberately() {
+    let runs: [(&str, SimConfig, u64); 5] = [
+        ("--cuts bank seed 1", with(1, WorkloadKind::Bank, |c| c.cuts = true), 0x929101f0c7684ba1),
+        ("--cuts append seed 2", with(2, WorkloadKind::Append, |c| c.cuts = true), 0x61c7e2ed370d2c1b),
+        (
+            "--cuts --strategy blocking seed 3",
+            with(3, WorkloadKind::Bank, |c| (c.cuts, c.strategy) = (true, waymark_core::CutStrategy::Blocking)),
+            0xb46fbb0b66f1162e,
+        ),
+        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x36262eb698c89d2b),
+        (
+            "--cuts --tree --replicas 3 --vnodes 6 seed 5",
+            with(5, WorkloadKind::Bank, |c| (c.cuts, c.tree, c.replicas, c.vnodes, c.fanout) = (true, true, 3, 6, 3)),
+            0x5ad68235d95751de,
+        ),
+    ];
+    let mut changed = vec![];
+    for (name, cfg, pinned) in runs {
+        let got = run_seed(&cfg).trace_hash;
+        eprintln!("{name}: {got:#018x}");
+        if got != pinned {
+            changed.push(format!("{name}: pinned {pinned:#018x}, got {got:#018x}"));
+        }
+    }
+    let tree = waymark_sim::tree::TreeWorld::new(waymark_sim::tree::TreeConfig::new(6)).run().trace_hash;
+    eprintln!("--tree-only seed 6: {tree:#018x}");
+    if tree != 0x46d6e715957bb279 {
+        changed.push(format!("--tree-only seed 6: pinned 0x46d6e715957bb279, got {tree:#018x}"));
+    }
+    assert!(changed.is_empty(), "trace hashes changed:\n{}", changed.join("\n"));
+}
+
+fn with(seed: u64, workload: WorkloadKind, set: impl FnOnce(&mut SimConfig)) -> SimConfig {
+    let mut cfg = SimConfig::new(seed, workload);
+    cfg.duration_us = 300_000;
+    set(&mut cfg);
+    cfg
+}
