@@ -147,4 +147,7 @@ fn metrics_count_commits_fsyncs_and_cut_phases() {
     }
     assert!(metrics.contains("waymark_cuts_total{outcome=\"ok\"} 1"), "no counted cut:\n{metrics}");
     assert!(sample(&metrics, "waymark_last_cut_age_seconds").is_some(), "no last cut age:\n{metrics}");
+    // The operator's four phases are alterations its manager proposed and was answered ok for.
+    let ok = sample(&metrics, "waymark_alterations_total{outcome=\"ok\"}").unwrap_or(0.0);
+    assert!(ok >= 4.0, "the cut's four phases are not counted as alterations ({ok}):\n{metrics}");
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use waymark_core::alter::{ManagerVnode, Metadata};
+use waymark_core::alter::{Answered, ManagerVnode, Metadata};
 use waymark_core::{ClientId, Input, Lsn, Output, Request, Response, Timer, Vnode, VnodeId};
 
 /// Commands handled before the driver looks at its other inputs again.
@@ -97,6 +97,10 @@ pub trait Machine: Send + 'static {
     fn appended(&self) -> Lsn;
     fn image(&self) -> Image;
     fn status(&self) -> VnodeStatus;
+    /// How this vnode's own metadata proposals ended since the last call (managers only).
+    fn take_answered(&mut self) -> Vec<Answered> {
+        Vec::new()
+    }
 }
 
 impl Machine for Vnode {
@@ -126,6 +130,9 @@ impl Machine for ManagerVnode {
     }
     fn status(&self) -> VnodeStatus {
         crate::status::manager(self)
+    }
+    fn take_answered(&mut self) -> Vec<Answered> {
+        ManagerVnode::take_answered(self)
     }
 }
 
@@ -308,6 +315,9 @@ impl<M: Machine> Driver<M> {
 
     async fn step(&mut self, input: Input) {
         let outputs = self.machine.step(clock::now_us(), input);
+        for a in self.machine.take_answered() {
+            crate::telemetry::alteration_answered(a.ok, a.attempts);
+        }
         for o in outputs {
             self.carry_out(o).await;
         }

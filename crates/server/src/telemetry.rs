@@ -30,6 +30,7 @@ const CHECKPOINT_BYTES: &str = "waymark_checkpoint_written_bytes_total";
 const SNAPSHOTS: &str = "waymark_snapshots_created_total";
 const PREPARED: &str = "waymark_vnode_prepared_transactions";
 const HELD: &str = "waymark_vnode_held_replies";
+const ALTERATIONS: &str = "waymark_alterations_total";
 
 /// The cut operator's phases, in the order of `CutReport::phases_ms`.
 pub const CUT_PHASES: [&str; 4] = ["start", "started", "finish", "end"];
@@ -102,6 +103,7 @@ fn describe() {
     describe_counter!(SNAPSHOTS, "Snapshots created through this host, by kind (full, increment)");
     describe_gauge!(PREPARED, "Transactions prepared at a store vnode and not yet decided");
     describe_gauge!(HELD, "Replies a store vnode holds until every vnode started the cut they reveal");
+    describe_counter!(ALTERATIONS, "Metadata alterations this host's managers proposed, by outcome (ok, failed)");
 }
 
 /// The metrics in Prometheus text format; `None` if this process has no recorder of ours.
@@ -189,4 +191,12 @@ pub fn prepared(vnode: &str, count: usize) {
 
 fn unix_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// One of this host's managers was told how an alteration it proposed ended (a cut phase, a
+/// child's or a host's state), after `attempts` tries.
+pub fn alteration_answered(ok: bool, attempts: u32) {
+    let outcome = if ok { "ok" } else { "failed" };
+    counter!(ALTERATIONS, "outcome" => outcome).increment(1);
+    counter!(ALTERATIONS, "outcome" => "retried").increment(u64::from(attempts.saturating_sub(1)));
 }
