@@ -49,10 +49,18 @@ pub struct Breaks {
     /// A tree vnode below the root confirms an alteration to its parent once it applied it
     /// itself, without waiting for its children's confirmations.
     pub confirm_before_children: bool,
+    /// `versions` strategy, seed 002 problem 1 without its mitigation (b): a near does not collect
+    /// the transactions registered after `snp_version` was fixed with a smaller version, so the
+    /// skip set is empty and the restore includes them by their version.
+    pub versions_no_skip: bool,
+    /// `versions` strategy, seed 002 problem 2 unfixed: a near forgets a one-phase transaction it
+    /// timed out on (as a primary-sync near forgets a transaction its backups have not committed),
+    /// so phase 1 can end while its chain still commits.
+    pub versions_forget_one_phase: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 18] = [
+    pub const NAMES: [&'static str; 20] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -71,6 +79,8 @@ impl Breaks {
         "fail-every-cut",
         "reads-ignore-prepared",
         "confirm-before-children",
+        "versions-no-skip",
+        "versions-forget-one-phase",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -94,6 +104,8 @@ impl Breaks {
             "fail-every-cut" => &mut self.fail_every_cut,
             "reads-ignore-prepared" => &mut self.reads_ignore_prepared,
             "confirm-before-children" => &mut self.confirm_before_children,
+            "versions-no-skip" => &mut self.versions_no_skip,
+            "versions-forget-one-phase" => &mut self.versions_forget_one_phase,
             _ => return false,
         };
         *flag = true;
@@ -122,6 +134,8 @@ impl fmt::Display for Breaks {
             self.fail_every_cut,
             self.reads_ignore_prepared,
             self.confirm_before_children,
+            self.versions_no_skip,
+            self.versions_forget_one_phase,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

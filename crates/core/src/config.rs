@@ -13,6 +13,43 @@ pub enum CutStrategy {
     Consistent,
     /// Stop starting transactions everywhere, drain, write the marker, resume.
     Blocking,
+    /// Seed 002: three phases around each near's snapshot version (`cut::versions`).
+    Versions,
+}
+
+impl CutStrategy {
+    pub const NAMES: [&'static str; 3] = ["consistent", "blocking", "versions"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CutStrategy::Consistent => "consistent",
+            CutStrategy::Blocking => "blocking",
+            CutStrategy::Versions => "versions",
+        }
+    }
+}
+
+impl std::fmt::Display for CutStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown cut strategy {0:?}; known: consistent, blocking, versions")]
+pub struct UnknownStrategy(pub String);
+
+impl std::str::FromStr for CutStrategy {
+    type Err = UnknownStrategy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "consistent" => Ok(CutStrategy::Consistent),
+            "blocking" => Ok(CutStrategy::Blocking),
+            "versions" => Ok(CutStrategy::Versions),
+            _ => Err(UnknownStrategy(s.to_string())),
+        }
+    }
 }
 
 /// Timeouts, in microseconds of the driver's clock.
@@ -78,6 +115,11 @@ pub struct VnodeConfig {
     pub tree: Option<crate::alter::AlterConfig>,
     /// The metadata the cluster was created with (the tree role starts from it).
     pub genesis: crate::alter::Metadata,
+    /// `versions` strategy, the model of seed 002's problem 1: how many versions are held by
+    /// transactions "that took a version but are not registered yet" when a near fixes its
+    /// `snp_version`. A vnode assigns and registers in one step, so a real cluster has 0; the
+    /// simulator sets more to reproduce Ignite's race.
+    pub versions_unregistered: u32,
 }
 
 impl VnodeConfig {
@@ -93,6 +135,20 @@ impl VnodeConfig {
             real_time_safety: true,
             tree: None,
             genesis: Default::default(),
+            versions_unregistered: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_strategy_parses_from_its_name_and_nothing_else_does() {
+        for name in CutStrategy::NAMES {
+            assert_eq!(name.parse::<CutStrategy>().unwrap().to_string(), name);
+        }
+        assert!("Versions".parse::<CutStrategy>().is_err());
     }
 }

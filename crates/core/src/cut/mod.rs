@@ -8,3 +8,5 @@ pub mod operator;
 pub mod real_time;
 pub mod restore;
 pub mod tree_process;
+pub mod versions;
+pub mod versions_restore;

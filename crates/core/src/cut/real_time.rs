@@ -107,6 +107,7 @@ impl Vnode {
         }
         self.rt.refused_upto = self.rt.refused_upto.max(Some(cut));
         self.fail_local_cut(cut);
+        self.versions_fail(cut);
         self.release_held(|h| h.cut <= cut);
     }
 
