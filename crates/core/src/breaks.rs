@@ -57,10 +57,14 @@ pub struct Breaks {
     /// timed out on (as a primary-sync near forgets a transaction its backups have not committed),
     /// so phase 1 can end while its chain still commits.
     pub versions_forget_one_phase: bool,
+    /// `versions` strategy as seed 002 writes it: a primary lets a transaction created before its
+    /// near fixed `snp_version` read or overwrite the write of one created after another near
+    /// fixed its own (`cut::versions`, the guard).
+    pub versions_no_guard: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 20] = [
+    pub const NAMES: [&'static str; 21] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -81,6 +85,7 @@ impl Breaks {
         "confirm-before-children",
         "versions-no-skip",
         "versions-forget-one-phase",
+        "versions-no-guard",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -106,6 +111,7 @@ impl Breaks {
             "confirm-before-children" => &mut self.confirm_before_children,
             "versions-no-skip" => &mut self.versions_no_skip,
             "versions-forget-one-phase" => &mut self.versions_forget_one_phase,
+            "versions-no-guard" => &mut self.versions_no_guard,
             _ => return false,
         };
         *flag = true;
@@ -136,6 +142,7 @@ impl fmt::Display for Breaks {
             self.confirm_before_children,
             self.versions_no_skip,
             self.versions_forget_one_phase,
+            self.versions_no_guard,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {
