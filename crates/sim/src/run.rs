@@ -58,6 +58,8 @@ pub struct SeedReport {
     pub cuts_verified: u64,
     /// Messages of the cut process sent in the run.
     pub cut_messages: u64,
+    /// Transactions refused by the `versions` guard (`AbortReason::SnapshotOrder`).
+    pub snapshot_order_aborts: u64,
     pub metrics: CutMetrics,
     pub tree: crate::tree_mode::TreeStats,
     pub violations: Vec<Violation>,
@@ -87,6 +89,7 @@ pub fn report(world: &World) -> SeedReport {
         cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
         cuts_verified: checked.cuts_verified as u64,
         cut_messages: world.cut_messages,
+        snapshot_order_aborts: world.snapshot_order_aborts,
         tree: world.tree_stats.clone(),
         metrics: CutMetrics {
             held_replies_us: world.held_replies_us.clone(),
@@ -185,6 +188,7 @@ pub struct Summary {
     pub cuts_failed: u64,
     pub cuts_verified: u64,
     pub cut_messages: u64,
+    pub snapshot_order_aborts: u64,
     pub violations: u64,
     /// Every seed's cut metrics, merged.
     pub metrics: CutMetrics,
@@ -211,6 +215,7 @@ impl Summary {
         self.cuts_failed += r.cuts_failed;
         self.cuts_verified += r.cuts_verified;
         self.cut_messages += r.cut_messages;
+        self.snapshot_order_aborts += r.snapshot_order_aborts;
         self.violations += r.violations.len() as u64;
         self.metrics.add(&r.metrics);
         self.tree.add(&r.tree);

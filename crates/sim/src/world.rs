@@ -145,6 +145,9 @@ pub struct World {
     pub messages_lost: u64,
     /// Messages of the cut process (`Body::Cut`), for the strategies' comparison.
     pub cut_messages: u64,
+    /// Transactions refused because they would cross a running `versions` snapshot
+    /// (`AbortReason::SnapshotOrder`): what the guard costs.
+    pub snapshot_order_aborts: u64,
     /// How long each reply held for real-time safety waited.
     pub held_replies_us: Vec<u64>,
     /// How long each transaction was held back by a cut before it could start.
@@ -222,6 +225,7 @@ impl World {
             messages_sent: 0,
             messages_lost: 0,
             cut_messages: 0,
+            snapshot_order_aborts: 0,
             held_replies_us: vec![],
             commit_stalls_us: vec![],
             checkpoint_mismatches: vec![],
@@ -338,6 +342,9 @@ impl World {
             }
             Output::Send(env) => self.send(node, env),
             Output::Reply { client, req, response } => {
+                if let Response::Aborted { reason: waymark_core::AbortReason::SnapshotOrder { .. }, .. } = &response {
+                    self.snapshot_order_aborts += 1;
+                }
                 let at = self.now_us + self.rng.gen_range(50..300);
                 self.schedule(at, Event::ToClient { client: client.0, req, response });
             }
