@@ -3,9 +3,9 @@
 
 use crate::cut::versions::{SnapshotVersions, TxVersion};
 use crate::ids::{CutId, Key, Role, TxId, Value, Version, VnodeId};
-use std::collections::BTreeSet;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Envelope {

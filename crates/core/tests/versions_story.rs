@@ -60,7 +60,10 @@ impl Cluster {
     fn key_with_chain(&self, chain: &[usize]) -> Vec<u8> {
         let placement = &self.cfgs[0].placement;
         let want: Vec<VnodeId> = chain.iter().map(|i| self.ids[*i].clone()).collect();
-        (0..).map(|n| format!("k{n}").into_bytes()).find(|k| placement.chain(placement.partition_of(k)) == want).unwrap()
+        (0..)
+            .map(|n| format!("k{n}").into_bytes())
+            .find(|k| placement.chain(placement.partition_of(k)) == want)
+            .unwrap()
     }
 
     fn step(&mut self, i: usize, input: Input) {
@@ -263,7 +266,8 @@ fn seed_002_problem_1_without_the_skip_set_the_late_transaction_is_restored() {
 fn seed_002_problem_3_a_vnode_that_restarts_mid_snapshot_fails_the_cut_cleanly() {
     let mut c = Cluster::new(3, 2, Breaks::default(), 0);
     c.begin_cut();
-    let report_of_2 = |e: &Envelope| matches!(e.body, Body::Cut(CutMsg::VersionsReport { .. })) && e.from.host == "node002";
+    let report_of_2 =
+        |e: &Envelope| matches!(e.body, Body::Cut(CutMsg::VersionsReport { .. })) && e.from.host == "node002";
     c.deliver_all_but(report_of_2);
     c.crash_and_restart(2);
     c.deliver_all_but(|_| false);
@@ -276,12 +280,15 @@ fn seed_002_problem_3_a_vnode_that_restarts_mid_snapshot_fails_the_cut_cleanly()
     let start_to_2 = |e: &Envelope| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })) && e.to.host == "node002";
     assert!(c.deliver(start_to_2));
     c.crash_and_restart(2);
-    c.step(2, Input::Message(Envelope {
-        from: c.ids[0].clone(),
-        to: c.ids[2].clone(),
-        cut: None,
-        body: Body::Cut(CutMsg::VersionsStart { cut: CutId(1) }),
-    }));
+    c.step(
+        2,
+        Input::Message(Envelope {
+            from: c.ids[0].clone(),
+            to: c.ids[2].clone(),
+            cut: None,
+            body: Body::Cut(CutMsg::VersionsStart { cut: CutId(1) }),
+        }),
+    );
     c.deliver_all_but(|_| false);
     assert_eq!(c.cut_outcome(), Some(false));
 }

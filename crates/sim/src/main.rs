@@ -312,12 +312,12 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy
 /// The strategies side by side on the same seeds (the table of `docs/ARCHITECTURE.md`).
 fn print_comparison(all: &[(CutStrategy, &Summary)]) {
     let ms = |us: u64| us as f64 / 1e3;
-    println!("| strategy | cuts ok / failed / verified | cut latency p50 / p99 | longest commit stall during cuts (outside) | transactions held back (longest) | replies held | messages per cut | aborted (by the versions guard) | violations |");
+    println!("| strategy | cuts ok / failed / verified | cut latency p50 / p99 | longest commit stall during cuts (outside) | transactions held back (longest) | replies held | messages per cut | committed / aborted (by the versions guard) | violations |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (strategy, s) in all {
         let m = &s.metrics;
         println!(
-            "| {strategy} | {} / {} / {} | {:.1} / {:.1} ms | {:.1} ms ({:.1} ms) | {} ({:.1} ms) | {} | {:.1} | {} ({}) | {} |",
+            "| {strategy} | {} / {} / {} | {:.1} / {:.1} ms | {:.1} ms ({:.1} ms) | {} ({:.1} ms) | {} | {:.1} | {} / {} ({}) | {} |",
             s.cuts_ok,
             s.cuts_failed,
             s.cuts_verified,
@@ -329,6 +329,7 @@ fn print_comparison(all: &[(CutStrategy, &Summary)]) {
             ms(percentile_us(&m.commit_stalls_us, 1.0)),
             m.held_replies_us.len(),
             s.messages_per_cut(),
+            s.committed,
             s.aborted,
             s.snapshot_order_aborts,
             s.violations,

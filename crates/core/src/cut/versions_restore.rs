@@ -34,10 +34,7 @@ impl VersionsCutRecords {
 }
 
 /// Finds the map and skip records of `cut` in a log, if both phases finished there.
-pub fn find_versions_records<'a>(
-    log: impl IntoIterator<Item = &'a Record>,
-    cut: CutId,
-) -> Option<VersionsCutRecords> {
+pub fn find_versions_records<'a>(log: impl IntoIterator<Item = &'a Record>, cut: CutId) -> Option<VersionsCutRecords> {
     let mut map = None;
     for r in log {
         match r {

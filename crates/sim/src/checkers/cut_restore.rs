@@ -70,7 +70,10 @@ fn restore_all_versions(w: &World, cut: CutId) -> Result<Vec<Restored>, Violatio
     let mut restored: Vec<Restored> = vec![];
     for (i, node) in w.nodes.iter().enumerate() {
         let Some(records) = find_versions_records(&node.log, cut) else {
-            return Err(v(format!("{cut} declared successful but {} has no VersionsMap and VersionsSkip", names(w, [i]))));
+            return Err(v(format!(
+                "{cut} declared successful but {} has no VersionsMap and VersionsSkip",
+                names(w, [i])
+            )));
         };
         match restore_to_versions_cut(Checkpoint::default(), &node.log, &records) {
             Ok(r) => restored.push(r),
