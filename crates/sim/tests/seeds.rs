@@ -148,6 +148,20 @@ fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix
     }
 }
 
+/// Regression (append, 500 seeds): the guard first kept an older side off keys a newer side
+/// had *written*, not off keys it had *read*. A transaction after the cut read a list, one before
+/// it appended to that list later; the restore kept the append and dropped the read — an
+/// anti-dependency cycle with the restore as reader (seeds 19, 86, 111, 153).
+#[test]
+fn versions_keeps_an_older_side_from_writing_what_a_newer_side_read() {
+    for seed in [19, 86] {
+        let mut cfg = SimConfig::new(seed, WorkloadKind::Append);
+        cfg.cuts = true;
+        cfg.strategy = waymark_core::CutStrategy::Versions;
+        assert_seed_passes(cfg);
+    }
+}
+
 /// Runs one seed twice: no violation, and the same trace both times (a kept seed keeps its scenario).
 fn assert_seed_passes(cfg: SimConfig) {
     let r = waymark_sim::run_seed(&cfg);

@@ -38,7 +38,9 @@
 //!   the map arrived has finished (a later prepare below it is of a transaction its near had
 //!   finished — aborted, or resolved by its first committer — and never commits here).
 //! - A vnode that restarts during a cut answers every later phase of it with a failure: its
-//!   collections were in memory (seed 002 problem 3).
+//!   collections were in memory (seed 002 problem 3). So does one that committed a write of the
+//!   cut's after side before restarting, even if phase 1 had not reached it: the guard's memory of
+//!   which keys hold such writes is lost (`LogSummary::tx_cut_seen`).
 
 use crate::ids::{Branch, CutId, Key, TxId, VnodeId};
 use crate::message::{CutMsg, TxnMsg};
@@ -94,6 +96,14 @@ pub struct VersionsState {
     /// One-phase transactions this near timed out on and whose outcome its first committer has
     /// not told yet, with that first committer: they count as active in phase 1 (problem 2).
     unresolved: BTreeMap<TxId, VnodeId>,
+    /// Keys read (`WATCH`) by a transaction of a newer side than `None`, at this primary, with the
+    /// newest such side: a transaction of an older side may not write them (the restore would
+    /// keep the write and drop the read that came before it — an anti-dependency cycle).
+    /// Forgotten for a cut once phase 2 reaches this vnode, as `RealTime::reveal`.
+    read_sides: BTreeMap<Key, CutId>,
+    /// Rebuilt from the log: the newest cut whose sides this vnode may have held in a previous
+    /// incarnation. It lost them (they are in memory), so it cannot guard that cut.
+    lost_sides_upto: Option<CutId>,
 }
 
 #[derive(Debug, Hash)]
@@ -167,22 +177,35 @@ impl Vnode {
         self.versions.side(tx)
     }
 
-    /// The key that keeps a transaction of side `side` from preparing here: its last writer,
-    /// committed (and not yet known to be settled everywhere) or prepared, is of a newer side.
+    /// The key that keeps the transaction being prepared (its side is the incoming colour) from
+    /// preparing here: a key it reads or writes whose last writer — committed (and not yet known
+    /// to be settled everywhere) or prepared — is of a newer side, or a key it writes that a
+    /// transaction of a newer side read. Either way the restore would keep this transaction and
+    /// drop one it must follow.
     pub(crate) fn versions_guard(&self, reads: &[ReadCheck], writes: &[Write]) -> Option<Key> {
         if !self.versions_on() || self.cfg.breaks.versions_no_guard {
             return None;
         }
         let side = self.versions.incoming;
-        let keys = reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key));
-        for key in keys {
-            let committed = self.rt.reveals(key);
+        let writer_side = |key: &Key| {
             let prepared = self.prepared_writers_of(key).iter().filter_map(|b| self.versions.side(&b.tx)).max();
-            if committed.max(prepared) > side {
-                return Some(key.clone());
-            }
+            self.rt.reveals(key).max(prepared)
+        };
+        if let Some(r) = reads.iter().find(|r| writer_side(&r.key) > side) {
+            return Some(r.key.clone());
         }
-        None
+        let read_side = |key: &Key| self.versions.read_sides.get(key).copied();
+        writes.iter().find(|w| writer_side(&w.key).max(read_side(&w.key)) > side).map(|w| w.key.clone())
+    }
+
+    /// A primary prepared a transaction that passed the guard: remember the keys it read if it is
+    /// after a cut.
+    pub(crate) fn versions_note_reads(&mut self, reads: &[ReadCheck]) {
+        let Some(cut) = self.versions.incoming.filter(|_| self.versions_on()) else { return };
+        for r in reads {
+            let side = self.versions.read_sides.entry(r.key.clone()).or_insert(cut);
+            *side = (*side).max(cut);
+        }
     }
 
     /// Problem 2: the near timed out on a one-phase transaction, whose chain may still commit. It
@@ -216,8 +239,9 @@ impl Vnode {
             }
             _ => {}
         }
-        if self.cut.last_finished >= Some(cut) {
-            // Started before a crash (its collections are lost) or already over: never again.
+        if self.cut.last_finished >= Some(cut) || self.versions.lost_sides_upto >= Some(cut) {
+            // Started before a crash (its collections are lost), already over, or it committed
+            // writes after this cut before a crash and no longer knows which keys hold them.
             return self.send_cut(&from, CutMsg::VersionsReport { cut, snp: None });
         }
         // §4.1, §4.2: the local state record, then `snp_version`. The vnode assigns versions and
@@ -249,11 +273,17 @@ impl Vnode {
         self.versions_progress();
     }
 
+    /// Recovery: commits stamped up to `tx_cut_seen` were made by an earlier incarnation.
+    pub(crate) fn versions_rebuild(&mut self, tx_cut_seen: Option<CutId>) {
+        self.versions.lost_sides_upto = tx_cut_seen;
+    }
+
     /// Phase 2: every near reported; `map` holds their `snp_version`s.
     pub(crate) fn versions_map(&mut self, from: VnodeId, cut: CutId, map: SnapshotVersions) {
         // Every near has fixed its version: a transaction registered from now on is after the cut
         // wherever it goes, so replies revealing one may leave and the guard may stop.
         self.cut_started_everywhere(cut);
+        self.versions.read_sides.retain(|_, c| *c > cut);
         let refused = self.rt.refused(cut);
         let prepared = &self.part.prepared;
         let Some(c) = self.versions.running.as_mut().filter(|c| c.id == cut && !c.failed && !refused) else {
@@ -304,6 +334,7 @@ impl Vnode {
             self.versions.running = None;
         }
         self.versions.sides.retain(|_, c| *c > cut);
+        self.versions.read_sides.retain(|_, c| *c > cut);
     }
 
     /// Real-time safety gave up holding replies for `cut`: it must not succeed.

@@ -92,6 +92,7 @@ impl Vnode {
                 let result = Err(AbortReason::SnapshotOrder { key });
                 return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result, tx_cut: None });
             }
+            self.versions_note_reads(&reads);
         }
         self.versions_note_side(&tx);
         let is_primary = role == Role::Primary;
