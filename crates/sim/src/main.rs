@@ -217,6 +217,10 @@ fn config(args: &Args) -> Result<SimConfig> {
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);
     }
+    if args.tree && args.strategy == Strategy::Versions {
+        // The operator of alterations runs START, STARTED, FINISH, END only (`cut/operator.rs`).
+        bail!("--strategy versions runs on the cut coordinator, not on the tree (--tree)");
+    }
     let mut breaks = Breaks::default();
     for name in args.breaks.iter().flat_map(|b| b.split(',')) {
         if !breaks.enable(name) {
