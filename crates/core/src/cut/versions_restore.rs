@@ -86,3 +86,43 @@ pub fn restore_to_versions_cut<'a>(
     }
     Err(RestoreError::NoFinish { cut: target.cut })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cut::versions::TxVersion;
+    use crate::ids::{Branch, Role, VnodeId};
+    use crate::store::ResolvedWrite;
+
+    fn tx(near: &str, seq: u32) -> TxId {
+        TxId { near: VnodeId::new("store0", near), incarnation: 0, seq }
+    }
+
+    fn commit(t: &TxId, key: &str) -> Record {
+        let branch = Branch { tx: t.clone(), upstream: t.near.clone(), role: Role::Primary };
+        let write = ResolvedWrite { key: key.as_bytes().to_vec(), value: Some(b"v".to_vec()), version: 1 };
+        Record::TxCommitted { branch, tx_cut: None, writes: vec![write] }
+    }
+
+    #[test]
+    fn the_versions_filter_keeps_versions_below_the_map_minus_the_skip_set_up_to_the_map_record() {
+        let cut = CutId(1);
+        let mut map = SnapshotVersions::default();
+        map.0.insert(VnodeId::new("store0", "a"), TxVersion { incarnation: 0, seq: 5 });
+        map.0.insert(VnodeId::new("store0", "b"), TxVersion { incarnation: 0, seq: 2 });
+        let (below, above, skipped, late, unknown) = (tx("a", 4), tx("b", 2), tx("a", 3), tx("b", 1), tx("c", 0));
+        let log = vec![
+            commit(&below, "k1"),
+            commit(&above, "k2"),
+            commit(&skipped, "k3"),
+            commit(&unknown, "k4"),
+            Record::VersionsMap { cut, map: map.clone() },
+            commit(&late, "k5"),
+            Record::VersionsSkip { cut, skip: [skipped.clone()].into() },
+        ];
+        let records = find_versions_records(&log, cut).unwrap();
+        let restored = restore_to_versions_cut(Checkpoint::default(), &log, &records).unwrap();
+        assert_eq!(restored.included, [below].into(), "above the map, skipped, unknown near, after the map: out");
+        assert_eq!(find_versions_records(&log[..5], cut), None, "no skip record, no restore");
+    }
+}
