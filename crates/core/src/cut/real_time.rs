@@ -63,6 +63,11 @@ impl RealTime {
         self.reveal.get(key).copied().filter(|c| self.started_upto < Some(*c))
     }
 
+    /// Whether this vnode knows that every vnode has started `cut` (or that it ended).
+    pub(crate) fn started_everywhere(&self, cut: CutId) -> bool {
+        self.started_upto >= Some(cut)
+    }
+
     pub(crate) fn refused(&self, cut: CutId) -> bool {
         self.refused_upto >= Some(cut)
     }

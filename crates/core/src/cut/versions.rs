@@ -202,6 +202,11 @@ impl Vnode {
     /// after a cut.
     pub(crate) fn versions_note_reads(&mut self, reads: &[ReadCheck]) {
         let Some(cut) = self.versions.incoming.filter(|_| self.versions_on()) else { return };
+        if self.rt.started_everywhere(cut) {
+            // Phase 2 (or END) of `cut` was here: no transaction before it prepares any more. A
+            // late-coloured prepare must not leave an entry that nothing clears until the next cut.
+            return;
+        }
         for r in reads {
             let side = self.versions.read_sides.entry(r.key.clone()).or_insert(cut);
             *side = (*side).max(cut);
