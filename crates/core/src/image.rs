@@ -41,10 +41,10 @@ pub struct LogSummary {
     /// The highest cut this vnode's log started (`CutStart`, or `VersionsLocalState` for the
     /// `versions` strategy): never started again.
     pub cut_seen: Option<CutId>,
-    /// The highest `tx_cut` stamped on a commit in this log (`TxCommitted`, `TxDecided`). Under the
-    /// `versions` strategy a restarted vnode lost which keys hold writes of that side: it may not
-    /// take part in that cut (`cut::versions`).
-    pub tx_cut_seen: Option<CutId>,
+    /// `versions`: the newest cut whose after side this vnode prepared a transaction of
+    /// (`VersionsSideSeen`). A restarted vnode lost which keys that side read or wrote here: it
+    /// may not take part in that cut (`cut::versions`).
+    pub versions_side_seen: Option<CutId>,
     /// The cut coordinator's highest `CutBegin`, and one without its `CutEnd`.
     pub coordinator_last_cut: u64,
     pub coordinator_unfinished: Option<CutId>,
@@ -128,9 +128,7 @@ impl LogSummary {
             Record::CutStart { cut } | Record::VersionsLocalState { cut, .. } => {
                 self.cut_seen = self.cut_seen.max(Some(*cut))
             }
-            Record::TxCommitted { tx_cut, .. } | Record::TxDecided { tx_cut, .. } => {
-                self.tx_cut_seen = self.tx_cut_seen.max(*tx_cut)
-            }
+            Record::VersionsSideSeen { cut } => self.versions_side_seen = self.versions_side_seen.max(Some(*cut)),
             Record::CutBegin { cut } => {
                 self.coordinator_last_cut = self.coordinator_last_cut.max(cut.0);
                 self.coordinator_unfinished = Some(*cut);

@@ -50,6 +50,9 @@ pub enum Record {
     /// Seed 002 §7.2: the transactions registered after their near fixed `snp_version` with a
     /// smaller version; the restore leaves them out.
     VersionsSkip { cut: CutId, skip: BTreeSet<TxId> },
+    /// `versions`: this vnode prepared, for the first time, a transaction after `cut` — it holds
+    /// guard state for `cut` in memory. After a restart it may not take part in `cut`.
+    VersionsSideSeen { cut: CutId },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -112,6 +115,7 @@ impl Record {
             Record::VersionsLocalState { .. } => 14,
             Record::VersionsMap { .. } => 15,
             Record::VersionsSkip { .. } => 16,
+            Record::VersionsSideSeen { .. } => 17,
         }
     }
 

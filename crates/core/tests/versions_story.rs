@@ -305,3 +305,27 @@ fn seed_002_problem_3_a_vnode_that_never_answers_fails_the_cut_at_the_phase_dead
     c.step(0, Input::Timer(deadline));
     assert_eq!(c.cut_outcome(), Some(false));
 }
+
+/// Our guard keeps in memory which keys a cut's after side read or wrote at a primary. A primary
+/// that prepared such a transaction logs it once (`VersionsSideSeen`); restarted before phase 1
+/// reaches it, it refuses the cut instead of guarding it with what it forgot.
+#[test]
+fn a_primary_that_forgot_its_guard_in_a_restart_fails_the_cut_it_guarded() {
+    let mut c = Cluster::new(3, 2, Breaks::default(), 0);
+    c.begin_cut();
+    assert!(c.deliver(|e| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })) && e.to.host == "node000"));
+    let key = c.key_with_chain(&[1, 2]);
+    c.client_set(0, &key);
+    assert_eq!(c.inflight.last().unwrap().cut, Some(CutId(1)), "after the cut: coloured");
+    assert!(c.deliver(prepare_to(&c.ids[1].clone())));
+    assert!(c.logs[1].contains(&Record::VersionsSideSeen { cut: CutId(1) }));
+    c.crash_and_restart(1);
+    c.inflight.push(Envelope {
+        from: c.ids[0].clone(),
+        to: c.ids[1].clone(),
+        cut: None,
+        body: Body::Cut(CutMsg::VersionsStart { cut: CutId(1) }),
+    });
+    c.deliver_all_but(|_| false);
+    assert_eq!(c.cut_outcome(), Some(false));
+}

@@ -38,9 +38,9 @@
 //!   the map arrived has finished (a later prepare below it is of a transaction its near had
 //!   finished — aborted, or resolved by its first committer — and never commits here).
 //! - A vnode that restarts during a cut answers every later phase of it with a failure: its
-//!   collections were in memory (seed 002 problem 3). So does one that committed a write of the
-//!   cut's after side before restarting, even if phase 1 had not reached it: the guard's memory of
-//!   which keys hold such writes is lost (`LogSummary::tx_cut_seen`).
+//!   collections were in memory (seed 002 problem 3). So does one that prepared a transaction of
+//!   the cut's after side before restarting, even if phase 1 had not reached it: the guard's
+//!   memory of which keys that side read or wrote is lost (`VersionsSideSeen`).
 
 use crate::ids::{Branch, CutId, Key, TxId, VnodeId};
 use crate::message::{CutMsg, TxnMsg};
@@ -104,6 +104,9 @@ pub struct VersionsState {
     /// Rebuilt from the log: the newest cut whose sides this vnode may have held in a previous
     /// incarnation. It lost them (they are in memory), so it cannot guard that cut.
     lost_sides_upto: Option<CutId>,
+    /// The newest cut of a `VersionsSideSeen` record in this vnode's log.
+    /// Invariant: `>= lost_sides_upto`, and every side held in `sides`/`read_sides` is `<=` it.
+    side_seen_logged: Option<CutId>,
 }
 
 #[derive(Debug, Hash)]
@@ -164,9 +167,15 @@ impl Vnode {
         }
     }
 
-    /// A participant learns `tx`'s side from the colour of its `Prepare`.
+    /// A participant learns `tx`'s side from the colour of its `Prepare`. The first time it learns
+    /// of a cut's after side it logs so, before anything it promises in this step: a restart must
+    /// not forget that it held guard state for that cut.
     pub(crate) fn versions_note_side(&mut self, tx: &TxId) {
         if let Some(cut) = self.versions.incoming.filter(|_| self.versions_on()) {
+            if self.versions.side_seen_logged < Some(cut) {
+                self.versions.side_seen_logged = Some(cut);
+                self.out.append(Record::VersionsSideSeen { cut });
+            }
             let side = self.versions.sides.entry(tx.clone()).or_insert(cut);
             *side = (*side).max(cut);
         }
@@ -278,9 +287,10 @@ impl Vnode {
         self.versions_progress();
     }
 
-    /// Recovery: commits stamped up to `tx_cut_seen` were made by an earlier incarnation.
-    pub(crate) fn versions_rebuild(&mut self, tx_cut_seen: Option<CutId>) {
-        self.versions.lost_sides_upto = tx_cut_seen;
+    /// Recovery: an earlier incarnation held guard state for cuts up to `side_seen`.
+    pub(crate) fn versions_rebuild(&mut self, side_seen: Option<CutId>) {
+        self.versions.lost_sides_upto = side_seen;
+        self.versions.side_seen_logged = side_seen;
     }
 
     /// Phase 2: every near reported; `map` holds their `snp_version`s.
