@@ -23,10 +23,15 @@
 //! the writer. So, while a cut runs: a near colours the `Prepare` of a transaction it registers
 //! during the cut with the cut (the colour is the transaction's *side*, passed down the chain and
 //! stamped as `tx_cut` by the first committer); a primary refuses a transaction of an older side
-//! that reads or writes a key whose last writer, committed or prepared, is of a newer side
-//! (`AbortReason::SnapshotOrder`), until phase 2 tells it that every near has fixed its version;
-//! and replies revealing a newer side are held until then (`cut::real_time`). Neither is needed
-//! by the consistent cut, which decides a side when a transaction commits.
+//! that reads or writes a key whose last writer, committed or prepared, is of a newer side, or
+//! that writes a key a newer side read (`AbortReason::SnapshotOrder`), until phase 2 tells it that
+//! every near has fixed its version; and replies revealing a newer side are held until then
+//! (`cut::real_time`). Neither is needed by the consistent cut, which decides a side when a
+//! transaction commits.
+//!
+//! Seed 002 problem 2 (a missed backup transaction), in our roles: a near that timed out on a
+//! one-phase transaction keeps it active in phase 1 until its first committer says what became of
+//! it; otherwise the chain can commit after phase 1 on a replica that logged the map first.
 //!
 //! Invariants (asserted where produced and used):
 //! - A near's versions only grow, and `snp_version` is above every version it registered before
