@@ -222,7 +222,7 @@ fn seed_002_without_the_guard_is_caught_by_the_cut_restore() {
 
 /// Seed 002 problem 2 unfixed: a near forgets a one-phase transaction it timed out on, phase 1
 /// ends while its chain still commits, and a backup logs the map before it arrives (4 vnodes,
-/// 3 replicas: longer chains; caught at seed 123). Fixed: `tests/seeds.rs`.
+/// 3 replicas: longer chains; caught at seed 11). Fixed: `tests/seeds.rs`.
 #[test]
 fn seed_002_problem_2_a_forgotten_one_phase_transaction_is_caught_by_the_cut_restore() {
     let mut cfg = with_versions_cuts(WorkloadKind::Bank);

@@ -128,8 +128,8 @@ fn versions_seeds_with_faults_and_cuts_find_no_violation() {
     }
 }
 
-/// Seed 002 problem 2, found by the simulator (3 of 1 500 seeds; with 4 vnodes and 3 replicas,
-/// seed 123): a near timed out on a
+/// Seed 002 problem 2, found by the simulator (seed 518 of 2 000; with 4 vnodes and 3 replicas,
+/// seeds 11, 106, 120, 146 of 200): a near timed out on a
 /// one-phase transaction whose `Prepare` to the backup was held up, forgot it (as a primary-sync
 /// near forgets what its backups have not committed) and ended phase 1; the backup logged its
 /// map before the transaction reached it, the primary awaited it and logged after — restored on
@@ -137,7 +137,7 @@ fn versions_seeds_with_faults_and_cuts_find_no_violation() {
 /// first committer answers (`cut::versions`).
 #[test]
 fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix_keeps_it_whole() {
-    for (seed, vnodes, replicas) in [(322, 3, 2), (943, 3, 2), (123, 4, 3)] {
+    for (seed, vnodes, replicas) in [(518, 3, 2), (11, 4, 3), (106, 4, 3)] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.vnodes, cfg.replicas) = (vnodes, replicas);
         cfg.cuts = true;
