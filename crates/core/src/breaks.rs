@@ -52,10 +52,22 @@ pub struct Breaks {
     /// A tree vnode below the root confirms an alteration to its parent once it applied it
     /// itself, without waiting for its children's confirmations.
     pub confirm_before_children: bool,
+    /// `versions` strategy, seed 002 problem 1 without its mitigation (b): a near does not collect
+    /// the transactions registered after `snp_version` was fixed with a smaller version, so the
+    /// skip set is empty and the restore includes them by their version.
+    pub versions_no_skip: bool,
+    /// `versions` strategy, seed 002 problem 2 unfixed: a near forgets a one-phase transaction it
+    /// timed out on (as a primary-sync near forgets a transaction its backups have not committed),
+    /// so phase 1 can end while its chain still commits.
+    pub versions_forget_one_phase: bool,
+    /// `versions` strategy as seed 002 writes it: a primary lets a transaction created before its
+    /// near fixed `snp_version` read or overwrite the write of one created after another near
+    /// fixed its own (`cut::versions`, the guard).
+    pub versions_no_guard: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 19] = [
+    pub const NAMES: [&'static str; 22] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -75,6 +87,9 @@ impl Breaks {
         "reads-ignore-prepared",
         "confirm-before-children",
         "fail-every-alteration",
+        "versions-no-skip",
+        "versions-forget-one-phase",
+        "versions-no-guard",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -99,6 +114,9 @@ impl Breaks {
             "reads-ignore-prepared" => &mut self.reads_ignore_prepared,
             "confirm-before-children" => &mut self.confirm_before_children,
             "fail-every-alteration" => &mut self.fail_every_alteration,
+            "versions-no-skip" => &mut self.versions_no_skip,
+            "versions-forget-one-phase" => &mut self.versions_forget_one_phase,
+            "versions-no-guard" => &mut self.versions_no_guard,
             _ => return false,
         };
         *flag = true;
@@ -128,6 +146,9 @@ impl fmt::Display for Breaks {
             self.reads_ignore_prepared,
             self.confirm_before_children,
             self.fail_every_alteration,
+            self.versions_no_skip,
+            self.versions_forget_one_phase,
+            self.versions_no_guard,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -13,12 +13,17 @@ pub enum CutStrategy {
     Consistent,
     /// Stop starting transactions everywhere, drain, write the marker, resume.
     Blocking,
+    /// Seed 002: three phases around each near's snapshot version (`cut::versions`).
+    Versions,
 }
 
 impl CutStrategy {
     /// Every strategy under the name a setting or a flag gives it: one line a variant.
-    const NAMES: &'static [(&'static str, CutStrategy)] =
-        &[("consistent", CutStrategy::Consistent), ("blocking", CutStrategy::Blocking)];
+    const NAMES: &'static [(&'static str, CutStrategy)] = &[
+        ("consistent", CutStrategy::Consistent),
+        ("blocking", CutStrategy::Blocking),
+        ("versions", CutStrategy::Versions),
+    ];
 
     /// The name `FromStr` reads and `Display` writes.
     pub fn name(self) -> &'static str {
@@ -115,6 +120,11 @@ pub struct VnodeConfig {
     pub tree: Option<crate::alter::AlterConfig>,
     /// The metadata the cluster was created with (the tree role starts from it).
     pub genesis: crate::alter::Metadata,
+    /// `versions` strategy, the model of seed 002's problem 1: how many versions are held by
+    /// transactions "that took a version but are not registered yet" when a near fixes its
+    /// `snp_version`. A vnode assigns and registers in one step, so a real cluster has 0; the
+    /// simulator sets more to reproduce Ignite's race.
+    pub versions_unregistered: u32,
 }
 
 impl VnodeConfig {
@@ -130,6 +140,7 @@ impl VnodeConfig {
             real_time_safety: true,
             tree: None,
             genesis: Default::default(),
+            versions_unregistered: 0,
         }
     }
 }
@@ -146,12 +157,13 @@ mod tests {
         }
         assert_eq!("consistent".parse(), Ok(CutStrategy::Consistent));
         assert_eq!("blocking".parse(), Ok(CutStrategy::Blocking));
+        assert_eq!("versions".parse(), Ok(CutStrategy::Versions));
     }
 
     #[test]
     fn an_unknown_name_lists_the_valid_ones() {
         let err = "Blocking".parse::<CutStrategy>().unwrap_err();
         assert_eq!(err, UnknownStrategy { found: "Blocking".into() });
-        assert_eq!(err.to_string(), "unknown cut strategy `Blocking`: expected one of consistent, blocking");
+        assert_eq!(err.to_string(), "unknown cut strategy `Blocking`: expected one of consistent, blocking, versions");
     }
 }

@@ -38,8 +38,13 @@ pub struct LogSummary {
     pub records: u64,
     /// The count of `Boot` records: the next incarnation.
     pub incarnation: u32,
-    /// The highest cut this vnode's log started (`CutStart`): never started again.
+    /// The highest cut this vnode's log started (`CutStart`, or `VersionsLocalState` for the
+    /// `versions` strategy): never started again.
     pub cut_seen: Option<CutId>,
+    /// `versions`: the newest cut whose after side this vnode prepared a transaction of
+    /// (`VersionsSideSeen`). A restarted vnode lost which keys that side read or wrote here: it
+    /// may not take part in that cut (`cut::versions`).
+    pub versions_side_seen: Option<CutId>,
     /// The cut coordinator's highest `CutBegin`, and one without its `CutEnd`.
     pub coordinator_last_cut: u64,
     pub coordinator_unfinished: Option<CutId>,
@@ -120,7 +125,10 @@ impl LogSummary {
         self.records += 1;
         match record {
             Record::Boot { .. } => self.incarnation += 1,
-            Record::CutStart { cut } => self.cut_seen = self.cut_seen.max(Some(*cut)),
+            Record::CutStart { cut } | Record::VersionsLocalState { cut, .. } => {
+                self.cut_seen = self.cut_seen.max(Some(*cut))
+            }
+            Record::VersionsSideSeen { cut } => self.versions_side_seen = self.versions_side_seen.max(Some(*cut)),
             Record::CutBegin { cut } => {
                 self.coordinator_last_cut = self.coordinator_last_cut.max(cut.0);
                 self.coordinator_unfinished = Some(*cut);

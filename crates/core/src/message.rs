@@ -1,9 +1,11 @@
 //! What vnodes say to each other. Every message travels in an `Envelope` whose `cut` field is the
 //! colour of seed 000 §5 (Mattern's rule): set while the sender runs a cut.
 
+use crate::cut::versions::{SnapshotVersions, TxVersion};
 use crate::ids::{CutId, Key, Role, TxId, Value, Version, VnodeId};
 use crate::store::{ReadCheck, ResolvedWrite, Write};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Envelope {
@@ -35,6 +37,9 @@ pub enum AbortReason {
     Timeout,
     /// The transaction was resolved as aborted by its first committer (presumed abort).
     PresumedAbort,
+    /// `versions` strategy: `key` was written by a transaction after a running snapshot, and this
+    /// one is before it — it would be restored with a read or write of an excluded transaction.
+    SnapshotOrder { key: Key },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -150,6 +155,41 @@ pub enum CutMsg {
     },
     Drained {
         cut: CutId,
+    },
+    /// `versions` phase 1: fix `snp_version`, answer once the transactions active then finished.
+    VersionsStart {
+        cut: CutId,
+    },
+    /// `None`: this vnode cannot take part (it restarted during the cut, or it failed here).
+    VersionsReport {
+        cut: CutId,
+        snp: Option<TxVersion>,
+    },
+    /// `versions` phase 2: await the branches below the map, log it, answer.
+    VersionsMap {
+        cut: CutId,
+        map: SnapshotVersions,
+    },
+    VersionsMapLogged {
+        cut: CutId,
+        ok: bool,
+    },
+    /// `versions` phase 3: stop collecting late transactions and hand them over.
+    VersionsStop {
+        cut: CutId,
+    },
+    VersionsLate {
+        cut: CutId,
+        late: Option<BTreeSet<TxId>>,
+    },
+    /// `versions` phase 3: log the union of the late transactions. `End` follows.
+    VersionsSkip {
+        cut: CutId,
+        skip: BTreeSet<TxId>,
+    },
+    VersionsSkipLogged {
+        cut: CutId,
+        ok: bool,
     },
 }
 

@@ -1,5 +1,6 @@
 //! The records the core appends to a vnode's write-ahead log, and their byte encoding.
 
+use crate::cut::versions::{SnapshotVersions, TxVersion};
 use crate::ids::{Branch, CutId, Role, TxId, VnodeId};
 use crate::store::ResolvedWrite;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,18 @@ pub enum Record {
     /// The highest root term this vnode promised itself to (it never promises a lower or equal
     /// one again, across restarts).
     AlterTerm { term: u64 },
+    /// `versions` strategy, seed 002 §4.1–4.2: this vnode's local state at phase 1 of `cut`, and
+    /// the `snp_version` it fixed as a near.
+    VersionsLocalState { cut: CutId, snp: TxVersion },
+    /// Seed 002 §6.3: every near's `snp_version`, logged once every branch below it finished here.
+    /// A restore of `cut` replays the log up to this record.
+    VersionsMap { cut: CutId, map: SnapshotVersions },
+    /// Seed 002 §7.2: the transactions registered after their near fixed `snp_version` with a
+    /// smaller version; the restore leaves them out.
+    VersionsSkip { cut: CutId, skip: BTreeSet<TxId> },
+    /// `versions`: this vnode prepared, for the first time, a transaction after `cut` — it holds
+    /// guard state for `cut` in memory. After a restart it may not take part in `cut`.
+    VersionsSideSeen { cut: CutId },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -99,6 +112,10 @@ impl Record {
             Record::AlterClone { .. } => 11,
             Record::AlterTerm { .. } => 12,
             Record::AlterApplied { .. } => 13,
+            Record::VersionsLocalState { .. } => 14,
+            Record::VersionsMap { .. } => 15,
+            Record::VersionsSkip { .. } => 16,
+            Record::VersionsSideSeen { .. } => 17,
         }
     }
 

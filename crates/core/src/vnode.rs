@@ -14,6 +14,7 @@ use crate::cut::coordinator::CutCoordinator;
 use crate::cut::local::CutState;
 use crate::cut::real_time::RealTime;
 use crate::cut::tree_process::TreeRole;
+use crate::cut::versions::VersionsState;
 use crate::ids::{Branch, ClientId, CutId, Lsn, VnodeId};
 use crate::image::{LogSummary, VnodeImage};
 use crate::io::{Input, Output, Request, Response, Timer};
@@ -42,6 +43,7 @@ pub struct Vnode {
     pub(crate) cut: CutState,
     pub(crate) coordinator: CutCoordinator,
     pub(crate) blocking: BlockingState,
+    pub(crate) versions: VersionsState,
     pub(crate) rt: RealTime,
     pub(crate) tree: Option<TreeRole>,
     pub(crate) out: Outbox,
@@ -85,6 +87,7 @@ impl Vnode {
             cut: CutState::default(),
             coordinator: CutCoordinator::default(),
             blocking: BlockingState::default(),
+            versions: VersionsState::default(),
             rt: RealTime::default(),
             tree: None,
             logged: LogSummary::default(),
@@ -164,6 +167,7 @@ impl Vnode {
         use std::hash::Hash;
         (self.now_us, self.incarnation, self.booted, self.boot_lsn, &self.store, &self.locks).hash(h);
         (&self.near, &self.part, &self.read_waits, &self.cut, &self.coordinator, &self.blocking, &self.rt).hash(h);
+        self.versions.hash(h);
         self.out.hash(h);
     }
 
@@ -179,6 +183,7 @@ impl Vnode {
             Input::AlterPersisted { seq, bytes } => self.on_alter_persisted(seq, bytes),
         }
         self.blocking_progress();
+        self.versions_progress();
         let outputs = self.out.take();
         for o in &outputs {
             if let Output::Append(record) = o {
@@ -246,18 +251,29 @@ impl Vnode {
     /// Seed 000 §3.2, §4: a message coloured with an unknown cut starts that cut *before* the
     /// message is handled (unless the `color-after-handle` break is on).
     fn on_message(&mut self, env: Envelope) {
+        if self.cfg.strategy == crate::config::CutStrategy::Versions {
+            // Under seed 002 a colour is a transaction's side (`cut::versions`); it starts nothing.
+            self.versions.incoming = env.cut;
+            self.on_body(env.from, env.body);
+            self.versions.incoming = None;
+            return;
+        }
         let colour = env.cut;
         let late = self.cfg.breaks.color_after_handle;
         if let (Some(cut), false) = (colour, late) {
             self.start_local_cut(cut);
         }
-        match env.body {
-            Body::Txn(msg) => self.on_txn(env.from, msg),
-            Body::Cut(msg) => self.on_cut_msg(env.from, msg),
-            Body::Alter(msg) => self.alter_input(crate::alter::AlterInput::Message { from: env.from, msg }),
-        }
+        self.on_body(env.from, env.body);
         if let (Some(cut), true) = (colour, late) {
             self.start_local_cut(cut);
+        }
+    }
+
+    fn on_body(&mut self, from: VnodeId, body: Body) {
+        match body {
+            Body::Txn(msg) => self.on_txn(from, msg),
+            Body::Cut(msg) => self.on_cut_msg(from, msg),
+            Body::Alter(msg) => self.alter_input(crate::alter::AlterInput::Message { from, msg }),
         }
     }
 
@@ -282,7 +298,11 @@ impl Vnode {
     /// Sends a transaction message, coloured with the running cut (seed 000 §5).
     pub(crate) fn send_txn(&mut self, to: &VnodeId, msg: TxnMsg) {
         let uncoloured = self.cfg.breaks.uncoloured_responses && msg.is_response();
-        let cut = if uncoloured { None } else { self.cut.running_id() };
+        let cut = match self.cfg.strategy {
+            crate::config::CutStrategy::Versions => self.versions_colour(&msg),
+            _ if uncoloured => None,
+            _ => self.cut.running_id(),
+        };
         let env = Envelope { from: self.cfg.id.clone(), to: to.clone(), cut, body: Body::Txn(msg) };
         self.out.promise(Output::Send(env));
     }

@@ -39,6 +39,10 @@ pub struct SimConfig {
     pub tree: bool,
     pub fanout: usize,
     pub trace: bool,
+    /// `versions` strategy: versions a near leaves below its `snp_version` for transactions "that
+    /// took a version but are not registered yet" — the model of seed 002's problem 1
+    /// (`VnodeConfig::versions_unregistered`).
+    pub versions_unregistered: u32,
 }
 
 impl SimConfig {
@@ -62,6 +66,7 @@ impl SimConfig {
             tree: false,
             fanout: 2,
             trace: false,
+            versions_unregistered: 2,
         }
     }
 }

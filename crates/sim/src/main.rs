@@ -17,6 +17,7 @@ enum Workload {
 enum Strategy {
     Consistent,
     Blocking,
+    Versions,
 }
 
 #[derive(Parser)]
@@ -52,7 +53,7 @@ struct Args {
     cuts: bool,
     #[arg(long, value_enum, default_value_t = Strategy::Consistent)]
     strategy: Strategy,
-    /// Run every seed under both strategies and compare commit stalls (implies --cuts).
+    /// Run every seed under all three strategies and compare them (implies --cuts).
     #[arg(long)]
     compare: bool,
     /// Inject no faults.
@@ -110,12 +111,22 @@ fn main() -> Result<()> {
         }
     });
     let secs = t0.elapsed().as_secs_f64();
-    let blocking = args.compare.then(|| {
-        let b = SimConfig { strategy: CutStrategy::Blocking, ..base.clone() };
-        run_many(&b, args.start, args.seeds, |_, _| {})
-    });
-    print_summary(&summary, &base, secs, blocking.as_ref());
-    if summary.failed > 0 || blocking.as_ref().is_some_and(|b| b.failed > 0) {
+    let mut others = vec![];
+    if args.compare {
+        for strategy in [CutStrategy::Consistent, CutStrategy::Blocking, CutStrategy::Versions] {
+            if strategy != base.strategy {
+                let cfg = SimConfig { strategy, ..base.clone() };
+                let s = run_many(&cfg, args.start, args.seeds, |r, cfg| {
+                    for v in &r.violations {
+                        println!("seed {} VIOLATION {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+                    }
+                });
+                others.push((strategy, s));
+            }
+        }
+    }
+    print_summary(&summary, &base, secs, &others);
+    if summary.failed > 0 || others.iter().any(|(_, s)| s.failed > 0) {
         std::process::exit(1);
     }
     Ok(())
@@ -210,6 +221,10 @@ fn config(args: &Args) -> Result<SimConfig> {
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);
     }
+    if args.tree && args.strategy == Strategy::Versions {
+        // The operator of alterations runs START, STARTED, FINISH, END only (`cut/operator.rs`).
+        bail!("--strategy versions runs on the cut coordinator, not on the tree (--tree)");
+    }
     let mut breaks = Breaks::default();
     for name in args.breaks.iter().flat_map(|b| b.split(',')) {
         if !breaks.enable(name) {
@@ -222,7 +237,11 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.clients = args.clients;
     cfg.duration_us = args.duration_ms * 1000;
     cfg.cuts = args.cuts || args.compare;
-    cfg.strategy = if args.strategy == Strategy::Blocking { CutStrategy::Blocking } else { CutStrategy::Consistent };
+    cfg.strategy = match args.strategy {
+        Strategy::Consistent => CutStrategy::Consistent,
+        Strategy::Blocking => CutStrategy::Blocking,
+        Strategy::Versions => CutStrategy::Versions,
+    };
     cfg.faults = !args.no_faults;
     cfg.net_faults = !args.no_net_faults;
     cfg.breaks = breaks;
@@ -252,7 +271,7 @@ fn run_one(cfg: SimConfig) -> Result<()> {
     Ok(())
 }
 
-fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summary>) {
+fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy, Summary)]) {
     let f = &s.faults;
     println!(
         "seeds {} ({:.1} seeds/s) | txns committed {} aborted {} unknown {} | faults: crashes {} (whole hosts {}) torn {} partitions {} (one-way {}) breaks {} clogs {} duplicates {} long delays {}",
@@ -272,11 +291,16 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
         f.long_delays
     );
     if cfg.cuts {
-        let name = if cfg.strategy == CutStrategy::Blocking { "blocking" } else { "consistent" };
-        print_cuts(name, s);
-        if let Some(b) = blocking {
-            print_cuts("blocking", b);
+        print_cuts(cfg.strategy.name(), s);
+        for (strategy, o) in others {
+            print_cuts(strategy.name(), o);
         }
+    }
+    if !others.is_empty() {
+        let mut all = vec![(cfg.strategy, s)];
+        all.extend(others.iter().map(|(st, o)| (*st, o)));
+        all.sort_by_key(|(st, _)| *st as u8);
+        print_comparison(&all);
     }
     println!("violations {}", s.violations);
     if cfg.tree {
@@ -289,8 +313,37 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, blocking: Option<&Summ
     if let Some((seed, cmd)) = &s.first_failure {
         println!("first failing seed {seed}: {cmd}");
     }
-    let (passed, failed) = (s.passed + blocking.map_or(0, |b| b.passed), s.failed + blocking.map_or(0, |b| b.failed));
+    let passed = s.passed + others.iter().map(|(_, o)| o.passed).sum::<u64>();
+    let failed = s.failed + others.iter().map(|(_, o)| o.failed).sum::<u64>();
     println!("{passed} passed, {failed} failed");
+}
+
+/// The strategies side by side on the same seeds (the table of `docs/ARCHITECTURE.md`).
+fn print_comparison(all: &[(CutStrategy, &Summary)]) {
+    let ms = |us: u64| us as f64 / 1e3;
+    println!("| strategy | cuts ok / failed / verified | cut latency p50 / p99 | longest commit stall during cuts (outside) | transactions held back (longest) | replies held | messages per cut | committed / aborted (by the versions guard) | violations |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (strategy, s) in all {
+        let m = &s.metrics;
+        println!(
+            "| {strategy} | {} / {} / {} | {:.1} / {:.1} ms | {:.1} ms ({:.1} ms) | {} ({:.1} ms) | {} | {:.1} | {} / {} ({}) | {} |",
+            s.cuts_ok,
+            s.cuts_failed,
+            s.cuts_verified,
+            ms(s.latency_percentile_us(0.5)),
+            ms(s.latency_percentile_us(0.99)),
+            ms(m.stall_during_cuts_us),
+            ms(m.stall_outside_cuts_us),
+            m.commit_stalls_us.len(),
+            ms(percentile_us(&m.commit_stalls_us, 1.0)),
+            m.held_replies_us.len(),
+            s.messages_per_cut(),
+            s.committed,
+            s.aborted,
+            s.snapshot_order_aborts,
+            s.violations,
+        );
+    }
 }
 
 fn print_cuts(name: &str, s: &Summary) {

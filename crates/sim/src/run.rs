@@ -56,6 +56,10 @@ pub struct SeedReport {
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     pub cuts_verified: u64,
+    /// Messages of the cut process sent in the run.
+    pub cut_messages: u64,
+    /// Transactions refused by the `versions` guard (`AbortReason::SnapshotOrder`).
+    pub snapshot_order_aborts: u64,
     pub metrics: CutMetrics,
     pub tree: crate::tree_mode::TreeStats,
     pub violations: Vec<Violation>,
@@ -84,6 +88,8 @@ pub fn report(world: &World) -> SeedReport {
         cuts_ok: declared.iter().filter(|(_, ok)| *ok).count() as u64,
         cuts_failed: declared.iter().filter(|(_, ok)| !*ok).count() as u64,
         cuts_verified: checked.cuts_verified as u64,
+        cut_messages: world.cut_messages,
+        snapshot_order_aborts: world.snapshot_order_aborts,
         tree: world.tree_stats.clone(),
         metrics: CutMetrics {
             held_replies_us: world.held_replies_us.clone(),
@@ -142,8 +148,8 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     if cfg.tree {
         cmd.push_str(&format!(" --tree --fanout {}", cfg.fanout));
     }
-    if cfg.strategy == CutStrategy::Blocking {
-        cmd.push_str(" --strategy blocking");
+    if cfg.strategy != CutStrategy::Consistent {
+        cmd.push_str(&format!(" --strategy {}", cfg.strategy));
     }
     if !cfg.faults {
         cmd.push_str(" --no-faults");
@@ -181,6 +187,8 @@ pub struct Summary {
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     pub cuts_verified: u64,
+    pub cut_messages: u64,
+    pub snapshot_order_aborts: u64,
     pub violations: u64,
     /// Every seed's cut metrics, merged.
     pub metrics: CutMetrics,
@@ -206,9 +214,16 @@ impl Summary {
         self.cuts_ok += r.cuts_ok;
         self.cuts_failed += r.cuts_failed;
         self.cuts_verified += r.cuts_verified;
+        self.cut_messages += r.cut_messages;
+        self.snapshot_order_aborts += r.snapshot_order_aborts;
         self.violations += r.violations.len() as u64;
         self.metrics.add(&r.metrics);
         self.tree.add(&r.tree);
+    }
+
+    /// Messages of the cut process per cut begun.
+    pub fn messages_per_cut(&self) -> f64 {
+        self.cut_messages as f64 / (self.cuts_ok + self.cuts_failed).max(1) as f64
     }
 
     pub fn latency_percentile_us(&self, p: f64) -> u64 {

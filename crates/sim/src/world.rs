@@ -149,6 +149,11 @@ pub struct World {
     pub(crate) operator_requests: u64,
     pub messages_sent: u64,
     pub messages_lost: u64,
+    /// Messages of the cut process (`Body::Cut`), for the strategies' comparison.
+    pub cut_messages: u64,
+    /// Transactions refused because they would cross a running `versions` snapshot
+    /// (`AbortReason::SnapshotOrder`): what the guard costs.
+    pub snapshot_order_aborts: u64,
     /// How long each reply held for real-time safety waited.
     pub held_replies_us: Vec<u64>,
     /// How long each transaction was held back by a cut before it could start.
@@ -229,6 +234,8 @@ impl World {
             operator_requests: 0,
             messages_sent: 0,
             messages_lost: 0,
+            cut_messages: 0,
+            snapshot_order_aborts: 0,
             held_replies_us: vec![],
             commit_stalls_us: vec![],
             checkpoint_mismatches: vec![],
@@ -344,6 +351,9 @@ impl World {
             }
             Output::Send(env) => self.send(node, env),
             Output::Reply { client, req, response } => {
+                if let Response::Aborted { reason: waymark_core::AbortReason::SnapshotOrder { .. }, .. } = &response {
+                    self.snapshot_order_aborts += 1;
+                }
                 let at = self.now_us + self.rng.gen_range(50..300);
                 self.schedule(at, Event::ToClient { client: client.0, req, response });
             }
@@ -359,13 +369,17 @@ impl World {
     pub(crate) fn send(&mut self, from: usize, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
+        self.cut_messages += matches!(env.body, Body::Cut(_)) as u64;
         if let Body::Alter(waymark_core::alter::AlterMsg::Alter { term, seq, .. }) = &env.body {
             if let Some(instance) = self.tree_node_instance(to) {
                 self.answers.forwarded((*term, *seq), to, instance);
             }
         }
         let extra_us = match &env.body {
-            Body::Cut(CutMsg::Start { .. }) => self.rng.gen_range(0..self.cfg.cut_start_spread_us.max(1)),
+            // Phase 1 of `versions` is its start: spread alike, so both meet the same windows.
+            Body::Cut(CutMsg::Start { .. } | CutMsg::VersionsStart { .. }) => {
+                self.rng.gen_range(0..self.cfg.cut_start_spread_us.max(1))
+            }
             _ => 0,
         };
         let mishap = match self.cfg.faults && self.cfg.net_faults && !self.stopping {
@@ -643,6 +657,9 @@ fn vnode_config(cfg: &SimConfig, id: &VnodeId, ids: &[VnodeId], placement: &Arc<
     let mut v = VnodeConfig::new(id.clone(), placement.clone(), ids[0].clone());
     v.breaks = cfg.breaks;
     v.strategy = cfg.strategy;
+    if cfg.strategy == waymark_core::CutStrategy::Versions {
+        v.versions_unregistered = cfg.versions_unregistered;
+    }
     v.real_time_safety = cfg.real_time_safety;
     v
 }

@@ -204,3 +204,37 @@ fn confirming_before_the_children_is_caught_at_the_moment_of_the_answer() {
 fn a_root_without_quorum_is_caught_when_it_wins_a_term() {
     assert_caught_by("root-without-quorum", "tree-root-term", on_the_tree());
 }
+
+/// Cuts of the `versions` strategy (seed 002).
+fn with_versions_cuts(workload: WorkloadKind) -> SimConfig {
+    SimConfig { strategy: waymark_core::CutStrategy::Versions, ..with_cuts(workload) }
+}
+
+/// Seed 002 problem 1: transactions registered after their near fixed `snp_version` with a
+/// smaller version (Ignite's non-atomic assignment, modelled by `versions_unregistered`). Without
+/// mitigation (b) — collecting them and skipping them in the restore — the restore takes them by
+/// their version although phase 1 never waited for them: some replicas log the map before they
+/// commit, others after (atomicity), and they read writes the cut excludes. With (b):
+/// `tests/seeds.rs`, `versions_seeds_with_faults_and_cuts_find_no_violation`.
+#[test]
+fn seed_002_problem_1_without_the_skip_set_is_caught_by_the_cut_restore() {
+    assert_caught_by("versions-no-skip", "cut-restore", with_versions_cuts(WorkloadKind::Bank));
+}
+
+/// Seed 002 as written, without our guard: a transaction created before its near fixed
+/// `snp_version` reads or overwrites the write of one created after another near fixed its own;
+/// the restore keeps the reader and drops the writer.
+#[test]
+fn seed_002_without_the_guard_is_caught_by_the_cut_restore() {
+    assert_caught_by("versions-no-guard", "cut-restore", with_versions_cuts(WorkloadKind::Append));
+}
+
+/// Seed 002 problem 2 unfixed: a near forgets a one-phase transaction it timed out on, phase 1
+/// ends while its chain still commits, and a backup logs the map before it arrives (4 vnodes,
+/// 3 replicas: longer chains; caught at seed 11). Fixed: `tests/seeds.rs`.
+#[test]
+fn seed_002_problem_2_a_forgotten_one_phase_transaction_is_caught_by_the_cut_restore() {
+    let mut cfg = with_versions_cuts(WorkloadKind::Bank);
+    (cfg.vnodes, cfg.replicas, cfg.duration_us) = (4, 3, 1_000_000);
+    assert_caught_saying("versions-forget-one-phase", "cut-restore", "(atomicity)", cfg);
+}

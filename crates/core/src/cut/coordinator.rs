@@ -1,7 +1,8 @@
 //! The cut process (DESIGN §6: START → STARTED → FINISH → END), driven for now by one coordinator
 //! vnode that broadcasts each phase and collects confirmations. The tree issue moves it onto
 //! branch-confirmed alterations. The same coordinator runs the `blocking` comparison strategy
-//! (PAUSE → DRAIN → END).
+//! (PAUSE → DRAIN → END) and the `versions` one (seed 002: START with `snp_version` reports →
+//! MAP → STOP with late transactions → SKIP → END; each phase carries what the previous gathered).
 //!
 //! Invariant: a cut is declared successful (`CutEnd{ok: true}`, `CutDone{ok: true}`) only after
 //! every store vnode answered `Finished{ok: true}`, i.e. wrote its `CutFinish`.
@@ -13,7 +14,8 @@
 //! leaves, and recovery resumes after the highest `CutBegin`).
 
 use crate::config::CutStrategy;
-use crate::ids::{ClientId, CutId, VnodeId};
+use crate::cut::versions::SnapshotVersions;
+use crate::ids::{ClientId, CutId, TxId, VnodeId};
 use crate::io::{Response, Timer};
 use crate::message::CutMsg;
 use crate::record::Record;
@@ -36,6 +38,10 @@ struct Process {
     waiting: BTreeSet<VnodeId>,
     client: ClientId,
     req: u64,
+    /// `versions`: the `snp_version`s reported in phase 1 (sent in phase 2).
+    map: SnapshotVersions,
+    /// `versions`: the late transactions handed over in phase 3 (sent back to be logged).
+    skip: BTreeSet<TxId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -45,6 +51,10 @@ enum Phase {
     Finish,
     Pause,
     Drain,
+    VersionsStart,
+    VersionsMap,
+    VersionsStop,
+    VersionsSkip,
 }
 
 impl Phase {
@@ -56,6 +66,7 @@ impl Phase {
         match strategy {
             CutStrategy::Consistent => Phase::Start,
             CutStrategy::Blocking => Phase::Pause,
+            CutStrategy::Versions => Phase::VersionsStart,
         }
     }
 
@@ -64,17 +75,25 @@ impl Phase {
             Phase::Start => Some(Phase::Started),
             Phase::Started => Some(Phase::Finish),
             Phase::Pause => Some(Phase::Drain),
-            Phase::Finish | Phase::Drain => None,
+            Phase::VersionsStart => Some(Phase::VersionsMap),
+            Phase::VersionsMap => Some(Phase::VersionsStop),
+            Phase::VersionsStop => Some(Phase::VersionsSkip),
+            Phase::Finish | Phase::Drain | Phase::VersionsSkip => None,
         }
     }
 
-    fn message(self, cut: CutId) -> CutMsg {
+    fn message(self, p: &Process) -> CutMsg {
+        let cut = p.cut;
         match self {
             Phase::Start => CutMsg::Start { cut },
             Phase::Started => CutMsg::Started { cut },
             Phase::Finish => CutMsg::Finish { cut },
             Phase::Pause => CutMsg::Pause { cut },
             Phase::Drain => CutMsg::Drain { cut },
+            Phase::VersionsStart => CutMsg::VersionsStart { cut },
+            Phase::VersionsMap => CutMsg::VersionsMap { cut, map: p.map.clone() },
+            Phase::VersionsStop => CutMsg::VersionsStop { cut },
+            Phase::VersionsSkip => CutMsg::VersionsSkip { cut, skip: p.skip.clone() },
         }
     }
 }
@@ -109,7 +128,8 @@ impl Vnode {
         self.coordinator.unfinished = Some(cut);
         let phase = Phase::first(self.cfg.strategy);
         let waiting = BTreeSet::new();
-        self.coordinator.current = Some(Process { cut, phase, waiting, client, req });
+        let (map, skip) = (SnapshotVersions::default(), BTreeSet::new());
+        self.coordinator.current = Some(Process { cut, phase, waiting, client, req, map, skip });
         self.broadcast_phase(cut, phase);
     }
 
@@ -118,8 +138,9 @@ impl Vnode {
         let p = self.coordinator.current.as_mut().expect("a running process");
         p.phase = phase;
         p.waiting = all.iter().cloned().collect();
+        let message = phase.message(p);
         for v in &all {
-            self.send_cut(v, phase.message(cut));
+            self.send_cut(v, message.clone());
         }
         self.set_timer(Timer::CutPhase(cut, phase.code()), self.cfg.timeouts.cut_phase_timeout_us);
         self.set_timer(Timer::CutPhaseResend(cut, phase.code()), self.cut_phase_resend_us());
@@ -134,7 +155,7 @@ impl Vnode {
         let Some(p) = self.coordinator.current.as_ref().filter(|p| p.cut == cut && p.phase.code() == phase) else {
             return;
         };
-        let (message, waiting) = (p.phase.message(cut), p.waiting.clone());
+        let (message, waiting) = (p.phase.message(p), p.waiting.clone());
         for v in &waiting {
             self.send_cut(v, message.clone());
         }
@@ -206,6 +227,7 @@ impl Vnode {
             CutMsg::Finish { cut } => self.on_cut_finish_asked(from, cut),
             CutMsg::End { cut, .. } => {
                 self.on_cut_end(cut);
+                self.versions_end(cut);
                 self.cut_started_everywhere(cut);
                 self.blocking_resume(cut);
             }
@@ -216,6 +238,28 @@ impl Vnode {
             CutMsg::Finished { cut, ok } => self.coordinator_confirm(from, cut, Phase::Finish, ok),
             CutMsg::Paused { cut } => self.coordinator_confirm(from, cut, Phase::Pause, true),
             CutMsg::Drained { cut } => self.coordinator_confirm(from, cut, Phase::Drain, true),
+            CutMsg::VersionsStart { cut } => self.versions_start(from, cut),
+            CutMsg::VersionsMap { cut, map } => self.versions_map(from, cut, map),
+            CutMsg::VersionsStop { cut } => self.versions_stop(from, cut),
+            CutMsg::VersionsSkip { cut, skip } => self.versions_skip(from, cut, skip),
+            CutMsg::VersionsReport { cut, snp } => {
+                if let (Some(snp), Some(p)) = (snp, self.coordinator.current.as_mut().filter(|p| p.cut == cut)) {
+                    if p.phase == Phase::VersionsStart {
+                        p.map.0.insert(from.clone(), snp);
+                    }
+                }
+                self.coordinator_confirm(from, cut, Phase::VersionsStart, snp.is_some())
+            }
+            CutMsg::VersionsMapLogged { cut, ok } => self.coordinator_confirm(from, cut, Phase::VersionsMap, ok),
+            CutMsg::VersionsLate { cut, late } => {
+                if let (Some(late), Some(p)) = (&late, self.coordinator.current.as_mut().filter(|p| p.cut == cut)) {
+                    if p.phase == Phase::VersionsStop {
+                        p.skip.extend(late.iter().cloned());
+                    }
+                }
+                self.coordinator_confirm(from, cut, Phase::VersionsStop, late.is_some())
+            }
+            CutMsg::VersionsSkipLogged { cut, ok } => self.coordinator_confirm(from, cut, Phase::VersionsSkip, ok),
         }
     }
 }

@@ -63,6 +63,11 @@ impl RealTime {
         self.reveal.get(key).copied().filter(|c| self.started_upto < Some(*c))
     }
 
+    /// Whether this vnode knows that every vnode has started `cut` (or that it ended).
+    pub(crate) fn started_everywhere(&self, cut: CutId) -> bool {
+        self.started_upto >= Some(cut)
+    }
+
     pub(crate) fn refused(&self, cut: CutId) -> bool {
         self.refused_upto >= Some(cut)
     }
@@ -110,6 +115,7 @@ impl Vnode {
         }
         self.rt.refused_upto = self.rt.refused_upto.max(Some(cut));
         self.fail_local_cut(cut);
+        self.versions_fail(cut);
         self.release_held(|h| h.cut <= cut);
     }
 

@@ -31,6 +31,8 @@ pub(crate) struct NearTx {
     /// Invariant: a subset of `participants`: those whose `PrepareAck` has not arrived.
     waiting: BTreeSet<VnodeId>,
     writes: Vec<ResolvedWrite>,
+    /// 1PC: the last of the chain, who decides.
+    first_committer: Option<VnodeId>,
 }
 
 type Work = (Vec<ReadCheck>, Vec<Write>);
@@ -45,19 +47,21 @@ impl Vnode {
         }
         let tx = TxId { near: self.cfg.id.clone(), incarnation: self.incarnation, seq: self.near.next_seq };
         self.near.next_seq += 1;
+        self.versions_registered(&tx);
         let by_primary = self.group_by_primary(reads, writes);
         if by_primary.is_empty() {
             return self.reply(client, req, Response::Committed { tx, writes: vec![] });
         }
         let chain = self.one_phase_chain(&by_primary);
         let one_phase = chain.is_some();
+        let first_committer = chain.as_ref().and_then(|c| c.last().cloned());
         let participants: Vec<VnodeId> = by_primary.keys().cloned().collect();
         match chain {
             Some(chain) => self.send_one_phase(&tx, by_primary, chain),
             None => self.send_two_phase(&tx, by_primary),
         }
         let waiting = participants.iter().cloned().collect();
-        let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![] };
+        let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![], first_committer };
         self.near.txs.insert(tx.clone(), ntx);
         self.set_timer(Timer::PrepareTimeout(tx), self.cfg.timeouts.prepare_timeout_us);
     }
@@ -147,7 +151,7 @@ impl Vnode {
     /// The first committer's moment (seed 000 §5.2): stamp the running cut, log the decision, tell.
     fn near_commit(&mut self, tx: TxId) {
         let ntx = self.near.txs.remove(&tx).expect("committing a known transaction");
-        let tx_cut = self.stamp();
+        let tx_cut = self.stamp(&tx);
         self.out.append(Record::TxDecided { tx: tx.clone(), tx_cut });
         self.near.decided.insert(tx.clone(), tx_cut);
         let response = Response::Committed { tx: tx.clone(), writes: ntx.writes };
@@ -175,21 +179,28 @@ impl Vnode {
     }
 
     pub(crate) fn near_prepare_timeout(&mut self, tx: TxId) {
-        let Some(ntx) = self.near.txs.get(&tx) else { return };
+        let Some(ntx) = self.near.txs.get(&tx) else { return self.versions_ask_again(tx) };
         if ntx.one_phase {
             // The chain may still commit: only its first committer knows.
             let ntx = self.near.txs.remove(&tx).expect("present");
+            if let Some(fc) = ntx.first_committer {
+                self.versions_one_phase_timed_out(tx.clone(), fc);
+            }
             return self.reply(ntx.client, ntx.req, Response::Unknown { tx });
         }
         self.near_abort(tx, AbortReason::Timeout);
     }
 
-    /// The `tx_cut` a first committer stamps: its running cut (seed 000 §5.2).
-    pub(crate) fn stamp(&self) -> Option<CutId> {
+    /// The `tx_cut` a first committer stamps on `tx`: its running cut (seed 000 §5.2); under the
+    /// `versions` strategy, the side `tx` was given at its near (`cut::versions`).
+    pub(crate) fn stamp(&self, tx: &TxId) -> Option<CutId> {
         if self.cfg.breaks.no_tx_cut {
             return None;
         }
-        self.cut.running_id()
+        match self.cfg.strategy {
+            crate::config::CutStrategy::Versions => self.versions_stamp(tx),
+            _ => self.cut.running_id(),
+        }
     }
 
     /// Answers an in-doubt participant. 2PC: the near; 1PC: the last backup, which presumes abort

@@ -86,6 +86,15 @@ impl Vnode {
         {
             return; // a duplicate: the first copy is being (or was) answered
         }
+        if let PrepareWrites::Unresolved(ws) = &writes {
+            if let Some(key) = self.versions_guard(&reads, ws) {
+                self.part.note_finished(&branch);
+                let result = Err(AbortReason::SnapshotOrder { key });
+                return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result, tx_cut: None });
+            }
+            self.versions_note_reads(&reads);
+        }
+        self.versions_note_side(&tx);
         let is_primary = role == Role::Primary;
         let (resolved, after) = match writes {
             PrepareWrites::Resolved(ws) => (ws, after),
@@ -148,7 +157,7 @@ impl Vnode {
             };
             return self.send_txn(&rec.upstream, ack);
         }
-        let tx_cut = self.stamp();
+        let tx_cut = self.stamp(&rec.tx);
         if !rec.writes.is_empty() {
             let writes = rec.writes.clone();
             self.out.append(Record::TxCommitted { branch: rec.branch(), tx_cut, writes });
@@ -251,6 +260,9 @@ impl Vnode {
 
     /// The first committer's answer settles every branch of `tx` held here.
     pub(crate) fn on_status_reply(&mut self, tx: TxId, status: TxStatus) {
+        if status != TxStatus::Pending {
+            self.versions_resolved(&tx);
+        }
         let decision = match status {
             TxStatus::Committed { tx_cut } => Decision::Commit { tx_cut },
             TxStatus::Aborted => Decision::Abort(AbortReason::PresumedAbort),

@@ -59,7 +59,7 @@ impl Vnode {
     }
 
     /// The branches prepared here that hold `key`'s lock and write it.
-    fn prepared_writers_of(&self, key: &Key) -> BTreeSet<Branch> {
+    pub(crate) fn prepared_writers_of(&self, key: &Key) -> BTreeSet<Branch> {
         let writes_key = |b: &&Branch| {
             self.part.prepared.get(*b).is_some_and(|p| !p.read_only && p.rec.writes.iter().any(|w| &w.key == key))
         };

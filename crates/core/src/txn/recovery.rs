@@ -32,6 +32,7 @@ impl Vnode {
         if let Some(cut) = summary.cut_seen {
             self.cut.note_started(cut);
         }
+        self.versions_rebuild(summary.versions_side_seen);
         self.coordinator.rebuild(summary.coordinator_last_cut, summary.coordinator_unfinished);
         self.logged = summary;
         self.placement_from_metadata();

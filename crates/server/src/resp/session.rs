@@ -344,6 +344,7 @@ impl Session {
             Response::Aborted { reason: AbortReason::LockConflict { key }, .. } => Ok(format!("lock conflict on '{}'", show(&key))),
             Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => Ok(format!("'{}' changed", show(&key))),
             Response::Aborted { reason: AbortReason::PresumedAbort, .. } => Ok("aborted by recovery".into()),
+            Response::Aborted { reason: AbortReason::SnapshotOrder { key }, .. } => Ok(format!("'{}' is on the other side of a snapshot", show(&key))),
             Response::Aborted { reason: AbortReason::Timeout, .. } => {
                 Err(err("ERR transaction aborted: a participant did not answer in time (nothing was written)"))
             }

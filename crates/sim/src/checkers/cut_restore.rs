@@ -14,7 +14,8 @@ use crate::config::WorkloadKind;
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
-use waymark_core::{CutId, TxId};
+use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
+use waymark_core::{CutId, CutStrategy, TxId};
 
 /// What checking every declared cut found.
 #[derive(Debug, Default)]
@@ -48,12 +49,33 @@ fn v(message: String) -> Violation {
 
 /// Restores `cut` on every vnode (from the start of its log).
 pub fn restore_all(w: &World, cut: CutId) -> Result<Vec<Restored>, Violation> {
+    if w.cfg.strategy == CutStrategy::Versions {
+        return restore_all_versions(w, cut);
+    }
     let mut restored: Vec<Restored> = vec![];
     for (i, node) in w.nodes.iter().enumerate() {
         let Some(finish) = find_finish(&node.log, cut) else {
             return Err(v(format!("{cut} declared successful but {} has no CutFinish", names(w, [i]))));
         };
         match restore_to_cut_with(Checkpoint::default(), &node.log, finish, &w.cfg.breaks) {
+            Ok(r) => restored.push(r),
+            Err(e) => return Err(v(format!("{cut} on {}: {e}", names(w, [i])))),
+        }
+    }
+    Ok(restored)
+}
+
+/// `restore_all` for the `versions` strategy: its own records and filter (seed 002).
+fn restore_all_versions(w: &World, cut: CutId) -> Result<Vec<Restored>, Violation> {
+    let mut restored: Vec<Restored> = vec![];
+    for (i, node) in w.nodes.iter().enumerate() {
+        let Some(records) = find_versions_records(&node.log, cut) else {
+            return Err(v(format!(
+                "{cut} declared successful but {} has no VersionsMap and VersionsSkip",
+                names(w, [i])
+            )));
+        };
+        match restore_to_versions_cut(Checkpoint::default(), &node.log, &records) {
             Ok(r) => restored.push(r),
             Err(e) => return Err(v(format!("{cut} on {}: {e}", names(w, [i])))),
         }
