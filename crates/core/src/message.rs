@@ -156,6 +156,16 @@ pub enum CutMsg {
     Drained {
         cut: CutId,
     },
+    /// `blocking`, after every vnode drained: is this vnode still paused for `cut`? A vnode that
+    /// restarted meanwhile lost its pause and may have started transactions that straddle some
+    /// vnode's marker, so the cut must fail.
+    Check {
+        cut: CutId,
+    },
+    Checked {
+        cut: CutId,
+        paused: bool,
+    },
     /// `versions` phase 1: fix `snp_version`, answer once the transactions active then finished.
     VersionsStart {
         cut: CutId,

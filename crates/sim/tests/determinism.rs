@@ -32,7 +32,7 @@ fn pinned_trace_hashes_change_only_deliberately() {
         (
             "--cuts --strategy blocking seed 3",
             with(3, WorkloadKind::Bank, |c| (c.cuts, c.strategy) = (true, waymark_core::CutStrategy::Blocking)),
-            0xb46fbb0b66f1162e,
+            0xcd4ac5fbd7db3f25,
         ),
         ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x36262eb698c89d2b),
         (

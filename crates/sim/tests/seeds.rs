@@ -331,19 +331,30 @@ fn an_operator_on_a_stale_copy_cannot_report_a_cut_the_catalog_failed() {
     assert_seed_passes(cfg);
 }
 
-/// OPEN (found 2026-12-01 by a 2 000-seed `--cuts --strategy blocking` sweep: seeds 160, 721, 915,
-/// 1011, 1622, 1666, 1781 fail `cut-restore` atomicity). The `blocking` comparison strategy loses
-/// its pause in a crash: in seed 160, node001 answered DRAINED for cut 3, crashed and restarted
-/// while node000 and node002 were still draining, and — no longer paused — started a transaction
-/// that prepared on node000 before its marker and on node002 after it; the coordinator declared
-/// the cut ok. A fix must keep a restarted vnode paused until the cut ends (the pause persisted,
-/// with a bounded wait for the END), or have the coordinator check, after the last DRAINED, that
-/// no vnode restarted since it paused. Not fixed yet: the strategy is the comparison baseline,
-/// the consistent cut is unaffected.
+/// Regression (found 2026-12-01 by a 2 000-seed `--cuts --strategy blocking` sweep, `cut-restore`
+/// atomicity): the `blocking` strategy lost its pause in a crash. In seed 160, node001 answered
+/// DRAINED for cut 3, crashed and restarted while node000 and node002 were still draining, and — no
+/// longer paused — started a transaction that prepared on node000 before its marker and on node002
+/// after it; the coordinator declared the cut ok. A CHECK round after the last DRAINED now fails a
+/// cut in which some vnode is no longer paused (`cut/blocking.rs`).
 #[test]
-#[ignore = "open bug: a vnode of the blocking strategy forgets its pause in a crash"]
-fn a_blocking_cut_survives_a_vnode_restarting_while_others_drain() {
+fn a_blocking_cut_fails_when_a_vnode_restarts_while_others_drain() {
     for seed in [160, 721, 915, 1011, 1622, 1666, 1781] {
+        let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
+        (cfg.cuts, cfg.strategy) = (true, waymark_core::CutStrategy::Blocking);
+        assert_seed_passes(cfg);
+    }
+}
+
+/// OPEN (the same sweep, after the CHECK fix): seeds 542, 753, 994 and 1499 of `--cuts --strategy
+/// blocking` still restore a transaction on one replica and not another. No vnode crashes during
+/// the failing cut (in 542 the coordinator drains last, 300 ms after the others, resolving
+/// transactions it recovered in doubt); not diagnosed yet. The strategy is the comparison
+/// baseline; the consistent cut and `versions` are unaffected.
+#[test]
+#[ignore = "open bug in the blocking comparison strategy (issue 11)"]
+fn a_blocking_cut_keeps_every_transaction_whole() {
+    for seed in [542, 753, 994, 1499] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.cuts, cfg.strategy) = (true, waymark_core::CutStrategy::Blocking);
         assert_seed_passes(cfg);

@@ -1,7 +1,15 @@
 //! The `blocking` comparison strategy (DESIGN §4): what Ignite's full-snapshot exchange and
 //! Citus's restore point effectively do. PAUSE: start no transaction (queue clients) and answer
 //! once none this vnode coordinates is open. DRAIN: once nothing is prepared here, write the
-//! marker (`CutStart` + an empty `CutFinish`) and answer. END: resume the queue.
+//! marker (`CutStart` + an empty `CutFinish`) and answer. CHECK: answer whether this vnode is
+//! still paused. END: resume the queue.
+//!
+//! Why CHECK: the pause lives in memory. A vnode that crashes and restarts before every marker is
+//! written is no longer paused and may start a transaction that prepares on one vnode before its
+//! marker and on another after it (seeds 160, 721, 915, 1011, 1622, 1666, 1781 of the
+//! `--strategy blocking` sweep). CHECK is sent once every vnode drained, so a vnode still paused
+//! then was paused throughout the markers; one that restarted answers `paused: false` and the
+//! cut fails.
 //!
 //! Invariant: the marker is written only when every vnode has paused (the coordinator sends DRAIN
 //! after all PAUSE confirmations) and nothing is prepared here, so no transaction straddles it.
@@ -55,6 +63,11 @@ impl Vnode {
             self.blocking.drain_asked = Some(from);
             self.blocking_progress();
         }
+    }
+
+    pub(crate) fn blocking_check(&mut self, from: VnodeId, cut: CutId) {
+        let paused = self.blocking.paused == Some(cut);
+        self.send_cut(&from, CutMsg::Checked { cut, paused });
     }
 
     /// Runs after every step while paused.

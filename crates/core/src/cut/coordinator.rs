@@ -51,6 +51,7 @@ enum Phase {
     Finish,
     Pause,
     Drain,
+    Check,
     VersionsStart,
     VersionsMap,
     VersionsStop,
@@ -75,10 +76,11 @@ impl Phase {
             Phase::Start => Some(Phase::Started),
             Phase::Started => Some(Phase::Finish),
             Phase::Pause => Some(Phase::Drain),
+            Phase::Drain => Some(Phase::Check),
             Phase::VersionsStart => Some(Phase::VersionsMap),
             Phase::VersionsMap => Some(Phase::VersionsStop),
             Phase::VersionsStop => Some(Phase::VersionsSkip),
-            Phase::Finish | Phase::Drain | Phase::VersionsSkip => None,
+            Phase::Finish | Phase::Check | Phase::VersionsSkip => None,
         }
     }
 
@@ -90,6 +92,7 @@ impl Phase {
             Phase::Finish => CutMsg::Finish { cut },
             Phase::Pause => CutMsg::Pause { cut },
             Phase::Drain => CutMsg::Drain { cut },
+            Phase::Check => CutMsg::Check { cut },
             Phase::VersionsStart => CutMsg::VersionsStart { cut },
             Phase::VersionsMap => CutMsg::VersionsMap { cut, map: p.map.clone() },
             Phase::VersionsStop => CutMsg::VersionsStop { cut },
@@ -233,11 +236,13 @@ impl Vnode {
             }
             CutMsg::Pause { cut } => self.blocking_pause(from, cut),
             CutMsg::Drain { cut } => self.blocking_drain(from, cut),
+            CutMsg::Check { cut } => self.blocking_check(from, cut),
             CutMsg::StartAck { cut } => self.coordinator_confirm(from, cut, Phase::Start, true),
             CutMsg::StartedAck { cut } => self.coordinator_confirm(from, cut, Phase::Started, true),
             CutMsg::Finished { cut, ok } => self.coordinator_confirm(from, cut, Phase::Finish, ok),
             CutMsg::Paused { cut } => self.coordinator_confirm(from, cut, Phase::Pause, true),
             CutMsg::Drained { cut } => self.coordinator_confirm(from, cut, Phase::Drain, true),
+            CutMsg::Checked { cut, paused } => self.coordinator_confirm(from, cut, Phase::Check, paused),
             CutMsg::VersionsStart { cut } => self.versions_start(from, cut),
             CutMsg::VersionsMap { cut, map } => self.versions_map(from, cut, map),
             CutMsg::VersionsStop { cut } => self.versions_stop(from, cut),
