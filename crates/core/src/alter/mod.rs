@@ -16,9 +16,11 @@
 //! Invariant: a vnode that misses an alteration (a gap, a bad md5, a crash) never applies a later
 //! one before it has cloned its parent's metadata (compared by md5 on every heartbeat).
 
+pub mod branch;
 pub mod cluster;
 pub mod failover;
 pub mod initiator;
+pub mod io;
 pub mod manager;
 pub mod metadata;
 pub mod node;
@@ -29,4 +31,6 @@ pub mod shape;
 
 pub use manager::{Answered, ManagerVnode};
 pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, Version, View};
-pub use node::{AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterTimer, ProposalId};
+pub use io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
+pub use metadata::ProposalId;
+pub use node::AlterNode;
