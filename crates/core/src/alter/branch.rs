@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 #[derive(Debug, Hash)]
 pub(super) struct InFlight {
     pub(super) term: u64,
-    pub(super) seq: u64,
-    pub(super) id: ProposalId,
+    seq: u64,
+    id: ProposalId,
     record: AlterRecord,
     md5: Md5Sum,
     /// What the host said when it acted on it (`AlterInput::Applied`); `Some(false)` once failed.

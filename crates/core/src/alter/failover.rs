@@ -1,4 +1,4 @@
-//! Parent failover, as seed 004 asks: when a parent dies its children elect an *assisting child*
+//! Parent failover (seed 004, consistency points 1–3): when a parent dies its children elect an *assisting child*
 //! (bully election: the first child in priority order that is alive), which starts a *secondary
 //! parent* on its own host from its copy of the metadata; its siblings follow it. When the primary
 //! parent comes back it heartbeats its children, they switch back, and the secondary parent stops

@@ -1,13 +1,16 @@
 //! Alterations (seed 004 points 4–8; DESIGN §6): the one way cluster metadata changes.
 //!
 //! The initiator sends a record up its parent chain; the root orders it (a sequence number) and
-//! sends `Alter{seq, record, md5}` down. Each vnode writes it, reads it back and compares the md5
+//! sends `Alter{term, prev_term, seq, record, md5}` down. Each vnode writes it, reads it back and compares the md5
 //! (a mismatch fails the alteration), applies it, forwards it to its working children and confirms
 //! to its parent only once all of them confirmed (a branch transaction). The root answers the
 //! initiator, which retries a failed alteration with back-off, a bounded number of times.
 //!
 //! The root orders in a *term* it won from a majority of its children (`root.rs`); metadata is
 //! ordered by version `(term, seq)`.
+//!
+//! `node.rs` holds the `AlterNode` and the dispatch of its inputs (`io.rs`); each protocol step
+//! is in its own file with the state it owns (the table in `node.rs`).
 //!
 //! Invariant: alterations are applied in `seq` order on every vnode, each on top of the version it
 //! was ordered after; one is in flight at a time.

@@ -9,12 +9,15 @@
 //!
 //! | file | seed 004 | state |
 //! | --- | --- | --- |
-//! | `initiator.rs` | point 6: propose, retry, report | `Initiator` |
-//! | `root.rs` | the root orders, in a term a majority of its children gave it | `RootState` |
+//! | `initiator.rs` | point 6: propose, retry, then report failure | `Initiator` |
+//! | `root.rs` | point 6: the root orders, in a term a majority gave it (points 1–3 at the root) | `RootState` |
 //! | `branch.rs` | points 4–5: write, read back, apply, forward, confirm | `InFlight` |
-//! | `failover.rs` | assisting child, secondary parent, switch-back | `FailoverState` |
+//! | `failover.rs` | points 1–3: assisting child, secondary parent, switch-back | `FailoverState` |
 //! | `reach.rs` | point 7: the reachability graph, relays | `ReachState` |
 //! | `report.rs` | point 8: a parent reports what it sees | `Reports` |
+//!
+//! Here: point 5's cloning (a vnode whose md5 differs from its parent's fetches its copy) and boot
+//! loading by parent (`HostAlive` → `StartVnodes`).
 
 use super::branch::InFlight;
 use super::failover::FailoverState;
@@ -36,17 +39,24 @@ pub struct AlterNode {
     pub(super) metadata: Metadata,
     /// Invariant: `md5 == metadata.md5()` (kept with it: heartbeats send it many times a second).
     pub(super) md5: Md5Sum,
-    /// Invariant: `leaf_md5 == metadata.project(View::Leaf).md5()`.
+    /// Invariant: `leaf_md5 == metadata.project(View::Leaf).md5()` (`md5` for a leaf view).
+    /// Both set in `refresh_md5`, checked before every heartbeat sends them (`md5s_fresh`).
     pub(super) leaf_md5: Md5Sum,
     /// Children (configured or adopted) and when each was last heard from.
     pub(super) children_seen_us: BTreeMap<VnodeId, u64>,
     /// Invariant: at most one alteration in flight (`branch.rs`).
     pub(super) in_flight: Option<InFlight>,
+    /// The promised root term; at a root, its lead and queue (`root.rs`).
     pub(super) root: RootState,
+    /// This vnode's own proposals and their retries (`initiator.rs`).
     pub(super) initiator: Initiator,
+    /// Which parent this vnode follows; elections, secondary parents (`failover.rs`).
     pub(super) failover: FailoverState,
+    /// Whom this vnode and its neighbours hear (`reach.rs`).
     pub(super) reach: ReachState,
+    /// The state changes this parent has proposed (`report.rs`).
     pub(super) reports: Reports,
+    /// What this step asks of the host, in order; taken at the end of `step`.
     pub(super) out: Vec<AlterOutput>,
 }
 
@@ -69,7 +79,6 @@ impl AlterNode {
             out: vec![],
         }
     }
-
 
     pub fn id(&self) -> &VnodeId {
         &self.cfg.id
@@ -123,7 +132,7 @@ impl AlterNode {
         match input {
             AlterInput::Started { metadata, term } => self.on_started(metadata, term),
             AlterInput::Message { from, msg } => {
-                self.reach.heard_us.insert(from.clone(), now_us);
+                self.reach.heard(&from, now_us);
                 self.on_message(from, msg)
             }
             AlterInput::Timer(t) => self.on_timer(t),

@@ -16,11 +16,19 @@ const RELAYS_MAX: usize = 2;
 #[derive(Debug, Default)]
 pub(super) struct ReachState {
     /// When each vnode was last heard from directly.
-    pub(super) heard_us: BTreeMap<VnodeId, u64>,
+    heard_us: BTreeMap<VnodeId, u64>,
     /// What each neighbour last reported hearing, and when.
     reported: BTreeMap<VnodeId, (u64, Vec<VnodeId>)>,
     /// Messages sent through a relay.
     relayed: u64,
+}
+
+impl ReachState {
+    /// A message arrived from `from` over a direct link (for a relayed one, `from` is the relay,
+    /// not the origin: only the link it came over is known to work).
+    pub(super) fn heard(&mut self, from: &VnodeId, at_us: u64) {
+        self.heard_us.insert(from.clone(), at_us);
+    }
 }
 
 impl AlterNode {

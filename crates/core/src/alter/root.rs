@@ -1,5 +1,6 @@
-//! The root's term: how the root fails over "the same way" as any parent (seed 004) without two
-//! roots ever both answering `ok` for different alterations at one place in the order.
+//! The root: it orders alterations one at a time (seed 004 point 6: one logical path), and fails
+//! over "the same way" as any parent (points 1–3) through terms, without two roots ever both
+//! answering `ok` for different alterations at one place in the order.
 //!
 //! A parent's heartbeat is not a lease: during a split a secondary root and the primary may both
 //! think the root's children are theirs. So the root's children vote, as in Raft:
