@@ -80,7 +80,14 @@ impl AlterNode {
         self.out.push(AlterOutput::Persist { seq: at.1, bytes });
     }
 
-    pub(super) fn on_alter(&mut self, from: &VnodeId, at: (u64, u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+    pub(super) fn on_alter(
+        &mut self,
+        from: &VnodeId,
+        at: (u64, u64, u64),
+        id: ProposalId,
+        record: AlterRecord,
+        md5: Md5Sum,
+    ) {
         let (term, prev_term, seq) = at;
         if self.parent() != Some(from) {
             return; // not our parent (any more): it will time out on us

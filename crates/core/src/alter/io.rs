@@ -85,7 +85,6 @@ impl AlterConfig {
     }
 }
 
-
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AlterMsg {
     Propose {
@@ -281,4 +280,3 @@ pub enum AlterTimer {
     /// No better-placed sibling answered: become the assisting child.
     Election,
 }
-

@@ -32,8 +32,7 @@ pub mod report;
 pub mod root;
 pub mod shape;
 
-pub use manager::{Answered, ManagerVnode};
-pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, Version, View};
 pub use io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
-pub use metadata::ProposalId;
+pub use manager::{Answered, ManagerVnode};
+pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, ProposalId, Version, View};
 pub use node::AlterNode;
