@@ -12,15 +12,15 @@ use std::collections::BTreeMap;
 pub(super) struct Initiator {
     /// Invariant: a proposal is here from `propose` until its `Done`; `attempts` only grows, up to
     /// `retries_max + 1`.
-    pub(super) proposals: BTreeMap<ProposalId, Proposal>,
+    proposals: BTreeMap<ProposalId, Proposal>,
     /// Proposals made on this vnode's own behalf (`propose_own`), wrapping.
     own: u64,
 }
 
 #[derive(Debug, Hash)]
-pub(super) struct Proposal {
-    pub(super) record: AlterRecord,
-    pub(super) attempts: u32,
+struct Proposal {
+    record: AlterRecord,
+    attempts: u32,
 }
 
 impl AlterNode {
@@ -39,7 +39,13 @@ impl AlterNode {
         self.submit(id, record, 1);
     }
 
-    pub(super) fn submit(&mut self, id: ProposalId, record: AlterRecord, attempt: u32) {
+    /// The back-off before attempt `attempt` is over: send the proposal again.
+    pub(super) fn resubmit(&mut self, id: ProposalId, attempt: u32) {
+        let record = self.initiator.proposals[&id].record.clone();
+        self.submit(id, record, attempt);
+    }
+
+    fn submit(&mut self, id: ProposalId, record: AlterRecord, attempt: u32) {
         self.timer(AlterTimer::ProposeTimeout(id.clone(), attempt), self.cfg.propose_timeout_us);
         self.on_propose(id, record);
     }

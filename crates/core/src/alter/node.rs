@@ -302,10 +302,7 @@ impl AlterNode {
         match t {
             AlterTimer::Confirm(seq) => self.on_confirm_timeout(seq),
             AlterTimer::ProposeTimeout(id, attempt) if self.is_current(&id, attempt) => self.retry(id),
-            AlterTimer::Resubmit(id, attempt) if self.is_current(&id, attempt) => {
-                let record = self.initiator.proposals[&id].record.clone();
-                self.submit(id, record, attempt);
-            }
+            AlterTimer::Resubmit(id, attempt) if self.is_current(&id, attempt) => self.resubmit(id, attempt),
             AlterTimer::ProposeTimeout(..) | AlterTimer::Resubmit(..) => {}
             AlterTimer::Heartbeat => self.heartbeat(),
             AlterTimer::Election => self.on_election_timeout(),
