@@ -1,4 +1,4 @@
-//! Parent failover, as seed 004 asks: when a parent dies its children elect an *assisting child*
+//! Parent failover (seed 004, consistency points 1–3): when a parent dies its children elect an *assisting child*
 //! (bully election: the first child in priority order that is alive), which starts a *secondary
 //! parent* on its own host from its copy of the metadata; its siblings follow it. When the primary
 //! parent comes back it heartbeats its children, they switch back, and the secondary parent stops
@@ -7,9 +7,24 @@
 //! The root's children fail over the same way; the secondary root then has to win a term from a
 //! majority of the voters before it orders anything (`root.rs`).
 
+use super::io::{AlterMsg, AlterOutput, AlterTimer};
 use super::metadata::{Md5Sum, Version};
-use super::node::{AlterMsg, AlterNode, AlterOutput, AlterTimer};
+use super::node::AlterNode;
 use crate::ids::VnodeId;
+
+/// Which parent this vnode follows, and the election and secondary parent of a failover.
+#[derive(Debug, Default)]
+pub(super) struct FailoverState {
+    /// When the primary parent was last heard from.
+    pub(super) primary_seen_us: u64,
+    /// The secondary parent this vnode follows while its primary parent is dead.
+    pub(super) secondary: Option<VnodeId>,
+    pub(super) secondary_seen_us: u64,
+    /// Invariant: `None` while a secondary is followed (`follow_secondary`, `switch_back`).
+    pub(super) election: Option<Election>,
+    /// The secondary parent this vnode's host runs as assisting child.
+    pub(super) assisting: Option<VnodeId>,
+}
 
 #[derive(Debug, Hash)]
 pub(super) struct Election {
@@ -33,21 +48,23 @@ impl AlterNode {
 
     /// On every heartbeat tick: notice a dead parent, or (as a secondary) an empty branch.
     pub(super) fn check_parents(&mut self) {
+        let f = &self.failover;
+        debug_assert!(f.secondary.is_none() || f.election.is_none(), "an election while a secondary is followed");
         if self.cfg.secondary_of.is_some() && self.children_seen_us.values().all(|s| self.silent(*s)) {
             let id = self.cfg.id.clone();
             return self.out.push(AlterOutput::StopSecondaryParent { id });
         }
-        if self.secondary.is_some() && self.silent(self.secondary_seen_us) {
-            self.secondary = None; // the secondary died too: elect again below
+        if self.failover.secondary.is_some() && self.silent(self.failover.secondary_seen_us) {
+            self.failover.secondary = None; // the secondary died too: elect again below
         }
-        let primary_dead = !self.cfg.parents.is_empty() && self.silent(self.primary_seen_us);
-        if primary_dead && self.cfg.failover && self.secondary.is_none() && self.election.is_none() {
+        let primary_dead = !self.cfg.parents.is_empty() && self.silent(self.failover.primary_seen_us);
+        if primary_dead && self.cfg.failover && self.failover.secondary.is_none() && self.failover.election.is_none() {
             self.start_election();
         }
     }
 
     fn start_election(&mut self) {
-        self.election = Some(Election { deferred: false });
+        self.failover.election = Some(Election { deferred: false });
         let me = self.rank(&self.cfg.id);
         let better: Vec<VnodeId> = self.cfg.siblings.iter().take(me).cloned().collect();
         for s in &better {
@@ -60,25 +77,25 @@ impl AlterNode {
         if self.rank(&self.cfg.id) > self.rank(from) {
             return;
         }
-        if let Some(parent) = self.assisting.clone() {
+        if let Some(parent) = self.failover.assisting.clone() {
             return self.send(from, AlterMsg::SecondaryAt { parent });
         }
         self.send(from, AlterMsg::Defer);
-        let primary_dead = self.silent(self.primary_seen_us);
-        if primary_dead && self.secondary.is_none() && self.election.is_none() {
+        let primary_dead = self.silent(self.failover.primary_seen_us);
+        if primary_dead && self.failover.secondary.is_none() && self.failover.election.is_none() {
             self.start_election();
         }
     }
 
     pub(super) fn on_defer(&mut self) {
-        if let Some(e) = self.election.as_mut() {
+        if let Some(e) = self.failover.election.as_mut() {
             e.deferred = true;
         }
     }
 
     pub(super) fn on_election_timeout(&mut self) {
-        let Some(e) = self.election.take() else { return };
-        if !self.silent(self.primary_seen_us) || self.secondary.is_some() {
+        let Some(e) = self.failover.election.take() else { return };
+        if !self.silent(self.failover.primary_seen_us) || self.failover.secondary.is_some() {
             return; // the primary came back, or a secondary was found meanwhile
         }
         if e.deferred {
@@ -86,8 +103,8 @@ impl AlterNode {
         }
         let of = self.cfg.parents[0].clone();
         let id = Self::secondary_name(&of, &self.cfg.id.host);
-        self.assisting = Some(id.clone());
-        let (metadata, term) = (self.metadata.clone(), self.term);
+        self.failover.assisting = Some(id.clone());
+        let (metadata, term) = (self.metadata.clone(), self.root.term);
         self.out.push(AlterOutput::StartSecondaryParent { id: id.clone(), of, metadata, term });
         let siblings: Vec<VnodeId> = self.cfg.siblings.iter().filter(|s| **s != self.cfg.id).cloned().collect();
         for s in &siblings {
@@ -97,12 +114,12 @@ impl AlterNode {
     }
 
     pub(super) fn follow_secondary(&mut self, parent: VnodeId) {
-        if !self.silent(self.primary_seen_us) {
+        if !self.silent(self.failover.primary_seen_us) {
             return;
         }
-        self.election = None;
-        self.secondary = Some(parent.clone());
-        self.secondary_seen_us = self.now_us;
+        self.failover.election = None;
+        self.failover.secondary = Some(parent.clone());
+        self.failover.secondary_seen_us = self.now_us;
         self.send(&parent, AlterMsg::Alive);
     }
 
@@ -110,11 +127,11 @@ impl AlterNode {
     /// primary root only once it won a term at least ours, else it is told ours; compare metadata
     /// with the parent we follow and fetch it when ours differs and is older.
     pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: Version, md5: Md5Sum, lead: Option<u64>) {
-        let away = self.secondary.is_some() || self.election.is_some();
+        let away = self.failover.secondary.is_some() || self.failover.election.is_some();
         if self.cfg.parents.first() == Some(from) && away {
             match lead {
                 None => self.switch_back(),
-                Some(term) if term > 0 && term >= self.term => {
+                Some(term) if term > 0 && term >= self.root.term => {
                     self.adopt_term(term);
                     self.switch_back();
                 }
@@ -131,22 +148,16 @@ impl AlterNode {
 
     /// Follow the primary parent again, and stop the secondary this vnode's host runs.
     pub(super) fn switch_back(&mut self) {
-        if self.secondary.is_some() {
+        if self.failover.secondary.is_some() {
             self.leave_in_flight();
         }
-        self.secondary = None;
-        self.election = None;
-        if let Some(id) = self.assisting.take() {
+        self.failover.secondary = None;
+        self.failover.election = None;
+        if let Some(id) = self.failover.assisting.take() {
             self.out.push(AlterOutput::StopSecondaryParent { id });
         }
         let primary = self.cfg.parents[0].clone();
         self.send(&primary, AlterMsg::Alive);
-    }
-
-    /// The parent changed: an alteration in flight from the old one is not confirmed to anyone
-    /// (its root fails it on a timeout); a new one can come in at once.
-    pub(super) fn leave_in_flight(&mut self) {
-        self.in_flight = None;
     }
 
     /// A vnode that follows this one as its parent (a secondary parent's adopted children).

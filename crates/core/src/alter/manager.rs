@@ -13,7 +13,7 @@
 //! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
 //! what a restart from the log would rebuild.
 
-use super::node::{AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
+use super::{AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
 use crate::cut::operator::{CutOperator, Ended, Phase, Requester, Step};
 use crate::cut::tree_process::cut_of;
 use crate::ids::{ClientId, CutId, Lsn, VnodeId};

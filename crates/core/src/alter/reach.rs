@@ -5,10 +5,31 @@
 //! also sent through up to two neighbours that hear both ends, as `Relay`. The logical path — who
 //! confirms to whom — stays the tree; relays only carry messages, one hop, never further.
 
-use super::node::{AlterMsg, AlterNode};
+use super::io::AlterMsg;
+use super::node::AlterNode;
 use crate::ids::VnodeId;
+use std::collections::BTreeMap;
 
 const RELAYS_MAX: usize = 2;
+
+/// This vnode's view of the reachability graph.
+#[derive(Debug, Default)]
+pub(super) struct ReachState {
+    /// When each vnode was last heard from directly.
+    heard_us: BTreeMap<VnodeId, u64>,
+    /// What each neighbour last reported hearing, and when.
+    reported: BTreeMap<VnodeId, (u64, Vec<VnodeId>)>,
+    /// Messages sent through a relay.
+    relayed: u64,
+}
+
+impl ReachState {
+    /// A message arrived from `from` over a direct link (for a relayed one, `from` is the relay,
+    /// not the origin: only the link it came over is known to work).
+    pub(super) fn heard(&mut self, from: &VnodeId, at_us: u64) {
+        self.heard_us.insert(from.clone(), at_us);
+    }
+}
 
 impl AlterNode {
     fn recent(&self, at_us: u64) -> bool {
@@ -17,16 +38,16 @@ impl AlterNode {
 
     /// Whom this vnode heard from directly, recently.
     fn hears(&self) -> Vec<VnodeId> {
-        self.heard_us.iter().filter(|(_, at)| self.recent(**at)).map(|(v, _)| v.clone()).collect()
+        self.reach.heard_us.iter().filter(|(_, at)| self.recent(**at)).map(|(v, _)| v.clone()).collect()
     }
 
     /// `y` recently reported hearing `x`.
     fn reports_hearing(&self, y: &VnodeId, x: &VnodeId) -> bool {
-        self.reach.get(y).is_some_and(|(at, hears)| self.recent(*at) && hears.contains(x))
+        self.reach.reported.get(y).is_some_and(|(at, hears)| self.recent(*at) && hears.contains(x))
     }
 
     pub(super) fn neighbours(&self) -> Vec<VnodeId> {
-        let mut n: Vec<VnodeId> = self.cfg.parents.iter().chain(self.secondary.iter()).cloned().collect();
+        let mut n: Vec<VnodeId> = self.cfg.parents.iter().chain(self.failover.secondary.iter()).cloned().collect();
         n.extend(self.children_seen_us.keys().cloned());
         n.extend(self.cfg.siblings.iter().filter(|s| **s != self.cfg.id).cloned());
         n.sort();
@@ -43,15 +64,15 @@ impl AlterNode {
     }
 
     pub(super) fn on_reach(&mut self, from: VnodeId, hears: Vec<VnodeId>) {
-        self.reach.insert(from, (self.now_us, hears));
+        self.reach.reported.insert(from, (self.now_us, hears));
     }
 
     /// Sends a tree message to `to`, around a dead link when the graph shows one.
     pub(super) fn route(&mut self, to: &VnodeId, msg: AlterMsg) {
         let me = self.cfg.id.clone();
         let direct = to == &me
-            || (self.heard_us.get(to).is_some_and(|at| self.recent(*at)) && self.reports_hearing(to, &me))
-            || !self.reach.contains_key(to);
+            || (self.reach.heard_us.get(to).is_some_and(|at| self.recent(*at)) && self.reports_hearing(to, &me))
+            || !self.reach.reported.contains_key(to);
         if !direct {
             let relays: Vec<VnodeId> = self
                 .neighbours()
@@ -60,7 +81,7 @@ impl AlterNode {
                 .take(RELAYS_MAX)
                 .collect();
             for y in relays {
-                self.relayed += 1;
+                self.reach.relayed += 1;
                 let relay = AlterMsg::Relay { to: to.clone(), origin: me.clone(), msg: Box::new(msg.clone()) };
                 self.push_send(&y, relay);
             }
@@ -80,6 +101,6 @@ impl AlterNode {
 
     /// Messages this vnode sent through a relay (for the simulator's summary).
     pub fn relayed(&self) -> u64 {
-        self.relayed
+        self.reach.relayed
     }
 }

@@ -6,23 +6,25 @@
 
 use super::cluster::{self, DOWN, WORKING};
 use super::node::AlterNode;
-use super::AlterRecord;
 use crate::ids::VnodeId;
+use std::collections::BTreeMap;
+
+/// The reports this vnode has in flight.
+/// Invariant: at most one proposal per child and per host (a report is made only when none is
+/// in flight, and cleared when its proposal ends: `own_done`).
+#[derive(Debug, Default)]
+pub(super) struct Reports {
+    /// Children whose state change this vnode has proposed, with the proposal number.
+    children: BTreeMap<VnodeId, u64>,
+    /// Hosts whose liveness this vnode has proposed, with the proposal number.
+    hosts: BTreeMap<String, u64>,
+}
 
 impl AlterNode {
-    /// A proposal this vnode makes on its own behalf; numbered by time so that a restart cannot
-    /// reuse a number still queued at the root.
-    pub(super) fn propose_own(&mut self, record: AlterRecord) -> u64 {
-        self.own_proposals = self.own_proposals.wrapping_add(1);
-        let n = (1 << 63) | (self.now_us << 8) | (self.own_proposals & 0xff);
-        self.propose(n, record);
-        n
-    }
-
     /// An own proposal ended (applied or given up): its child may be reported again.
     pub(super) fn own_done(&mut self, n: u64) {
-        self.reporting.retain(|_, m| *m != n);
-        self.reporting_hosts.retain(|_, m| *m != n);
+        self.reports.children.retain(|_, m| *m != n);
+        self.reports.hosts.retain(|_, m| *m != n);
     }
 
     pub(super) fn report_host_alive(&mut self, host: &str) {
@@ -40,10 +42,10 @@ impl AlterNode {
         for child in children {
             let now = working.contains(&child);
             let recorded = self.metadata.get(&format!("state/{child}")) != Some(DOWN);
-            if now != recorded && !self.reporting.contains_key(&child) {
+            if now != recorded && !self.reports.children.contains_key(&child) {
                 let state = if now { WORKING } else { DOWN };
                 let n = self.propose_own(cluster::vnode_state(&child, state));
-                self.reporting.insert(child, n);
+                self.reports.children.insert(child, n);
             }
         }
         self.report_hosts();
@@ -58,9 +60,9 @@ impl AlterNode {
         for host in hosts {
             let alive = cluster::host_has_working_vnode(&self.metadata, &host);
             let recorded = self.metadata.get(&format!("host/{host}")) != Some(cluster::DEAD);
-            if alive != recorded && !self.reporting_hosts.contains_key(&host) {
+            if alive != recorded && !self.reports.hosts.contains_key(&host) {
                 let n = self.propose_own(cluster::host_state(&host, alive));
-                self.reporting_hosts.insert(host, n);
+                self.reports.hosts.insert(host, n);
             }
         }
     }

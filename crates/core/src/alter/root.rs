@@ -1,5 +1,6 @@
-//! The root's term: how the root fails over "the same way" as any parent (seed 004) without two
-//! roots ever both answering `ok` for different alterations at one place in the order.
+//! The root: it orders alterations one at a time (seed 004 point 6: one logical path), and fails
+//! over "the same way" as any parent (points 1–3) through terms, without two roots ever both
+//! answering `ok` for different alterations at one place in the order.
 //!
 //! A parent's heartbeat is not a lease: during a split a secondary root and the primary may both
 //! think the root's children are theirs. So the root's children vote, as in Raft:
@@ -21,11 +22,35 @@
 //! A child prefers its primary root: it promises to a secondary only while the primary is silent,
 //! and promises to the primary whenever it claims a higher term — which is the switch-back.
 
-use super::metadata::{Metadata, View};
-use super::node::{AlterMsg, AlterNode, AlterOutput};
-use super::AlterRecord;
+use super::io::{AlterMsg, AlterOutput};
+use super::metadata::{md5_of, AlterRecord, Metadata, ProposalId, View};
+use super::node::AlterNode;
 use crate::ids::VnodeId;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Proposals the root holds waiting to be ordered; beyond this it refuses new ones.
+pub const QUEUE_MAX: usize = 1_024;
+
+/// Every vnode's promised root term; at a root, its lead and the proposals it will order.
+#[derive(Debug, Default)]
+pub(super) struct RootState {
+    /// The highest root term this vnode promised itself to or claimed (durable: `PersistTerm`).
+    /// Invariant: never decreases (`promise`).
+    pub(super) term: u64,
+    /// At a root: its campaign for a term, or the term it orders in.
+    pub(super) lead: Option<Lead>,
+    /// Root only: proposals waiting to be ordered.
+    /// Invariant: at most `QUEUE_MAX`, each proposal once.
+    pub(super) queue: VecDeque<(ProposalId, AlterRecord)>,
+}
+
+impl RootState {
+    /// Invariant: a promised term never goes back.
+    fn promise(&mut self, term: u64) {
+        assert!(term > self.term, "a promised term never goes back: {term} after {}", self.term);
+        self.term = term;
+    }
+}
 
 #[derive(Debug, Hash)]
 pub(crate) enum Lead {
@@ -42,7 +67,7 @@ impl AlterNode {
 
     /// The term this root orders in, if it won one.
     pub(super) fn lead_term(&self) -> Option<u64> {
-        match self.lead {
+        match self.root.lead {
             Some(Lead::Active { term }) => Some(term),
             _ => None,
         }
@@ -80,8 +105,7 @@ impl AlterNode {
     /// Invariant: once a vnode promised `term` it never confirms an alteration of a lower term —
     /// the metadata it promised with holds everything it ever confirmed.
     pub(super) fn set_term(&mut self, term: u64) {
-        debug_assert!(term > self.term, "a promised term never goes back");
-        self.term = term;
+        self.root.promise(term);
         self.out.push(AlterOutput::PersistTerm { term });
         if !self.is_root() && self.in_flight.as_ref().is_some_and(|f| f.term < term) {
             self.leave_in_flight();
@@ -96,13 +120,13 @@ impl AlterNode {
     }
 
     fn campaign(&mut self) {
-        let term = self.term + 1;
+        let term = self.root.term + 1;
         self.set_term(term);
         let mut promises = BTreeMap::new();
         if self.cfg.secondary_of.is_none() {
             promises.insert(self.cfg.id.clone(), self.metadata.clone());
         }
-        self.lead = Some(Lead::Campaign { term, promises });
+        self.root.lead = Some(Lead::Campaign { term, promises });
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {
             self.send(c, AlterMsg::Claim { term });
@@ -115,7 +139,7 @@ impl AlterNode {
     /// which root that was is not kept across a restart (a repeated claim only comes from a relay,
     /// and the root counted the first answer).
     pub(super) fn on_claim(&mut self, from: &VnodeId, term: u64) {
-        if term <= self.term || !self.may_follow(from) {
+        if term <= self.root.term || !self.may_follow(from) {
             return self.refuse(from);
         }
         self.set_term(term);
@@ -126,7 +150,7 @@ impl AlterNode {
 
     /// Tell a root of an older term which term this vnode is promised to.
     pub(super) fn refuse(&mut self, to: &VnodeId) {
-        self.send(to, AlterMsg::Promise { term: self.term, granted: false, metadata: None });
+        self.send(to, AlterMsg::Promise { term: self.root.term, granted: false, metadata: None });
     }
 
     /// The primary root always (it returned: switch back); a secondary only while the primary is
@@ -135,28 +159,29 @@ impl AlterNode {
         if self.cfg.parents.first() == Some(root) {
             return true;
         }
-        let other = self.secondary.as_ref().is_some_and(|s| s != root && !self.silent(self.secondary_seen_us));
-        self.silent(self.primary_seen_us) && !other
+        let f = &self.failover;
+        let other = f.secondary.as_ref().is_some_and(|s| s != root && !self.silent(f.secondary_seen_us));
+        self.silent(f.primary_seen_us) && !other
     }
 
     fn follow_root(&mut self, root: &VnodeId) {
         if self.cfg.parents.first() == Some(root) {
-            if self.secondary.is_some() || self.election.is_some() {
+            if self.failover.secondary.is_some() || self.failover.election.is_some() {
                 self.switch_back();
             }
             return;
         }
-        if self.secondary.as_ref() != Some(root) {
+        if self.failover.secondary.as_ref() != Some(root) {
             self.leave_in_flight();
-            self.election = None;
-            self.secondary = Some(root.clone());
-            self.secondary_seen_us = self.now_us;
+            self.failover.election = None;
+            self.failover.secondary = Some(root.clone());
+            self.failover.secondary_seen_us = self.now_us;
         }
     }
 
     /// A term seen on an alteration or a heartbeat of the root followed: promised from now on.
     pub(super) fn adopt_term(&mut self, term: u64) {
-        if term > self.term {
+        if term > self.root.term {
             self.set_term(term);
         }
     }
@@ -166,7 +191,7 @@ impl AlterNode {
             return self.on_refused(term);
         }
         let voter = self.is_voter(from);
-        let Some(Lead::Campaign { term: t, promises }) = self.lead.as_mut() else { return };
+        let Some(Lead::Campaign { term: t, promises }) = self.root.lead.as_mut() else { return };
         if *t == term && voter {
             promises.insert(from.clone(), metadata.unwrap_or_default());
             self.maybe_win();
@@ -175,11 +200,11 @@ impl AlterNode {
 
     /// A higher term exists: this root's claim or term is over; it claims again on the next tick.
     fn on_refused(&mut self, term: u64) {
-        if term <= self.term {
+        if term <= self.root.term {
             return;
         }
-        self.term = term; // persisted with the next claim, which goes above it
-        self.lead = None;
+        self.root.promise(term); // persisted with the next claim, which goes above it
+        self.root.lead = None;
         if let Some(f) = self.in_flight.as_mut().filter(|_| self.cfg.parents.is_empty()) {
             f.fail();
             self.finish(); // answered as failed: no longer this root's term
@@ -187,7 +212,7 @@ impl AlterNode {
     }
 
     fn maybe_win(&mut self) {
-        let Some(Lead::Campaign { term, promises }) = self.lead.as_ref() else { return };
+        let Some(Lead::Campaign { term, promises }) = self.root.lead.as_ref() else { return };
         let oks: BTreeSet<VnodeId> = promises.keys().cloned().collect();
         if !self.quorum(&oks) {
             return;
@@ -212,9 +237,53 @@ impl AlterNode {
             self.set_metadata(m.clone());
             self.out.push(AlterOutput::PersistClone { metadata: m });
         }
-        self.lead = Some(Lead::Active { term });
+        self.root.lead = Some(Lead::Active { term });
         let record = AlterRecord::set("root", format!("{} term {term}", self.cfg.id));
         self.propose_own(record);
         self.order_next();
+    }
+}
+
+// ---- the orderer: proposals travel up to the root, which orders one at a time ----
+
+impl AlterNode {
+    pub(super) fn on_propose(&mut self, id: ProposalId, record: AlterRecord) {
+        if let Some(parent) = self.parent().cloned() {
+            return self.send(&parent, AlterMsg::Propose { id, record });
+        }
+        if self.root.queue.len() >= QUEUE_MAX {
+            // Back-pressure: the initiator retries with back-off, then reports the failure.
+            let outcome = AlterMsg::Outcome { id: id.clone(), seq: 0, ok: false, applied: 0 };
+            return self.answer(&id, outcome);
+        }
+        if !self.root.queue.iter().any(|(q, _)| q == &id) {
+            self.root.queue.push_back((id, record));
+        }
+        debug_assert!(self.root.queue.len() <= QUEUE_MAX);
+        self.order_next();
+    }
+
+    /// Sends an outcome to its initiator (this vnode itself, possibly).
+    pub(super) fn answer(&mut self, id: &ProposalId, outcome: AlterMsg) {
+        if id.initiator == self.cfg.id {
+            self.on_message(self.cfg.id.clone(), outcome);
+        } else {
+            self.send(&id.initiator.clone(), outcome);
+        }
+    }
+
+    /// The root orders one alteration at a time, and only in a term it won.
+    pub(super) fn order_next(&mut self) {
+        let Some(term) = self.lead_term() else { return };
+        if self.in_flight.is_some() {
+            return;
+        }
+        let Some((id, mut record)) = self.root.queue.pop_front() else { return };
+        // Every copy skips a proposal it applied before (`Metadata::apply`): a retried or
+        // duplicated one, ordered again, changes nothing (no lost update).
+        record.origin = Some(id.clone());
+        let seq = self.metadata.seq() + 1;
+        let md5 = md5_of(&record.encode(term, seq));
+        self.begin((term, seq), id, record, md5);
     }
 }

@@ -1,0 +1,205 @@
+//! A branch of the confirmation tree (seed 004 points 4 and 5): the one alteration in flight
+//! through this vnode. It arrives from the parent (or is ordered here, at the root), is written,
+//! read back and compared by md5, applied, forwarded to the working children, and confirmed to
+//! the parent once every one of them confirmed — the branch transaction.
+//!
+//! Invariant: at most one alteration is in flight (`AlterNode::in_flight`), and it is begun only on
+//! top of the version it was ordered after.
+//! Invariant: a branch confirms `ok` only once its own copy was read back intact and applied and
+//! `waiting` is empty (every working child confirmed `ok`).
+
+use super::io::{AlterMsg, AlterOutput, AlterTimer};
+use super::metadata::{md5_of, AlterRecord, Applied, Md5Sum, ProposalId};
+use super::node::AlterNode;
+use crate::ids::VnodeId;
+use std::collections::BTreeSet;
+
+/// The alteration in flight through this vnode.
+#[derive(Debug, Hash)]
+pub(super) struct InFlight {
+    pub(super) term: u64,
+    seq: u64,
+    id: ProposalId,
+    record: AlterRecord,
+    md5: Md5Sum,
+    /// What the host said when it acted on it (`AlterInput::Applied`); `Some(false)` once failed.
+    applied: Option<bool>,
+    /// Working children that have not confirmed yet.
+    /// Invariant: filled once, when this vnode applied its copy and forwarded it; only shrinks.
+    waiting: BTreeSet<VnodeId>,
+    failed: bool,
+    /// Leaves of this branch that applied it, this one included.
+    applied_count: u64,
+    /// At the root: the voters (children) that confirmed `ok`.
+    oks: BTreeSet<VnodeId>,
+    /// Applying it changed nothing it asked for (`Applied::Refused`): the root answers failed.
+    refused: bool,
+}
+
+impl InFlight {
+    fn new((term, seq): (u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) -> Self {
+        InFlight {
+            term,
+            seq,
+            id,
+            record,
+            md5,
+            applied: None,
+            waiting: BTreeSet::new(),
+            failed: false,
+            applied_count: 0,
+            oks: BTreeSet::new(),
+            refused: false,
+        }
+    }
+
+    pub(super) fn fail(&mut self) {
+        self.failed = true;
+        self.applied.get_or_insert(false);
+    }
+
+    /// A working child's confirmation; one that is not waited for (a duplicate, a late one from a
+    /// child not forwarded to) counts for nothing.
+    fn confirm(&mut self, from: &VnodeId, ok: bool, applied: u64) {
+        if self.waiting.remove(from) {
+            self.failed |= !ok;
+            self.applied_count += applied;
+            if ok {
+                self.oks.insert(from.clone());
+            }
+        }
+    }
+}
+
+impl AlterNode {
+    /// Invariant (produced here, relied on by `on_clone` and `order_next`): one in flight.
+    pub(super) fn begin(&mut self, at: (u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+        debug_assert!(self.in_flight.is_none(), "one alteration in flight at a time");
+        let bytes = record.encode(at.0, at.1);
+        self.in_flight = Some(InFlight::new(at, id, record, md5));
+        self.out.push(AlterOutput::Persist { seq: at.1, bytes });
+    }
+
+    pub(super) fn on_alter(
+        &mut self,
+        from: &VnodeId,
+        at: (u64, u64, u64),
+        id: ProposalId,
+        record: AlterRecord,
+        md5: Md5Sum,
+    ) {
+        let (term, prev_term, seq) = at;
+        if self.parent() != Some(from) {
+            return; // not our parent (any more): it will time out on us
+        }
+        if term < self.root.term {
+            // Ordered by a root that lost its term: refuse, and tell it.
+            self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
+            return self.refuse(from);
+        }
+        self.adopt_term(term);
+        if self.in_flight.as_ref().is_some_and(|f| (f.term, f.seq) == (term, seq)) {
+            return;
+        }
+        if (prev_term, seq - 1) != self.metadata.version() || self.in_flight.is_some() {
+            // A gap or a different history: fail this one and catch up by cloning.
+            self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
+            return self.fetch(from);
+        }
+        self.begin((term, seq), id, record, md5);
+    }
+
+    /// Seed 004 point 4: the record is read after write and its md5 compared with the one sent.
+    pub(super) fn on_persisted(&mut self, seq: u64, bytes: &[u8]) {
+        // A second write of the same alteration (it was begun again after a change of parent)
+        // reads back after the first was applied: nothing more to do.
+        let next = self.metadata.seq() + 1 == seq;
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq && next) else { return };
+        let read_back = AlterRecord::decode(bytes).filter(|(t, s, _)| (*t, *s) == (f.term, seq));
+        let intact = md5_of(bytes) == f.md5 || self.cfg.breaks.skip_md5;
+        let Some((term, _, record)) = read_back.filter(|_| intact) else {
+            f.failed = true;
+            f.applied = Some(false);
+            return self.finish();
+        };
+        // What is applied is what was read back: the md5 is what keeps a bad copy out.
+        let (id, md5) = (f.id.clone(), f.md5);
+        let prev_term = self.metadata.term();
+        let verdict = self.metadata.apply(term, seq, &record);
+        self.in_flight.as_mut().expect("in flight").refused = verdict == Applied::Refused;
+        self.refresh_md5();
+        self.out.push(AlterOutput::PersistApplied { term, seq, record: record.clone() });
+        self.out.push(AlterOutput::Apply { term, seq, record: record.clone() });
+        let children = self.working_children();
+        for c in &children {
+            let msg = AlterMsg::Alter { term, prev_term, seq, id: id.clone(), record: record.clone(), md5 };
+            self.send(c, msg);
+        }
+        let f = self.in_flight.as_mut().expect("in flight");
+        debug_assert!(f.waiting.is_empty(), "`waiting` is filled once");
+        f.waiting = children.into_iter().collect();
+        self.timer(AlterTimer::Confirm(seq), self.cfg.confirm_timeout_us);
+    }
+
+    pub(super) fn on_applied(&mut self, seq: u64, ok: bool) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        f.applied = Some(ok);
+        // Only leaves (store vnodes) are counted: a manager and the secondary standing in for it
+        // may both be alive for a moment, and the cut process needs every store vnode, by name.
+        let leaf = self.cfg.children.is_empty() && self.cfg.secondary_of.is_none();
+        f.applied_count += (ok && leaf) as u64;
+        self.maybe_finish();
+    }
+
+    pub(super) fn on_confirm(&mut self, from: &VnodeId, at: (u64, u64), ok: bool, applied: u64) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| (f.term, f.seq) == at) else { return };
+        f.confirm(from, ok, applied);
+        self.maybe_finish();
+    }
+
+    /// Whether a branch may confirm before its children (`--break confirm-before-children`).
+    fn confirms_early(&self) -> bool {
+        self.cfg.breaks.confirm_before_children && self.parent().is_some()
+    }
+
+    fn maybe_finish(&mut self) {
+        let Some(f) = self.in_flight.as_ref() else { return };
+        let children_done = f.waiting.is_empty() || self.confirms_early();
+        if f.applied.is_some() && children_done {
+            self.finish();
+        }
+    }
+
+    /// Confirm to the parent — or, at the root, answer the initiator and order the next one.
+    pub(super) fn finish(&mut self) {
+        let early = self.confirms_early();
+        let f = self.in_flight.take().expect("in flight");
+        let ok = !f.failed && f.applied == Some(true);
+        debug_assert!(!ok || f.waiting.is_empty() || early, "confirmed ok with children waiting");
+        let applied = f.applied_count;
+        match self.parent().cloned() {
+            Some(parent) => self.send(&parent, AlterMsg::Confirm { term: f.term, seq: f.seq, ok, applied }),
+            None => {
+                // Invariant: the root answers `ok` only for an alteration of its own term that a
+                // majority of the voters hold — every later root's catch-up finds it.
+                let ok = ok && self.lead_term() == Some(f.term) && self.quorum(&f.oks);
+                let ok = ok && !self.cfg.breaks.fail_every_alteration && !f.refused;
+                let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
+                self.answer(&f.id, outcome);
+                self.order_next();
+            }
+        }
+    }
+
+    pub(super) fn on_confirm_timeout(&mut self, seq: u64) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+        f.fail();
+        self.finish();
+    }
+
+    /// The parent changed: an alteration in flight from the old one is not confirmed to anyone
+    /// (its root fails it on a timeout); a new one can come in at once.
+    pub(super) fn leave_in_flight(&mut self) {
+        self.in_flight = None;
+    }
+}

@@ -1,0 +1,282 @@
+//! The alteration role's inputs, outputs, messages and timers: the whole surface between an
+//! `AlterNode` and its host (a store vnode's `TreeRole`, a `ManagerVnode`, the simulator), the way
+//! `crate::io` is the vnode's. Also its configuration: where the vnode sits in the tree and its
+//! timing.
+
+use super::metadata::{AlterRecord, Md5Sum, Metadata, ProposalId, View};
+use super::node::AlterNode;
+use crate::ids::VnodeId;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug)]
+pub struct AlterConfig {
+    pub id: VnodeId,
+    /// The primary parent (empty at the root). A secondary parent, started by an assisting child
+    /// when the primary dies, is learnt at run time and follows it in the queue.
+    pub parents: Vec<VnodeId>,
+    /// The primary parent's children in election priority order, this vnode among them.
+    pub siblings: Vec<VnodeId>,
+    /// Whether this vnode may replace a dead parent with a secondary one (the root's children
+    /// too: a secondary root must then win a term, `root.rs`).
+    pub failover: bool,
+    /// Set on a secondary parent: the primary parent it stands in for.
+    pub secondary_of: Option<VnodeId>,
+    /// Whether this vnode proposes its children's state changes (`state/<child>`) itself.
+    pub reports: bool,
+    pub children: Vec<VnodeId>,
+    /// How long this vnode waits for its branch (children) to confirm; grows with subtree height.
+    pub confirm_timeout_us: u64,
+    /// How long an initiator waits for an outcome before it retries.
+    pub propose_timeout_us: u64,
+    pub retries_max: u32,
+    pub retry_backoff_us: u64,
+    pub heartbeat_interval_us: u64,
+    /// A parent or child not heard from for this long is not working.
+    pub heartbeat_timeout_us: u64,
+    /// Keeps only what a store vnode needs (`View::Leaf`). Never on a voter of the root: a root's
+    /// catch-up needs whole copies.
+    pub leaf_view: bool,
+    /// Only `skip_md5` and `root_without_quorum` apply here (the simulator's proof that the md5
+    /// check and the root's majority matter).
+    pub breaks: crate::Breaks,
+}
+
+impl AlterConfig {
+    /// A vnode at this place in the tree with default timing (20 ms heartbeats, 60 ms timeout,
+    /// 10 ms per branch, 50 ms per proposal attempt, 2 retries), no failover, whole metadata.
+    pub fn new(id: VnodeId, parents: Vec<VnodeId>, children: Vec<VnodeId>) -> Self {
+        AlterConfig {
+            id,
+            parents,
+            siblings: vec![],
+            failover: false,
+            secondary_of: None,
+            reports: false,
+            children,
+            confirm_timeout_us: 10_000,
+            propose_timeout_us: 50_000,
+            retries_max: 2,
+            retry_backoff_us: 1_000,
+            heartbeat_interval_us: 20_000,
+            heartbeat_timeout_us: 60_000,
+            leaf_view: false,
+            breaks: Default::default(),
+        }
+    }
+
+    /// The configuration of a secondary parent `id` standing in for the vnode this configures:
+    /// the same place in the tree, no failover of its own.
+    pub fn secondary(&self, id: VnodeId) -> AlterConfig {
+        AlterConfig { id, secondary_of: Some(self.id.clone()), failover: false, ..self.clone() }
+    }
+
+    /// The parent queue in priority order: the primary parent, then the secondary parent each
+    /// sibling's host would start as assisting child, in election order.
+    pub fn parent_queue(&self) -> Vec<VnodeId> {
+        let Some(primary) = self.parents.first() else { return vec![] };
+        let mut queue = vec![primary.clone()];
+        for s in &self.siblings {
+            let secondary = AlterNode::secondary_name(primary, &s.host);
+            if !queue.contains(&secondary) {
+                queue.push(secondary);
+            }
+        }
+        queue
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AlterMsg {
+    Propose {
+        id: ProposalId,
+        record: AlterRecord,
+    },
+    /// Alteration `(term, seq)`, ordered on top of version `(prev_term, seq - 1)`.
+    Alter {
+        term: u64,
+        prev_term: u64,
+        seq: u64,
+        id: ProposalId,
+        record: AlterRecord,
+        md5: Md5Sum,
+    },
+    /// `applied`: how many leaves (store vnodes) of the branch applied it (the cut process needs
+    /// them all).
+    Confirm {
+        term: u64,
+        seq: u64,
+        ok: bool,
+        applied: u64,
+    },
+    Outcome {
+        id: ProposalId,
+        seq: u64,
+        ok: bool,
+        applied: u64,
+    },
+    /// Parent → children: I am alive, and this is my metadata (its version, its md5 and the md5 of
+    /// its leaf view). `lead`: sent by a root, the term it orders in (0 while it has none); `None`
+    /// from other parents.
+    Heartbeat {
+        term: u64,
+        seq: u64,
+        md5: Md5Sum,
+        leaf_md5: Md5Sum,
+        lead: Option<u64>,
+    },
+    /// A root (primary, or secondary standing in for it) asks the root's children to promise
+    /// themselves to it for `term`.
+    Claim {
+        term: u64,
+    },
+    /// A child's answer to a claim (or to an alteration or heartbeat of an older term): `granted`
+    /// with its metadata for the catch-up, or refused with the term it is promised to.
+    Promise {
+        term: u64,
+        granted: bool,
+        metadata: Option<Metadata>,
+    },
+    /// Child → parent: I am alive and you are my parent.
+    Alive,
+    /// Send me your metadata, as a vnode keeping `view` holds it.
+    Fetch {
+        view: View,
+    },
+    Clone {
+        metadata: Metadata,
+    },
+    /// Seed 004: a child that lost its parent stands for assisting child (bully election: the
+    /// sibling first in priority that is alive wins).
+    Elect,
+    /// A sibling placed before the sender is alive and takes over the election.
+    Defer,
+    /// The assisting child started this secondary parent: follow it.
+    SecondaryAt {
+        parent: VnodeId,
+    },
+    /// Seed 004, boot loading by parent: a host came alive and asks which vnodes to start.
+    HostAlive {
+        host: String,
+    },
+    /// The parent's answer: start these vnodes on the host (names `kind@host`).
+    StartVnodes {
+        vnodes: Vec<String>,
+    },
+    /// Whom the sender heard from directly, recently (`reach.rs`).
+    Reach {
+        hears: Vec<VnodeId>,
+    },
+    /// A message from `origin` carried one hop around a dead link.
+    Relay {
+        to: VnodeId,
+        origin: VnodeId,
+        msg: Box<AlterMsg>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlterInput {
+    /// Start (or restart) with the metadata and the promised root term recovered from the log.
+    /// Must come first.
+    Started {
+        metadata: Metadata,
+        term: u64,
+    },
+    Message {
+        from: VnodeId,
+        msg: AlterMsg,
+    },
+    Timer(AlterTimer),
+    /// The host wants this record applied cluster-wide, as its proposal number `n` (the host keeps
+    /// `n` unique across its restarts, e.g. with its incarnation in the high bits).
+    Propose {
+        n: u64,
+        record: AlterRecord,
+    },
+    /// The record of alteration `seq` was written and read back as `bytes`.
+    Persisted {
+        seq: u64,
+        bytes: Vec<u8>,
+    },
+    /// The host acted on alteration `seq` (e.g. its local cut finished), well or not.
+    Applied {
+        seq: u64,
+        ok: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlterOutput {
+    Send {
+        to: VnodeId,
+        msg: AlterMsg,
+    },
+    /// Write these bytes durably, then read them back and answer `Persisted`.
+    Persist {
+        seq: u64,
+        bytes: Vec<u8>,
+    },
+    /// Alteration `(term, seq)` read back intact was applied to the metadata: persist that it was.
+    /// A replay applies exactly the alterations persisted so (not every one written: one may be
+    /// left for a newer term, or read back damaged). Outputs after this one in the same step —
+    /// the confirmation, sooner or later — must not take effect before it is durable.
+    PersistApplied {
+        term: u64,
+        seq: u64,
+        record: AlterRecord,
+    },
+    /// The metadata was replaced by a clone of the parent's: persist it whole.
+    PersistClone {
+        metadata: Metadata,
+    },
+    /// Persist the root term promised (or claimed). Outputs after this one in the same step must
+    /// not take effect before it is durable: a promise must survive a crash.
+    PersistTerm {
+        term: u64,
+    },
+    /// Seed 004: as assisting child, start a secondary parent `id` on this host in place of the
+    /// dead primary parent `of`, with this vnode's copy of the metadata.
+    StartSecondaryParent {
+        id: VnodeId,
+        of: VnodeId,
+        metadata: Metadata,
+        /// This vnode's promised term: a secondary root claims the next one.
+        term: u64,
+    },
+    /// The primary parent is back: stop the secondary parent this host runs.
+    StopSecondaryParent {
+        id: VnodeId,
+    },
+    /// Act on the alteration and answer `Applied`.
+    Apply {
+        term: u64,
+        seq: u64,
+        record: AlterRecord,
+    },
+    /// This vnode's proposal ended: applied everywhere (`ok`) or given up.
+    Done {
+        id: ProposalId,
+        ok: bool,
+        attempts: u32,
+        applied: u64,
+        /// Where the alteration was ordered when `ok` (a retried proposal may have been ordered
+        /// more than once); 0 when given up.
+        seq: u64,
+    },
+    SetTimer {
+        timer: AlterTimer,
+        at_us: u64,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AlterTimer {
+    Confirm(u64),
+    /// Attempt `u32` of a proposal got no outcome in time.
+    ProposeTimeout(ProposalId, u32),
+    /// The back-off before attempt `u32` is over.
+    Resubmit(ProposalId, u32),
+    Heartbeat,
+    /// No better-placed sibling answered: become the assisting child.
+    Election,
+}
