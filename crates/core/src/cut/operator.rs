@@ -160,17 +160,7 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        let p = Process {
-            cut,
-            phase: Phase::Start,
-            n: 0,
-            begun_us: now_us,
-            phase_begun_us: now_us,
-            phases_us: vec![],
-            requester,
-        };
-        self.process = Some(p);
-        Ok(self.propose(now_us, Phase::Start))
+        Ok(self.begin(now_us, cut, Phase::Start, requester))
     }
 
     /// Ends cut `orphan`, left unfinished in the metadata by an operator that died with its
@@ -180,18 +170,14 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        let phase = Phase::End { ok: false };
-        let p = Process {
-            cut: orphan,
-            phase,
-            n: 0,
-            begun_us: now_us,
-            phase_begun_us: now_us,
-            phases_us: vec![],
-            requester,
-        };
-        self.process = Some(p);
-        Ok(self.propose(now_us, phase))
+        Ok(self.begin(now_us, orphan, Phase::End { ok: false }, requester))
+    }
+
+    /// A process for `cut` from `phase` on, and its first proposal.
+    fn begin(&mut self, now_us: u64, cut: CutId, phase: Phase, requester: Requester) -> Proposal {
+        let (n, begun_us, phase_begun_us, phases_us) = (0, now_us, now_us, vec![]);
+        self.process = Some(Process { cut, phase, n, begun_us, phase_begun_us, phases_us, requester });
+        self.propose(now_us, phase)
     }
 
     /// Proposal `n` ended: `ok` and applied by `applied` leaves. Unknown numbers are ignored (a

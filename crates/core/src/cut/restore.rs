@@ -69,12 +69,7 @@ pub fn restore_to_cut_with<'a>(
             Record::TxRolledBack { branch: Some(branch), .. } => drop(prepared.remove(branch)),
             Record::TxCommitted { branch, writes, .. } => {
                 let tx = &branch.tx;
-                let writes = match writes.is_empty() {
-                    false => writes.clone(),
-                    true => prepared
-                        .remove(branch)
-                        .ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
-                };
+                let writes = committed_writes(&mut prepared, branch, writes, index)?;
                 let keep = match window {
                     Window::BeforeStart if breaks.restore_without_base => false,
                     Window::BeforeStart => !target.after.contains(tx),
@@ -115,4 +110,17 @@ pub fn find_finish<'a>(log: impl IntoIterator<Item = &'a Record>, cut: CutId) ->
         Record::CutFinish(f) if f.cut == cut => Some(f),
         _ => None,
     })
+}
+/// The writes a `TxCommitted` record at `index` applies: its own, or (a 2PC commit, which logs
+/// none) those its branch prepared, taken out of `prepared`.
+pub(crate) fn committed_writes(
+    prepared: &mut BTreeMap<Branch, Vec<ResolvedWrite>>,
+    branch: &Branch,
+    writes: &[ResolvedWrite],
+    index: usize,
+) -> Result<Vec<ResolvedWrite>, RestoreError> {
+    if !writes.is_empty() {
+        return Ok(writes.to_vec());
+    }
+    prepared.remove(branch).ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: branch.tx.clone(), index })
 }

@@ -64,12 +64,7 @@ pub fn restore_to_versions_cut<'a>(
             Record::TxRolledBack { branch: Some(branch), .. } => drop(prepared.remove(branch)),
             Record::TxCommitted { branch, writes, .. } => {
                 let tx = &branch.tx;
-                let writes = match writes.is_empty() {
-                    false => writes.clone(),
-                    true => prepared
-                        .remove(branch)
-                        .ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: tx.clone(), index })?,
-                };
+                let writes = super::restore::committed_writes(&mut prepared, branch, writes, index)?;
                 if target.includes(tx) {
                     store.apply_all(&writes);
                     included.insert(tx.clone());
