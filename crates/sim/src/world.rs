@@ -646,11 +646,18 @@ impl Node {
         self.vnode = None;
         self.instance += 1;
         self.sync_pending = false;
-        let unsynced = self.log.len() - self.durable;
-        let kept = rng.gen_range(0..=unsynced);
-        self.log.truncate(self.durable + kept);
-        kept < unsynced
+        lose_unsynced(&mut self.log, self.durable, rng)
     }
+}
+
+/// A crash's effect on a log: the durable prefix survives, and of the unsynced tail a random
+/// prefix reached the disk anyway. Returns whether a record was lost. Store vnodes and managers
+/// share it.
+pub(crate) fn lose_unsynced(log: &mut Vec<Record>, durable: usize, rng: &mut ChaCha8Rng) -> bool {
+    let unsynced = log.len() - durable;
+    let kept = rng.gen_range(0..=unsynced);
+    log.truncate(durable + kept);
+    kept < unsynced
 }
 
 fn vnode_config(cfg: &SimConfig, id: &VnodeId, ids: &[VnodeId], placement: &Arc<Placement>) -> VnodeConfig {

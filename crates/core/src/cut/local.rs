@@ -59,8 +59,6 @@ impl Vnode {
         if let Some(old) = self.cut.running.take() {
             self.cut.last_finished = self.cut.last_finished.max(Some(old.id));
         }
-        // Invariant (`last_finished`): a cut is never started again here once it finished.
-        assert!(self.cut.last_finished < Some(cut), "cut {cut:?} started again after {:?}", self.cut.last_finished);
         self.out.append_unheld(Record::CutStart { cut });
         let waiting: BTreeSet<Branch> =
             self.part.prepared.iter().filter(|(_, p)| !p.read_only).map(|(b, _)| b.clone()).collect();

@@ -164,8 +164,9 @@ impl CutOperator {
     }
 
     /// Ends cut `orphan`, left unfinished in the metadata by an operator that died with its
-    /// manager, with `END:failed` before any new cut: until it ends, store vnodes keep its local
-    /// cut open and hold replies for it. `requester` is told how it ended.
+    /// manager, with `END:failed` before any new cut, so the catalog never shows a cut stuck in a
+    /// phase. (Store vnodes do not need it: a later cut's START ends an older local cut, and its
+    /// STARTED releases replies held for older cuts.) `requester` is told how it ended.
     pub fn end_orphan(&mut self, now_us: u64, orphan: CutId, requester: Requester) -> Result<Proposal, OperatorError> {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));

@@ -6,7 +6,6 @@
 //! the rule "persist, then answer" went untested for managers (issue 11). Now a crash keeps the
 //! durable records, some prefix of the unsynced ones, and loses the rest.
 
-use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use waymark_core::alter::{AlterConfig, ManagerVnode, Metadata};
 use waymark_core::{Record, TreeImage};
@@ -67,10 +66,7 @@ impl ManagerNode {
     /// the unsynced records that reached the disk anyway. Returns whether a record was lost.
     pub fn crash(&mut self, rng: &mut ChaCha8Rng) -> bool {
         self.stop();
-        let unsynced = self.log.len() - self.durable;
-        let kept = rng.gen_range(0..=unsynced);
-        self.log.truncate(self.durable + kept);
-        kept < unsynced
+        crate::world::lose_unsynced(&mut self.log, self.durable, rng)
     }
 
     pub fn is_up(&self, instance: u32) -> bool {
