@@ -64,10 +64,14 @@ pub struct Breaks {
     /// near fixed `snp_version` read or overwrite the write of one created after another near
     /// fixed its own (`cut::versions`, the guard).
     pub versions_no_guard: bool,
+    /// `blocking` strategy without its refusal: a vnode that wrote its marker still takes
+    /// prepares until END, so a transaction its near gave up on can commit before the marker on
+    /// its primary and after it on a backup that drained first.
+    pub blocking_prepare_after_marker: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 22] = [
+    pub const NAMES: [&'static str; 23] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -90,6 +94,7 @@ impl Breaks {
         "versions-no-skip",
         "versions-forget-one-phase",
         "versions-no-guard",
+        "blocking-prepare-after-marker",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -117,6 +122,7 @@ impl Breaks {
             "versions-no-skip" => &mut self.versions_no_skip,
             "versions-forget-one-phase" => &mut self.versions_forget_one_phase,
             "versions-no-guard" => &mut self.versions_no_guard,
+            "blocking-prepare-after-marker" => &mut self.blocking_prepare_after_marker,
             _ => return false,
         };
         *flag = true;
@@ -149,6 +155,7 @@ impl fmt::Display for Breaks {
             self.versions_no_skip,
             self.versions_forget_one_phase,
             self.versions_no_guard,
+            self.blocking_prepare_after_marker,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -40,6 +40,10 @@ pub enum AbortReason {
     /// `versions` strategy: `key` was written by a transaction after a running snapshot, and this
     /// one is before it — it would be restored with a read or write of an excluded transaction.
     SnapshotOrder { key: Key },
+    /// `blocking` strategy: this vnode has written its cut marker and takes no prepare until
+    /// the cut ends, so that no transaction commits before the marker on one replica and after
+    /// it on another.
+    CutMarkerWritten,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

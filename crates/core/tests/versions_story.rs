@@ -2,157 +2,24 @@
 //! cluster, on these deliveries, exactly this outcome. Every record is durable at once; the
 //! stories are about the order of messages.
 
-use std::sync::Arc;
-use waymark_core::cut::restore::Checkpoint;
-use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
-use waymark_core::{
-    Body, Breaks, ClientId, CutId, CutMsg, CutStrategy, Envelope, Input, Lsn, Output, Placement, Record, Request,
-    Response, Timer, TxId, TxnMsg, Vnode, VnodeConfig, VnodeId, Write, WriteOp,
-};
+use waymark_core::cut::versions_restore::find_versions_records;
+use waymark_core::{Body, Breaks, CutId, CutMsg, CutStrategy, Envelope, Input, Record, Response, Timer, TxId};
 
-const OPERATOR: ClientId = ClientId(999);
+mod harness;
+use harness::{prepare_to, query_to, Cluster};
 
-struct Cluster {
-    ids: Vec<VnodeId>,
-    cfgs: Vec<VnodeConfig>,
-    vnodes: Vec<Option<Vnode>>,
-    logs: Vec<Vec<Record>>,
-    /// Sent and not yet delivered, oldest first.
-    inflight: Vec<Envelope>,
-    replies: Vec<(ClientId, Response)>,
-    timers: Vec<(usize, Timer)>,
-    now_us: u64,
-}
-
-impl Cluster {
-    /// `n` vnodes, 8 partitions, `replicas` each; node000 coordinates the cut process.
-    fn new(n: usize, replicas: usize, breaks: Breaks, unregistered: u32) -> Cluster {
-        let ids: Vec<VnodeId> = (0..n).map(|i| VnodeId::new("store0", format!("node{i:03}"))).collect();
-        let placement = Arc::new(Placement::round_robin(&ids, 8, replicas));
-        let cfgs: Vec<VnodeConfig> = ids
-            .iter()
-            .map(|id| {
-                let mut c = VnodeConfig::new(id.clone(), placement.clone(), ids[0].clone());
-                c.strategy = CutStrategy::Versions;
-                c.breaks = breaks;
-                c.versions_unregistered = unregistered;
-                c
-            })
-            .collect();
-        let vnodes = cfgs.iter().map(|c| Some(Vnode::new(c.clone()))).collect();
-        let mut c = Cluster {
-            ids,
-            cfgs,
-            vnodes,
-            logs: vec![vec![]; n],
-            inflight: vec![],
-            replies: vec![],
-            timers: vec![],
-            now_us: 0,
-        };
-        for i in 0..n {
-            c.step(i, Input::Restarted);
-        }
-        c
-    }
-
-    /// A key whose replica chain is exactly `chain` (vnode indexes).
-    fn key_with_chain(&self, chain: &[usize]) -> Vec<u8> {
-        let placement = &self.cfgs[0].placement;
-        let want: Vec<VnodeId> = chain.iter().map(|i| self.ids[*i].clone()).collect();
-        (0..)
-            .map(|n| format!("k{n}").into_bytes())
-            .find(|k| placement.chain(placement.partition_of(k)) == want)
-            .unwrap()
-    }
-
-    fn step(&mut self, i: usize, input: Input) {
-        self.now_us += 10;
-        let mut inputs = vec![input];
-        while let Some(input) = inputs.pop() {
-            let Some(v) = self.vnodes[i].as_mut() else { return };
-            let mut appended = false;
-            for out in v.step(self.now_us, input) {
-                match out {
-                    Output::Append(r) => {
-                        self.logs[i].push(r);
-                        appended = true;
-                    }
-                    Output::Send(env) => self.inflight.push(env),
-                    Output::Reply { client, response, .. } => self.replies.push((client, response)),
-                    Output::SetTimer { timer, .. } => self.timers.push((i, timer)),
-                    _ => {}
-                }
-            }
-            if appended {
-                inputs.push(Input::WalDurable(Lsn(self.logs[i].len() as u64)));
-            }
-        }
-    }
-
-    /// Delivers the oldest message in flight that `pick` chooses; `false` if there is none.
-    fn deliver(&mut self, pick: impl Fn(&Envelope) -> bool) -> bool {
-        let Some(at) = self.inflight.iter().position(pick) else { return false };
-        let env = self.inflight.remove(at);
-        let to = self.ids.iter().position(|id| *id == env.to).unwrap();
-        self.step(to, Input::Message(env));
-        true
-    }
-
-    /// Delivers everything, oldest first, except what `hold` keeps in flight.
-    fn deliver_all_but(&mut self, hold: impl Fn(&Envelope) -> bool) {
-        while self.deliver(|e| !hold(e)) {}
-    }
-
-    fn client_set(&mut self, near: usize, key: &[u8]) -> TxId {
-        let write = Write { key: key.to_vec(), op: WriteOp::Set(b"v".to_vec()) };
-        let request = Request::Txn { reads: vec![], writes: vec![write] };
-        self.step(near, Input::Client { client: ClientId(1), req: 1, request });
-        match self.inflight.last().map(|e| &e.body) {
-            Some(Body::Txn(TxnMsg::Prepare { tx, .. })) => tx.clone(),
-            other => panic!("expected a prepare, got {other:?}"),
-        }
-    }
-
-    fn begin_cut(&mut self) {
-        self.step(0, Input::Client { client: OPERATOR, req: 9, request: Request::Cut });
-    }
-
-    fn cut_outcome(&self) -> Option<bool> {
-        self.replies.iter().find_map(|(c, r)| match r {
-            Response::CutDone { ok, .. } if *c == OPERATOR => Some(*ok),
-            _ => None,
-        })
-    }
-
-    /// The vnode restarts from its durable log (all of it: every record is durable at once).
-    fn crash_and_restart(&mut self, i: usize) {
-        let to = self.ids[i].clone();
-        self.inflight.retain(|e| e.to != to);
-        self.vnodes[i] = Some(Vnode::recover(self.cfgs[i].clone(), &self.logs[i]));
-        self.step(i, Input::Restarted);
-    }
-
-    /// Whether the restore of `cut` on vnode `i` includes `tx`; `None` when it cannot restore.
-    fn restored_with(&self, i: usize, cut: CutId, tx: &TxId) -> Option<bool> {
-        let records = find_versions_records(&self.logs[i], cut)?;
-        let restored = restore_to_versions_cut(Checkpoint::default(), &self.logs[i], &records).ok()?;
-        Some(restored.included.contains(tx))
-    }
-}
-
-fn prepare_to(to: &VnodeId) -> impl Fn(&Envelope) -> bool + '_ {
-    move |e| &e.to == to && matches!(e.body, Body::Txn(TxnMsg::Prepare { .. }))
-}
-
-fn query_to(to: &VnodeId) -> impl Fn(&Envelope) -> bool + '_ {
-    move |e| &e.to == to && matches!(e.body, Body::Txn(TxnMsg::StatusQuery { .. }))
+/// `n` vnodes, `replicas` a partition, the `versions` strategy; `unregistered` is the config's
+/// `versions_unregistered` (seed 002 problem 1's late registrations).
+fn versions(n: usize, replicas: usize, breaks: Breaks, unregistered: u32) -> Cluster {
+    Cluster::configured(n, replicas, |c| {
+        (c.strategy, c.breaks, c.versions_unregistered) = (CutStrategy::Versions, breaks, unregistered);
+    })
 }
 
 /// A one-phase transaction from node000 down the chain node001 → node002, its `Prepare` to the
 /// backup held up; the near times out on it (its client hears "unknown"); then a cut begins.
 fn one_phase_timed_out_then_cut(breaks: Breaks) -> (Cluster, TxId) {
-    let mut c = Cluster::new(3, 2, breaks, 0);
+    let mut c = versions(3, 2, breaks, 0);
     let key = c.key_with_chain(&[1, 2]);
     let tx = c.client_set(0, &key);
     let (primary, backup) = (c.ids[1].clone(), c.ids[2].clone());
@@ -224,7 +91,7 @@ fn seed_002_problem_2_fixed_a_question_that_overtakes_the_transaction_aborts_it_
 /// `VersionsSkip`, and the restore leaves them out — the near coloured it after the cut.
 #[test]
 fn seed_002_problem_1_a_transaction_registered_after_snp_with_a_smaller_version_is_skipped() {
-    let mut c = Cluster::new(2, 1, Breaks::default(), 1);
+    let mut c = versions(2, 1, Breaks::default(), 1);
     c.begin_cut();
     c.deliver(|e| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })));
     c.deliver(|e| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })));
@@ -248,7 +115,7 @@ fn seed_002_problem_1_a_transaction_registered_after_snp_with_a_smaller_version_
 #[test]
 fn seed_002_problem_1_without_the_skip_set_the_late_transaction_is_restored() {
     let breaks = Breaks { versions_no_skip: true, ..Breaks::default() };
-    let mut c = Cluster::new(2, 1, breaks, 1);
+    let mut c = versions(2, 1, breaks, 1);
     c.begin_cut();
     c.deliver(|e| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })));
     c.deliver(|e| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })));
@@ -264,7 +131,7 @@ fn seed_002_problem_1_without_the_skip_set_the_late_transaction_is_restored() {
 /// coordinator ends the cut as failed and tells the operator; nothing of it is restorable there.
 #[test]
 fn seed_002_problem_3_a_vnode_that_restarts_mid_snapshot_fails_the_cut_cleanly() {
-    let mut c = Cluster::new(3, 2, Breaks::default(), 0);
+    let mut c = versions(3, 2, Breaks::default(), 0);
     c.begin_cut();
     let report_of_2 =
         |e: &Envelope| matches!(e.body, Body::Cut(CutMsg::VersionsReport { .. })) && e.from.host == "node002";
@@ -275,7 +142,7 @@ fn seed_002_problem_3_a_vnode_that_restarts_mid_snapshot_fails_the_cut_cleanly()
     assert!(c.logs[0].contains(&Record::CutEnd { cut: CutId(1), ok: false }));
     assert!(find_versions_records(&c.logs[2], CutId(1)).is_none());
     // A restart before phase 1 reached it counts too: the resent START is refused.
-    let mut c = Cluster::new(3, 2, Breaks::default(), 0);
+    let mut c = versions(3, 2, Breaks::default(), 0);
     c.begin_cut();
     let start_to_2 = |e: &Envelope| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })) && e.to.host == "node002";
     assert!(c.deliver(start_to_2));
@@ -296,9 +163,9 @@ fn seed_002_problem_3_a_vnode_that_restarts_mid_snapshot_fails_the_cut_cleanly()
 /// Seed 002 problem 3, the vnode gone for good: the phase times out and the cut fails.
 #[test]
 fn seed_002_problem_3_a_vnode_that_never_answers_fails_the_cut_at_the_phase_deadline() {
-    let mut c = Cluster::new(3, 2, Breaks::default(), 0);
+    let mut c = versions(3, 2, Breaks::default(), 0);
     c.begin_cut();
-    c.vnodes[2] = None;
+    c.stop(2);
     c.deliver_all_but(|e| e.to.host == "node002");
     assert_eq!(c.cut_outcome(), None);
     let deadline = c.timers.iter().rev().find(|(i, t)| *i == 0 && matches!(t, Timer::CutPhase(..))).unwrap().1.clone();
@@ -311,7 +178,7 @@ fn seed_002_problem_3_a_vnode_that_never_answers_fails_the_cut_at_the_phase_dead
 /// reaches it, it refuses the cut instead of guarding it with what it forgot.
 #[test]
 fn a_primary_that_forgot_its_guard_in_a_restart_fails_the_cut_it_guarded() {
-    let mut c = Cluster::new(3, 2, Breaks::default(), 0);
+    let mut c = versions(3, 2, Breaks::default(), 0);
     c.begin_cut();
     assert!(c.deliver(|e| matches!(e.body, Body::Cut(CutMsg::VersionsStart { .. })) && e.to.host == "node000"));
     let key = c.key_with_chain(&[1, 2]);

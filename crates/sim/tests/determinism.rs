@@ -32,7 +32,7 @@ fn pinned_trace_hashes_change_only_deliberately() {
         (
             "--cuts --strategy blocking seed 3",
             with(3, WorkloadKind::Bank, |c| (c.cuts, c.strategy) = (true, waymark_core::CutStrategy::Blocking)),
-            0xcd4ac5fbd7db3f25,
+            0xab0d9ce13c0c9453,
         ),
         ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x36262eb698c89d2b),
         (

@@ -346,18 +346,25 @@ fn a_blocking_cut_fails_when_a_vnode_restarts_while_others_drain() {
     }
 }
 
-/// OPEN (the same sweep, after the CHECK fix): seeds 542, 753, 994 and 1499 of `--cuts --strategy
-/// blocking` still restore a transaction on one replica and not another. No vnode crashes during
-/// the failing cut (in 542 the coordinator drains last, 300 ms after the others, resolving
-/// transactions it recovered in doubt); not diagnosed yet. The strategy is the comparison
-/// baseline; the consistent cut and `versions` are unaffected.
+/// Regression (the same sweep, after the CHECK fix): seeds 542, 753, 994 and 1499 of `--cuts
+/// --strategy blocking` restored a transaction on one replica and not the other, with no crash
+/// during the cut. In seed 542 the near of tx .26 timed out on its prepare (a partition held the
+/// primary's `Prepare` to its backup), so it was idle and answered PAUSED; the backup drained
+/// with nothing prepared and wrote its marker; then the held `Prepare` arrived, the backup (the
+/// first committer) committed, and the primary committed and drained after it — before the
+/// marker on one replica, after it on the other. A vnode that wrote its marker now refuses every
+/// prepare, durably, until END (`cut/blocking.rs`); the break `blocking-prepare-after-marker`
+/// takes the refusal away and the same seeds split again.
 #[test]
-#[ignore = "open bug in the blocking comparison strategy (issue 11)"]
-fn a_blocking_cut_keeps_every_transaction_whole() {
+fn a_blocking_cut_refuses_prepares_after_its_marker_so_no_transaction_straddles_it() {
     for seed in [542, 753, 994, 1499] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.cuts, cfg.strategy) = (true, waymark_core::CutStrategy::Blocking);
-        assert_seed_passes(cfg);
+        assert_seed_passes(cfg.clone());
+        cfg.breaks.blocking_prepare_after_marker = true;
+        let r = waymark_sim::run_seed(&cfg);
+        let split = r.violations.iter().any(|v| v.checker == "cut-restore" && v.message.contains("(atomicity)"));
+        assert!(split, "{}: {:?}", reproduce(&cfg), r.violations);
     }
 }
 

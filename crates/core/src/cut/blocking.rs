@@ -11,8 +11,16 @@
 //! then was paused throughout the markers; one that restarted answers `paused: false` and the
 //! cut fails.
 //!
-//! Invariant: the marker is written only when every vnode has paused (the coordinator sends DRAIN
-//! after all PAUSE confirmations) and nothing is prepared here, so no transaction straddles it.
+//! Why no prepare after the marker: "nothing prepared here" is local. A transaction its near
+//! already gave up on (a prepare timeout, so the near is idle and PAUSED went out) can still be
+//! prepared on its primary and travel down the chain; a backup that drained before that prepare
+//! arrived would have the commit after its marker while the primary has it before (seeds 542,
+//! 753, 994, 1499). So once its marker is written a paused vnode refuses every prepare, durably,
+//! until END, and such a transaction aborts instead.
+//!
+//! Invariant: a committed transaction is on the same side of every participant's marker. The
+//! marker is written only when nothing is prepared here; a prepare arriving after it is refused
+//! while paused; and a vnode that restarted (losing both) fails the CHECK round.
 
 use crate::ids::{ClientId, CutId, VnodeId};
 use crate::io::{Request, Response};
@@ -26,6 +34,8 @@ pub struct BlockingState {
     paused: Option<CutId>,
     pause_asked: Option<VnodeId>,
     drain_asked: Option<VnodeId>,
+    /// The cut whose marker this vnode wrote; until END it refuses every prepare.
+    marker_written: Option<CutId>,
     /// Client transactions waiting for the resume, with when each arrived.
     queue: VecDeque<(ClientId, u64, Request, u64)>,
     /// How long each transaction that waited was held back (drained by the driver).
@@ -84,6 +94,7 @@ impl Vnode {
                 self.cut.note_started(cut);
                 let empty = BTreeSet::new();
                 self.out.append(Record::CutFinish(CutFinish { cut, before: empty.clone(), after: empty }));
+                self.blocking.marker_written = Some(cut);
                 self.send_cut(&to, CutMsg::Drained { cut });
             }
         }
@@ -106,6 +117,13 @@ impl Vnode {
     /// while it is paused.
     pub fn take_commit_stalls_us(&mut self) -> Vec<u64> {
         std::mem::take(&mut self.blocking.stalls_us)
+    }
+
+    /// Whether a prepare must be refused: this vnode's marker is written and the cut not ended.
+    pub(crate) fn blocking_refuses_prepares(&self) -> bool {
+        let refuses = self.blocking.marker_written.is_some();
+        assert!(!refuses || self.blocking.paused.is_some(), "a marker is written only while paused");
+        refuses && !self.cfg.breaks.blocking_prepare_after_marker
     }
 
     pub fn is_paused(&self) -> bool {

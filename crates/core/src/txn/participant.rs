@@ -86,6 +86,9 @@ impl Vnode {
         {
             return; // a duplicate: the first copy is being (or was) answered
         }
+        if self.blocking_refuses_prepares() {
+            return self.refuse_durably(branch, AbortReason::CutMarkerWritten);
+        }
         if let PrepareWrites::Unresolved(ws) = &writes {
             if let Some(key) = self.versions_guard(&reads, ws) {
                 self.part.note_finished(&branch);
@@ -131,6 +134,16 @@ impl Vnode {
         self.prepare(rec, locked);
     }
 
+    /// Answers a prepare with an abort that survives a crash: a tombstone in memory and a
+    /// `TxRolledBack` in the log (the ack leaves only once that is durable), so a late copy of
+    /// the prepare is refused again and a first committer never commits what it refused.
+    fn refuse_durably(&mut self, branch: Branch, reason: AbortReason) {
+        self.part.tombstones.insert(branch.tx.clone());
+        self.out.append(Record::TxRolledBack { tx: branch.tx.clone(), branch: None });
+        let ack = TxnMsg::PrepareAck { tx: branch.tx, role: branch.role, result: Err(reason), tx_cut: None };
+        self.send_txn(&branch.upstream, ack);
+    }
+
     /// The backups of every partition this primary writes to.
     fn backups_of(&self, writes: &[ResolvedWrite]) -> Vec<VnodeId> {
         let placement = &self.cfg.placement;
@@ -147,15 +160,7 @@ impl Vnode {
         if !self.predecessors_committed(&rec.after) {
             // A transaction it was evaluated after never committed here: presume it aborted,
             // durably, so a late copy can never commit (`locks.rs`).
-            self.part.tombstones.insert(rec.tx.clone());
-            self.out.append(Record::TxRolledBack { tx: rec.tx.clone(), branch: None });
-            let ack = TxnMsg::PrepareAck {
-                tx: rec.tx,
-                role: rec.role,
-                result: Err(AbortReason::PresumedAbort),
-                tx_cut: None,
-            };
-            return self.send_txn(&rec.upstream, ack);
+            return self.refuse_durably(rec.branch(), AbortReason::PresumedAbort);
         }
         let tx_cut = self.stamp(&rec.tx);
         if !rec.writes.is_empty() {
@@ -242,12 +247,19 @@ impl Vnode {
             };
             return self.finish_prepared(&branch, decision);
         }
-        if p.pending.is_empty() {
-            let ack =
-                TxnMsg::PrepareAck { tx: tx.clone(), role: p.rec.role, result: Ok(p.rec.writes.clone()), tx_cut: None };
-            let upstream = p.rec.upstream.clone();
-            self.send_txn(&upstream, ack);
-        }
+        // 2PC: a backup that refused (a blocking cut's marker is written there) refuses the
+        // branch; the near then aborts it. Once refused, later backups' answers find no pending.
+        let result = match result {
+            Ok(_) if p.pending.is_empty() => Ok(p.rec.writes.clone()),
+            Ok(_) => return,
+            Err(reason) => {
+                p.pending.clear();
+                Err(reason)
+            }
+        };
+        let ack = TxnMsg::PrepareAck { tx: tx.clone(), role: p.rec.role, result, tx_cut: None };
+        let upstream = p.rec.upstream.clone();
+        self.send_txn(&upstream, ack);
     }
 
     pub(crate) fn on_finish(&mut self, branch: Branch, commit: bool, tx_cut: Option<CutId>) {

@@ -345,6 +345,7 @@ impl Session {
             Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => Ok(format!("'{}' changed", show(&key))),
             Response::Aborted { reason: AbortReason::PresumedAbort, .. } => Ok("aborted by recovery".into()),
             Response::Aborted { reason: AbortReason::SnapshotOrder { key }, .. } => Ok(format!("'{}' is on the other side of a snapshot", show(&key))),
+            Response::Aborted { reason: AbortReason::CutMarkerWritten, .. } => Ok("a blocking snapshot was being written".into()),
             Response::Aborted { reason: AbortReason::Timeout, .. } => {
                 Err(err("ERR transaction aborted: a participant did not answer in time (nothing was written)"))
             }
