@@ -68,10 +68,14 @@ pub struct Breaks {
     /// prepares until END, so a transaction its near gave up on can commit before the marker on
     /// its primary and after it on a backup that drained first.
     pub blocking_prepare_after_marker: bool,
+    /// A 1PC primary passes its `Prepare` down the chain before its own `TxPrepared` is durable,
+    /// as a 2PC primary may (`txn/participant.rs`, `forward_prepare`): the first committer can
+    /// commit what the primary then forgets in a crash.
+    pub one_phase_forward_before_durable: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 23] = [
+    pub const NAMES: [&'static str; 24] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -95,6 +99,7 @@ impl Breaks {
         "versions-forget-one-phase",
         "versions-no-guard",
         "blocking-prepare-after-marker",
+        "one-phase-forward-before-durable",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -123,6 +128,7 @@ impl Breaks {
             "versions-forget-one-phase" => &mut self.versions_forget_one_phase,
             "versions-no-guard" => &mut self.versions_no_guard,
             "blocking-prepare-after-marker" => &mut self.blocking_prepare_after_marker,
+            "one-phase-forward-before-durable" => &mut self.one_phase_forward_before_durable,
             _ => return false,
         };
         *flag = true;
@@ -156,6 +162,7 @@ impl fmt::Display for Breaks {
             self.versions_forget_one_phase,
             self.versions_no_guard,
             self.blocking_prepare_after_marker,
+            self.one_phase_forward_before_durable,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

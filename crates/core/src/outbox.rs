@@ -61,6 +61,13 @@ impl Outbox {
         }
     }
 
+    /// A message that promises nothing about this vnode's records, so it need not wait for them:
+    /// a 2PC primary's `Prepare` to its backups (`txn/participant.rs` says why). Out at once.
+    pub fn send_unheld(&mut self, output: Output) {
+        assert!(matches!(output, Output::Send(_)), "only a message can leave unheld");
+        self.ready.push(output);
+    }
+
     /// Outputs that promise nothing to anyone (timers, host actions): out at once.
     pub fn timer(&mut self, output: Output) {
         debug_assert!(!matches!(output, Output::Send(_) | Output::Reply { .. } | Output::Append(_)));

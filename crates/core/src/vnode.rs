@@ -297,14 +297,25 @@ impl Vnode {
 
     /// Sends a transaction message, coloured with the running cut (seed 000 §5).
     pub(crate) fn send_txn(&mut self, to: &VnodeId, msg: TxnMsg) {
+        let env = self.txn_envelope(to, msg);
+        self.out.promise(Output::Send(env));
+    }
+
+    /// Sends a transaction message that promises nothing about this vnode's own records
+    /// (`Outbox::send_unheld`): it does not wait for them to be durable.
+    pub(crate) fn send_txn_unheld(&mut self, to: &VnodeId, msg: TxnMsg) {
+        let env = self.txn_envelope(to, msg);
+        self.out.send_unheld(Output::Send(env));
+    }
+
+    fn txn_envelope(&mut self, to: &VnodeId, msg: TxnMsg) -> Envelope {
         let uncoloured = self.cfg.breaks.uncoloured_responses && msg.is_response();
         let cut = match self.cfg.strategy {
             crate::config::CutStrategy::Versions => self.versions_colour(&msg),
             _ if uncoloured => None,
             _ => self.cut.running_id(),
         };
-        let env = Envelope { from: self.cfg.id.clone(), to: to.clone(), cut, body: Body::Txn(msg) };
-        self.out.promise(Output::Send(env));
+        Envelope { from: self.cfg.id.clone(), to: to.clone(), cut, body: Body::Txn(msg) }
     }
 
     /// Sends a cut-process message: never coloured, it is not a transaction message.

@@ -34,7 +34,8 @@ impl Topology {
         let placement = Placement::round_robin(&stores, c.partitions, c.replicas);
         check_hosts_apart(&placement)?;
         let hop_us = c.hop.as_micros() as u64;
-        let timing = Timing { hop_us, heartbeat_interval_us: 20 * hop_us, breaks: Default::default() };
+        // A slow disk's fsync is a few ms (docs/BENCHMARKS.md measured 3.8 ms): budget 10.
+        let timing = Timing { hop_us, sync_us: 10_000, heartbeat_interval_us: 20 * hop_us, breaks: Default::default() };
         let tree = build_over(stores.clone(), c.fanout, &timing).configs;
         let rt = if c.real_time_safety { "on" } else { "off" };
         let genesis = cluster::genesis(&[("real_time_safety", rt)], tree.iter().map(VnodeEntry::of), Some(&placement));

@@ -11,7 +11,7 @@ use crate::history::{CutRun, CutWindow};
 use crate::tree::build::{build_over, Timing};
 use crate::tree::manager::ManagerNode;
 use crate::tree::vnode::corrupt;
-use crate::world::{Event, World, OPERATOR};
+use crate::world::{Event, World, OPERATOR, SYNC_MAX_US};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
@@ -30,6 +30,8 @@ pub struct TreeStats {
     pub retried: u64,
     pub alterations_ok: u64,
     pub alterations_failed: u64,
+    /// Of those, the cut operator's (the liveness floor's): answered ok, answered failed.
+    pub operator_alterations: (u64, u64),
     pub manager_crashes: u64,
     pub md5_corruptions: u64,
     pub secondaries_started: u64,
@@ -51,6 +53,8 @@ impl TreeStats {
         self.retried += o.retried;
         self.alterations_ok += o.alterations_ok;
         self.alterations_failed += o.alterations_failed;
+        self.operator_alterations.0 += o.operator_alterations.0;
+        self.operator_alterations.1 += o.operator_alterations.1;
         self.manager_crashes += o.manager_crashes;
         self.md5_corruptions += o.md5_corruptions;
         self.secondaries_started += o.secondaries_started;
@@ -64,7 +68,7 @@ impl TreeStats {
 
 /// Leaf configs for the store vnodes (in order) and the managers above them, down until booted.
 pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterConfig>, Vec<AlterConfig>) {
-    let timing = Timing { hop_us: HOP_US, heartbeat_interval_us: 20 * HOP_US, breaks };
+    let timing = Timing { hop_us: HOP_US, sync_us: SYNC_MAX_US, heartbeat_interval_us: 20 * HOP_US, breaks };
     let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
     let managers = configs.split_off(stores.len());
     (configs, managers)
@@ -196,6 +200,10 @@ impl World {
     fn on_answered(&mut self, a: Answered) {
         self.tree_stats.retried += (a.attempts > 1) as u64;
         self.note_declared(&a);
+        if !a.id.is_own() {
+            let (ok, failed) = &mut self.tree_stats.operator_alterations;
+            *(if a.ok { ok } else { failed }) += 1;
+        }
         if a.ok {
             self.tree_stats.alterations_ok += 1;
             let found = crate::checkers::tree_answered::check(self, &a.id, a.seq);
@@ -213,7 +221,7 @@ impl World {
         }
         mg.sync_pending = true;
         let (instance, upto) = (mg.instance, mg.log.len());
-        let at = self.now_us + self.rng.gen_range(200..3_000);
+        let at = self.now_us + self.rng.gen_range(200..SYNC_MAX_US);
         self.schedule(at, Event::ManagerSync { m, instance, upto });
     }
 

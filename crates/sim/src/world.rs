@@ -18,6 +18,9 @@ use waymark_core::{
     VnodeConfig, VnodeId, VnodeImage,
 };
 
+/// A log's fsync takes up to this long (store vnodes and managers alike).
+pub(crate) const SYNC_MAX_US: u64 = 3_000;
+
 /// After healing, the operator waits this long — restarted vnodes resolve what they recovered in
 /// doubt, held replies and cuts begun under faults end — then asks for `AFTER_HEAL_CUTS` cuts, one
 /// every `AFTER_HEAL_INTERVAL_US` (`checkers::liveness` judges them).
@@ -437,7 +440,7 @@ impl World {
         }
         n.sync_pending = true;
         let (instance, upto) = (n.instance, n.log.len());
-        let at = self.now_us + self.rng.gen_range(200..3_000);
+        let at = self.now_us + self.rng.gen_range(200..SYNC_MAX_US);
         self.schedule(at, Event::SyncDone { node, instance, upto });
     }
 

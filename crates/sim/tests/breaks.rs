@@ -145,6 +145,24 @@ fn no_dependency_check_is_caught() {
     eprintln!("--break no-dependency-check: caught at seed {seed}: {v}");
 }
 
+/// Why a 1PC primary waits for its own `TxPrepared` before passing the prepare down, when a 2PC
+/// primary does not (`forward_prepare`): the backup down the chain is the first committer and
+/// commits what a primary crashing before its fsync forgets; the primary, with no prepared
+/// record, never asks and serves the old value (replicas, atomicity). At the default length.
+#[test]
+fn one_phase_forward_before_durable_is_caught() {
+    let mut breaks = Breaks::default();
+    breaks.enable("one-phase-forward-before-durable");
+    let caught = (0..200).find_map(|seed| {
+        let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
+        cfg.breaks = breaks;
+        let r = run_seed(&cfg);
+        r.violations.first().map(|v| (seed, v.to_string()))
+    });
+    let (seed, v) = caught.expect("--break one-phase-forward-before-durable went unnoticed for 200 seeds");
+    eprintln!("--break one-phase-forward-before-durable: caught at seed {seed}: {v}");
+}
+
 /// A restore whose included set is right but whose bytes are not: only the serial replay of the
 /// included transactions notices.
 #[test]

@@ -137,7 +137,9 @@ fn versions_seeds_with_faults_and_cuts_find_no_violation() {
 /// first committer answers (`cut::versions`).
 #[test]
 fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix_keeps_it_whole() {
-    for (seed, vnodes, replicas) in [(518, 3, 2), (11, 4, 3), (106, 4, 3)] {
+    // Re-found after the 2PC primary began preparing its backups while it syncs (the earlier
+    // seeds 518, 11, 106 no longer reach the case): 311 of 3 vnodes, 51 and 246 of 4/3.
+    for (seed, vnodes, replicas) in [(311, 3, 2), (51, 4, 3), (246, 4, 3)] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.vnodes, cfg.replicas) = (vnodes, replicas);
         cfg.cuts = true;
@@ -235,7 +237,9 @@ fn a_cut_phase_lost_in_a_partition_is_sent_again_once_it_heals() {
     let mut world = waymark_sim::world::World::new(cfg);
     world.run();
     let f = waymark_sim::checkers::liveness::figures(&world);
-    assert!(f.during.1 >= 2, "cuts begun and succeeded during the workload: {:?}", f.during);
+    // The first cut was begun inside the partition: it succeeds only because START was sent
+    // again after the heal (it then waits for a backup in doubt behind a second partition).
+    assert!(f.during.1 >= 1, "cuts begun and succeeded during the workload: {:?}", f.during);
 }
 
 /// Regression (found by the liveness floor): with store vnodes voting for the root there is no
@@ -357,7 +361,9 @@ fn a_blocking_cut_fails_when_a_vnode_restarts_while_others_drain() {
 /// takes the refusal away and the same seeds split again.
 #[test]
 fn a_blocking_cut_refuses_prepares_after_its_marker_so_no_transaction_straddles_it() {
-    for seed in [542, 753, 994, 1499] {
+    // 542 and the others were found before the 2PC primary began preparing its backups while it
+    // syncs; with that change they no longer reach the case, and 190, 311, 589 do.
+    for seed in [190, 311, 589] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.cuts, cfg.strategy) = (true, waymark_core::CutStrategy::Blocking);
         assert_seed_passes(cfg.clone());

@@ -114,6 +114,12 @@ pub fn host_has_working_vnode(m: &Metadata, host: &str) -> bool {
     on_host.peek().is_none() || on_host.any(|(_, v)| v.as_slice() != DOWN)
 }
 
+/// Whether `key` records an observation (a vnode's state, a host's liveness): only the latest
+/// observation of a key matters, so an older one not yet ordered can be dropped for it.
+pub fn is_observation(key: &str) -> bool {
+    key.starts_with("state/") || key.starts_with("host/")
+}
+
 pub fn vnode_state(v: &VnodeId, state: &[u8]) -> AlterRecord {
     AlterRecord::set(format!("state/{v}"), state)
 }

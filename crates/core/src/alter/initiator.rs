@@ -28,7 +28,7 @@ impl AlterNode {
     /// time so that a restart cannot reuse a number still queued at the root.
     pub(super) fn propose_own(&mut self, record: AlterRecord) -> u64 {
         self.initiator.own = self.initiator.own.wrapping_add(1);
-        let n = (1 << 63) | (self.now_us << 8) | (self.initiator.own & 0xff);
+        let n = ProposalId::OWN_BIT | (self.now_us << 8) | (self.initiator.own & 0xff);
         self.propose(n, record);
         n
     }
@@ -75,6 +75,14 @@ impl AlterNode {
         let attempt = p.attempts;
         let backoff_us = self.cfg.retry_backoff_us << (attempt - 2).min(10);
         self.timer(AlterTimer::Resubmit(id, attempt), backoff_us);
+    }
+
+    /// Stops retrying own proposal `n`: what it claims is no longer true (`report.rs`). Its
+    /// timers find it gone (`is_current`); an outcome that still arrives is ignored.
+    pub(super) fn withdraw_own(&mut self, n: u64) {
+        let id = ProposalId { initiator: self.cfg.id.clone(), n };
+        self.initiator.proposals.remove(&id);
+        self.own_done(n);
     }
 
     pub(super) fn is_current(&self, id: &ProposalId, attempt: u32) -> bool {

@@ -16,6 +16,17 @@ pub struct ProposalId {
     pub n: u64,
 }
 
+impl ProposalId {
+    /// The bit set in the number of a proposal a vnode makes on its own behalf (`propose_own`: a
+    /// report, a root's name), never in one made for someone (the cut operator's phases).
+    pub const OWN_BIT: u64 = 1 << 63;
+
+    /// Whether the initiator made it on its own behalf (a report, a root's name).
+    pub fn is_own(&self) -> bool {
+        self.n & Self::OWN_BIT != 0
+    }
+}
+
 /// How many of the last applied proposals a copy remembers, to skip one ordered again. A retry
 /// comes within the initiator's bounded back-off and a duplicate within the network's delay, far
 /// fewer alterations later than this.

@@ -11,20 +11,28 @@ use std::collections::BTreeMap;
 
 /// The reports this vnode has in flight.
 /// Invariant: at most one proposal per child and per host (a report is made only when none is
-/// in flight, and cleared when its proposal ends: `own_done`).
+/// in flight, and cleared when its proposal ends — `own_done` — or is withdrawn).
 #[derive(Debug, Default)]
 pub(super) struct Reports {
-    /// Children whose state change this vnode has proposed, with the proposal number.
-    children: BTreeMap<VnodeId, u64>,
-    /// Hosts whose liveness this vnode has proposed, with the proposal number.
-    hosts: BTreeMap<String, u64>,
+    /// Children whose state change this vnode has proposed: the proposal number and whether it
+    /// says the child works.
+    children: BTreeMap<VnodeId, Report>,
+    /// Hosts whose liveness this vnode has proposed: the proposal number and whether it says
+    /// the host is alive.
+    hosts: BTreeMap<String, Report>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Report {
+    n: u64,
+    up: bool,
 }
 
 impl AlterNode {
     /// An own proposal ended (applied or given up): its child may be reported again.
     pub(super) fn own_done(&mut self, n: u64) {
-        self.reports.children.retain(|_, m| *m != n);
-        self.reports.hosts.retain(|_, m| *m != n);
+        self.reports.children.retain(|_, r| r.n != n);
+        self.reports.hosts.retain(|_, r| r.n != n);
     }
 
     pub(super) fn report_host_alive(&mut self, host: &str) {
@@ -36,16 +44,30 @@ impl AlterNode {
     /// On every heartbeat tick: for each configured child whose working state differs from what
     /// the metadata records, propose the change (one proposal in flight per child; a failed one
     /// is proposed again on a later tick).
+    ///
+    /// A report in flight that says the opposite of what this vnode sees now, or that the
+    /// metadata already records (another parent's report got there first), is withdrawn first: retrying it would only order a stale claim again and again (each retry a full
+    /// round of the tree), delaying every other alteration, the cut's phases among them, and
+    /// the report that is true would wait behind it (seed 1002 of the 12-vnode, fan-out 2
+    /// `--tree` sweep: reports of a partition healed long before were still being ordered
+    /// 1.5 s later, and cuts stopped succeeding). A withdrawn proposal already queued at the
+    /// root may still be applied; the next tick then reports the truth again.
     pub(super) fn report_children(&mut self) {
         let working = self.working_children();
         let children: Vec<VnodeId> = self.cfg.children.clone();
         for child in children {
             let now = working.contains(&child);
             let recorded = self.metadata.get(&format!("state/{child}")) != Some(DOWN);
-            if now != recorded && !self.reports.children.contains_key(&child) {
+            if let Some(r) = self.reports.children.get(&child).copied() {
+                if r.up == now && recorded != now {
+                    continue; // still true and still needed
+                }
+                self.withdraw_own(r.n); // stale, or the metadata records it already
+            }
+            if now != recorded {
                 let state = if now { WORKING } else { DOWN };
                 let n = self.propose_own(cluster::vnode_state(&child, state));
-                self.reports.children.insert(child, n);
+                self.reports.children.insert(child, Report { n, up: now });
             }
         }
         self.report_hosts();
@@ -60,9 +82,15 @@ impl AlterNode {
         for host in hosts {
             let alive = cluster::host_has_working_vnode(&self.metadata, &host);
             let recorded = self.metadata.get(&format!("host/{host}")) != Some(cluster::DEAD);
-            if alive != recorded && !self.reports.hosts.contains_key(&host) {
+            if let Some(r) = self.reports.hosts.get(&host).copied() {
+                if r.up == alive && recorded != alive {
+                    continue;
+                }
+                self.withdraw_own(r.n);
+            }
+            if alive != recorded {
                 let n = self.propose_own(cluster::host_state(&host, alive));
-                self.reports.hosts.insert(host, n);
+                self.reports.hosts.insert(host, Report { n, up: alive });
             }
         }
     }

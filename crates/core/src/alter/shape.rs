@@ -18,6 +18,10 @@ pub struct Shape {
 
 pub struct Timing {
     pub hop_us: u64,
+    /// The longest a durable write is expected to take (an fsync, perhaps behind one already in
+    /// flight). Every level of a branch writes and reads back its copy before it confirms, so a
+    /// branch's deadline grows by this much a level.
+    pub sync_us: u64,
     pub heartbeat_interval_us: u64,
     pub breaks: crate::Breaks,
 }
@@ -81,7 +85,10 @@ fn config(
         Some(down) => levels[down].iter().skip(i * fanout).take(fanout).cloned().collect(),
         None => vec![],
     };
-    // A branch's deadline covers the round trips of the subtree below it.
+    // A branch's deadline covers the round trips of the subtree below it, each level's durable
+    // write included (`--tree` seed 1002 with 12 vnodes and fan-out 2: a deadline of hops only
+    // expired at a manager three levels up while its leaves were still syncing, and every phase
+    // of a cut was ordered again and again).
     let height = level as u64 + 1;
     AlterConfig {
         id: id.clone(),
@@ -93,7 +100,7 @@ fn config(
         secondary_of: None,
         reports: true,
         children,
-        confirm_timeout_us: 10 * t.hop_us + 4 * t.hop_us * height,
+        confirm_timeout_us: 10 * t.hop_us + (4 * t.hop_us + 2 * t.sync_us) * height,
         // Proposals queue at the root behind one another: leave room for a queue, not one trip.
         propose_timeout_us: 40 * t.hop_us * (depth as u64 + 2),
         retries_max: 4,
@@ -111,7 +118,7 @@ mod tests {
 
     /// The root's voters (itself and its children) by host.
     fn voters_per_host(leaves: usize, fanout: usize) -> BTreeMap<String, usize> {
-        let t = Timing { hop_us: 1_000, heartbeat_interval_us: 20_000, breaks: Default::default() };
+        let t = Timing { hop_us: 1_000, sync_us: 0, heartbeat_interval_us: 20_000, breaks: Default::default() };
         let shape = build(leaves, fanout, &t);
         let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
         let mut per_host = BTreeMap::new();

@@ -196,10 +196,25 @@ impl Vnode {
         self.set_timer(Timer::InDoubt(branch), backoff_us);
     }
 
+    /// Passes the prepare down: in 1PC to the next of the chain once `TxPrepared` is durable; in
+    /// 2PC to every backup at once, while it is being made durable.
+    ///
+    /// Why 2PC need not wait: the `Prepare` promises nothing. The branch is acknowledged upstream
+    /// only once this vnode's `TxPrepared` is durable *and* every backup acknowledged, and the
+    /// near (the first committer) decides only on every primary's acknowledgement. If this vnode
+    /// crashes before its record is durable, it never acknowledges, the near decides abort, and
+    /// a backup holding the branch learns so when it asks. So the primary's fsync and its backups'
+    /// run in parallel, not in series. In 1PC the backup down the chain may be the first
+    /// committer: it would commit a transaction this vnode forgets in a crash, and this vnode —
+    /// with no prepared record — would never ask, serve the old value and diverge (break
+    /// `one-phase-forward-before-durable`).
     fn forward_prepare(&mut self, rec: &Prepared) {
         if rec.one_phase {
             let Some((next, rest)) = rec.downstream.split_first() else { return };
             let msg = self.prepare_msg(rec, rec.writes.clone(), rest.to_vec());
+            if self.cfg.breaks.one_phase_forward_before_durable {
+                return self.send_txn_unheld(next, msg);
+            }
             return self.send_txn(next, msg);
         }
         for backup in rec.downstream.clone() {
@@ -207,7 +222,7 @@ impl Vnode {
             let mine = |w: &&ResolvedWrite| placement.chain(placement.partition_of(&w.key)).contains(&backup);
             let writes: Vec<ResolvedWrite> = rec.writes.iter().filter(mine).cloned().collect();
             let msg = self.prepare_msg(rec, writes, vec![]);
-            self.send_txn(&backup, msg);
+            self.send_txn_unheld(&backup, msg);
         }
     }
 

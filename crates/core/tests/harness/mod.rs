@@ -155,6 +155,26 @@ impl Cluster {
         self.deliver_all_but(|_| false);
     }
 
+    /// Syncs every log and delivers every message until nothing is left in flight.
+    pub fn settle(&mut self) {
+        for _ in 0..DELIVERIES_MAX {
+            for i in 0..self.ids.len() {
+                if self.durable[i] < self.logs[i].len() {
+                    self.sync(i);
+                }
+            }
+            if !self.deliver(|_| true) {
+                return;
+            }
+        }
+        panic!("more than {DELIVERIES_MAX} deliveries: the story does not settle");
+    }
+
+    /// Whether vnode `i` has records that are not durable yet.
+    pub fn unsynced(&self, i: usize) -> bool {
+        self.durable[i] < self.logs[i].len()
+    }
+
     /// Loses every message in flight that `pick` chooses.
     pub fn drop_where(&mut self, pick: impl Fn(&Envelope) -> bool) {
         self.inflight.retain(|e| !pick(e));

@@ -1,6 +1,11 @@
-//! Property (liveness floors): in a seed whose faults all heal, at least half the cuts the operator
-//! asks for after healing succeed, and (with `--tree`) at least half the alterations the operator
-//! proposed over the run are answered ok.
+//! Property (liveness floors): in a seed whose faults all heal, a cut begun after healing
+//! succeeds, and so do at least half of those begun; and (with `--tree`) at least half the
+//! alterations the operator proposed over the run are answered ok.
+//!
+//! The floor counts cuts *begun*, not asked for: the operator runs one cut at a time and lets
+//! the asks made while one runs go, so a slow cut that succeeds is progress (a 12-vnode tree of
+//! fan-out 2 settling after a whole-host crash took 950 ms for one: `--tree` seed 1074). A cut
+//! that never ends is still caught: none begins after it.
 //!
 //! Every other checker passes a run in which nothing succeeds. The floors are far below what a
 //! healthy build reaches (see `figures`), so a run under one is a protocol that stopped making
@@ -41,8 +46,8 @@ pub fn figures(w: &World) -> Figures {
         slot.0 += 1;
         slot.1 += ok(cut) as usize;
     }
-    let t = &w.tree_stats;
-    f.alterations = (t.alterations_ok + t.alterations_failed, t.alterations_ok);
+    let (ok, failed) = w.tree_stats.operator_alterations;
+    f.alterations = (ok + failed, ok);
     f
 }
 
@@ -53,10 +58,11 @@ pub fn check(w: &World) -> Vec<Violation> {
     let f = figures(w);
     let mut out = vec![];
     let asked = AFTER_HEAL_CUTS as usize;
-    if (f.after_heal.1 as f64) < AFTER_HEAL_FLOOR * asked as f64 {
+    let (begun, succeeded) = f.after_heal;
+    if succeeded == 0 || (succeeded as f64) < AFTER_HEAL_FLOOR * begun as f64 {
         out.push(v(format!(
-            "after every fault healed, {} of {asked} cuts asked for succeeded ({} begun); the floor is {AFTER_HEAL_FLOOR}",
-            f.after_heal.1, f.after_heal.0
+            "after every fault healed, {succeeded} of {begun} cuts begun succeeded ({asked} asked for); \
+             the floor is one, and {AFTER_HEAL_FLOOR} of those begun"
         )));
     }
     let (proposed, answered_ok) = f.alterations;

@@ -210,8 +210,11 @@ impl TreeWorld {
     pub fn new(cfg: TreeConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let heartbeat_interval_us = if cfg.heartbeats { 20 * HOP_US } else { u64::MAX / 4 };
-        let shape =
-            build(cfg.leaves, cfg.fanout, &Timing { hop_us: HOP_US, heartbeat_interval_us, breaks: cfg.breaks });
+        let shape = build(
+            cfg.leaves,
+            cfg.fanout,
+            &Timing { hop_us: HOP_US, sync_us: 0, heartbeat_interval_us, breaks: cfg.breaks },
+        );
         let index: BTreeMap<VnodeId, usize> =
             shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         let root = shape.configs.len() - 1;
