@@ -1,21 +1,27 @@
-//! Property: every cut the process declared successful restores, on every vnode, to a state in
-//! which (a) each transaction is included by all the replicas it wrote or by none, (b) per key the
-//! included versions are a prefix of the key's committed history and every transaction an included
-//! one read from is included, and (c) the bank balances sum to the total (or are all zero: the setup
-//! is left out); and (d) no vnode lacks the cut's `CutFinish` (a failed local cut is never
-//! declared successful). The same restores feed the other cut checkers: `cut_bounds`, the
+//! Restoring every declared cut on every vnode, and what the restores must show: (a) atomicity
+//! across replicas, (b) version prefixes and read-from closure, (c) the bank total (or all zero:
+//! the setup is left out), (d) `CutFinish` everywhere (a failed local cut is never declared
+//! successful). The same restores feed the other cut checkers: `cut_bounds`, the
 //! real-time order of `real_time`, `cut_replay` and the serializability of the restored lists.
 //!
 //! A cut counts as *verified* only when it was restored on every vnode and no cut checker found
 //! anything in it.
 
-use super::{names, LogFacts, Violation};
+use super::{names, Checker, LogFacts, Violation};
 use crate::config::WorkloadKind;
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
 use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
 use waymark_core::{CutId, CutStrategy, TxId};
+
+pub const CHECKER: Checker = Checker {
+    name: "cut-restore",
+    property: "every cut the process declared successful restores, on every vnode, to a state in which each \
+               transaction is included by all the replicas it wrote or by none, per key the included versions \
+               are a prefix of the key's committed history, every transaction an included one read from is \
+               included, and the bank balances sum to the total",
+};
 
 /// What checking every declared cut found.
 #[derive(Debug, Default)]
@@ -43,8 +49,8 @@ pub fn check(w: &World, facts: &LogFacts) -> CutsChecked {
     out
 }
 
-fn v(message: String) -> Violation {
-    Violation { checker: "cut-restore", message }
+fn v(evidence: String) -> Violation {
+    CHECKER.violation(evidence)
 }
 
 /// Restores `cut` on every vnode (from the start of its log).

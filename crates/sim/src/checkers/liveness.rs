@@ -1,6 +1,4 @@
-//! Property (liveness floors): in a seed whose faults all heal, at least half the cuts the operator
-//! asks for after healing succeed, and (with `--tree`) at least half the alterations the operator
-//! proposed over the run are answered ok.
+//! Liveness floors.
 //!
 //! Every other checker passes a run in which nothing succeeds. The floors are far below what a
 //! healthy build reaches (see `figures`), so a run under one is a protocol that stopped making
@@ -11,9 +9,16 @@
 //! seed whose vnodes are down or recovering in doubt most of the workload rightly has none (seen:
 //! `--tree` seed 59, 0 of 9). `figures` reports them for sweeps to watch.
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::world::{World, AFTER_HEAL_CUTS};
 use waymark_core::CutId;
+
+pub const CHECKER: Checker = Checker {
+    name: "liveness",
+    property: "in a seed whose faults all heal, at least half the cuts the operator asks for after healing \
+               succeed, and (with `--tree`) at least half the alterations the operator proposed over the run are \
+               answered ok",
+};
 
 /// Cuts asked after healing: at least this share succeed.
 pub const AFTER_HEAL_FLOOR: f64 = 0.5;
@@ -68,6 +73,6 @@ pub fn check(w: &World) -> Vec<Violation> {
     out
 }
 
-fn v(message: String) -> Violation {
-    Violation { checker: "liveness", message }
+fn v(evidence: String) -> Violation {
+    CHECKER.violation(evidence)
 }

@@ -27,15 +27,39 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use waymark_core::{Branch, Key, Record, ResolvedWrite, TxId};
 
-#[derive(Clone, Debug)]
-pub struct Violation {
-    pub checker: &'static str,
-    pub message: String,
+/// A checker: its name, and the property it checks in one sentence. Each checker's file opens
+/// with its `CHECKER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checker {
+    pub name: &'static str,
+    pub property: &'static str,
 }
 
+impl Checker {
+    /// The property broken, shown by `evidence`.
+    pub fn violation(&self, evidence: impl Into<String>) -> Violation {
+        Violation { checker: self.name, property: self.property, evidence: evidence.into() }
+    }
+}
+
+/// What every checker (and the explorer) returns: which checker, the property it found broken,
+/// and the evidence — the transactions and vnodes involved and what was seen of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub checker: &'static str,
+    /// The property, in one sentence (the checker's `CHECKER.property`).
+    pub property: &'static str,
+    pub evidence: String,
+}
+
+/// `[checker] evidence`; the alternate form (`{:#}`) adds the property on a line of its own.
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {}", self.checker, self.message)
+        write!(f, "[{}] {}", self.checker, self.evidence)?;
+        if f.alternate() {
+            write!(f, "\n  property: {}", self.property)?;
+        }
+        Ok(())
     }
 }
 
@@ -64,20 +88,9 @@ pub fn check_all(w: &World) -> Checked {
     if w.cfg.tree {
         out.extend(w.answers.violations.iter().cloned());
         let metadata = w.tree_metadata();
-        out.extend(
-            tree_convergence::check(&metadata)
-                .into_iter()
-                .map(|message| Violation { checker: "tree-convergence", message }),
-        );
-        for message in tree_states::check(&metadata, Some(&w.placement)) {
-            out.push(Violation { checker: "tree-states", message });
-        }
-        for s in w.running_secondaries() {
-            out.push(Violation {
-                checker: "tree-parents",
-                message: format!("secondary parent {s} still runs at the end"),
-            });
-        }
+        out.extend(tree_convergence::check(&metadata));
+        out.extend(tree_states::check(&metadata, Some(&w.placement)));
+        out.extend(tree_parents::secondaries_given_up(&w.running_secondaries()));
     }
     Checked { violations: out, cuts_verified: cuts.verified }
 }
