@@ -1,6 +1,6 @@
 //! Atomicity of commits across replicas, once the run has settled.
 
-use super::{names, Checker, LogFacts, Violation};
+use super::{copies, names, Checker, Cluster, LogFacts, Violation};
 use crate::world::World;
 
 pub const CHECKER: Checker = Checker {
@@ -10,18 +10,7 @@ pub const CHECKER: Checker = Checker {
 };
 
 pub fn check(w: &World, facts: &LogFacts) -> Vec<Violation> {
-    let mut out = vec![];
-    for tx in facts.writes.keys() {
-        let holders = facts.replicas_of(w, tx);
-        let (with, without): (Vec<usize>, Vec<usize>) = holders.iter().partition(|n| facts.committed[**n].contains(tx));
-        if !with.is_empty() && !without.is_empty() {
-            out.push(CHECKER.violation(format!(
-                "{tx} is committed on {} but not on {}",
-                names(w, with),
-                names(w, without)
-            )));
-        }
-    }
+    let mut out = all_or_nothing(w, facts);
     for (i, node) in w.nodes.iter().enumerate() {
         let Some(v) = &node.vnode else {
             out.push(CHECKER.violation(format!("{} is still down at the end", names(w, [i]))));
@@ -32,6 +21,24 @@ pub fn check(w: &World, facts: &LogFacts) -> Vec<Violation> {
                 "{} still has {} transactions in doubt after settling",
                 v.id(),
                 v.prepared_count()
+            )));
+        }
+    }
+    out
+}
+
+/// Every transaction's writes are committed on every copy (each replica of each key it wrote) or
+/// on none; the explorer checks its terminal states with this too.
+pub fn all_or_nothing(c: &impl Cluster, facts: &LogFacts) -> Vec<Violation> {
+    let mut out = vec![];
+    for tx in facts.writes.keys() {
+        let (with, without): (Vec<_>, Vec<_>) =
+            facts.copies_of(c, tx).into_iter().partition(|(n, k)| facts.committed_on(*n, tx, k));
+        if !with.is_empty() && !without.is_empty() {
+            out.push(CHECKER.violation(format!(
+                "{tx} is committed on {} but not on {}",
+                copies(c, &with),
+                copies(c, &without)
             )));
         }
     }

@@ -14,7 +14,7 @@ pub fn check(w: &World, facts: &LogFacts) -> Vec<Violation> {
     for t in w.history.committed().filter(|t| !t.written.is_empty()) {
         let Some(tx) = &t.tx else { continue };
         let holders = facts.replicas_of(w, tx);
-        let missing: Vec<usize> = holders.iter().copied().filter(|n| !facts.committed[*n].contains(tx)).collect();
+        let missing: Vec<usize> = holders.iter().copied().filter(|n| !facts.committed[*n].contains_key(tx)).collect();
         if !missing.is_empty() || holders.is_empty() {
             out.push(CHECKER.violation(format!(
                 "{tx} was acknowledged to client {} at {}us but is not committed on {} (writes {:?})",
