@@ -25,9 +25,9 @@
 //! covered, not only those walked.
 
 use crate::checkers::{atomicity, cut_restore, replies, Cluster, LogFacts, Violation};
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use crate::hash::{hash_of, Fnv, FnvMap};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::Arc;
 use waymark_core::message::PrepareWrites;
@@ -318,41 +318,9 @@ enum Label {
     Inject(usize),
 }
 
-/// A fast hasher for values that are mostly already well-mixed `u64` digests (slot and message
-/// hashes, global state keys). Deterministic: no random seed.
-#[derive(Default)]
-struct Mix(u64);
-
-impl Hasher for Mix {
-    fn finish(&self) -> u64 {
-        let x = self.0 ^ (self.0 >> 31);
-        x.wrapping_mul(0x94d0_49bb_1331_11eb) ^ (x >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    }
-
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
-
-fn hash_of<T: Hash + ?Sized>(t: &T) -> u64 {
-    let mut h = DefaultHasher::new();
-    t.hash(&mut h);
-    h.finish()
-}
-
 impl World {
     fn hash(&self) -> u64 {
-        let mut h = Mix::default();
+        let mut h = Fnv::default();
         for s in &self.slots {
             s.hash.hash(&mut h);
         }
@@ -393,9 +361,9 @@ struct Explorer<'a> {
     setup: &'a Setup,
     max_states: usize,
     /// Memoised local steps: (slot hash, input hash) → effect.
-    cache: FastMap<(u64, u64), Rc<Effect>>,
+    cache: FnvMap<(u64, u64), Rc<Effect>>,
     /// Global state hash → complete schedules below it (`None` while on the DFS stack).
-    visited: FastMap<u64, Option<u128>>,
+    visited: FnvMap<u64, Option<u128>>,
     path: Vec<Label>,
     report: CaseReport,
 }
@@ -403,7 +371,7 @@ struct Explorer<'a> {
 impl<'a> Explorer<'a> {
     fn new(setup: &'a Setup, case: &Case) -> Self {
         let report = CaseReport { name: case.name.clone(), ..CaseReport::default() };
-        let (cache, visited) = (FastMap::default(), FastMap::default());
+        let (cache, visited) = (FnvMap::default(), FnvMap::default());
         Explorer { setup, max_states: case.max_states, cache, visited, path: Vec::new(), report }
     }
 
@@ -527,7 +495,7 @@ impl<'a> Explorer<'a> {
                 next = Some(Input::WalDurable(Lsn(log.len() as u64)));
             }
         }
-        let mut h = DefaultHasher::new();
+        let mut h = Fnv::default();
         v.state_hash(&mut h);
         log_hash.hash(&mut h);
         let slot = Rc::new(Slot { history, log, log_hash, hash: h.finish() });

@@ -22,10 +22,10 @@
 //!
 //! Everything is deterministic: iteration is in history order or over sorted containers.
 
+use crate::hash::FnvMap;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// A list-valued key.
 pub type Key = u64;
@@ -210,29 +210,6 @@ impl fmt::Display for Anomaly {
 
 impl std::error::Error for Anomaly {}
 
-/// SplitMix64-finalised hasher for `u64` keys (std's SipHash is needlessly slow here).
-#[derive(Default, Clone, Copy)]
-struct U64Hasher(u64);
-
-impl Hasher for U64Hasher {
-    fn finish(&self) -> u64 {
-        let mut z = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = self.0.rotate_left(32) ^ i;
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<U64Hasher>>;
-
 /// One dependency edge in adjacency form: (target txn index, kind, key).
 type Adj = (usize, EdgeKind, Key);
 
@@ -363,7 +340,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Anomaly> {
 
     // Index every append of the whole history (including aborted / unknown transactions).
     // `appends[d] = (txn index, key)`; `elem_index[elem] = d`.
-    let mut elem_index: FastMap<Elem, usize> = FastMap::default();
+    let mut elem_index: FnvMap<Elem, usize> = FnvMap::default();
     let mut appends: Vec<(usize, Key)> = Vec::new();
     for (t, txn) in history.iter().enumerate() {
         for op in &txn.ops {

@@ -4,7 +4,7 @@
 use super::build::{build, Timing};
 use super::vnode::TreeVnode;
 use crate::checkers::{tree_alterations, tree_applied, tree_convergence, tree_parents, tree_states, Violation};
-use crate::trace::Fnv;
+use crate::hash::Fnv;
 use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
