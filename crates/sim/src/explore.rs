@@ -11,6 +11,9 @@
 //! 3. every client request got exactly one reply, and a transaction is committed on all of its
 //!    replicas or on none, as its reply says.
 //!
+//! These are the simulator's checkers (`atomicity`, `cut_restore`, `replies`), run over the
+//! terminal state's logs through `checkers::Cluster`.
+//!
 //! Durability is immediate, timers never fire and nothing fails, so every schedule completes.
 //!
 //! Search: depth-first over a state graph. A vnode is not `Clone`, so a vnode's state is kept as
@@ -21,16 +24,16 @@
 //! expanded again; its number of complete schedules is reused, so `paths` counts every schedule
 //! covered, not only those walked.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use crate::checkers::{atomicity, cut_restore, replies, Cluster, LogFacts, Violation};
+use crate::hash::{hash_of, Fnv, FnvMap};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::rc::Rc;
 use std::sync::Arc;
-use waymark_core::cut::restore::{find_finish, restore_to_cut, Checkpoint, Restored};
 use waymark_core::message::PrepareWrites;
 use waymark_core::{
-    Body, Breaks, ClientId, CutId, Envelope, Input, Key, Lsn, Output, Placement, Record, Request, Response, TxId,
-    TxnMsg, Version, Vnode, VnodeConfig, VnodeId, Write, WriteOp,
+    Body, Breaks, ClientId, CutId, CutStrategy, Envelope, Input, Key, Lsn, Output, Placement, Record, Request,
+    Response, TxnMsg, Vnode, VnodeConfig, VnodeId, Write, WriteOp,
 };
 
 /// Violations kept per case (the count of violating terminal states is reported in full).
@@ -92,8 +95,8 @@ pub struct CaseReport {
     pub local_steps: u64,
     /// Terminal states that broke a property.
     pub violating_terminals: u64,
-    /// The first few violations, each with the schedule that reaches it.
-    pub violations: Vec<String>,
+    /// The first few violations, each with the schedule that reaches it (in its evidence).
+    pub violations: Vec<Violation>,
     /// `max_states` was hit: the search is incomplete.
     pub truncated: bool,
 }
@@ -169,7 +172,7 @@ fn print_if(print: bool, r: &CaseReport) {
     if print {
         println!("{}", report_line(r));
         for v in &r.violations {
-            println!("  VIOLATION {v}");
+            println!("  VIOLATION {v:#}");
         }
     }
 }
@@ -220,8 +223,6 @@ struct Setup {
     placement: Arc<Placement>,
     /// Target vnode and request; request `i` comes from client `i + 1`.
     requests: Vec<(usize, Request)>,
-    /// Every key the case writes.
-    keys: BTreeSet<Key>,
 }
 
 impl Setup {
@@ -238,20 +239,18 @@ impl Setup {
             .collect();
         let index = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
         let mut requests = Vec::new();
-        let mut keys = BTreeSet::new();
         for (t, spec) in case.txs.iter().enumerate() {
             let writes: Vec<Write> = spec
                 .partitions
                 .iter()
                 .map(|p| Write { key: key_on(&placement, *p), op: WriteOp::Set(format!("v{t}").into_bytes()) })
                 .collect();
-            keys.extend(writes.iter().map(|w| w.key.clone()));
             requests.push((spec.near, Request::Txn { reads: vec![], writes }));
         }
         if case.cut {
             requests.push((0, Request::Cut));
         }
-        Setup { ids, index, cfgs, placement, requests, keys }
+        Setup { ids, index, cfgs, placement, requests }
     }
 
     fn idx(&self, id: &VnodeId) -> usize {
@@ -319,41 +318,9 @@ enum Label {
     Inject(usize),
 }
 
-/// A fast hasher for values that are mostly already well-mixed `u64` digests (slot and message
-/// hashes, global state keys). Deterministic: no random seed.
-#[derive(Default)]
-struct Mix(u64);
-
-impl Hasher for Mix {
-    fn finish(&self) -> u64 {
-        let x = self.0 ^ (self.0 >> 31);
-        x.wrapping_mul(0x94d0_49bb_1331_11eb) ^ (x >> 29)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        bytes.iter().for_each(|b| self.write_u64(u64::from(*b)));
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(23) ^ x).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    }
-
-    fn write_usize(&mut self, x: usize) {
-        self.write_u64(x as u64);
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Mix>>;
-
-fn hash_of<T: Hash + ?Sized>(t: &T) -> u64 {
-    let mut h = DefaultHasher::new();
-    t.hash(&mut h);
-    h.finish()
-}
-
 impl World {
     fn hash(&self) -> u64 {
-        let mut h = Mix::default();
+        let mut h = Fnv::default();
         for s in &self.slots {
             s.hash.hash(&mut h);
         }
@@ -394,9 +361,9 @@ struct Explorer<'a> {
     setup: &'a Setup,
     max_states: usize,
     /// Memoised local steps: (slot hash, input hash) → effect.
-    cache: FastMap<(u64, u64), Rc<Effect>>,
+    cache: FnvMap<(u64, u64), Rc<Effect>>,
     /// Global state hash → complete schedules below it (`None` while on the DFS stack).
-    visited: FastMap<u64, Option<u128>>,
+    visited: FnvMap<u64, Option<u128>>,
     path: Vec<Label>,
     report: CaseReport,
 }
@@ -404,7 +371,7 @@ struct Explorer<'a> {
 impl<'a> Explorer<'a> {
     fn new(setup: &'a Setup, case: &Case) -> Self {
         let report = CaseReport { name: case.name.clone(), ..CaseReport::default() };
-        let (cache, visited) = (FastMap::default(), FastMap::default());
+        let (cache, visited) = (FnvMap::default(), FnvMap::default());
         Explorer { setup, max_states: case.max_states, cache, visited, path: Vec::new(), report }
     }
 
@@ -528,7 +495,7 @@ impl<'a> Explorer<'a> {
                 next = Some(Input::WalDurable(Lsn(log.len() as u64)));
             }
         }
-        let mut h = DefaultHasher::new();
+        let mut h = Fnv::default();
         v.state_hash(&mut h);
         log_hash.hash(&mut h);
         let slot = Rc::new(Slot { history, log, log_hash, hash: h.finish() });
@@ -541,8 +508,11 @@ impl<'a> Explorer<'a> {
         if !problems.is_empty() {
             self.report.violating_terminals += 1;
             if self.report.violations.len() < VIOLATIONS_KEPT {
-                let v = format!("{}\n    schedule: {}", problems.join("; "), self.schedule());
-                self.report.violations.push(v);
+                let schedule = self.schedule();
+                for mut v in problems {
+                    v.evidence = format!("{}\n    schedule: {schedule}", v.evidence);
+                    self.report.violations.push(v);
+                }
             }
         }
         1
@@ -588,178 +558,63 @@ fn body_label(body: &Body) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Terminal checks.
+// Terminal checks: the simulator's checkers, over a terminal state's logs.
 
-/// What the logs say about the transactions.
-#[derive(Default)]
-struct TxFacts {
-    /// Every key a transaction wrote, with the version the primary gave it.
-    writes: BTreeMap<TxId, BTreeMap<Key, Version>>,
-    /// Keys of `tx` committed on each vnode.
-    committed: BTreeMap<(usize, TxId), BTreeSet<Key>>,
+/// A terminal state, as the checkers see a cluster.
+struct Terminal<'a> {
+    setup: &'a Setup,
+    world: &'a World,
 }
 
-fn tx_facts(w: &World) -> TxFacts {
-    let mut facts = TxFacts::default();
-    for (x, slot) in w.slots.iter().enumerate() {
-        let mut prepared = BTreeMap::new();
-        for r in &slot.log {
-            match r {
-                Record::TxPrepared(p) => {
-                    let keys = facts.writes.entry(p.tx.clone()).or_default();
-                    keys.extend(p.writes.iter().map(|w| (w.key.clone(), w.version)));
-                    prepared.insert(p.branch(), p.writes.iter().map(|w| w.key.clone()).collect::<Vec<_>>());
-                }
-                Record::TxCommitted { branch, writes, .. } => {
-                    let keys = facts.writes.entry(branch.tx.clone()).or_default();
-                    keys.extend(writes.iter().map(|w| (w.key.clone(), w.version)));
-                    let mut done: Vec<Key> = writes.iter().map(|w| w.key.clone()).collect();
-                    done.extend(prepared.get(branch).cloned().unwrap_or_default());
-                    facts.committed.entry((x, branch.tx.clone())).or_default().extend(done);
-                }
-                _ => {}
-            }
-        }
+impl Cluster for Terminal<'_> {
+    fn vnodes(&self) -> usize {
+        self.setup.ids.len()
     }
-    facts
+
+    fn id(&self, node: usize) -> &VnodeId {
+        &self.setup.ids[node]
+    }
+
+    fn log(&self, node: usize) -> &[Record] {
+        &self.world.slots[node].log
+    }
+
+    fn placement(&self) -> &Placement {
+        &self.setup.placement
+    }
+
+    fn node_of(&self, id: &VnodeId) -> usize {
+        self.setup.idx(id)
+    }
 }
 
 /// Every property of the module doc; an empty list when all hold.
-fn check(setup: &Setup, w: &World) -> Vec<String> {
-    let facts = tx_facts(w);
-    let mut problems = check_replies_and_atomicity(setup, w, &facts);
-    problems.extend(check_cut(setup, w, &facts));
-    problems
-}
-
-/// The replicas that must hold `key`: (vnode, key) pairs of a transaction.
-fn replica_pairs<'k>(setup: &Setup, keys: impl Iterator<Item = &'k Key>) -> Vec<(usize, Key)> {
-    keys.flat_map(|k| {
-        let chain = setup.placement.chain(setup.placement.partition_of(k));
-        chain.iter().map(|v| (setup.idx(v), k.clone())).collect::<Vec<_>>()
-    })
-    .collect()
-}
-
-/// (3): one reply per request; all-or-nothing commit on the replicas, as the reply says.
-fn check_replies_and_atomicity(setup: &Setup, w: &World, facts: &TxFacts) -> Vec<String> {
-    let mut problems = Vec::new();
-    let mut told: BTreeMap<TxId, bool> = BTreeMap::new();
-    for (i, (_, request)) in setup.requests.iter().enumerate() {
-        let client = ClientId(i as u64 + 1);
-        let replies = w.replies.get(&client).map(Vec::as_slice).unwrap_or_default();
-        match (request, replies) {
-            (Request::Txn { .. }, [Response::Committed { tx, .. }]) => drop(told.insert(tx.clone(), true)),
-            (Request::Txn { .. }, [Response::Aborted { tx: Some(tx), .. }]) => drop(told.insert(tx.clone(), false)),
-            (Request::Txn { .. }, [Response::Aborted { tx: None, .. }]) => {}
-            (Request::Cut, [Response::CutDone { ok: true, .. }]) => {}
-            _ => problems.push(format!("request #{} got replies {replies:?}", i + 1)),
-        }
-    }
-    for (tx, keys) in &facts.writes {
-        let pairs = replica_pairs(setup, keys.keys());
-        let (on, off): (Vec<_>, Vec<_>) =
-            pairs.iter().partition(|(x, k)| facts.committed.get(&(*x, tx.clone())).is_some_and(|ks| ks.contains(k)));
-        if !on.is_empty() && !off.is_empty() {
-            problems.push(format!(
-                "{tx} partially committed: on {} but not on {}",
-                hosts(setup, &on),
-                hosts(setup, &off)
-            ));
-        }
-        match told.get(tx) {
-            Some(true) if !off.is_empty() => {
-                problems.push(format!("{tx} reported committed, missing on {}", hosts(setup, &off)))
-            }
-            Some(false) if !on.is_empty() => {
-                problems.push(format!("{tx} reported aborted, committed on {}", hosts(setup, &on)))
-            }
-            _ => {}
-        }
-    }
-    problems
-}
-
-fn hosts(setup: &Setup, pairs: &[&(usize, Key)]) -> String {
-    let names: Vec<String> =
-        pairs.iter().map(|(x, k)| format!("{}/{}", setup.host(*x), String::from_utf8_lossy(k))).collect();
-    names.join(",")
-}
-
-/// (1) and (2) for every cut the coordinator declared ok.
-fn check_cut(setup: &Setup, w: &World, facts: &TxFacts) -> Vec<String> {
-    let ok_cuts: Vec<CutId> = w.slots[0]
-        .log
-        .iter()
-        .filter_map(|r| match r {
-            Record::CutEnd { cut, ok: true } => Some(*cut),
-            _ => None,
+fn check(setup: &Setup, w: &World) -> Vec<Violation> {
+    let terminal = Terminal { setup, world: w };
+    let facts = LogFacts::gather(&terminal);
+    let answered: Vec<(&Request, &[Response])> = (setup.requests.iter().enumerate())
+        .map(|(i, (_, request))| {
+            let replies = w.replies.get(&ClientId(i as u64 + 1)).map(Vec::as_slice).unwrap_or_default();
+            (request, replies)
         })
         .collect();
-    ok_cuts.into_iter().flat_map(|cut| check_one_cut(setup, w, facts, cut)).collect()
-}
-
-fn check_one_cut(setup: &Setup, w: &World, facts: &TxFacts, cut: CutId) -> Vec<String> {
-    let mut restored = Vec::new();
-    for (x, slot) in w.slots.iter().enumerate() {
-        let Some(finish) = find_finish(&slot.log, cut) else {
-            return vec![format!("{cut} declared ok but {} has no CutFinish", setup.host(x))];
-        };
-        match restore_to_cut(Checkpoint::default(), &slot.log, finish) {
-            Ok(r) => restored.push(r),
-            Err(e) => return vec![format!("{cut}: {} does not restore: {e}", setup.host(x))],
+    let mut out = replies::check(&terminal, &facts, &answered);
+    out.extend(atomicity::all_or_nothing(&terminal, &facts));
+    for cut in declared_ok(w) {
+        let breaks = &setup.cfgs[0].breaks;
+        match cut_restore::restore_all(&terminal, cut, CutStrategy::Consistent, breaks) {
+            Ok(restored) => out.extend(cut_restore::check_restores(&terminal, &facts, cut, &restored)),
+            Err(violation) => out.push(violation),
         }
     }
-    let mut problems = same_side(setup, facts, &restored, cut);
-    problems.extend(restored_keys(setup, facts, &restored, cut));
-    problems
+    out
 }
 
-/// (2) a transaction is included on all of its replicas or on none.
-fn same_side(setup: &Setup, facts: &TxFacts, restored: &[Restored], cut: CutId) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (tx, keys) in &facts.writes {
-        let pairs = replica_pairs(setup, keys.keys());
-        let (inc, exc): (Vec<_>, Vec<_>) = pairs.iter().partition(|(x, _)| restored[*x].included.contains(tx));
-        if !inc.is_empty() && !exc.is_empty() {
-            problems.push(format!(
-                "{cut} splits {tx}: included on {}, excluded on {}",
-                hosts(setup, &inc),
-                hosts(setup, &exc)
-            ));
-        }
-    }
-    problems
-}
-
-/// (2) each restored key holds exactly the writes of the transactions committed and included
-/// there (closure under overwrites), and the replicas of its partition agree.
-fn restored_keys(setup: &Setup, facts: &TxFacts, restored: &[Restored], cut: CutId) -> Vec<String> {
-    let mut problems = Vec::new();
-    for key in &setup.keys {
-        let chain = setup.placement.chain(setup.placement.partition_of(key));
-        let entries: Vec<_> = chain.iter().map(|v| restored[setup.idx(v)].store.get(key)).collect();
-        if entries.windows(2).any(|e| e[0] != e[1]) {
-            problems.push(format!("{cut}: replicas of {} disagree: {entries:?}", String::from_utf8_lossy(key)));
-        }
-        for v in chain {
-            let x = setup.idx(v);
-            let version = restored[x].store.get(key).version;
-            for (tx, keys) in &facts.writes {
-                let Some(written) = keys.get(key) else { continue };
-                if !facts.committed.get(&(x, tx.clone())).is_some_and(|ks| ks.contains(key)) {
-                    continue;
-                }
-                if (*written <= version) != restored[x].included.contains(tx) {
-                    problems.push(format!(
-                        "{cut}: on {} key {} is at version {version} but {tx} (version {written}) included={}",
-                        setup.host(x),
-                        String::from_utf8_lossy(key),
-                        restored[x].included.contains(tx)
-                    ));
-                }
-            }
-        }
-    }
-    problems
+/// The cuts the coordinator (vnode 0) declared ok.
+fn declared_ok(w: &World) -> Vec<CutId> {
+    let ended = w.slots[0].log.iter().filter_map(|r| match r {
+        Record::CutEnd { cut, ok: true } => Some(*cut),
+        _ => None,
+    });
+    ended.collect()
 }

@@ -7,6 +7,7 @@ pub mod clients;
 pub mod config;
 pub mod explore;
 pub mod faults;
+pub mod hash;
 pub mod history;
 pub mod net;
 pub mod run;

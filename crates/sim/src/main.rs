@@ -107,7 +107,7 @@ fn main() -> Result<()> {
     let t0 = Instant::now();
     let summary = run_many(&base, args.start, args.seeds, |r, cfg| {
         for v in &r.violations {
-            println!("seed {} VIOLATION {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+            println!("seed {} VIOLATION {v:#}\n  reproduce: {}", r.seed, reproduce(cfg));
         }
     });
     let secs = t0.elapsed().as_secs_f64();
@@ -118,7 +118,7 @@ fn main() -> Result<()> {
                 let cfg = SimConfig { strategy, ..base.clone() };
                 let s = run_many(&cfg, args.start, args.seeds, |r, cfg| {
                     for v in &r.violations {
-                        println!("seed {} VIOLATION {v}\n  reproduce: {}", r.seed, reproduce(cfg));
+                        println!("seed {} VIOLATION {v:#}\n  reproduce: {}", r.seed, reproduce(cfg));
                     }
                 });
                 others.push((strategy, s));
@@ -161,7 +161,7 @@ fn tree(args: &Args) -> Result<()> {
         let r = TreeWorld::new(cfg).run();
         let flags = args.breaks.as_ref().map(|b| format!(" --break {b}")).unwrap_or_default();
         for v in &r.violations {
-            println!("seed {seed} VIOLATION {v}\n  reproduce: cargo run --release -p waymark-sim -- --tree-only{flags} --seeds 1 --start {seed}");
+            println!("seed {seed} VIOLATION {v:#}\n  reproduce: cargo run --release -p waymark-sim -- --tree-only{flags} --seeds 1 --start {seed}");
         }
         failed += !r.violations.is_empty() as u64;
         latencies.extend(&r.cut_latencies_us);
@@ -261,7 +261,7 @@ fn run_one(cfg: SimConfig) -> Result<()> {
     );
     println!("faults {:?}", r.faults);
     for v in &r.violations {
-        println!("VIOLATION {v}");
+        println!("VIOLATION {v:#}");
     }
     let (passed, failed) = if r.violations.is_empty() { (1, 0) } else { (0, 1) };
     println!("{passed} passed, {failed} failed");

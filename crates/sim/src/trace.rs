@@ -1,31 +1,9 @@
 //! The trace: a hash of every event the world handles, in order (same seed, same hash), and, when
 //! asked, the events themselves as text.
 
+use crate::hash::Fnv;
 use crate::world::Event;
 use std::hash::{Hash, Hasher};
-
-/// FNV-1a: stable across platforms and Rust versions, unlike `DefaultHasher`.
-#[derive(Clone, Copy)]
-pub struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= *b as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-}
 
 pub struct Trace {
     hasher: Fnv,

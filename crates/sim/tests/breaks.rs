@@ -26,7 +26,7 @@ fn first_caught_by(name: &str, checker: &str, saying: &str, base: SimConfig) -> 
     (0..200).find_map(|seed| {
         let cfg = SimConfig { seed, breaks, ..base.clone() };
         let r = run_seed(&cfg);
-        let found = r.violations.iter().find(|v| v.checker == checker && v.message.contains(saying));
+        let found = r.violations.iter().find(|v| v.checker == checker && v.evidence.contains(saying));
         found.map(|v| (seed, v.to_string()))
     })
 }

@@ -24,7 +24,8 @@ fn run_all(cases: &[Case]) -> Vec<CaseReport> {
 fn assert_clean(reports: &[CaseReport]) {
     for r in reports {
         assert!(!r.truncated, "{}: truncated at max_states", r.name);
-        assert!(r.violations.is_empty(), "{}: {}", r.name, r.violations.join("\n"));
+        let found: Vec<String> = r.violations.iter().map(|v| format!("{v:#}")).collect();
+        assert!(found.is_empty(), "{}: {}", r.name, found.join("\n"));
         assert!(r.terminal_states > 0, "{}: no terminal state", r.name);
     }
 }
@@ -70,7 +71,7 @@ fn first_caught(name: &str) -> Option<(String, String)> {
     assert!(breaks.enable(name), "unknown break {name}");
     cheap_cases(breaks).iter().find_map(|c| {
         let r = explore(c);
-        r.violations.first().map(|v| (r.name.clone(), v.clone()))
+        r.violations.first().map(|v| (r.name.clone(), v.to_string()))
     })
 }
 

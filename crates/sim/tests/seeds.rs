@@ -147,7 +147,7 @@ fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix
         assert_seed_passes(cfg.clone());
         cfg.breaks.versions_forget_one_phase = true;
         let r = waymark_sim::run_seed(&cfg);
-        let split = r.violations.iter().any(|v| v.checker == "cut-restore" && v.message.contains("(atomicity)"));
+        let split = r.violations.iter().any(|v| v.checker == "cut-restore" && v.evidence.contains("(atomicity)"));
         assert!(split, "{}: {:?}", reproduce(&cfg), r.violations);
     }
 }

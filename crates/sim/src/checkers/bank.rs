@@ -1,13 +1,18 @@
-//! Property: every committed audit (a transaction that read every account) sums to the total and
-//! sees no negative balance, and so does the final state.
+//! The bank workload's invariant: money is neither made nor lost.
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::config::WorkloadKind;
 use crate::history::Outcome;
 use crate::workloads::bank::{is_account, total, ACCOUNTS};
 use crate::workloads::parse_i64;
 use crate::world::World;
 use waymark_core::{Key, Store};
+
+pub const CHECKER: Checker = Checker {
+    name: "bank",
+    property: "every committed audit (a transaction that read every account) sums to the total and sees no \
+               negative balance, and so does the final state",
+};
 
 pub fn check(w: &World) -> Vec<Violation> {
     if w.cfg.workload != WorkloadKind::Bank {
@@ -18,12 +23,12 @@ pub fn check(w: &World) -> Vec<Violation> {
         let balances: Vec<i64> = t.reads.iter().map(|(_, v, _)| parse_i64(v)).collect();
         if let Some(msg) = judge(&balances) {
             let tx = t.tx.as_ref().map(|t| t.to_string()).unwrap_or_default();
-            out.push(Violation { checker: "bank", message: format!("audit {tx} at {}us: {msg}", t.completed_us) });
+            out.push(CHECKER.violation(format!("audit {tx} at {}us: {msg}", t.completed_us)));
         }
     }
     let balances = final_balances(w);
     if let Some(msg) = judge(&balances) {
-        out.push(Violation { checker: "bank", message: format!("final state: {msg}") });
+        out.push(CHECKER.violation(format!("final state: {msg}")));
     }
     out
 }

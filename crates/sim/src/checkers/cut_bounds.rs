@@ -1,5 +1,4 @@
-//! Property: a cut declared successful includes every transaction whose commit was acknowledged
-//! before the cut process began, and no transaction invoked after it was declared.
+//! The bounds of a declared cut in real time.
 //!
 //! Why it must hold: before the process begins no vnode has started the cut, so an acknowledged
 //! transaction committed at its first committer before any `CutStart`, and is stamped before the
@@ -7,11 +6,17 @@
 //! invoked later prepares — and commits — after it. Without this check a restore that includes
 //! nothing passes every other cut check.
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::history::{ClientTxn, Outcome};
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::{CutId, TxId};
+
+pub const CHECKER: Checker = Checker {
+    name: "cut-bounds",
+    property: "a cut declared successful includes every transaction whose commit was acknowledged before the \
+               cut process began, and no transaction invoked after it was declared",
+};
 
 /// Checks one declared cut, given the transactions its restore includes on some vnode.
 pub fn check_cut(w: &World, cut: CutId, included: &BTreeSet<&TxId>) -> Vec<Violation> {
@@ -50,6 +55,6 @@ fn describe(t: &ClientTxn) -> String {
     format!("{tx} ({} of client {}, writes {keys:?})", t.kind, t.client)
 }
 
-fn v(message: String) -> Violation {
-    Violation { checker: "cut-bounds", message }
+fn v(evidence: String) -> Violation {
+    CHECKER.violation(evidence)
 }

@@ -1,7 +1,6 @@
-//! Property: the state a declared cut restores on every replica equals the serial replay of exactly
-//! the transactions the cut includes — their operations executed one after another from an empty
-//! store, in an order that follows each key's versions and each validated read — key by key, value
-//! and version.
+//! The data a declared cut restores, against a serial replay of the transactions it includes:
+//! their operations executed one after another from an empty store, in an order that follows each
+//! key's versions and each validated read.
 //!
 //! The other cut checkers look at *which* transactions are included; this one looks at the data. A
 //! restore that keeps a stale value, applies a write the cut leaves out, or an `INCRBY` evaluated
@@ -9,12 +8,18 @@
 //! the way it checks that each included transaction's operations, replayed, give the values its
 //! primaries resolved, and that each `WATCH`ed read sees what the transaction read.
 
-use super::{names, LogFacts, Violation};
+use super::{names, Checker, LogFacts, Violation};
 use crate::history::ClientTxn;
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use waymark_core::cut::restore::Restored;
 use waymark_core::{CutId, Entry, Key, ResolvedWrite, Store, TxId};
+
+pub const CHECKER: Checker = Checker {
+    name: "cut-replay",
+    property: "the state a declared cut restores on every replica equals the serial replay of exactly the \
+               transactions the cut includes, key by key, value and version",
+};
 
 /// Checks one declared cut, given its restore on every vnode.
 pub fn check_cut(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
@@ -47,8 +52,8 @@ pub fn check_cut(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored])
     out
 }
 
-fn v(message: String) -> Violation {
-    Violation { checker: "cut-replay", message }
+fn v(evidence: String) -> Violation {
+    CHECKER.violation(evidence)
 }
 
 /// A serial order of `included` in which every key's writers come in version order, and a

@@ -1,21 +1,29 @@
-//! Property: every cut the process declared successful restores, on every vnode, to a state in
-//! which (a) each transaction is included by all the replicas it wrote or by none, (b) per key the
-//! included versions are a prefix of the key's committed history and every transaction an included
-//! one read from is included, and (c) the bank balances sum to the total (or are all zero: the setup
-//! is left out); and (d) no vnode lacks the cut's `CutFinish` (a failed local cut is never
-//! declared successful). The same restores feed the other cut checkers: `cut_bounds`, the
+//! Restoring every declared cut on every vnode, and what the restores must show: (a) atomicity
+//! across replicas, (b) version prefixes and read-from closure, (c) the bank total (or all zero:
+//! the setup is left out), (d) `CutFinish` everywhere (a failed local cut is never declared
+//! successful), (e) replicas of a partition restore the same entries. (a), (b)'s prefixes, (d)
+//! and (e) need only the logs (`restore_all`, `check_restores`): the explorer checks its terminal
+//! states with them too. The same restores feed the other cut checkers: `cut_bounds`, the
 //! real-time order of `real_time`, `cut_replay` and the serializability of the restored lists.
 //!
 //! A cut counts as *verified* only when it was restored on every vnode and no cut checker found
 //! anything in it.
 
-use super::{names, LogFacts, Violation};
+use super::{names, Checker, Cluster, LogFacts, Violation};
 use crate::config::WorkloadKind;
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
 use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
-use waymark_core::{CutId, CutStrategy, TxId};
+use waymark_core::{Breaks, CutId, CutStrategy, PartitionId, TxId};
+
+pub const CHECKER: Checker = Checker {
+    name: "cut-restore",
+    property: "every cut the process declared successful restores, on every vnode, to a state in which each \
+               transaction is included by all the replicas it wrote or by none, per key the included versions \
+               are a prefix of the key's committed history, every transaction an included one read from is \
+               included, the replicas of a partition agree, and the bank balances sum to the total",
+};
 
 /// What checking every declared cut found.
 #[derive(Debug, Default)]
@@ -43,53 +51,67 @@ pub fn check(w: &World, facts: &LogFacts) -> CutsChecked {
     out
 }
 
-fn v(message: String) -> Violation {
-    Violation { checker: "cut-restore", message }
+fn v(evidence: String) -> Violation {
+    CHECKER.violation(evidence)
 }
 
-/// Restores `cut` on every vnode (from the start of its log).
-pub fn restore_all(w: &World, cut: CutId) -> Result<Vec<Restored>, Violation> {
-    if w.cfg.strategy == CutStrategy::Versions {
-        return restore_all_versions(w, cut);
+/// Restores `cut` on every vnode (from the start of its log), through the restore filter of
+/// `strategy` (`breaks` may break the filter on purpose).
+pub fn restore_all(
+    c: &impl Cluster,
+    cut: CutId,
+    strategy: CutStrategy,
+    breaks: &Breaks,
+) -> Result<Vec<Restored>, Violation> {
+    if strategy == CutStrategy::Versions {
+        return restore_all_versions(c, cut);
     }
     let mut restored: Vec<Restored> = vec![];
-    for (i, node) in w.nodes.iter().enumerate() {
-        let Some(finish) = find_finish(&node.log, cut) else {
-            return Err(v(format!("{cut} declared successful but {} has no CutFinish", names(w, [i]))));
+    for i in 0..c.vnodes() {
+        let Some(finish) = find_finish(c.log(i), cut) else {
+            return Err(v(format!("{cut} declared successful but {} has no CutFinish", names(c, [i]))));
         };
-        match restore_to_cut_with(Checkpoint::default(), &node.log, finish, &w.cfg.breaks) {
+        match restore_to_cut_with(Checkpoint::default(), c.log(i), finish, breaks) {
             Ok(r) => restored.push(r),
-            Err(e) => return Err(v(format!("{cut} on {}: {e}", names(w, [i])))),
+            Err(e) => return Err(v(format!("{cut} on {}: {e}", names(c, [i])))),
         }
     }
     Ok(restored)
 }
 
 /// `restore_all` for the `versions` strategy: its own records and filter (seed 002).
-fn restore_all_versions(w: &World, cut: CutId) -> Result<Vec<Restored>, Violation> {
+fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, Violation> {
     let mut restored: Vec<Restored> = vec![];
-    for (i, node) in w.nodes.iter().enumerate() {
-        let Some(records) = find_versions_records(&node.log, cut) else {
+    for i in 0..c.vnodes() {
+        let Some(records) = find_versions_records(c.log(i), cut) else {
             return Err(v(format!(
                 "{cut} declared successful but {} has no VersionsMap and VersionsSkip",
-                names(w, [i])
+                names(c, [i])
             )));
         };
-        match restore_to_versions_cut(Checkpoint::default(), &node.log, &records) {
+        match restore_to_versions_cut(Checkpoint::default(), c.log(i), &records) {
             Ok(r) => restored.push(r),
-            Err(e) => return Err(v(format!("{cut} on {}: {e}", names(w, [i])))),
+            Err(e) => return Err(v(format!("{cut} on {}: {e}", names(c, [i])))),
         }
     }
     Ok(restored)
 }
 
+/// What the restores of `cut` must show that the logs alone can tell: (a), (b)'s prefixes and (e).
+pub fn check_restores(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let mut out = atomic(c, facts, cut, restored);
+    out.extend(prefixes(c, facts, cut, restored));
+    out.extend(replicas_agree(c, cut, restored));
+    out
+}
+
 fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
-    let restored = match restore_all(w, cut) {
+    let restored = match restore_all(w, cut, w.cfg.strategy, &w.cfg.breaks) {
         Ok(r) => r,
         Err(violation) => return vec![violation],
     };
-    let mut out = atomic(w, facts, cut, &restored);
-    out.extend(closed(w, facts, cut, &restored));
+    let mut out = check_restores(w, facts, cut, &restored);
+    out.extend(reads_closed(w, facts, cut, &restored));
     out.extend(bank_total(w, cut, &restored));
     let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
     out.extend(super::cut_bounds::check_cut(w, cut, &included));
@@ -100,26 +122,27 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
 }
 
 /// (a) Every replica a transaction wrote includes it, or none does.
-fn atomic(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+fn atomic(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
     let all: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
     let mut out = vec![];
     for tx in all {
-        let holders = facts.replicas_of(w, tx);
+        let holders = facts.replicas_of(c, tx);
         let missing: Vec<usize> = holders.iter().copied().filter(|n| !restored[*n].included.contains(tx)).collect();
         if !missing.is_empty() {
             let with: Vec<usize> = holders.iter().copied().filter(|n| restored[*n].included.contains(tx)).collect();
             out.push(v(format!(
                 "{cut}: {tx} restored on {} but not on {} (atomicity)",
-                names(w, with),
-                names(w, missing)
+                names(c, with),
+                names(c, missing)
             )));
         }
     }
     out
 }
 
-/// (b) Versions form a prefix per key; read-from dependencies of included transactions are included.
-fn closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+/// (b) Versions form a prefix per key: every version up to the one restored was written by an
+/// included transaction, and no write an included transaction committed on that vnode is beyond it.
+fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
     let mut out = vec![];
     for (node, r) in restored.iter().enumerate() {
         for (key, entry) in r.store.iter() {
@@ -128,14 +151,57 @@ fn closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec
                     Some(tx) if r.included.contains(tx) => {}
                     writer => out.push(v(format!(
                         "{cut} on {}: key {} restored at version {} but version {version} (by {writer:?}) is not included",
-                        names(w, [node]),
+                        names(c, [node]),
                         String::from_utf8_lossy(key),
                         entry.version
                     ))),
                 }
             }
         }
+        for tx in &r.included {
+            let writes = facts.committed_writes.get(tx).into_iter().flatten();
+            for wr in writes.filter(|wr| facts.committed_on(node, tx, &wr.key)) {
+                let restored_version = r.store.get(&wr.key).version;
+                if wr.version > restored_version {
+                    out.push(v(format!(
+                        "{cut} on {}: {tx} is included but key {} is restored at version {restored_version}, before \
+                         its write (version {})",
+                        names(c, [node]),
+                        String::from_utf8_lossy(&wr.key),
+                        wr.version
+                    )));
+                }
+            }
+        }
     }
+    out
+}
+
+/// (e) The replicas of every partition restore the same entries.
+fn replicas_agree(c: &impl Cluster, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let p = c.placement();
+    let mut out = vec![];
+    for partition in (0..p.partitions()).map(PartitionId) {
+        let chain: Vec<usize> = p.chain(partition).iter().map(|v| c.node_of(v)).collect();
+        let stores: Vec<_> =
+            chain.iter().map(|n| restored[*n].store.filtered(|k| p.partition_of(k) == partition)).collect();
+        if let Some(i) = (1..stores.len()).find(|i| stores[*i] != stores[0]) {
+            out.push(v(format!(
+                "{cut}: partition {} is restored differently on {} and {}: {:?} vs {:?}",
+                partition.0,
+                names(c, [chain[0]]),
+                names(c, [chain[i]]),
+                stores[0],
+                stores[i]
+            )));
+        }
+    }
+    out
+}
+
+/// (b) Read-from dependencies of included transactions are included.
+fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let mut out = vec![];
     for t in w.history.committed() {
         let Some(tx) = &t.tx else { continue };
         let holders = facts.replicas_of(w, tx);

@@ -1,6 +1,4 @@
-//! Property (liveness floors): in a seed whose faults all heal, a cut begun after healing
-//! succeeds, and so do at least half of those begun; and (with `--tree`) at least half the
-//! alterations the operator proposed over the run are answered ok.
+//! Liveness floors.
 //!
 //! The floor counts cuts *begun*, not asked for: the operator runs one cut at a time and lets
 //! the asks made while one runs go, so a slow cut that succeeds is progress (a 12-vnode tree of
@@ -16,9 +14,16 @@
 //! seed whose vnodes are down or recovering in doubt most of the workload rightly has none (seen:
 //! `--tree` seed 59, 0 of 9). `figures` reports them for sweeps to watch.
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::world::{World, AFTER_HEAL_CUTS};
 use waymark_core::CutId;
+
+pub const CHECKER: Checker = Checker {
+    name: "liveness",
+    property: "in a seed whose faults all heal, a cut begun after healing succeeds, and so do at least half of \
+               those begun; and (with `--tree`) at least half the alterations the operator proposed over the run \
+               are answered ok",
+};
 
 /// Cuts asked after healing: at least this share succeed.
 pub const AFTER_HEAL_FLOOR: f64 = 0.5;
@@ -74,6 +79,6 @@ pub fn check(w: &World) -> Vec<Violation> {
     out
 }
 
-fn v(message: String) -> Violation {
-    Violation { checker: "liveness", message }
+fn v(evidence: String) -> Violation {
+    CHECKER.violation(evidence)
 }

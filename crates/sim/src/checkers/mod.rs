@@ -12,6 +12,7 @@ pub mod liveness;
 pub mod read_recency;
 pub mod real_time;
 pub mod replicas;
+pub mod replies;
 pub mod serializability;
 pub mod serializable_history;
 pub mod tree_alterations;
@@ -25,17 +26,41 @@ pub mod tree_states;
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use waymark_core::{Branch, Key, Record, ResolvedWrite, TxId};
+use waymark_core::{Branch, Key, Placement, Record, ResolvedWrite, TxId, VnodeId};
 
-#[derive(Clone, Debug)]
-pub struct Violation {
-    pub checker: &'static str,
-    pub message: String,
+/// A checker: its name, and the property it checks in one sentence. Each checker's file opens
+/// with its `CHECKER`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checker {
+    pub name: &'static str,
+    pub property: &'static str,
 }
 
+impl Checker {
+    /// The property broken, shown by `evidence`.
+    pub fn violation(&self, evidence: impl Into<String>) -> Violation {
+        Violation { checker: self.name, property: self.property, evidence: evidence.into() }
+    }
+}
+
+/// What every checker (and the explorer) returns: which checker, the property it found broken,
+/// and the evidence — the transactions and vnodes involved and what was seen of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub checker: &'static str,
+    /// The property, in one sentence (the checker's `CHECKER.property`).
+    pub property: &'static str,
+    pub evidence: String,
+}
+
+/// `[checker] evidence`; the alternate form (`{:#}`) adds the property on a line of its own.
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {}", self.checker, self.message)
+        write!(f, "[{}] {}", self.checker, self.evidence)?;
+        if f.alternate() {
+            write!(f, "\n  property: {}", self.property)?;
+        }
+        Ok(())
     }
 }
 
@@ -64,29 +89,52 @@ pub fn check_all(w: &World) -> Checked {
     if w.cfg.tree {
         out.extend(w.answers.violations.iter().cloned());
         let metadata = w.tree_metadata();
-        out.extend(
-            tree_convergence::check(&metadata)
-                .into_iter()
-                .map(|message| Violation { checker: "tree-convergence", message }),
-        );
-        for message in tree_states::check(&metadata, Some(&w.placement)) {
-            out.push(Violation { checker: "tree-states", message });
-        }
-        for s in w.running_secondaries() {
-            out.push(Violation {
-                checker: "tree-parents",
-                message: format!("secondary parent {s} still runs at the end"),
-            });
-        }
+        out.extend(tree_convergence::check(&metadata));
+        out.extend(tree_states::check(&metadata, Some(&w.placement)));
+        out.extend(tree_parents::secondaries_given_up(&w.running_secondaries()));
     }
     Checked { violations: out, cuts_verified: cuts.verified }
+}
+
+/// What the checkers that judge logs read of a cluster: its store vnodes (`0..vnodes()`), their
+/// logs, and the placement. The simulated world is one; the explorer's terminal states are others.
+pub trait Cluster {
+    fn vnodes(&self) -> usize;
+    fn id(&self, node: usize) -> &VnodeId;
+    fn log(&self, node: usize) -> &[Record];
+    fn placement(&self) -> &Placement;
+    /// The store vnode `id` names.
+    fn node_of(&self, id: &VnodeId) -> usize;
+}
+
+impl Cluster for World {
+    fn vnodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    fn id(&self, node: usize) -> &VnodeId {
+        &self.nodes[node].cfg.id
+    }
+
+    fn log(&self, node: usize) -> &[Record] {
+        &self.nodes[node].log
+    }
+
+    fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    fn node_of(&self, id: &VnodeId) -> usize {
+        self.index[id]
+    }
 }
 
 /// What the durable logs say, gathered once for all checkers.
 #[derive(Default)]
 pub struct LogFacts {
-    /// Per node: transactions committed there (participant records).
-    pub committed: Vec<BTreeSet<TxId>>,
+    /// Per node: transactions committed there (participant records), with the keys each committed
+    /// there (a node may hold several branches of one transaction).
+    pub committed: Vec<BTreeMap<TxId, BTreeSet<Key>>>,
     /// Per transaction: every write any log knows of (prepared or committed).
     pub writes: BTreeMap<TxId, Vec<ResolvedWrite>>,
     /// (key, version) → the transaction whose *committed* write gave the key that version. A
@@ -98,12 +146,12 @@ pub struct LogFacts {
 }
 
 impl LogFacts {
-    pub fn gather(w: &World) -> LogFacts {
+    pub fn gather(c: &impl Cluster) -> LogFacts {
         let mut f = LogFacts::default();
-        for node in &w.nodes {
-            let mut committed = BTreeSet::new();
+        for node in 0..c.vnodes() {
+            let mut committed: BTreeMap<TxId, BTreeSet<Key>> = BTreeMap::new();
             let mut prepared: BTreeMap<Branch, Vec<ResolvedWrite>> = BTreeMap::new();
-            for r in &node.log {
+            for r in c.log(node) {
                 match r {
                     Record::TxPrepared(p) => {
                         f.note_writes(&p.tx, &p.writes);
@@ -112,13 +160,11 @@ impl LogFacts {
                     Record::TxRolledBack { branch: Some(b), .. } => drop(prepared.remove(b)),
                     Record::TxCommitted { branch, writes, .. } => {
                         f.note_writes(&branch.tx, writes);
-                        let done = if writes.is_empty() {
-                            prepared.remove(branch).unwrap_or_default()
-                        } else {
-                            writes.clone()
-                        };
+                        let was_prepared = prepared.remove(branch).unwrap_or_default();
+                        let keys = committed.entry(branch.tx.clone()).or_default();
+                        keys.extend(writes.iter().chain(&was_prepared).map(|w| w.key.clone()));
+                        let done = if writes.is_empty() { was_prepared } else { writes.clone() };
                         f.note_committed(&branch.tx, &done);
-                        committed.insert(branch.tx.clone());
                     }
                     _ => {}
                 }
@@ -148,19 +194,35 @@ impl LogFacts {
     }
 
     /// The nodes that must hold `tx`'s writes: every replica of every partition it wrote.
-    pub fn replicas_of(&self, w: &World, tx: &TxId) -> BTreeSet<usize> {
+    pub fn replicas_of(&self, c: &impl Cluster, tx: &TxId) -> BTreeSet<usize> {
+        self.copies_of(c, tx).into_iter().map(|(node, _)| node).collect()
+    }
+
+    /// Every copy `tx` writes: each key it wrote on each replica of the key's partition.
+    pub fn copies_of<'k>(&'k self, c: &impl Cluster, tx: &TxId) -> BTreeSet<(usize, &'k Key)> {
         let mut out = BTreeSet::new();
         for wr in self.writes.get(tx).into_iter().flatten() {
-            for v in w.placement.chain(w.placement.partition_of(&wr.key)) {
-                out.insert(w.index[v]);
-            }
+            let p = c.placement();
+            out.extend(p.chain(p.partition_of(&wr.key)).iter().map(|v| (c.node_of(v), &wr.key)));
         }
         out
+    }
+
+    /// Whether `node`'s log commits `tx`'s write of `key`.
+    pub fn committed_on(&self, node: usize, tx: &TxId, key: &Key) -> bool {
+        self.committed[node].get(tx).is_some_and(|keys| keys.contains(key))
     }
 }
 
 /// Names the nodes in a message.
-pub fn names(w: &World, nodes: impl IntoIterator<Item = usize>) -> String {
-    let v: Vec<String> = nodes.into_iter().map(|n| w.nodes[n].cfg.id.to_string()).collect();
+pub fn names(c: &impl Cluster, nodes: impl IntoIterator<Item = usize>) -> String {
+    let v: Vec<String> = nodes.into_iter().map(|n| c.id(n).to_string()).collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// Names copies (vnode and key) in a message.
+pub fn copies<'k>(c: &impl Cluster, copies: impl IntoIterator<Item = &'k (usize, &'k Key)>) -> String {
+    let v: Vec<String> =
+        copies.into_iter().map(|(n, k)| format!("{}/{}", c.id(*n), String::from_utf8_lossy(k))).collect();
     format!("[{}]", v.join(", "))
 }

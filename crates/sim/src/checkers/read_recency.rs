@@ -1,15 +1,20 @@
-//! Property: a GET sent after a client was told that a write to its key committed returns that
-//! write's version or a later one (reads are linearizable: no read goes back in time).
+//! Read recency: reads are linearizable, no read goes back in time.
 //!
 //! The acknowledgement may come from the first committer before the key's primary has heard of the
 //! decision, so a primary that answers from its committed store at once breaks this
 //! (`--break reads-ignore-prepared`).
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::history::Observation;
 use crate::world::World;
 use std::collections::BTreeMap;
 use waymark_core::{Key, TxId, Version};
+
+pub const CHECKER: Checker = Checker {
+    name: "read-recency",
+    property: "a GET sent after a client was told that a write to its key committed returns that write's \
+               version or a later one",
+};
 
 /// A write some client was told committed: when, and which version it gave its key.
 struct Acked {
@@ -28,18 +33,15 @@ pub fn check(w: &World) -> Vec<Violation> {
         let before = acks.iter().take_while(|a| a.at_us < o.invoked_us).max_by_key(|a| a.version);
         if let Some(a) = before.filter(|a| a.version > *version) {
             let tx = a.tx.as_ref().map_or("?".into(), |t| t.to_string());
-            out.push(Violation {
-                checker: "read-recency",
-                message: format!(
-                    "client {} sent GET {} at {}us and read version {version}, but {tx} was acknowledged at {}us \
+            out.push(CHECKER.violation(format!(
+                "client {} sent GET {} at {}us and read version {version}, but {tx} was acknowledged at {}us \
                      with version {}",
-                    o.client,
-                    String::from_utf8_lossy(key),
-                    o.invoked_us,
-                    a.at_us,
-                    a.version
-                ),
-            });
+                o.client,
+                String::from_utf8_lossy(key),
+                o.invoked_us,
+                a.at_us,
+                a.version
+            )));
         }
     }
     out

@@ -1,13 +1,18 @@
-//! Property (real-time order): for every successful cut, if a client observed T1 — its commit
-//! acknowledgement, a GET returning a version T1 wrote, or a `WATCH` failing because T1 wrote the
-//! watched key after the client read it — before T2 was sent (by any client), then "T2 restored
-//! and T1 not" never happens.
+//! Real-time order of a declared cut. A client observes T1 by its commit acknowledgement, a GET
+//! returning a version T1 wrote, or a `WATCH` failing because T1 wrote the watched key after the
+//! client read it.
 
-use super::{LogFacts, Violation};
+use super::{Checker, LogFacts, Violation};
 use crate::history::{ClientTxn, Observation};
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::{CutId, TxId};
+
+pub const CHECKER: Checker = Checker {
+    name: "real-time",
+    property: "for every successful cut, if a client observed T1 before T2 was sent (by any client), then \
+               \"T2 restored and T1 not\" never happens",
+};
 
 /// When and how a client first learnt of a committed transaction.
 struct Seen<'a> {
@@ -28,9 +33,8 @@ pub fn check_cut(w: &World, facts: &LogFacts, cut: CutId, restored: &BTreeSet<&T
     writers
         .filter(|t2| t2.invoked_us > t1.at_us)
         .find(kept)
-        .map(|t2| Violation {
-            checker: "real-time",
-            message: format!(
+        .map(|t2| {
+            CHECKER.violation(format!(
                 "{cut}: {} was {} at {}us and is not restored, but {} (client {}) sent at {}us after it is",
                 t1.tx,
                 t1.how,
@@ -38,7 +42,7 @@ pub fn check_cut(w: &World, facts: &LogFacts, cut: CutId, restored: &BTreeSet<&T
                 t2.tx.as_ref().expect("kept"),
                 t2.client,
                 t2.invoked_us
-            ),
+            ))
         })
         .into_iter()
         .collect()

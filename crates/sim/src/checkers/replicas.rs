@@ -1,8 +1,13 @@
-//! Property: when quiescent, the primary and the backups of every partition hold identical data.
+//! Agreement of a partition's replicas, once the run has settled.
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::world::World;
 use waymark_core::PartitionId;
+
+pub const CHECKER: Checker = Checker {
+    name: "replicas",
+    property: "when quiescent, the primary and the backups of every partition hold identical data",
+};
 
 pub fn check(w: &World) -> Vec<Violation> {
     let mut out = vec![];
@@ -15,13 +20,10 @@ pub fn check(w: &World) -> Vec<Violation> {
         }
         for (i, s) in stores.iter().enumerate().skip(1) {
             if s != &stores[0] {
-                out.push(Violation {
-                    checker: "replicas",
-                    message: format!(
-                        "partition {} differs between {} and {}: {:?} vs {:?}",
-                        p.0, chain[0], chain[i], stores[0], s
-                    ),
-                });
+                out.push(CHECKER.violation(format!(
+                    "partition {} differs between {} and {}: {:?} vs {:?}",
+                    p.0, chain[0], chain[i], stores[0], s
+                )));
             }
         }
     }

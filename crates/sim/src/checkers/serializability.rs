@@ -22,10 +22,10 @@
 //!
 //! Everything is deterministic: iteration is in history order or over sorted containers.
 
+use crate::hash::FnvMap;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// A list-valued key.
 pub type Key = u64;
@@ -90,7 +90,7 @@ pub struct Stats {
 
 /// Why a history is not serializable.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Violation {
+pub enum Anomaly {
     /// Two reads of `key` are not prefixes of one another: no single append order explains both.
     IncompatibleOrder { key: Key, a: Vec<Elem>, b: Vec<Elem> },
     /// Transaction `txn` read `elem` in `key`, but nobody appended `elem` to `key`.
@@ -106,16 +106,16 @@ pub enum Violation {
     Cycle { txns: Vec<u64>, edges: Vec<(u64, EdgeKind, u64, Key)>, txn_ops: Vec<(u64, Vec<Op>)> },
 }
 
-impl Violation {
+impl Anomaly {
     /// Short anomaly name: `G0`, `G1c`, `G2` for cycles, `G1a` for aborted reads, and a
     /// descriptive name for the other (non-cycle) inconsistencies.
     pub fn anomaly(&self) -> &'static str {
         match self {
-            Violation::IncompatibleOrder { .. } => "incompatible-order",
-            Violation::UnknownElem { .. } => "garbage-read",
-            Violation::AbortedRead { .. } => "G1a",
-            Violation::DuplicateElem { .. } => "duplicate-elements",
-            Violation::Cycle { edges, .. } => cycle_anomaly(edges),
+            Anomaly::IncompatibleOrder { .. } => "incompatible-order",
+            Anomaly::UnknownElem { .. } => "garbage-read",
+            Anomaly::AbortedRead { .. } => "G1a",
+            Anomaly::DuplicateElem { .. } => "duplicate-elements",
+            Anomaly::Cycle { edges, .. } => cycle_anomaly(edges),
         }
     }
 }
@@ -149,31 +149,31 @@ impl fmt::Display for Op {
     }
 }
 
-impl fmt::Display for Violation {
+impl fmt::Display for Anomaly {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Violation::IncompatibleOrder { key, a, b } => write!(
+            Anomaly::IncompatibleOrder { key, a, b } => write!(
                 f,
                 "incompatible version order for key {key}: one read saw {a:?} and another saw \
                  {b:?}; neither is a prefix of the other, so no single order of appends explains \
                  both"
             ),
-            Violation::UnknownElem { txn, key, elem } => write!(
+            Anomaly::UnknownElem { txn, key, elem } => write!(
                 f,
                 "garbage read: T{txn} read element {elem} in key {key}, but no transaction \
                  appended {elem} to key {key}"
             ),
-            Violation::AbortedRead { reader, writer, key, elem } => write!(
+            Anomaly::AbortedRead { reader, writer, key, elem } => write!(
                 f,
                 "G1a (aborted read): T{reader} read element {elem} in key {key}, which was \
                  appended by T{writer}, an aborted transaction"
             ),
-            Violation::DuplicateElem { txn, key, elem } => write!(
+            Anomaly::DuplicateElem { txn, key, elem } => write!(
                 f,
                 "duplicate element: element {elem} of key {key} occurs more than once (in T{txn}); \
                  every append must be unique and appear at most once in a list"
             ),
-            Violation::Cycle { txns, edges, txn_ops } => {
+            Anomaly::Cycle { txns, edges, txn_ops } => {
                 let anomaly = cycle_anomaly(edges);
                 let rw = edges.iter().filter(|e| e.1 == EdgeKind::RW).count();
                 let what = match anomaly {
@@ -208,30 +208,7 @@ impl fmt::Display for Violation {
     }
 }
 
-impl std::error::Error for Violation {}
-
-/// SplitMix64-finalised hasher for `u64` keys (std's SipHash is needlessly slow here).
-#[derive(Default, Clone, Copy)]
-struct U64Hasher(u64);
-
-impl Hasher for U64Hasher {
-    fn finish(&self) -> u64 {
-        let mut z = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(b);
-        }
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = self.0.rotate_left(32) ^ i;
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<U64Hasher>>;
+impl std::error::Error for Anomaly {}
 
 /// One dependency edge in adjacency form: (target txn index, kind, key).
 type Adj = (usize, EdgeKind, Key);
@@ -358,19 +335,19 @@ impl Graph {
 /// Checks that the committed part of a list-append `history` is serializable (see the module
 /// documentation). Returns statistics about the inferred dependency graph, or the first
 /// violation found (validity errors before cycles; cycles preferring G0, then G1c, then G2).
-pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
+pub fn check(history: &[TxnRecord]) -> Result<Stats, Anomaly> {
     let n = history.len();
 
     // Index every append of the whole history (including aborted / unknown transactions).
     // `appends[d] = (txn index, key)`; `elem_index[elem] = d`.
-    let mut elem_index: FastMap<Elem, usize> = FastMap::default();
+    let mut elem_index: FnvMap<Elem, usize> = FnvMap::default();
     let mut appends: Vec<(usize, Key)> = Vec::new();
     for (t, txn) in history.iter().enumerate() {
         for op in &txn.ops {
             if let Op::Append { key, elem } = *op {
                 match elem_index.entry(elem) {
                     Entry::Occupied(_) => {
-                        return Err(Violation::DuplicateElem { txn: txn.id, key, elem });
+                        return Err(Anomaly::DuplicateElem { txn: txn.id, key, elem });
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(appends.len());
@@ -415,7 +392,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
             let Op::Read { key, list } = op else { continue };
             stamp += 1;
             for &elem in list {
-                let unknown = Violation::UnknownElem { txn: history[t].id, key: *key, elem };
+                let unknown = Anomaly::UnknownElem { txn: history[t].id, key: *key, elem };
                 let Some(&d) = elem_index.get(&elem) else {
                     return Err(unknown);
                 };
@@ -424,15 +401,10 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
                     return Err(unknown);
                 }
                 if history[w].outcome == Outcome::Aborted {
-                    return Err(Violation::AbortedRead {
-                        reader: history[t].id,
-                        writer: history[w].id,
-                        key: *key,
-                        elem,
-                    });
+                    return Err(Anomaly::AbortedRead { reader: history[t].id, writer: history[w].id, key: *key, elem });
                 }
                 if seen_in_read[d] == stamp {
-                    return Err(Violation::DuplicateElem { txn: history[t].id, key: *key, elem });
+                    return Err(Anomaly::DuplicateElem { txn: history[t].id, key: *key, elem });
                 }
                 seen_in_read[d] = stamp;
             }
@@ -451,7 +423,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
                     let cur = orders.entry(*key).or_insert(&[]);
                     let compatible = if list.len() > cur.len() { list.starts_with(cur) } else { cur.starts_with(list) };
                     if !compatible {
-                        return Err(Violation::IncompatibleOrder { key: *key, a: cur.to_vec(), b: list.clone() });
+                        return Err(Anomaly::IncompatibleOrder { key: *key, a: cur.to_vec(), b: list.clone() });
                     }
                     if list.len() > cur.len() {
                         *cur = list;
@@ -517,7 +489,7 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Violation> {
         if let Some(scc) = graph.first_cyclic_scc(max_kind) {
             let cycle = graph.short_cycle(&scc, max_kind);
             let id = |t: usize| history[t].id;
-            return Err(Violation::Cycle {
+            return Err(Anomaly::Cycle {
                 txns: cycle.iter().map(|e| id(e.0)).collect(),
                 edges: cycle.iter().map(|&(a, kind, b, key)| (id(a), kind, id(b), key)).collect(),
                 txn_ops: cycle.iter().map(|e| (id(e.0), history[e.0].ops.clone())).collect(),
@@ -551,8 +523,8 @@ mod tests {
     }
 
     /// Asserts `v` is a well-formed cycle and returns its edge kinds.
-    fn cycle_kinds(v: &Violation) -> Vec<EdgeKind> {
-        let Violation::Cycle { txns, edges, txn_ops } = v else {
+    fn cycle_kinds(v: &Anomaly) -> Vec<EdgeKind> {
+        let Anomaly::Cycle { txns, edges, txn_ops } = v else {
             panic!("expected a cycle, got {v}");
         };
         assert!(txns.len() >= 2);
@@ -619,7 +591,7 @@ mod tests {
         let v = check(&h).unwrap_err();
         assert_eq!(cycle_kinds(&v), vec![EdgeKind::WW, EdgeKind::WW]);
         assert_eq!(v.anomaly(), "G0");
-        let Violation::Cycle { txns, .. } = &v else { unreachable!() };
+        let Anomaly::Cycle { txns, .. } = &v else { unreachable!() };
         assert_eq!(txns, &vec![1, 2]);
         let text = v.to_string();
         assert!(text.starts_with("G0"), "{text}");
@@ -651,7 +623,7 @@ mod tests {
         assert_eq!(cycle_kinds(&v), vec![EdgeKind::RW, EdgeKind::RW]);
         assert_eq!(
             v,
-            Violation::Cycle {
+            Anomaly::Cycle {
                 txns: vec![1, 2],
                 edges: vec![(1, EdgeKind::RW, 2, X), (2, EdgeKind::RW, 1, Y)],
                 txn_ops: vec![(1, h[0].ops.clone()), (2, h[1].ops.clone())],
@@ -676,7 +648,7 @@ mod tests {
         let mut kinds = cycle_kinds(&v);
         kinds.sort();
         assert_eq!(kinds, vec![EdgeKind::WW, EdgeKind::RW]);
-        let Violation::Cycle { txns, .. } = &v else { unreachable!() };
+        let Anomaly::Cycle { txns, .. } = &v else { unreachable!() };
         assert_eq!(txns, &vec![1, 2]);
         assert!(v.to_string().contains("G-single"));
     }
@@ -685,7 +657,7 @@ mod tests {
     fn aborted_read_is_g1a() {
         let h = vec![txn(1, Outcome::Aborted, vec![a(X, 1)]), ok(2, vec![r(X, &[1])])];
         let v = check(&h).unwrap_err();
-        assert_eq!(v, Violation::AbortedRead { reader: 2, writer: 1, key: X, elem: 1 });
+        assert_eq!(v, Anomaly::AbortedRead { reader: 2, writer: 1, key: X, elem: 1 });
         assert_eq!(v.anomaly(), "G1a");
         assert!(v.to_string().contains("G1a"));
     }
@@ -705,29 +677,29 @@ mod tests {
             ok(4, vec![r(X, &[1, 2])]),
             ok(5, vec![r(X, &[1, 3])]),
         ];
-        assert_eq!(check(&h).unwrap_err(), Violation::IncompatibleOrder { key: X, a: vec![1, 2], b: vec![1, 3] });
+        assert_eq!(check(&h).unwrap_err(), Anomaly::IncompatibleOrder { key: X, a: vec![1, 2], b: vec![1, 3] });
     }
 
     #[test]
     fn shorter_read_must_be_prefix_too() {
         let h = vec![ok(1, vec![a(X, 1), a(X, 2)]), ok(2, vec![r(X, &[1, 2])]), ok(3, vec![r(X, &[2])])];
-        assert!(matches!(check(&h), Err(Violation::IncompatibleOrder { key: X, .. })));
+        assert!(matches!(check(&h), Err(Anomaly::IncompatibleOrder { key: X, .. })));
     }
 
     #[test]
     fn unknown_elem() {
         let h = vec![ok(1, vec![a(X, 1)]), ok(2, vec![r(X, &[1, 99])])];
         let v = check(&h).unwrap_err();
-        assert_eq!(v, Violation::UnknownElem { txn: 2, key: X, elem: 99 });
+        assert_eq!(v, Anomaly::UnknownElem { txn: 2, key: X, elem: 99 });
         // An element appended to a different key is also garbage for this one.
         let h = vec![ok(1, vec![a(Y, 1)]), ok(2, vec![r(X, &[1])])];
-        assert!(matches!(check(&h), Err(Violation::UnknownElem { elem: 1, .. })));
+        assert!(matches!(check(&h), Err(Anomaly::UnknownElem { elem: 1, .. })));
     }
 
     #[test]
     fn duplicate_elem_in_read() {
         let h = vec![ok(1, vec![a(X, 1)]), ok(2, vec![r(X, &[1, 1])])];
-        assert_eq!(check(&h).unwrap_err(), Violation::DuplicateElem { txn: 2, key: X, elem: 1 });
+        assert_eq!(check(&h).unwrap_err(), Anomaly::DuplicateElem { txn: 2, key: X, elem: 1 });
     }
 
     #[test]
@@ -740,7 +712,7 @@ mod tests {
         ];
         let v = check(&h).unwrap_err();
         assert_eq!(cycle_kinds(&v), vec![EdgeKind::RW, EdgeKind::RW]);
-        let Violation::Cycle { txns, .. } = &v else { unreachable!() };
+        let Anomaly::Cycle { txns, .. } = &v else { unreachable!() };
         assert!(txns.contains(&1));
 
         // Unobserved, the unknown transaction is ignored and the rest is serializable.
@@ -757,7 +729,7 @@ mod tests {
             txn(2, Outcome::Unknown, vec![r(X, &[1]), a(Y, 2)]),
             ok(3, vec![r(Y, &[2])]),
         ];
-        assert_eq!(check(&h).unwrap_err(), Violation::UnknownElem { txn: 1, key: Y, elem: 77 });
+        assert_eq!(check(&h).unwrap_err(), Anomaly::UnknownElem { txn: 1, key: Y, elem: 77 });
     }
 
     #[test]

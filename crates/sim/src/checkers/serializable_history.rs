@@ -1,10 +1,10 @@
-//! Property: the list-append history is serializable (see `serializability` for the Elle-style
-//! check), and stays so with each declared cut's restored lists added as one more committed
-//! transaction reading every list. This file only translates what clients saw, and what a cut
+//! Serializability of the list-append history (see `serializability` for the Elle-style check),
+//! with each declared cut's restored lists added as one more committed transaction reading every
+//! list. This file only translates what clients saw, and what a cut
 //! restores, into that checker's terms.
 
 use super::serializability::{self as elle, Op, TxnRecord};
-use super::Violation;
+use super::{Checker, Violation};
 use crate::config::WorkloadKind;
 use crate::history::Outcome;
 use crate::workloads::append::{list_index, list_key, parse_list, KEYS};
@@ -13,13 +13,19 @@ use crate::world::World;
 use waymark_core::cut::restore::Restored;
 use waymark_core::{CutId, WriteOp};
 
+pub const CHECKER: Checker = Checker {
+    name: "serializability",
+    property: "the list-append history is serializable, and stays so with each declared cut's restored lists \
+               added as one more committed transaction reading every list",
+};
+
 pub fn check(w: &World) -> Vec<Violation> {
     if w.cfg.workload != WorkloadKind::Append {
         return vec![];
     }
     match elle::check(&records(w)) {
         Ok(_) => vec![],
-        Err(v) => vec![Violation { checker: "serializability", message: v.to_string() }],
+        Err(anomaly) => vec![CHECKER.violation(anomaly.to_string())],
     }
 }
 
@@ -48,10 +54,9 @@ pub fn check_restored(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Viola
     });
     match elle::check(&records) {
         Ok(_) => vec![],
-        Err(v) => vec![Violation {
-            checker: "serializability",
-            message: format!("{cut} restored (as transaction {id}, reading every list): {v}"),
-        }],
+        Err(anomaly) => {
+            vec![CHECKER.violation(format!("{cut} restored (as transaction {id}, reading every list): {anomaly}"))]
+        }
     }
 }
 

@@ -1,6 +1,4 @@
-//! Property: when an alteration is answered ok to its proposer, every tree vnode (store vnode or
-//! manager) it was forwarded to as a working child — and that still runs as the incarnation it was
-//! forwarded to — has applied it or a later alteration.
+//! Alterations answered ok, judged at the moment of the answer (`--tree`).
 //!
 //! "Working" is the forwarder's view (`working_children`) at the moment it forwarded: a child it
 //! no longer counted gets no copy, and the operator's cut process catches that through the
@@ -12,10 +10,17 @@
 //! when heartbeats have cloned every copy back into agreement. `--break confirm-before-children`
 //! (a manager confirms without waiting for its children) fails it.
 
-use super::Violation;
+use super::{Checker, Violation};
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use waymark_core::alter::{AlterRecord, ProposalId};
+
+pub const CHECKER: Checker = Checker {
+    name: "tree-answered",
+    property: "when an alteration is answered ok to its proposer, every tree vnode (store vnode or manager) it \
+               was forwarded to as a working child, and that still runs as the incarnation it was forwarded to, has \
+               applied it or a later alteration",
+};
 
 /// What the tree checkers at the moment of an answer or of a term need, recorded as the run goes.
 #[derive(Debug, Default)]
@@ -65,9 +70,9 @@ pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
         .map(|((_, term), r)| (*term, r.clone()))
         .collect();
     let Some((_, record)) = orderings.last() else {
-        let message =
+        let evidence =
             format!("{id:?} was answered ok at {}us as ordered at seq {seq}, but no root ordered it there", w.now_us);
-        return vec![Violation { checker: "tree-answered", message }];
+        return vec![CHECKER.violation(evidence)];
     };
     let what = format!("{}={}", record.key, String::from_utf8_lossy(&record.value));
     w.answers.answered_ok.push((seq, what.clone()));
@@ -88,12 +93,12 @@ fn unapplied(w: &World, what: &str, term: u64, seq: u64) -> Vec<Violation> {
     for (node, instance) in sent {
         let Some((id, metadata)) = w.tree_node_metadata(node, instance) else { continue };
         if metadata.seq() < seq {
-            let message = format!(
+            let evidence = format!(
                 "{what} (ordered at term {term} seq {seq}) was answered ok at {}us, but {id}, a working child it was forwarded to, has applied only up to seq {}",
                 w.now_us,
                 metadata.seq()
             );
-            out.push(Violation { checker: "tree-answered", message });
+            out.push(CHECKER.violation(evidence));
         }
     }
     out

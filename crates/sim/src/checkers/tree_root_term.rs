@@ -1,13 +1,18 @@
-//! Property: when a root wins a term, the copy of the metadata it adopted holds every alteration
-//! already answered ok (its `seq` is at least the place each of them was ordered at).
+//! The copy a new root adopts (`--tree`).
 //!
 //! Checked at the moment the new root orders its `root` record (the first of its term, right after
 //! the copy it adopted). `--break root-without-quorum` (a root wins a term, and answers ok, without
 //! a majority of the voters) fails it.
 
 use super::tree_answered::Answers;
-use super::Violation;
+use super::{Checker, Violation};
 use waymark_core::VnodeId;
+
+pub const CHECKER: Checker = Checker {
+    name: "tree-root-term",
+    property: "when a root wins a term, the copy of the metadata it adopted holds every alteration already \
+               answered ok (its `seq` is at least the place each of them was ordered at)",
+};
 
 /// `root` ordered its term's `root` record at `seq`: it adopted a copy ending at `seq - 1`.
 pub fn check(answers: &Answers, root: &VnodeId, seq: u64) -> Vec<Violation> {
@@ -17,11 +22,10 @@ pub fn check(answers: &Answers, root: &VnodeId, seq: u64) -> Vec<Violation> {
         .iter()
         .filter(|(at, _)| *at > adopted)
         .take(3)
-        .map(|(at, what)| Violation {
-            checker: "tree-root-term",
-            message: format!(
+        .map(|(at, what)| {
+            CHECKER.violation(format!(
                 "{root} won a term on a copy ending at seq {adopted}, but {what} had been answered ok at seq {at}"
-            ),
+            ))
         })
         .collect()
 }

@@ -3,7 +3,8 @@
 
 use super::build::{build, Timing};
 use super::vnode::TreeVnode;
-use crate::trace::Fnv;
+use crate::checkers::{tree_alterations, tree_applied, tree_convergence, tree_parents, tree_states, Violation};
+use crate::hash::Fnv;
 use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -164,7 +165,7 @@ pub struct TreeReport {
     pub outcomes: Vec<(AlterRecord, Option<bool>, u64)>,
     /// The primary root's metadata at the end.
     pub root_metadata: Metadata,
-    pub violations: Vec<String>,
+    pub violations: Vec<Violation>,
 }
 
 pub struct TreeWorld {
@@ -658,18 +659,24 @@ impl TreeWorld {
         let live: Vec<&AlterNode> =
             self.nodes.iter().filter(|v| v.cfg.secondary_of.is_none()).filter_map(|v| v.alter.as_ref()).collect();
         let metadata: Vec<(VnodeId, Metadata)> = live.iter().map(|a| (a.id().clone(), a.metadata().clone())).collect();
-        let mut v = crate::checkers::tree_convergence::check(&metadata);
-        v.extend(crate::checkers::tree_alterations::check(&self.proposals, &metadata));
-        v.extend(crate::checkers::tree_parents::check(&live));
-        v.extend(crate::checkers::tree_applied::check(&self.ordered, &self.applied));
-        v.extend(crate::checkers::tree_states::check(&metadata, None));
+        let mut v = tree_convergence::check(&metadata);
+        v.extend(tree_alterations::check(&self.proposals, &metadata));
+        v.extend(tree_parents::check(&live));
+        v.extend(tree_applied::check(&self.ordered, &self.applied));
+        v.extend(tree_states::check(&metadata, None));
         let primaries = self.nodes.iter().filter(|v| v.cfg.secondary_of.is_none()).count();
         if live.len() != primaries {
-            v.push(format!("{} vnodes still down at the end", primaries - live.len()));
+            v.push(
+                tree_convergence::CHECKER.violation(format!("{} vnodes still down at the end", primaries - live.len())),
+            );
         }
-        for s in self.nodes.iter().filter(|v| v.cfg.secondary_of.is_some() && v.alter.is_some()) {
-            v.push(format!("secondary parent {} still runs after its primary returned", s.cfg.id));
-        }
+        let secondaries: Vec<VnodeId> = self
+            .nodes
+            .iter()
+            .filter(|v| v.cfg.secondary_of.is_some() && v.alter.is_some())
+            .map(|s| s.cfg.id.clone())
+            .collect();
+        v.extend(tree_parents::secondaries_given_up(&secondaries));
         self.report.violations = v;
         let at = |id: &ProposalId| self.answered_us.get(id).copied().unwrap_or(0);
         self.report.outcomes = self.proposals.iter().map(|(id, (r, o))| (r.clone(), *o, at(id))).collect();
