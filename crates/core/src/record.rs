@@ -93,6 +93,8 @@ pub enum RecordError {
     KindMismatch { found: u8, expected: u8 },
     #[error("record payload of kind {kind} cannot be decoded: {source}")]
     Decode { kind: u8, source: postcard::Error },
+    #[error("record of kind {kind} decodes as a record but not as the restore's view of it (a bug in record_view)")]
+    ViewMismatch { kind: u8 },
 }
 
 impl Record {

@@ -97,6 +97,38 @@ impl Store {
         true
     }
 
+    /// [`Store::apply`] of a write whose key and value are borrowed: they are copied only if the
+    /// key is new or the write applies. Like `apply`, a new key gets an entry even if the write
+    /// does not apply (a version-0 write), so that both give the same store.
+    pub fn apply_ref(&mut self, key: &[u8], value: Option<&[u8]>, version: Version) -> bool {
+        if let Some(e) = self.entries.get_mut(key) {
+            return update(e, value, version);
+        }
+        update(self.entries.entry(key.to_vec()).or_default(), value, version)
+    }
+
+    /// [`Store::apply`] that moves the key and value in instead of copying them.
+    pub fn apply_owned(&mut self, w: ResolvedWrite) -> bool {
+        let ResolvedWrite { key, value, version } = w;
+        let e = self.entries.entry(key).or_default();
+        if version <= e.version {
+            return false;
+        }
+        e.value = value;
+        e.version = version;
+        true
+    }
+
+    /// Splits the store by `partition_of` its keys, moving every entry (nothing is copied).
+    pub fn into_partitions(self, mut partition_of: impl FnMut(&Key) -> u32) -> BTreeMap<u32, Store> {
+        let mut parts: BTreeMap<u32, Vec<(Key, Entry)>> = BTreeMap::new();
+        for (key, entry) in self.entries {
+            parts.entry(partition_of(&key)).or_default().push((key, entry));
+        }
+        // Each part is in key order: collecting it builds the map without searching it.
+        parts.into_iter().map(|(p, entries)| (p, Store { entries: entries.into_iter().collect() })).collect()
+    }
+
     pub fn apply_all(&mut self, writes: &[ResolvedWrite]) {
         for w in writes {
             self.apply(w);
@@ -126,6 +158,16 @@ impl Store {
         let entries = self.entries.iter().filter(|(k, _)| keep(k)).map(|(k, e)| (k.clone(), e.clone())).collect();
         Store { entries }
     }
+}
+
+/// Sets `e` to `value` at `version` if that is newer; whether it was.
+fn update(e: &mut Entry, value: Option<&[u8]>, version: Version) -> bool {
+    if version <= e.version {
+        return false;
+    }
+    e.value = value.map(<[u8]>::to_vec);
+    e.version = version;
+    true
 }
 
 fn incr(current: Option<&[u8]>, delta: i64) -> Result<Value, EvalError> {

@@ -11,6 +11,8 @@
 //! * [`Wal::open`] recovers after a crash: a torn tail of the last segment is
 //!   cut and reported in [`OpenReport`]; damage anywhere else is an error.
 //! * [`Reader`] yields [`Record`]s in order across segments.
+//! * [`FrameScanner`] lends the same frames from large reads into one reused
+//!   buffer, for replays that read a whole log once.
 //! * [`segment`] holds the pure byte format (fuzzed via
 //!   [`segment::decode_records`]).
 
@@ -22,6 +24,7 @@ mod options;
 mod position;
 mod reader;
 mod recovery;
+mod scan;
 pub mod segment;
 mod wal;
 
@@ -31,4 +34,5 @@ pub use options::Options;
 pub use position::Position;
 pub use reader::{Reader, Record};
 pub use recovery::OpenReport;
+pub use scan::{Frame, FrameScanner, SCAN_READ_BYTES};
 pub use wal::Wal;

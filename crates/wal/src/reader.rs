@@ -114,7 +114,7 @@ impl Iterator for Reader {
 /// Drops segments before `from` and returns the offset to start at in the
 /// first remaining one. `from` must be a record position, a segment start,
 /// or the end of the log.
-fn seek_start(pending: &mut VecDeque<SegmentInfo>, from: Position) -> Result<u64> {
+pub(crate) fn seek_start(pending: &mut VecDeque<SegmentInfo>, from: Position) -> Result<u64> {
     let (Some(first), Some(last)) = (pending.front(), pending.back()) else {
         return Ok(0);
     };

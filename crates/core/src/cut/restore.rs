@@ -6,6 +6,7 @@
 use crate::breaks::Breaks;
 use crate::ids::{Branch, CutId, TxId};
 use crate::record::{CutFinish, Record};
+use crate::record_view::{RecordView, WriteRef};
 use crate::store::{ResolvedWrite, Store};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,7 +38,7 @@ pub struct Restored {
     pub included: BTreeSet<TxId>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Window {
     BeforeStart,
     Inside,
@@ -60,47 +61,218 @@ pub fn restore_to_cut_with<'a>(
     target: &CutFinish,
     breaks: &Breaks,
 ) -> Result<Restored, RestoreError> {
-    let Checkpoint { mut store, mut prepared } = base;
-    let mut included = BTreeSet::new();
-    let mut window = Window::BeforeStart;
-    for (index, record) in log.into_iter().enumerate() {
-        match record {
-            Record::TxPrepared(p) => drop(prepared.insert(p.branch(), p.writes.clone())),
-            Record::TxRolledBack { branch: Some(branch), .. } => drop(prepared.remove(branch)),
-            Record::TxCommitted { branch, writes, .. } => {
-                let tx = &branch.tx;
-                let writes = committed_writes(&mut prepared, branch, writes, index)?;
-                let keep = match window {
-                    Window::BeforeStart if breaks.restore_without_base => false,
-                    Window::BeforeStart => !target.after.contains(tx),
-                    Window::Inside => target.before.contains(tx),
-                };
-                if keep && window == Window::Inside && breaks.restore_stale_values {
-                    let stale = |w: &ResolvedWrite| ResolvedWrite { value: store.get(&w.key).value, ..w.clone() };
-                    let writes: Vec<ResolvedWrite> = writes.iter().map(stale).collect();
-                    store.apply_all(&writes);
-                    included.insert(tx.clone());
-                } else if keep {
-                    store.apply_all(&writes);
-                    included.insert(tx.clone());
-                }
-            }
-            Record::CutStart { cut } if *cut == target.cut => window = Window::Inside,
-            Record::CutFinish(f) if f.cut == target.cut => {
-                if window != Window::Inside {
-                    return Err(RestoreError::NoStart { cut: target.cut });
-                }
-                if f != target {
-                    return Err(RestoreError::FinishMismatch { cut: target.cut });
-                }
-                return Ok(Restored { store, included });
-            }
-            _ => {}
+    let mut replay = CutReplay::toward(base, target.clone(), *breaks);
+    for record in log {
+        if replay.step(RecordView::of(record))? == Step::Finished {
+            break;
         }
     }
-    match window {
-        Window::BeforeStart => Err(RestoreError::NoStart { cut: target.cut }),
-        Window::Inside => Err(RestoreError::NoFinish { cut: target.cut }),
+    match replay.finish()? {
+        Replayed::Restored(restored) => Ok(restored),
+        // Unreachable: only a replay seeking its target asks for another pass.
+        Replayed::Again(_) => Err(RestoreError::NoFinish { cut: target.cut }),
+    }
+}
+
+/// The restore filter fed one record at a time, so that a replay can stream a log it never holds
+/// whole (`restore_to_cut` is this machine over a slice).
+///
+/// The filter's verdict on a commit depends on the cut's `CutFinish`, which comes after it in the
+/// log. `toward` is given it up front and decides each commit as it comes. `seeking` knows only
+/// the cut: a commit before `CutStart` is applied at once (the cut includes it unless it is in
+/// `after`, and a transaction in flight at `CutStart` commits here after it), a commit inside the
+/// window is held, with its writes, until `CutFinish` says whether it is `before`. Should
+/// `after` name a transaction that committed before `CutStart` after all, the replay ends in
+/// [`Replayed::Again`] and must be run again `toward` that finish. Either way the store ends as
+/// `restore_to_cut` leaves it: the same writes applied in the same order.
+pub struct CutReplay {
+    cut: CutId,
+    /// Known up front (`toward`), or from the log's first `CutFinish{cut}` on (`seeking`).
+    target: Option<CutFinish>,
+    seeking: bool,
+    store: Store,
+    prepared: BTreeMap<Branch, Vec<ResolvedWrite>>,
+    included: BTreeSet<TxId>,
+    window: Window,
+    /// Seeking, inside the window: the commits the finish will decide on, in log order.
+    held: Vec<(TxId, Vec<ResolvedWrite>)>,
+    /// Records stepped so far (the index errors name).
+    index: usize,
+    finished: bool,
+    /// Seeking: the finish puts after the cut a transaction already applied before `CutStart`.
+    again: bool,
+    breaks: Breaks,
+}
+
+/// Whether a replay needs more of the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    More,
+    /// The target's `CutFinish` was met: nothing after it counts.
+    Finished,
+}
+
+/// How a replay ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Replayed {
+    Restored(Restored),
+    /// A seeking replay applied a commit before `CutStart` that this finish puts after the cut:
+    /// replay again, `toward` it.
+    Again(CutFinish),
+}
+
+/// The writes a commit applies: its own, borrowed from the log, or those its branch prepared.
+enum CommitWrites<'a> {
+    Inline(Vec<WriteRef<'a>>),
+    Prepared(Vec<ResolvedWrite>),
+}
+
+impl CutReplay {
+    /// A replay toward a known finish: `restore_to_cut`.
+    pub fn toward(base: Checkpoint, target: CutFinish, breaks: Breaks) -> CutReplay {
+        let cut = target.cut;
+        CutReplay::new(base, cut, Some(target), breaks)
+    }
+
+    /// A replay to `cut` whose finish is the first `CutFinish{cut}` of the log.
+    pub fn seeking(base: Checkpoint, cut: CutId) -> CutReplay {
+        CutReplay::new(base, cut, None, Breaks::default())
+    }
+
+    fn new(base: Checkpoint, cut: CutId, target: Option<CutFinish>, breaks: Breaks) -> CutReplay {
+        let Checkpoint { store, prepared } = base;
+        CutReplay {
+            cut,
+            seeking: target.is_none(),
+            target,
+            store,
+            prepared,
+            included: BTreeSet::new(),
+            window: Window::BeforeStart,
+            held: vec![],
+            index: 0,
+            finished: false,
+            again: false,
+            breaks,
+        }
+    }
+
+    /// Feeds the next record of the log. Once `Finished`, further records are not looked at.
+    pub fn step(&mut self, record: RecordView<'_>) -> Result<Step, RestoreError> {
+        if self.finished {
+            return Ok(Step::Finished);
+        }
+        let index = self.index;
+        self.index += 1;
+        match record {
+            RecordView::Prepared { branch, writes } => drop(self.prepared.insert(branch, writes)),
+            RecordView::RolledBack { branch: Some(branch) } => drop(self.prepared.remove(branch.as_ref())),
+            RecordView::Committed { branch, writes } => self.commit(&branch, writes, index)?,
+            RecordView::CutStart { cut } if cut == self.cut => self.window = Window::Inside,
+            RecordView::CutFinish(f) if f.cut == self.cut => return self.cut_finish(f.into_owned()),
+            _ => {}
+        }
+        Ok(Step::More)
+    }
+
+    /// At the end of the log (or once `Finished`): the state at the cut.
+    pub fn finish(self) -> Result<Replayed, RestoreError> {
+        let cut = self.cut;
+        if !self.finished {
+            return match (self.seeking, self.window) {
+                // A replay that never met the finish cannot tell a missing start from a missing end.
+                (true, _) | (false, Window::Inside) => Err(RestoreError::NoFinish { cut }),
+                (false, Window::BeforeStart) => Err(RestoreError::NoStart { cut }),
+            };
+        }
+        if self.again {
+            if let Some(target) = self.target {
+                return Ok(Replayed::Again(target));
+            }
+        }
+        Ok(Replayed::Restored(Restored { store: self.store, included: self.included }))
+    }
+
+    fn commit(&mut self, branch: &Branch, inline: Vec<WriteRef<'_>>, index: usize) -> Result<(), RestoreError> {
+        let writes = if inline.is_empty() {
+            let prepared = self.prepared.remove(branch);
+            CommitWrites::Prepared(
+                prepared.ok_or_else(|| RestoreError::CommitWithoutPrepare { tx: branch.tx.clone(), index })?,
+            )
+        } else {
+            CommitWrites::Inline(inline)
+        };
+        let tx = &branch.tx;
+        let keep = match (self.window, &self.target) {
+            (Window::BeforeStart, _) if self.breaks.restore_without_base => false,
+            (Window::BeforeStart, Some(target)) => !target.after.contains(tx),
+            (Window::BeforeStart, None) => true,
+            (Window::Inside, Some(target)) => target.before.contains(tx),
+            (Window::Inside, None) => {
+                self.held.push((tx.clone(), writes.into_owned()));
+                return Ok(());
+            }
+        };
+        if keep {
+            self.keep(tx.clone(), writes);
+        }
+        Ok(())
+    }
+
+    /// Applies a kept commit's writes and counts it included.
+    fn keep(&mut self, tx: TxId, writes: CommitWrites<'_>) {
+        if self.window == Window::Inside && self.breaks.restore_stale_values {
+            let store = &self.store;
+            let stale = |w: ResolvedWrite| ResolvedWrite { value: store.get(&w.key).value, ..w };
+            let writes: Vec<ResolvedWrite> = writes.into_owned().into_iter().map(stale).collect();
+            for w in writes {
+                self.store.apply_owned(w);
+            }
+        } else {
+            match writes {
+                CommitWrites::Inline(ws) => {
+                    for w in ws {
+                        self.store.apply_ref(w.key, w.value, w.version);
+                    }
+                }
+                CommitWrites::Prepared(ws) => {
+                    for w in ws {
+                        self.store.apply_owned(w);
+                    }
+                }
+            }
+        }
+        self.included.insert(tx);
+    }
+
+    fn cut_finish(&mut self, f: CutFinish) -> Result<Step, RestoreError> {
+        if self.window != Window::Inside {
+            return Err(RestoreError::NoStart { cut: self.cut });
+        }
+        match &self.target {
+            Some(target) if *target != f => return Err(RestoreError::FinishMismatch { cut: self.cut }),
+            Some(_) => {}
+            None => {
+                self.again = !f.after.is_disjoint(&self.included);
+                for (tx, writes) in std::mem::take(&mut self.held) {
+                    if f.before.contains(&tx) {
+                        self.keep(tx, CommitWrites::Prepared(writes));
+                    }
+                }
+                self.target = Some(f);
+            }
+        }
+        self.finished = true;
+        Ok(Step::Finished)
+    }
+}
+
+impl CommitWrites<'_> {
+    fn into_owned(self) -> Vec<ResolvedWrite> {
+        match self {
+            CommitWrites::Inline(ws) => ws.into_iter().map(WriteRef::to_owned_write).collect(),
+            CommitWrites::Prepared(ws) => ws,
+        }
     }
 }
 

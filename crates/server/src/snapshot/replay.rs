@@ -1,14 +1,19 @@
 //! Reading one store vnode's part of a chain back: its base checkpoint and every record of its
-//! segments (full snapshot, then increments in order), decoded; then replaying them through the
-//! restore filter (DESIGN §4) to the chain's target cut. Shared by `check` and `restore`.
+//! segments (full snapshot, then increments in order), replayed through the restore filter
+//! (DESIGN §4) to the chain's target cut.
+//!
+//! `restore` streams ([`stream_to_cut`]): frames are checked and decoded from large reads into one
+//! buffer and fed to the filter as they come, so memory holds the restored state and that buffer,
+//! not the log. `check` reads every record first ([`read_vnode_log`]), because it also looks at
+//! the transactions the filter leaves out (closure across replicas).
 
 use super::chain::Chain;
 use super::manifest::VnodeFiles;
 use crate::storage::checkpoint::{self, CheckpointError, Image};
 use std::path::{Path, PathBuf};
-use waymark_core::cut::restore::{self, find_finish, restore_to_cut, RestoreError, Restored};
-use waymark_core::{CutId, Record};
-use waymark_wal::{Position, Reader, WalError};
+use waymark_core::cut::restore::{self, find_finish, restore_to_cut, CutReplay, Replayed, RestoreError, Restored};
+use waymark_core::{CutId, Record, RecordView};
+use waymark_wal::{FrameScanner, Position, Reader, WalError};
 
 /// A reader never allocates more than the frame's length field allows, and checks it against the
 /// bytes left in the file first; the server's own limit is not known offline.
@@ -110,4 +115,124 @@ pub fn replay_to_cut(chain: &Chain, vnode: &str, log: VnodeLog) -> Result<Restor
         cut,
         source,
     })
+}
+
+/// A vnode replayed by [`stream_to_cut`], with what it read.
+pub struct Streamed {
+    pub restored: Restored,
+    /// Bytes of segment files read.
+    pub log_bytes: u64,
+    /// Records in them (all of them, those after the cut's finish too).
+    pub records: u64,
+}
+
+/// Replays `vnode`'s base and log to the chain's target cut without holding the log: the result,
+/// and the errors with their precedence, are those of [`read_vnode_log`] then [`replay_to_cut`]
+/// (every frame is checked and decoded, to the end of the log, before the filter's verdict).
+pub fn stream_to_cut(chain: &Chain, vnode: &str) -> Result<Streamed, ReplayError> {
+    let cut = CutId(chain.target().manifest.cut);
+    let first = stream_once(chain, vnode, |base| CutReplay::seeking(base, cut))?;
+    let (outcome, log_bytes, records) = first;
+    let restored = match outcome {
+        Replayed::Restored(restored) => restored,
+        // The finish excludes a commit the first pass applied: a second pass knows the finish.
+        Replayed::Again(finish) => {
+            match stream_once(chain, vnode, |base| CutReplay::toward(base, finish, Default::default()))?.0 {
+                Replayed::Restored(restored) => restored,
+                Replayed::Again(_) => unreachable!("a replay toward a known finish never asks again"),
+            }
+        }
+    };
+    Ok(Streamed { restored, log_bytes, records })
+}
+
+/// One pass over the vnode's base and log through the filter `start` makes of the base.
+fn stream_once(
+    chain: &Chain,
+    vnode: &str,
+    start: impl FnOnce(restore::Checkpoint) -> CutReplay,
+) -> Result<(Replayed, u64, u64), ReplayError> {
+    let cut = CutId(chain.target().manifest.cut);
+    let (mut log_bytes, mut records) = (0, 0);
+    let mut start = Some(start);
+    let mut pass = None;
+    for (k, member) in chain.members.iter().enumerate() {
+        let files = member_files(chain, k, vnode)?;
+        let vnode_dir = member.dir.join(vnode);
+        if k == 0 {
+            let base = match files.checkpoint {
+                Some(_) => read_base(&vnode_dir, files.from)?,
+                None => restore::Checkpoint::default(),
+            };
+            pass = start.take().map(|start| Pass { cut, replay: start(base), verdict: Ok(()), finish_seen: false });
+        }
+        let Some(pass) = pass.as_mut() else { continue };
+        if files.segments.is_empty() {
+            continue;
+        }
+        records += pass.segments(&vnode_dir, vnode, files)?;
+        log_bytes += files.segments.iter().map(|s| s.size).sum::<u64>();
+    }
+    let pass = pass.ok_or_else(|| missing(chain, 0, vnode))?;
+    let no_finish = || ReplayError::NoFinish { dir: chain.target().dir.join(vnode), vnode: vnode.into(), cut: cut.0 };
+    if !pass.finish_seen {
+        return Err(no_finish());
+    }
+    pass.verdict.map_err(|source| restore_error(chain, vnode, source))?;
+    let outcome = pass.replay.finish().map_err(|source| restore_error(chain, vnode, source))?;
+    Ok((outcome, log_bytes, records))
+}
+
+fn member_files<'c>(chain: &'c Chain, k: usize, vnode: &str) -> Result<&'c VnodeFiles, ReplayError> {
+    chain.members[k].manifest.vnode(vnode).ok_or_else(|| missing(chain, k, vnode))
+}
+
+fn missing(chain: &Chain, k: usize, vnode: &str) -> ReplayError {
+    ReplayError::MissingVnode {
+        manifest: chain.members[k].dir.join(super::manifest::MANIFEST_FILE),
+        vnode: vnode.into(),
+    }
+}
+
+fn restore_error(chain: &Chain, vnode: &str, source: RestoreError) -> ReplayError {
+    let cut = chain.target().manifest.cut;
+    ReplayError::Restore { dir: chain.target().dir.join(vnode), vnode: vnode.into(), cut, source }
+}
+
+/// One pass of the filter over a vnode's log, and what decides which error it reports: as
+/// `read_vnode_log` then `replay_to_cut` would, damage anywhere first, then a log without the
+/// cut's finish, then the filter's own first error.
+struct Pass {
+    cut: CutId,
+    replay: CutReplay,
+    /// The filter's first error; it is fed nothing after.
+    verdict: Result<(), RestoreError>,
+    /// A `CutFinish` of the cut was met (whether or not the filter got that far).
+    finish_seen: bool,
+}
+
+impl Pass {
+    /// Feeds every frame of one member's segments to the filter, checking and decoding each (those
+    /// after the finish too). Returns the records read.
+    fn segments(&mut self, vnode_dir: &Path, vnode: &str, files: &VnodeFiles) -> Result<u64, ReplayError> {
+        let wal_dir = vnode_dir.join("wal");
+        let wal_err = |source| ReplayError::Wal { vnode: vnode.into(), dir: wal_dir.clone(), source };
+        let mut scanner = FrameScanner::open(&wal_dir, files.from, RECORD_BYTES_MAX).map_err(wal_err)?;
+        let mut records = 0;
+        while let Some(frame) = scanner.next_frame().map_err(wal_err)? {
+            records += 1;
+            let view = RecordView::decode(frame.kind, frame.payload).map_err(|e| ReplayError::Record {
+                file: wal_dir.join(waymark_wal::segment::segment_file_name(frame.position.segment)),
+                offset: frame.position.offset,
+                message: e.to_string(),
+            })?;
+            self.finish_seen |= matches!(&view, RecordView::CutFinish(f) if f.cut == self.cut);
+            if self.verdict.is_ok() {
+                if let Err(e) = self.replay.step(view) {
+                    self.verdict = Err(e);
+                }
+            }
+        }
+        Ok(records)
+    }
 }

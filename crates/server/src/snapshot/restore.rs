@@ -5,7 +5,7 @@
 //! (values and versions kept), which its first start accepts over an empty log.
 
 use super::chain::{chain_problems, Chain, Problem};
-use super::replay::{read_vnode_log, replay_to_cut, ReplayError};
+use super::replay::{stream_to_cut, ReplayError, Streamed};
 use crate::storage::checkpoint::{self, CheckpointError, Image};
 use crate::topology::Topology;
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,9 +76,7 @@ pub fn replay_all(chain: &Chain, threads: usize, progress: Progress) -> Vec<Resu
 }
 
 fn replay_one(chain: &Chain, vnode: &str, partitions: Vec<u32>) -> Result<VnodeState, ReplayError> {
-    let log = read_vnode_log(chain, vnode)?;
-    let (log_bytes, records) = (log.log_bytes, log.records.len() as u64);
-    let restored = replay_to_cut(chain, vnode, log)?;
+    let Streamed { restored, log_bytes, records } = stream_to_cut(chain, vnode)?;
     Ok(VnodeState {
         vnode: vnode.into(),
         partitions,
@@ -96,28 +94,60 @@ pub fn partition_data(
     placement: &Placement,
     states: &[VnodeState],
 ) -> (BTreeMap<u32, Store>, Vec<Problem>) {
-    let mut data: BTreeMap<u32, (String, Store)> = BTreeMap::new();
-    let mut problems = vec![];
+    let mut data = Replicas::default();
     for state in states {
         for &p in &state.partitions {
             let mine = state.store.filtered(|k| placement.partition_of(k) == PartitionId(p));
-            match data.get(&p) {
-                None => drop(data.insert(p, (state.vnode.clone(), mine))),
-                Some((first, theirs)) if *theirs != mine => problems.push(Problem::new(
-                    chain.target().dir.join(&state.vnode),
-                    format!(
-                        "partition {p}: replica data differs from {first}'s ({} keys, digest {:08x} vs {} keys, digest {:08x})",
-                        mine.len(),
-                        digest(&mine),
-                        theirs.len(),
-                        digest(theirs)
-                    ),
-                )),
-                Some(_) => {}
-            }
+            data.offer(chain, &state.vnode, p, mine);
         }
     }
-    (data.into_iter().map(|(p, (_, store))| (p, store)).collect(), problems)
+    data.into_parts()
+}
+
+/// [`partition_data`] that moves the replayed stores' entries instead of copying them.
+pub fn into_partition_data(
+    chain: &Chain,
+    placement: &Placement,
+    states: Vec<VnodeState>,
+) -> (BTreeMap<u32, Store>, Vec<Problem>) {
+    let mut data = Replicas::default();
+    for state in states {
+        let mut parts = state.store.into_partitions(|k| placement.partition_of(k).0);
+        for &p in &state.partitions {
+            data.offer(chain, &state.vnode, p, parts.remove(&p).unwrap_or_default());
+        }
+    }
+    data.into_parts()
+}
+
+/// Per partition the first replica's data (and whose it is), and the replicas that differ from it.
+#[derive(Default)]
+struct Replicas {
+    data: BTreeMap<u32, (String, Store)>,
+    problems: Vec<Problem>,
+}
+
+impl Replicas {
+    fn offer(&mut self, chain: &Chain, vnode: &str, p: u32, mine: Store) {
+        match self.data.get(&p) {
+            None => drop(self.data.insert(p, (vnode.to_owned(), mine))),
+            Some((first, theirs)) if *theirs != mine => self.problems.push(Problem::new(
+                chain.target().dir.join(vnode),
+                format!(
+                    "partition {p}: replica data differs from {first}'s ({} keys, digest {:08x} vs {} keys, digest {:08x})",
+                    mine.len(),
+                    digest(&mine),
+                    theirs.len(),
+                    digest(theirs)
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+
+    fn into_parts(self) -> (BTreeMap<u32, Store>, Vec<Problem>) {
+        (self.data.into_iter().map(|(p, (_, store))| (p, store)).collect(), self.problems)
+    }
 }
 
 /// A checksum of a store's entries, to show two replicas differ without printing them.
@@ -140,12 +170,12 @@ pub fn rebuild(chain: &Chain, threads: usize, progress: Progress) -> Result<Rebu
     }
     let placement = chain.placement().map_err(|p| RestoreError::Inconsistent(vec![p]))?;
     let states = replay_all(chain, threads, progress).into_iter().collect::<Result<Vec<_>, _>>()?;
-    let (partitions, problems) = partition_data(chain, &placement, &states);
+    let log_bytes = states.iter().map(|s| s.log_bytes).sum();
+    let records = states.iter().map(|s| s.records).sum();
+    let (partitions, problems) = into_partition_data(chain, &placement, states);
     if !problems.is_empty() {
         return Err(RestoreError::Inconsistent(problems));
     }
-    let log_bytes = states.iter().map(|s| s.log_bytes).sum();
-    let records = states.iter().map(|s| s.records).sum();
     Ok(Rebuilt { partitions, log_bytes, records })
 }
 
@@ -180,7 +210,7 @@ pub fn write_host(
             }
         }
         let keys = image.store.len();
-        write_vnode(&dir, &image)?;
+        write_vnode(&dir, image)?;
         out.push((id.to_string(), keys));
     }
     Ok(out)
@@ -195,13 +225,13 @@ fn merge(into: &mut Store, from: &Store) {
 
 /// An empty log (its first segment, so the checkpoint's resume position is its first record) and
 /// the checkpoint, both durable.
-fn write_vnode(dir: &Path, image: &VnodeImage) -> Result<(), RestoreError> {
+fn write_vnode(dir: &Path, image: VnodeImage) -> Result<(), RestoreError> {
     let wal_dir = dir.join("wal");
     std::fs::create_dir_all(&wal_dir).map_err(|source| RestoreError::Io { dir: wal_dir.clone(), source })?;
     let (wal, _) =
         Wal::open(&wal_dir, Options::default()).map_err(|source| RestoreError::Wal { dir: wal_dir.clone(), source })?;
     debug_assert_eq!(wal.first_position(), RESTORED_RESUME_AT);
     wal.close().map_err(|source| RestoreError::Wal { dir: wal_dir, source })?;
-    checkpoint::write(dir, &Image::Store(image.clone()), RESTORED_RESUME_AT)?;
+    checkpoint::write(dir, &Image::Store(image), RESTORED_RESUME_AT)?;
     Ok(())
 }
