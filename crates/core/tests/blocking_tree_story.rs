@@ -112,11 +112,11 @@ impl Cluster {
             })
             .collect();
         let mut c = Cluster { root, hosts, seq: 0 };
-        c.to_all(AlterMsg::Claim { term: 1 });
+        c.send_to_all(AlterMsg::Claim { term: 1 });
         c
     }
 
-    fn to_all(&mut self, msg: AlterMsg) {
+    fn send_to_all(&mut self, msg: AlterMsg) {
         for h in &mut self.hosts {
             let env =
                 Envelope { from: self.root.clone(), to: h.cfg.id.clone(), cut: None, body: Body::Alter(msg.clone()) };
@@ -131,7 +131,7 @@ impl Cluster {
         let record: AlterRecord = phase.record(CutId(1));
         let md5 = md5_of(&record.encode(term, seq));
         let id = ProposalId { initiator: self.root.clone(), n: CutId(1).0 * 8 + seq };
-        self.to_all(AlterMsg::Alter { term, prev_term: if seq == 1 { 0 } else { 1 }, seq, id, record, md5 });
+        self.send_to_all(AlterMsg::Alter { term, prev_term: if seq == 1 { 0 } else { 1 }, seq, id, record, md5 });
         seq
     }
 
