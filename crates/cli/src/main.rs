@@ -58,6 +58,9 @@ enum Command {
         /// Bank accounts.
         #[arg(long, default_value_t = 64)]
         accounts: usize,
+        /// How the demo cluster's cuts snapshot it: `consistent` or `blocking` (`cluster.strategy`).
+        #[arg(long, default_value = "consistent")]
+        strategy: waymark_core::CutStrategy,
         /// --simulated: how many simulated runs (seeds).
         #[arg(long, default_value_t = 50)]
         runs: u64,
@@ -77,8 +80,8 @@ fn main() -> Result<()> {
         Command::Snapshot(c) => cmd::snapshot::run(c),
         Command::Bench(args) => cmd::bench::run(*args),
         Command::Demo { simulated: true, runs, seed, duration_ms, .. } => cmd::demo::simulated(runs, seed, duration_ms),
-        Command::Demo { dir, seconds, clients, accounts, .. } => {
-            cmd::demo_live::run(cmd::demo_live::Options { dir, seconds, clients, accounts })
+        Command::Demo { dir, seconds, clients, accounts, strategy, .. } => {
+            cmd::demo_live::run(cmd::demo_live::Options { dir, seconds, clients, accounts, strategy })
         }
     }
 }

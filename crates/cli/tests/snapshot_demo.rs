@@ -58,3 +58,27 @@ fn the_demo_snapshots_a_live_cluster_through_a_host_crash_and_restores_it_consis
     assert!(check.status.success(), "check failed:\n{}{}", text(&check.stdout), text(&check.stderr));
     assert!(text(&check.stdout).starts_with("OK:"), "{}", text(&check.stdout));
 }
+
+/// The same demo on a cluster created with `cluster.strategy = "blocking"`: its nodes take
+/// blocking cuts through the tree's cut process (pause, drain and marker, check, resume) while the
+/// bank clients write; a host is killed and restarted in the middle; the snapshots are restored
+/// into fresh clusters and the bank total and the replicas are checked.
+#[test]
+fn the_demo_takes_blocking_snapshots_of_a_live_cluster_and_restores_them_consistently() {
+    let tmp = temp_dir();
+    let work = tmp.path().join("demo");
+    let _stop = StopClusters(&work);
+    let args: Vec<String> =
+        ["demo", "--strategy", "blocking", "--seconds", "8", "--clients", "4", "--dir", &work.to_string_lossy()]
+            .map(String::from)
+            .into();
+    let out = run_waymark(&args, DEMO_WITHIN);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "the blocking demo failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("blocking cuts") && stdout.contains("verdict: PASS"), "{stdout}");
+    let config = std::fs::read_to_string(work.join("cluster/node1/waymark.toml")).expect("node1's config");
+    assert!(config.contains("strategy = \"blocking\""), "{config}");
+    let after_return = stdout.split("restarted node3").nth(1).unwrap_or_default();
+    assert!(after_return.contains(" ok"), "a blocking snapshot after node3 returned should succeed:\n{stdout}");
+    assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");
+}

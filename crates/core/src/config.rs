@@ -71,6 +71,9 @@ pub struct Timeouts {
     pub cut_phase_timeout_us: u64,
     /// A reply held for real-time safety is released after this long (its cut then fails here).
     pub held_reply_timeout_us: u64,
+    /// A blocking cut of the tree (`cut::blocking`) lifts its pause after this long even without
+    /// its END — the cut then fails here: a pause never outlives a cut given up or orphaned.
+    pub pause_max_us: u64,
 }
 
 impl Default for Timeouts {
@@ -82,6 +85,7 @@ impl Default for Timeouts {
             read_timeout_us: 200_000,
             cut_phase_timeout_us: 1_000_000,
             held_reply_timeout_us: 2_000_000,
+            pause_max_us: 2_000_000,
         }
     }
 }

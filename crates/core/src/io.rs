@@ -121,4 +121,6 @@ pub enum Timer {
     Alter(crate::alter::AlterTimer),
     /// A manager's cut operator checks that its cut process is not stuck.
     CutOperator,
+    /// A blocking cut of the tree has kept this vnode paused for `Timeouts::pause_max_us`.
+    BlockingPause(CutId),
 }

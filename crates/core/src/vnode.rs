@@ -245,6 +245,7 @@ impl Vnode {
             Timer::HeldReplies(cut) => self.held_replies_timeout(cut),
             Timer::Alter(t) => self.alter_input(crate::alter::AlterInput::Timer(t)),
             Timer::CutOperator => {} // store vnodes run no operator
+            Timer::BlockingPause(cut) => self.blocking_pause_expired(cut),
         }
     }
 

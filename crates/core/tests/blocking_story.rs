@@ -4,7 +4,7 @@
 mod harness;
 use harness::{prepare_to, Cluster};
 use waymark_core::message::AbortReason;
-use waymark_core::{Body, Breaks, CutId, CutMsg, CutStrategy, Envelope, Response, Timer};
+use waymark_core::{Body, Breaks, CutId, CutMsg, CutStrategy, Envelope, Response, Timer, TxnMsg};
 
 fn blocking(breaks: Breaks) -> Cluster {
     Cluster::new(3, 2, CutStrategy::Blocking, breaks)
@@ -14,10 +14,13 @@ fn end_to(host: &'static str) -> impl Fn(&Envelope) -> bool {
     move |e| e.to.host == host && matches!(e.body, Body::Cut(CutMsg::End { .. }))
 }
 
-/// Seed 542 of `--cuts --strategy blocking`: a one-phase transaction from node000 down the chain
-/// node001 → node002, its `Prepare` to the backup held up; the near times out on it, is idle and
-/// answers PAUSED; the backup, with nothing prepared, writes its marker; then the `Prepare`
-/// arrives. Returns the cluster and whether the cut succeeded.
+/// Seed 542 of `--cuts --strategy blocking`, with a near that restarts: a one-phase transaction
+/// from node000 down the chain node001 → node002, its `Prepare` to the backup held up; the near
+/// times out on it and — before its question to the first committer gets there — crashes and
+/// restarts, so it no longer knows the transaction (a near that did not restart keeps it
+/// unresolved and does not pause: `a_blocking_tree_cut_waits_for_…` in the simulator's seeds).
+/// It answers PAUSED; the backup, with nothing prepared, writes its marker; then the `Prepare`
+/// arrives. Returns the cluster and the transaction.
 fn late_prepare_after_the_backups_marker(breaks: Breaks) -> (Cluster, waymark_core::TxId) {
     let mut c = blocking(breaks);
     let key = c.key_with_chain(&[1, 2]);
@@ -26,6 +29,8 @@ fn late_prepare_after_the_backups_marker(breaks: Breaks) -> (Cluster, waymark_co
     assert!(c.deliver(prepare_to(&primary)));
     assert!(c.fire(0, |t| matches!(t, Timer::PrepareTimeout(_))), "the near gives up on it");
     assert!(matches!(c.heard(waymark_core::ClientId(1))[..], [Response::Unknown { .. }]));
+    c.drop_where(|e| e.from.host == "node000" && matches!(e.body, Body::Txn(TxnMsg::StatusQuery { .. })));
+    c.crash_and_restart(0);
     c.begin_cut();
     c.deliver_all_but(prepare_to(&backup));
     assert!(c.logs[2].iter().any(|r| matches!(r, waymark_core::Record::CutStart { .. })), "the backup's marker");

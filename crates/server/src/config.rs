@@ -303,10 +303,11 @@ impl Checker<'_> {
             .unwrap_or("consistent")
             .parse()
             .map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))?;
-        if strategy != CutStrategy::Consistent {
+        if strategy == CutStrategy::Versions {
             let problem = format!(
-                "`{strategy}` is not implemented by the tree's cut process a node runs (only `consistent` is); \
-                 the simulator runs it: waymark-sim --cuts --strategy {strategy}"
+                "`{strategy}` is not implemented by the tree's cut process a node runs (`consistent` and \
+                 `blocking` are: its phase 2 needs every vnode's versions carried through the tree); \
+                 the simulator runs it on its coordinator: waymark-sim --cuts --strategy {strategy}"
             );
             return Err(self.bad("cluster.strategy", problem));
         }

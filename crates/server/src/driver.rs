@@ -101,6 +101,10 @@ pub trait Machine: Send + 'static {
     fn take_answered(&mut self) -> Vec<Answered> {
         Vec::new()
     }
+    /// How long each client transaction a blocking cut held back waited (store vnodes only).
+    fn take_commit_stalls_us(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 impl Machine for Vnode {
@@ -115,6 +119,9 @@ impl Machine for Vnode {
     }
     fn status(&self) -> VnodeStatus {
         crate::status::store(self)
+    }
+    fn take_commit_stalls_us(&mut self) -> Vec<u64> {
+        Vnode::take_commit_stalls_us(self)
     }
 }
 
@@ -315,6 +322,9 @@ impl<M: Machine> Driver<M> {
 
     async fn step(&mut self, input: Input) {
         let outputs = self.machine.step(clock::now_us(), input);
+        for stall_us in self.machine.take_commit_stalls_us() {
+            crate::telemetry::blocking_stall(stall_us);
+        }
         for a in self.machine.take_answered() {
             crate::telemetry::alteration_answered(a.ok, a.attempts);
         }

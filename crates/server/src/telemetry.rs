@@ -31,6 +31,7 @@ const SNAPSHOTS: &str = "waymark_snapshots_created_total";
 const PREPARED: &str = "waymark_vnode_prepared_transactions";
 const HELD: &str = "waymark_vnode_held_replies";
 const ALTERATIONS: &str = "waymark_alterations_total";
+const BLOCKING_STALL: &str = "waymark_blocking_stall_seconds";
 
 /// The cut operator's phases, in the order of `CutReport::phases_ms`.
 pub const CUT_PHASES: [&str; 4] = ["start", "started", "finish", "end"];
@@ -95,6 +96,11 @@ fn describe() {
     describe_histogram!(COMMIT_LATENCY, Unit::Seconds, "From a client's request to its commit reply");
     describe_counter!(CUTS, "Cut processes run through this host, by outcome");
     describe_histogram!(CUT_PHASE, Unit::Seconds, "Duration of each phase of a cut process");
+    describe_histogram!(
+        BLOCKING_STALL,
+        Unit::Seconds,
+        "How long a client transaction waited for a blocking cut's pause to end (strategy blocking)"
+    );
     describe_gauge!(LAST_CUT_OK, Unit::Seconds, "When a cut run through this host last succeeded");
     describe_gauge!(LAST_CUT_AGE, Unit::Seconds, "Seconds since a cut run through this host last succeeded");
     describe_histogram!(WAL_FSYNC, Unit::Seconds, "One group commit's fsync of a vnode's log");
@@ -164,6 +170,11 @@ pub fn cut_done(report: &CutReport) {
 }
 
 /// One group commit's sync of a vnode's log took `took`.
+/// A client transaction held back by a blocking cut's pause was let through after `stall_us`.
+pub fn blocking_stall(stall_us: u64) {
+    histogram!(BLOCKING_STALL).record(stall_us as f64 / 1_000_000.0);
+}
+
 pub fn wal_synced(took: Duration) {
     histogram!(WAL_FSYNC).record(took.as_secs_f64());
 }

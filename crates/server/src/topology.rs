@@ -46,6 +46,7 @@ impl Topology {
             read_timeout_us: 2_000_000,
             cut_phase_timeout_us: 5_000_000,
             held_reply_timeout_us: 5_000_000,
+            pause_max_us: 5_000_000,
         };
         Ok(Topology {
             placement: Arc::new(placement),

@@ -98,7 +98,11 @@ fn the_cut_strategy_is_read_by_name_and_an_unknown_one_lists_the_valid_ones() {
 }
 
 #[test]
-fn the_blocking_strategy_is_refused_by_a_node_whose_tree_does_not_run_it() {
-    let e = error_of(&GOOD.replace("replicas = 2", "replicas = 2\nstrategy = \"blocking\""));
+fn the_blocking_strategy_runs_on_the_tree_and_versions_is_refused_with_its_reason() {
+    let (_dir, file) = setup();
+    let with = |s: &str| GOOD.replace("replicas = 2", &format!("replicas = 2\nstrategy = \"{s}\""));
+    let cfg = NodeConfig::parse(&file, &with("blocking")).expect("blocking runs on the tree");
+    assert_eq!(cfg.cluster.strategy, waymark_core::CutStrategy::Blocking);
+    let e = error_of(&with("versions"));
     assert!(e.contains("cluster.strategy") && e.contains("not implemented by the tree"), "{e}");
 }

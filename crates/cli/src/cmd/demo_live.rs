@@ -31,6 +31,8 @@ pub struct Options {
     pub seconds: u64,
     pub clients: usize,
     pub accounts: usize,
+    /// The cluster's cut strategy (`cluster.strategy`).
+    pub strategy: waymark_core::CutStrategy,
 }
 
 #[derive(Default)]
@@ -54,12 +56,13 @@ pub fn run(opts: Options) -> Result<()> {
     super::set_quiet(true);
     let dir = work.join("cluster");
     println!(
-        "Waymark demo in {}: 3 hosts, 2 replicas, {} bank clients, {}s",
+        "Waymark demo in {}: 3 hosts, 2 replicas, {} bank clients, {}s, {} cuts",
         work.display(),
         opts.clients,
-        opts.seconds
+        opts.seconds,
+        opts.strategy
     );
-    cluster::init(&dir, &Spec::local(3, 2, 16))?;
+    cluster::init(&dir, &Spec { strategy: opts.strategy, ..Spec::local(3, 2, 16) })?;
     let started = Started::default();
     started.stop_on_signal("demo")?;
     started.add(&dir);

@@ -4,8 +4,17 @@
 //! START — start the local cut; STARTED — release replies held for real-time safety;
 //! FINISH — confirm when the local cut is over, with its verdict; END — stop colouring.
 //! A successful cut's END writes `END:ok` into the metadata: that entry is the snapshot catalog.
+//!
+//! Under `strategy = blocking` (the cluster's config, the same on every leaf) the same four
+//! alterations carry the blocking strategy (`cut::blocking`): START — pause, confirm once no
+//! transaction this vnode coordinates is open; STARTED — confirm once nothing is prepared here,
+//! after appending the marker; FINISH — confirm ok only if still paused for this cut since its
+//! START (a leaf that restarted lost its pause: the cut fails, as the coordinator's CHECK);
+//! END (ok or failed) — resume. The operator is the same: STARTED is proposed only after every
+//! leaf paused, FINISH only after every leaf wrote its marker.
 
 use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord};
+use crate::config::CutStrategy;
 use crate::cut::operator::Phase;
 use crate::ids::CutId;
 use crate::io::{Output, Timer};
@@ -92,6 +101,9 @@ impl Vnode {
             debug_assert!(false, "{cut}: `{}` is no cut phase", String::from_utf8_lossy(&record.value));
             return applied(false);
         };
+        if self.cfg.strategy == CutStrategy::Blocking {
+            return self.apply_blocking_phase(seq, cut, phase).map(|ok| AlterInput::Applied { seq, ok });
+        }
         match phase {
             Phase::Start => {
                 self.start_local_cut(cut);
@@ -115,6 +127,20 @@ impl Vnode {
                 self.on_cut_end(cut);
                 self.cut_started_everywhere(cut);
                 applied(true)
+            }
+        }
+    }
+
+    /// A phase of a blocking cut (`cut::blocking`); `Some(ok)` when the verdict is known now.
+    fn apply_blocking_phase(&mut self, seq: u64, cut: CutId, phase: Phase) -> Option<bool> {
+        match phase {
+            Phase::Start => self.blocking_tree_pause(seq, cut),
+            Phase::Started => self.blocking_tree_drain(seq, cut),
+            Phase::Finish => Some(self.blocking_still_paused(cut)),
+            Phase::End { .. } => {
+                self.on_cut_end(cut);
+                self.blocking_resume(cut);
+                Some(true)
             }
         }
     }

@@ -229,8 +229,16 @@ impl Vnode {
 
     /// Problem 2: the near timed out on a one-phase transaction, whose chain may still commit. It
     /// keeps it active (for phase 1) until its first committer says what became of it.
+    /// The blocking strategy needs the same (`cut::blocking`): a chain still in flight when every
+    /// near looked quiet committed on one replica before its marker and on the next after it
+    /// (`waymark-sim --cuts --tree --strategy blocking`, seeds 277 and 313 of 500).
     pub(crate) fn versions_one_phase_timed_out(&mut self, tx: TxId, first_committer: VnodeId) {
-        if !self.versions_on() || self.cfg.breaks.versions_forget_one_phase {
+        let tracked = match self.cfg.strategy {
+            crate::config::CutStrategy::Versions => !self.cfg.breaks.versions_forget_one_phase,
+            crate::config::CutStrategy::Blocking => true,
+            crate::config::CutStrategy::Consistent => false,
+        };
+        if !tracked {
             return;
         }
         self.versions.unresolved.insert(tx.clone(), first_committer);
@@ -243,6 +251,11 @@ impl Vnode {
         // As first committer it answers at once, presuming abort durably if it never saw `tx`.
         self.send_txn(&fc, TxnMsg::StatusQuery { tx: tx.clone(), one_phase: true });
         self.set_timer(crate::io::Timer::PrepareTimeout(tx), self.cfg.timeouts.prepare_timeout_us);
+    }
+
+    /// One-phase transactions this near timed out on whose outcome is still unknown.
+    pub(crate) fn one_phase_unresolved(&self) -> usize {
+        self.versions.unresolved.len()
     }
 
     pub(crate) fn versions_resolved(&mut self, tx: &TxId) {
