@@ -1,5 +1,6 @@
 //! A vnode's inputs and outputs: the whole surface between the core and a driver.
 
+use crate::cut::operator::CutFailure;
 use crate::ids::{Branch, ClientId, CutId, Key, Lsn, TxId, Value, Version, VnodeId};
 use crate::message::{AbortReason, Envelope};
 use crate::record::Record;
@@ -96,6 +97,8 @@ pub enum Response {
         phases_us: Vec<u64>,
         /// md5 of the cluster metadata when the cut process ended, where it ran over the tree.
         metadata_md5: Option<[u8; 16]>,
+        /// Why it failed, where the cut process ran over the tree (`None` when `ok`).
+        failure: Option<CutFailure>,
     },
     /// The request could not be served here (e.g. not the coordinator, or still booting).
     Unavailable {

@@ -111,7 +111,13 @@ mod tests {
         Output::Reply {
             client: ClientId(1),
             req: 1,
-            response: Response::CutDone { cut: CutId(1), ok: true, phases_us: vec![], metadata_md5: None },
+            response: Response::CutDone {
+                cut: CutId(1),
+                ok: true,
+                phases_us: vec![],
+                metadata_md5: None,
+                failure: None,
+            },
         }
     }
 

@@ -63,6 +63,9 @@ pub struct CutReport {
     pub through: String,
     /// md5 (hex) of the cluster metadata that manager held when the cut ended.
     pub metadata_md5: String,
+    /// Why the cut failed, in words (absent when it succeeded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl Shared {
@@ -91,7 +94,7 @@ impl Shared {
             .map_err(|_| format!("no answer from the cut process within {timeout:?}"))?
             .map_err(|_| format!("manager {} stopped during the cut", manager.id))?;
         match response {
-            waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5 } => {
+            waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5, failure } => {
                 let report = CutReport {
                     cut: cut.0,
                     ok,
@@ -100,6 +103,7 @@ impl Shared {
                     metadata_md5: metadata_md5
                         .map(|m| m.iter().map(|b| format!("{b:02x}")).collect())
                         .unwrap_or_default(),
+                    why: failure.map(|f| f.to_string()),
                 };
                 crate::telemetry::cut_done(&report);
                 Ok(report)

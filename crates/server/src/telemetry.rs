@@ -159,6 +159,8 @@ pub fn cut_done(report: &CutReport) {
     let outcome = if report.ok { "ok" } else { "failed" };
     counter!(CUTS, "outcome" => outcome).increment(1);
     if !report.ok {
+        let why = report.why.as_deref().unwrap_or("no reason given");
+        tracing::warn!(cut = report.cut, through = %report.through, phases_ms = ?report.phases_ms, "cut failed: {why}");
         return; // a failed cut's phases stop short: they would skew the phase histograms
     }
     for (phase, ms) in CUT_PHASES.iter().zip(&report.phases_ms) {
@@ -169,12 +171,12 @@ pub fn cut_done(report: &CutReport) {
     gauge!(LAST_CUT_OK).set(now_ms as f64 / 1000.0);
 }
 
-/// One group commit's sync of a vnode's log took `took`.
 /// A client transaction held back by a blocking cut's pause was let through after `stall_us`.
 pub fn blocking_stall(stall_us: u64) {
     histogram!(BLOCKING_STALL).record(stall_us as f64 / 1_000_000.0);
 }
 
+/// One group commit's sync of a vnode's log took `took`.
 pub fn wal_synced(took: Duration) {
     histogram!(WAL_FSYNC).record(took.as_secs_f64());
 }

@@ -9,6 +9,7 @@ pub mod explore;
 pub mod faults;
 pub mod hash;
 pub mod history;
+pub mod matrix;
 pub mod net;
 pub mod run;
 pub mod trace;
@@ -18,4 +19,4 @@ pub mod workloads;
 pub mod world;
 
 pub use config::{SimConfig, WorkloadKind};
-pub use run::{run_many, run_seed, SeedReport, Summary};
+pub use run::{run_many, run_many_in, run_seed, SeedReport, Summary};

@@ -4,7 +4,8 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use std::time::Instant;
 use waymark_core::{Breaks, CutStrategy};
-use waymark_sim::run::{percentile_us, reproduce, run_many, run_seed, Summary};
+use waymark_sim::matrix;
+use waymark_sim::run::{percentile_us, reproduce, run_many_in, run_seed, Summary};
 use waymark_sim::{SimConfig, WorkloadKind};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -86,6 +87,14 @@ struct Args {
     /// Fan-out of the tree (with --tree or --scale).
     #[arg(long, default_value_t = 16)]
     fanout: usize,
+    /// Leaves (store vnodes) of the tree alone (with --tree-only).
+    #[arg(long, default_value_t = 24)]
+    leaves: usize,
+    /// Spread the seeds over the topology matrix (`matrix.rs`): replicas 1-3 with 2-12 store
+    /// vnodes; with --tree, fan-outs 2-5 over 3-12 store vnodes; with --tree-only, fan-outs 2-5
+    /// over 6-25 leaves. Overrides --vnodes, --replicas, --fanout and --leaves.
+    #[arg(long)]
+    matrix: bool,
     /// Explore every delivery order of Ignite's small-case matrix instead of running seeds.
     #[arg(long)]
     explore: bool,
@@ -107,7 +116,12 @@ fn main() -> Result<()> {
         return run_one(SimConfig { seed, trace: args.trace, ..base });
     }
     let t0 = Instant::now();
-    let summary = run_many(&base, args.start, args.seeds, |r, cfg| {
+    let shapes = args.matrix.then(|| if base.tree { matrix::tree_shapes() } else { matrix::store_shapes() });
+    let shapes = shapes.as_deref();
+    if let Some(shapes) = shapes {
+        println!("topology matrix: {} shapes, seed s in shape s mod {}", shapes.len(), shapes.len());
+    }
+    let summary = run_many_in(&base, args.start, args.seeds, shapes, |r, cfg| {
         for v in &r.violations {
             println!("seed {} VIOLATION {v:#}\n  reproduce: {}", r.seed, reproduce(cfg));
         }
@@ -120,7 +134,7 @@ fn main() -> Result<()> {
             let on_tree = strategy != CutStrategy::Versions || !base.tree;
             if strategy != base.strategy && on_tree {
                 let cfg = SimConfig { strategy, ..base.clone() };
-                let s = run_many(&cfg, args.start, args.seeds, |r, cfg| {
+                let s = run_many_in(&cfg, args.start, args.seeds, shapes, |r, cfg| {
                     for v in &r.violations {
                         println!("seed {} VIOLATION {v:#}\n  reproduce: {}", r.seed, reproduce(cfg));
                     }
@@ -156,16 +170,25 @@ fn tree(args: &Args) -> Result<()> {
         None => args.start..args.start + args.seeds,
     };
     let count = seeds.end - seeds.start;
+    let shapes = matrix::tree_only_shapes();
+    if args.matrix {
+        println!("topology matrix: {} shapes, seed s in shape s mod {}", shapes.len(), shapes.len());
+    }
     for seed in seeds {
         let mut cfg = TreeConfig::new(seed);
         cfg.fanout = if args.fanout == 16 { 4 } else { args.fanout.clamp(2, 64) };
+        cfg.leaves = args.leaves.clamp(1, 10_000);
+        if args.matrix {
+            matrix::of_seed(&shapes, seed).apply_to_tree(&mut cfg);
+        }
         cfg.faults = !args.no_faults;
         cfg.breaks = config(args)?.breaks;
         cfg.trace = args.trace;
+        let mut flags = args.breaks.as_ref().map(|b| format!(" --break {b}")).unwrap_or_default();
+        flags.push_str(&format!(" --fanout {} --leaves {}", cfg.fanout, cfg.leaves));
         let r = TreeWorld::new(cfg).run();
-        let flags = args.breaks.as_ref().map(|b| format!(" --break {b}")).unwrap_or_default();
         for v in &r.violations {
-            println!("seed {seed} VIOLATION {v:#}\n  reproduce: cargo run --release -p waymark-sim -- --tree-only{flags} --seeds 1 --start {seed}");
+            println!("seed {seed} VIOLATION {v:#}\n  reproduce: cargo run --profile sim -p waymark-sim -- --tree-only{flags} --seeds 1 --start {seed}");
         }
         failed += !r.violations.is_empty() as u64;
         latencies.extend(&r.cut_latencies_us);

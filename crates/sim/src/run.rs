@@ -4,6 +4,7 @@ use crate::checkers::{self, Violation};
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::FaultCounts;
 use crate::history::{History, Outcome};
+use crate::matrix::{self, Shape};
 use crate::world::World;
 use waymark_core::CutStrategy;
 
@@ -139,7 +140,7 @@ pub fn reproduce(cfg: &SimConfig) -> String {
         WorkloadKind::Append => "append",
     };
     let mut cmd = format!(
-        "cargo run --release -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",
+        "cargo run --profile sim -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",
         cfg.seed, cfg.vnodes, cfg.replicas
     );
     if cfg.cuts {
@@ -242,10 +243,24 @@ pub fn percentile_us(values: &[u64], p: f64) -> u64 {
 }
 
 /// Runs `count` seeds from `start` with `base` as the template.
-pub fn run_many(base: &SimConfig, start: u64, count: u64, mut each: impl FnMut(&SeedReport, &SimConfig)) -> Summary {
+pub fn run_many(base: &SimConfig, start: u64, count: u64, each: impl FnMut(&SeedReport, &SimConfig)) -> Summary {
+    run_many_in(base, start, count, None, each)
+}
+
+/// `run_many`, each seed in its shape of `matrix` when one is given (`matrix::of_seed`).
+pub fn run_many_in(
+    base: &SimConfig,
+    start: u64,
+    count: u64,
+    matrix: Option<&[Shape]>,
+    mut each: impl FnMut(&SeedReport, &SimConfig),
+) -> Summary {
     let mut summary = Summary::default();
     for seed in start..start + count {
-        let cfg = SimConfig { seed, ..base.clone() };
+        let mut cfg = SimConfig { seed, ..base.clone() };
+        if let Some(shapes) = matrix {
+            matrix::of_seed(shapes, seed).apply(&mut cfg);
+        }
         let r = run_seed(&cfg);
         each(&r, &cfg);
         summary.add(&r, &cfg);

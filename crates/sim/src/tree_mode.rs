@@ -68,7 +68,9 @@ impl TreeStats {
 
 /// Leaf configs for the store vnodes (in order) and the managers above them, down until booted.
 pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterConfig>, Vec<AlterConfig>) {
-    let timing = Timing { hop_us: HOP_US, sync_us: SYNC_MAX_US, heartbeat_interval_us: 20 * HOP_US, breaks };
+    let heartbeat_interval_us = 20 * HOP_US;
+    let heartbeat_timeout_us = 3 * heartbeat_interval_us;
+    let timing = Timing { hop_us: HOP_US, sync_us: SYNC_MAX_US, heartbeat_interval_us, heartbeat_timeout_us, breaks };
     let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
     let managers = configs.split_off(stores.len());
     (configs, managers)

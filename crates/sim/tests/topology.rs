@@ -3,14 +3,9 @@
 //! shape; the long run (`cargo test --profile sim -p waymark-sim --test topology -- --ignored`)
 //! takes many more.
 
+use waymark_sim::matrix;
 use waymark_sim::run::{reproduce, run_many};
 use waymark_sim::{SimConfig, WorkloadKind};
-
-/// Replicas × store vnodes for the cut process run by a coordinator vnode.
-const STORE_SHAPES: [(usize, &[usize]); 3] = [(1, &[2, 3, 5, 8, 12]), (2, &[2, 3, 6, 9, 12]), (3, &[3, 4, 7, 10, 12])];
-/// Fan-out × store vnodes for the cut process on the tree: fan-outs 2 and 4 give even voter counts
-/// under the root in some shapes, 3 and 5 odd ones.
-const TREE_SHAPES: [(usize, &[usize]); 4] = [(2, &[3, 6, 12]), (3, &[4, 9]), (4, &[4, 8, 12]), (5, &[5, 10])];
 
 fn sweep(base: &SimConfig, seeds: u64) -> u64 {
     let s = run_many(base, 0, seeds, |r, cfg| {
@@ -25,24 +20,21 @@ fn sweep(base: &SimConfig, seeds: u64) -> u64 {
 
 fn store_matrix(seeds: u64, duration_us: u64) {
     for workload in [WorkloadKind::Bank, WorkloadKind::Append] {
-        for (replicas, vnode_counts) in STORE_SHAPES {
-            for &vnodes in vnode_counts {
-                let mut base = SimConfig::new(0, workload);
-                (base.cuts, base.vnodes, base.replicas, base.duration_us) = (true, vnodes, replicas, duration_us);
-                assert!(sweep(&base, seeds) > 0, "no cut succeeded with {vnodes} vnodes, {replicas} replicas");
-            }
+        for shape in matrix::store_shapes() {
+            let mut base = SimConfig::new(0, workload);
+            (base.cuts, base.duration_us) = (true, duration_us);
+            shape.apply(&mut base);
+            assert!(sweep(&base, seeds) > 0, "no cut succeeded in {shape:?}");
         }
     }
 }
 
 fn tree_matrix(seeds: u64, duration_us: u64) {
-    for (fanout, vnode_counts) in TREE_SHAPES {
-        for &vnodes in vnode_counts {
-            let mut base = SimConfig::new(0, WorkloadKind::Bank);
-            (base.cuts, base.tree, base.vnodes, base.fanout, base.duration_us) =
-                (true, true, vnodes, fanout, duration_us);
-            assert!(sweep(&base, seeds) > 0, "no cut succeeded on the tree with {vnodes} vnodes, fan-out {fanout}");
-        }
+    for shape in matrix::tree_shapes() {
+        let mut base = SimConfig::new(0, WorkloadKind::Bank);
+        (base.cuts, base.tree, base.duration_us) = (true, true, duration_us);
+        shape.apply(&mut base);
+        assert!(sweep(&base, seeds) > 0, "no cut succeeded on the tree in {shape:?}");
     }
 }
 

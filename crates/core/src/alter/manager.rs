@@ -262,10 +262,10 @@ impl ManagerVnode {
     fn operator_step(&mut self, step: Option<Step>) -> Option<AlterInput> {
         match step? {
             Step::Propose(p) => Some(AlterInput::Propose { n: p.n, record: p.record }),
-            Step::Ended(Ended { cut, ok, requester, phases_us }) => {
+            Step::Ended(Ended { cut, ok, requester, phases_us, failure }) => {
                 // The metadata as this manager holds it at the END: the snapshot's catalog entry.
                 let metadata_md5 = Some(self.alter.metadata().md5());
-                let done = Response::CutDone { cut, ok, phases_us, metadata_md5 };
+                let done = Response::CutDone { cut, ok, phases_us, metadata_md5, failure };
                 self.reply(requester.client, requester.req, done);
                 None
             }

@@ -23,6 +23,10 @@ pub struct Timing {
     /// branch's deadline grows by this much a level.
     pub sync_us: u64,
     pub heartbeat_interval_us: u64,
+    /// Silence from a parent or child for this long marks it unreachable. A multiple of the
+    /// interval: a heartbeat leaves only after the appends before it are durable (the outbox), so
+    /// a slow disk delays it.
+    pub heartbeat_timeout_us: u64,
     pub breaks: crate::Breaks,
 }
 
@@ -106,7 +110,7 @@ fn config(
         retries_max: 4,
         retry_backoff_us: 2 * t.hop_us,
         heartbeat_interval_us: t.heartbeat_interval_us,
-        heartbeat_timeout_us: 3 * t.heartbeat_interval_us,
+        heartbeat_timeout_us: t.heartbeat_timeout_us,
         breaks: t.breaks,
     }
 }
@@ -118,7 +122,14 @@ mod tests {
 
     /// The root's voters (itself and its children) by host.
     fn voters_per_host(leaves: usize, fanout: usize) -> BTreeMap<String, usize> {
-        let t = Timing { hop_us: 1_000, sync_us: 0, heartbeat_interval_us: 20_000, breaks: Default::default() };
+        let (heartbeat_interval_us, heartbeat_timeout_us) = (20_000, 60_000);
+        let t = Timing {
+            hop_us: 1_000,
+            sync_us: 0,
+            heartbeat_interval_us,
+            heartbeat_timeout_us,
+            breaks: Default::default(),
+        };
         let shape = build(leaves, fanout, &t);
         let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
         let mut per_host = BTreeMap::new();

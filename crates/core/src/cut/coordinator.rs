@@ -200,7 +200,11 @@ impl Vnode {
         for v in self.cfg.placement.vnodes() {
             self.send_cut(&v, CutMsg::End { cut: p.cut, ok });
         }
-        self.reply(p.client, p.req, Response::CutDone { cut: p.cut, ok, phases_us: vec![], metadata_md5: None });
+        self.reply(
+            p.client,
+            p.req,
+            Response::CutDone { cut: p.cut, ok, phases_us: vec![], metadata_md5: None, failure: None },
+        );
     }
 
     /// The coordinator crashed during `cut`: it can never be declared successful.

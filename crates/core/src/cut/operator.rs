@@ -102,6 +102,35 @@ pub struct Proposal {
     pub record: AlterRecord,
 }
 
+/// Why a cut process ended failed: what an operator reads to decide whether to retry or look
+/// at a host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CutFailure {
+    /// `phase`'s alteration was given up after its retries: its branch transactions kept failing
+    /// or timing out.
+    GivenUp { phase: Phase },
+    /// `phase` was applied by `applied` of the `leaves` store vnodes: the others were unreachable,
+    /// or their local cut failed.
+    Partial { phase: Phase, applied: u64, leaves: u64 },
+    /// The process ran past the operator's timeout while in `phase`.
+    TimedOut { phase: Phase },
+    /// An earlier operator left this cut unfinished (its manager stopped); it is ended failed.
+    Orphaned,
+}
+
+impl fmt::Display for CutFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CutFailure::GivenUp { phase } => write!(f, "{phase} was given up after its retries"),
+            CutFailure::Partial { phase, applied, leaves } => {
+                write!(f, "{phase} reached {applied} of {leaves} store vnodes")
+            }
+            CutFailure::TimedOut { phase } => write!(f, "the cut timed out in {phase}"),
+            CutFailure::Orphaned => f.write_str("an earlier cut process left it unfinished"),
+        }
+    }
+}
+
 /// How a cut process ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ended {
@@ -110,6 +139,8 @@ pub struct Ended {
     pub requester: Requester,
     /// How long each phase took, in order (START first), including the END.
     pub phases_us: Vec<u64>,
+    /// Invariant: `Some` exactly when `!ok`.
+    pub failure: Option<CutFailure>,
 }
 
 #[derive(Debug)]
@@ -127,6 +158,8 @@ struct Process {
     phase_begun_us: u64,
     phases_us: Vec<u64>,
     requester: Requester,
+    /// Why the process is ending failed, once it is.
+    failure: Option<CutFailure>,
 }
 
 /// The operator: at most one cut process at a time.
@@ -171,13 +204,16 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        Ok(self.begin(now_us, orphan, Phase::End { ok: false }, requester))
+        let proposal = self.begin(now_us, orphan, Phase::End { ok: false }, requester);
+        self.process.as_mut().expect("a process").failure = Some(CutFailure::Orphaned);
+        Ok(proposal)
     }
 
     /// A process for `cut` from `phase` on, and its first proposal.
     fn begin(&mut self, now_us: u64, cut: CutId, phase: Phase, requester: Requester) -> Proposal {
         let (n, begun_us, phase_begun_us, phases_us) = (0, now_us, now_us, vec![]);
-        self.process = Some(Process { cut, phase, n, begun_us, phase_begun_us, phases_us, requester });
+        let failure = None;
+        self.process = Some(Process { cut, phase, n, begun_us, phase_begun_us, phases_us, requester, failure });
         self.propose(now_us, phase)
     }
 
@@ -187,15 +223,26 @@ impl CutOperator {
         let p = self.process.as_mut().filter(|p| p.n == n)?;
         p.phases_us.push(now_us.saturating_sub(p.phase_begun_us));
         let everywhere = ok && applied >= self.leaves;
+        // Why, should this outcome fail the cut.
+        let failure = match ok {
+            false => CutFailure::GivenUp { phase: p.phase },
+            true => CutFailure::Partial { phase: p.phase, applied, leaves: self.leaves },
+        };
         match p.phase {
             Phase::End { ok: ended_ok } => {
                 let p = self.process.take().expect("a process");
-                let ended = Ended { cut: p.cut, ok: ok && ended_ok, requester: p.requester, phases_us: p.phases_us };
-                debug_assert!(!ended.ok || ended.phases_us.len() == 4, "an ok cut went through four phases");
+                let ok = ok && ended_ok;
+                let failure = (!ok).then(|| p.failure.unwrap_or(failure));
+                let ended = Ended { cut: p.cut, ok, requester: p.requester, phases_us: p.phases_us, failure };
+                assert!(!ended.ok || ended.phases_us.len() == 4, "an ok cut went through four phases");
+                assert_eq!(ended.ok, ended.failure.is_none(), "a failed cut says why, an ok one does not");
                 Some(Step::Ended(ended))
             }
             phase if everywhere => Some(Step::Propose(self.propose(now_us, phase.next()))),
-            _ => Some(Step::Propose(self.propose(now_us, Phase::End { ok: false }))),
+            _ => {
+                p.failure = Some(failure);
+                Some(Step::Propose(self.propose(now_us, Phase::End { ok: false })))
+            }
         }
     }
 
@@ -206,10 +253,14 @@ impl CutOperator {
         if now_us.saturating_sub(p.begun_us) < self.timeout_us {
             return None;
         }
+        let timed_out = CutFailure::TimedOut { phase: p.phase };
         if p.phase == (Phase::End { ok: false }) || now_us.saturating_sub(p.begun_us) >= 2 * self.timeout_us {
             let p = self.process.take().expect("a process");
-            return Some(Step::Ended(Ended { cut: p.cut, ok: false, requester: p.requester, phases_us: p.phases_us }));
+            let failure = Some(p.failure.unwrap_or(timed_out));
+            let ended = Ended { cut: p.cut, ok: false, requester: p.requester, phases_us: p.phases_us, failure };
+            return Some(Step::Ended(ended));
         }
+        self.process.as_mut().expect("a process").failure = Some(timed_out);
         Some(Step::Propose(self.propose(now_us, Phase::End { ok: false })))
     }
 
@@ -276,7 +327,24 @@ mod tests {
         let p = op.start(0, CutId(1), WHO).unwrap();
         let end = proposal(op.on_done(5, p.n, true, 2));
         assert_eq!(end.record.value, b"END:failed");
-        assert!(matches!(op.on_done(6, end.n, true, 3), Some(Step::Ended(Ended { ok: false, .. }))));
+        let partial = CutFailure::Partial { phase: Phase::Start, applied: 2, leaves: 3 };
+        match op.on_done(6, end.n, true, 3) {
+            Some(Step::Ended(e)) => assert_eq!((e.ok, e.failure), (false, Some(partial))),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(partial.to_string(), "START reached 2 of 3 store vnodes");
+    }
+
+    #[test]
+    fn a_phase_given_up_ends_the_cut_failed_and_says_which() {
+        let mut op = CutOperator::new(3, 5_000_000);
+        let p = op.start(0, CutId(1), WHO).unwrap();
+        let started = proposal(op.on_done(5, p.n, true, 3));
+        let end = proposal(op.on_done(9, started.n, false, 0));
+        match op.on_done(12, end.n, true, 3) {
+            Some(Step::Ended(e)) => assert_eq!(e.failure, Some(CutFailure::GivenUp { phase: Phase::Started })),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -286,7 +354,8 @@ mod tests {
         assert_eq!(op.start(1, CutId(2), WHO), Err(OperatorError::Busy(CutId(1))));
         assert!(op.on_tick(50).is_none());
         assert_eq!(proposal(op.on_tick(100)).record.value, b"END:failed");
-        assert!(matches!(op.on_tick(150), Some(Step::Ended(Ended { ok: false, .. }))));
+        let timed_out = Some(CutFailure::TimedOut { phase: Phase::Start });
+        assert!(matches!(op.on_tick(150), Some(Step::Ended(Ended { ok: false, failure, .. })) if failure == timed_out));
         assert!(op.start(200, CutId(2), WHO).is_ok());
     }
 

@@ -67,7 +67,8 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Stri
     let increment = previous.as_ref().map_or(0, |m| m.kind.number() + 1);
     let cut: CutReport = shared.run_cut(CUT_WAIT).await?;
     if !cut.ok {
-        return Err(format!("cut {} failed (a store vnode did not take part: is every host up?)", cut.cut));
+        let why = cut.why.as_deref().unwrap_or("a store vnode did not take part");
+        return Err(format!("cut {} failed: {why} (is every host up? `waymark status` shows them)", cut.cut));
     }
     let begun = Instant::now();
     let from = previous.as_ref().map(starts_after).unwrap_or_default();

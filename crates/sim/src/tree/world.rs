@@ -214,7 +214,13 @@ impl TreeWorld {
         let shape = build(
             cfg.leaves,
             cfg.fanout,
-            &Timing { hop_us: HOP_US, sync_us: 0, heartbeat_interval_us, breaks: cfg.breaks },
+            &Timing {
+                hop_us: HOP_US,
+                sync_us: 0,
+                heartbeat_interval_us,
+                heartbeat_timeout_us: 3 * heartbeat_interval_us,
+                breaks: cfg.breaks,
+            },
         );
         let index: BTreeMap<VnodeId, usize> =
             shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();

@@ -17,6 +17,9 @@ struct CutAnswer {
     cut: u64,
     ok: bool,
     phases_ms: Vec<f64>,
+    /// Why it failed, when it did.
+    #[serde(default)]
+    why: Option<String>,
 }
 
 /// Runs cuts from `from` until `end`; gives back the admin client and the cuts.
@@ -51,7 +54,9 @@ fn one(admin: &mut Admin, from: Instant) -> Cut {
             cut: Some(a.cut),
             ok: a.ok,
             phases_ms: a.phases_ms,
-            error: (!a.ok).then(|| "the cluster reports the cut failed".into()),
+            error: (!a.ok).then(|| {
+                format!("the cluster reports the cut failed: {}", a.why.as_deref().unwrap_or("no reason given"))
+            }),
         },
         Err(e) => Cut { at_s, latency_ms, cut: None, ok: false, phases_ms: vec![], error: Some(format!("{e:#}")) },
     }

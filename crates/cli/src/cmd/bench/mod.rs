@@ -142,7 +142,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let errors: u64 = report.runs.iter().map(|r| r.errors).sum();
     let failed_cuts: usize = report.runs.iter().map(|r| r.cuts.failed).sum();
     if errors > 0 || failed_cuts > 0 {
-        bail!("the cluster answered {errors} errors and {failed_cuts} cuts failed");
+        let why: Vec<String> = report
+            .runs
+            .iter()
+            .flat_map(|r| r.cuts.list.iter().filter(|c| !c.ok))
+            .map(|c| format!("cut at {:.2} s: {}", c.at_s, c.error.as_deref().unwrap_or("failed")))
+            .collect();
+        bail!(
+            "the cluster answered {errors} errors and {failed_cuts} cuts failed{}",
+            why.iter().map(|w| format!("\n  {w}")).collect::<String>()
+        );
     }
     Ok(())
 }
