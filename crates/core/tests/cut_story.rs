@@ -90,3 +90,31 @@ fn section_7_a_transaction_finished_by_recovery_fails_the_cut() {
     assert!(c.logs[1].iter().any(|r| matches!(r, Record::TxRolledBack { tx: t, .. } if *t == tx)));
     assert_eq!(c.cut_outcome(), Some(false), "the cut fails rather than guess the recovered transaction's side");
 }
+
+/// §5.2 across a restart (`--cuts` seed 7544): a first committer that crashes after its local cut
+/// finished but before END hears no END again (it is not logged), yet it must go on stamping what
+/// it commits with the cut: here a transaction prepared at its primary before the cut reaches it
+/// only after the restart. Stamped `None` it would be *before* at the primary, which listens to
+/// it, and *after* at the first committer, whose `CutFinish` came first: half a transaction.
+#[test]
+fn section_5_a_first_committer_restarted_before_the_end_still_stamps_with_the_cut() {
+    let mut c = consistent();
+    let key = c.key_with_chain(&[1, 2]);
+    let tx = c.client_set(0, &key);
+    let first_committer = c.ids[2].clone();
+    assert!(c.deliver(prepare_to(&c.ids[1].clone())), "node001, the primary, prepares before the cut");
+    c.begin_cut();
+    let late = |e: &Envelope| prepare_to(&first_committer)(e);
+    let end = |e: &Envelope| matches!(e.body, Body::Cut(CutMsg::End { .. }));
+    c.deliver_all_but(|e| late(e) || end(e));
+    assert!(cut_finish(&c, 2).is_some(), "node002 had nothing to wait for: its local cut is over");
+    assert!(cut_finish(&c, 1).is_none(), "node001 listens to the transaction");
+    let held: Vec<Envelope> = c.inflight.iter().filter(|e| late(e)).cloned().collect();
+    c.crash_and_restart(2);
+    c.inflight.extend(held); // the late prepare was on the wire, not at node002
+    c.deliver_all();
+    assert_eq!(c.cut_outcome(), Some(true));
+    assert!(c.committed_on(1, &tx) && c.committed_on(2, &tx));
+    assert_eq!(c.restored_with(2, CutId(1), &tx), Some(false), "committed after node002's CutFinish");
+    assert_eq!(c.restored_with(1, CutId(1), &tx), Some(false), "so after the cut at the primary too");
+}

@@ -408,3 +408,23 @@ fn an_answer_is_judged_against_the_ordering_that_can_have_given_it() {
     (cfg.cuts, cfg.tree) = (true, true);
     assert_seed_passes(cfg);
 }
+
+/// Regression (the topology matrix's 10 000-seed sweep, 2026-12-02): a first committer that
+/// crashed and restarted after its `CutFinish{C}` but before END{C} came back with no running cut
+/// (END is not logged), so it stamped the next commit it made `None` — *before* C — while in its
+/// own log that commit came after C. The primary, which had that transaction in its waiting set,
+/// included it; the backups did not (atomicity and serial replay both caught it). A restarted vnode
+/// now goes on colouring and stamping with the newest cut its log started
+/// (`CutState::resume_after_restart`). All three with 3 replicas, where the first committer is a
+/// second backup.
+#[test]
+fn a_first_committer_restarted_during_a_cut_stamps_its_commits_after_it() {
+    for (seed, workload, vnodes) in
+        [(7544, WorkloadKind::Bank, 12), (2638, WorkloadKind::Append, 10), (3839, WorkloadKind::Append, 12)]
+    {
+        let mut cfg = SimConfig::new(seed, workload);
+        (cfg.cuts, cfg.vnodes, cfg.replicas) = (true, vnodes, 3);
+        assert_seed_passes(cfg.clone());
+        assert!(waymark_sim::run_seed(&cfg).faults.crashes > 0, "seed {seed} crashes a vnode");
+    }
+}

@@ -2,6 +2,7 @@
 //! remembered, and a prepared transaction without an outcome is in doubt — locked again, marked
 //! `recovered`, and resolved by asking its first committer (presumed abort).
 
+use crate::config::CutStrategy;
 use crate::ids::CutId;
 use crate::image::VnodeImage;
 use crate::io::Timer;
@@ -29,8 +30,10 @@ impl Vnode {
             };
             self.part.prepared.insert(branch, in_doubt);
         }
-        if let Some(cut) = summary.cut_seen {
-            self.cut.note_started(cut);
+        match summary.cut_seen {
+            Some(cut) if self.cfg.strategy == CutStrategy::Consistent => self.cut.resume_after_restart(cut),
+            Some(cut) => self.cut.note_started(cut),
+            None => {}
         }
         self.versions_rebuild(summary.versions_side_seen);
         self.coordinator.rebuild(summary.coordinator_last_cut, summary.coordinator_unfinished);
