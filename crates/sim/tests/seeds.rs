@@ -415,7 +415,7 @@ fn an_answer_is_judged_against_the_ordering_that_can_have_given_it() {
 /// own log that commit came after C. The primary, which had that transaction in its waiting set,
 /// included it; the backups did not (atomicity and serial replay both caught it). A restarted vnode
 /// now goes on colouring and stamping with the newest cut its log started
-/// (`CutState::resume_after_restart`). All three with 3 replicas, where the first committer is a
+/// (`Vnode::resume_cut_after_restart`). All three with 3 replicas, where the first committer is a
 /// second backup.
 #[test]
 fn a_first_committer_restarted_during_a_cut_stamps_its_commits_after_it() {

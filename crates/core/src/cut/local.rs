@@ -10,7 +10,7 @@
 //! it is after C on every participant.
 //! Invariant: `CutFinish{C}` is appended only when `waiting` is empty (unless `finish-early`).
 //! Invariant: a vnode colours and stamps with C from its `CutStart{C}` until END{C} or a newer
-//! cut, across restarts (`CutState::resume_after_restart`).
+//! cut, across restarts (`Vnode::resume_cut_after_restart`).
 
 use crate::ids::{Branch, CutId, TxId, VnodeId};
 use crate::message::CutMsg;
@@ -47,6 +47,12 @@ impl CutState {
         self.last_finished = self.last_finished.max(Some(cut));
     }
 
+    fn is_known(&self, cut: CutId) -> bool {
+        self.last_finished >= Some(cut) || self.running.as_ref().is_some_and(|c| c.id >= cut)
+    }
+}
+
+impl Vnode {
     /// Recovery under the consistent strategy: `cut` is the newest cut the log started. Its END is
     /// not logged, so it may still run elsewhere: this vnode goes on colouring its messages and
     /// stamping its commits with it, as before the crash, until it hears END or a newer cut —
@@ -55,18 +61,16 @@ impl CutState {
     /// seed 7544, 12 vnodes, 3 replicas: a first committer restarted between its `CutFinish` and
     /// the END and stamped a commit `None`). Its local cut is lost (what it waited for was in
     /// memory): asked to FINISH, it answers failed; a `CutFinish` logged before the crash stands.
-    pub(crate) fn resume_after_restart(&mut self, cut: CutId) {
-        self.note_started(cut);
+    pub(crate) fn resume_cut_after_restart(&mut self, cut: CutId) {
+        self.cut.note_started(cut);
         let (waiting, before, after) = Default::default();
-        self.running = Some(LocalCut { id: cut, waiting, before, after, outcome: Some(false), asked_by: None });
+        self.cut.running = Some(LocalCut { id: cut, waiting, before, after, outcome: Some(false), asked_by: None });
+        // Replies stamped `cut` need not be held: if the cut is ever declared successful, this
+        // vnode answered its FINISH ok before the crash, and FINISH is asked only once every vnode
+        // started the cut; if not, the cut fails (the local cut is lost) and no restore shows it.
+        self.cut_started_everywhere(cut);
     }
 
-    fn is_known(&self, cut: CutId) -> bool {
-        self.last_finished >= Some(cut) || self.running.as_ref().is_some_and(|c| c.id >= cut)
-    }
-}
-
-impl Vnode {
     /// Seed 000 §4: starting twice is a no-op; an older cut still running here ends implicitly.
     pub(crate) fn start_local_cut(&mut self, cut: CutId) {
         if self.cut.is_known(cut) {

@@ -31,7 +31,7 @@ impl Vnode {
             self.part.prepared.insert(branch, in_doubt);
         }
         match summary.cut_seen {
-            Some(cut) if self.cfg.strategy == CutStrategy::Consistent => self.cut.resume_after_restart(cut),
+            Some(cut) if self.cfg.strategy == CutStrategy::Consistent => self.resume_cut_after_restart(cut),
             Some(cut) => self.cut.note_started(cut),
             None => {}
         }
