@@ -151,3 +151,24 @@ fn metrics_count_commits_fsyncs_and_cut_phases() {
     let ok = sample(&metrics, "waymark_alterations_total{outcome=\"ok\"}").unwrap_or(0.0);
     assert!(ok >= 4.0, "the cut's four phases are not counted as alterations ({ok}):\n{metrics}");
 }
+
+/// A cut cannot succeed with a host down; the answer says which phase fell short and why, and the
+/// failure is counted.
+#[test]
+fn a_cut_with_a_host_down_fails_and_says_why() {
+    let mut cluster = Cluster::start(&Spec::new(3, 2).fsync_never());
+    let topology = http_get(cluster.host("node1").admin_addr(), "/topology").expect("GET /topology");
+    let topology: serde_json::Value = serde_json::from_str(&topology).expect("/topology is JSON");
+    let tree = topology["tree"].as_array().expect("the tree");
+    let root = tree.iter().find(|v| v["parents"].as_array().is_some_and(Vec::is_empty)).expect("a root");
+    // Stop a host that does not run the root, so the cut is not also waiting for a new root.
+    let down = ["node3", "node2", "node1"].into_iter().find(|h| root["host"] != *h).expect("a host");
+    let asked = ["node1", "node2"].into_iter().find(|h| *h != down).expect("a host that runs");
+    cluster.kill(down);
+    let report = post(&cluster, asked, "/cuts", serde_json::json!({}));
+    assert_eq!(report["ok"], false, "a cut succeeded with {down} down: {report}");
+    let why = report["why"].as_str().unwrap_or_default();
+    assert!(why.contains("START"), "the answer does not say which phase fell short: {report}");
+    let metrics = http_get(cluster.host(asked).admin_addr(), "/metrics").expect("GET /metrics");
+    assert!(metrics.contains("waymark_cuts_total{outcome=\"failed\"} 1"), "the failure is not counted:\n{metrics}");
+}
