@@ -169,7 +169,7 @@ impl TreeImage {
     fn apply_alteration(&mut self, term: u64, seq: u64, record: &AlterRecord) {
         // Invariant: the vnode applied it on top of the metadata the records before it rebuild.
         let next = seq == self.metadata.seq() + 1 && term >= self.metadata.term();
-        debug_assert!(next, "applied ({term}, {seq}) on top of {:?}", self.metadata.version());
+        debug_assert!(next, "applied ({term}, {seq}) on top of {}", self.metadata.version());
         if next {
             self.metadata.apply(term, seq, record);
         }

@@ -1,7 +1,7 @@
 //! Alteration stories: a root with one child, driven by hand; a root's term, won and lost.
 
 use waymark_core::alter::{
-    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata,
+    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, MetaVersion, Metadata,
 };
 use waymark_core::VnodeId;
 
@@ -76,7 +76,7 @@ fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and
     // The root stamps the proposal on what it orders, so every copy can skip it if ordered again.
     let id = waymark_core::alter::ProposalId { initiator: leaf_id.clone(), n: 0 };
     let record = AlterRecord { origin: Some(id), ..record };
-    let bytes = record.encode(1, 2);
+    let bytes = record.encode(MetaVersion::new(1, 2));
     assert_eq!(out, vec![AlterOutput::Persist { seq: 2, bytes: bytes.clone() }], "the root orders it as (1, 2)");
     let out = root.step(3, AlterInput::Persisted { seq: 2, bytes: bytes.clone() });
     let alter = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Alter { .. })).unwrap().1;
@@ -104,7 +104,7 @@ fn a_copy_read_back_with_a_wrong_md5_is_not_applied_and_fails_the_branch() {
     let (root_id, leaf_id) = ids();
     let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
     let record = AlterRecord::set("config/x", "1");
-    let bytes = record.encode(1, 1);
+    let bytes = record.encode(MetaVersion::new(1, 1));
     let id = waymark_core::alter::ProposalId { initiator: root_id.clone(), n: 0 };
     let alter = AlterMsg::Alter { term: 1, prev_term: 0, seq: 1, id, record, md5: md5_of(&bytes) };
     leaf.step(1, AlterInput::Message { from: root_id.clone(), msg: alter });

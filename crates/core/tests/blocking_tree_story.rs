@@ -5,7 +5,7 @@
 //! a leaf still paused for the cut, END resumes the transactions held meanwhile.
 
 use std::sync::Arc;
-use waymark_core::alter::{md5_of, AlterConfig, AlterMsg, AlterRecord, ProposalId};
+use waymark_core::alter::{md5_of, AlterConfig, AlterMsg, AlterRecord, MetaVersion, ProposalId};
 use waymark_core::cut::operator::Phase;
 use waymark_core::cut::restore::{find_finish, restore_to_cut, Checkpoint};
 use waymark_core::{
@@ -129,7 +129,7 @@ impl Cluster {
         self.seq += 1;
         let (term, seq) = (1, self.seq);
         let record: AlterRecord = phase.record(CutId(1));
-        let md5 = md5_of(&record.encode(term, seq));
+        let md5 = md5_of(&record.encode(MetaVersion { term, seq }));
         let id = ProposalId { initiator: self.root.clone(), n: CutId(1).0 * 8 + seq };
         self.send_to_all(AlterMsg::Alter { term, prev_term: if seq == 1 { 0 } else { 1 }, seq, id, record, md5 });
         seq

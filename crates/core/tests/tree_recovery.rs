@@ -5,7 +5,9 @@
 //! vnode `A` is the real store vnode with its log.
 
 use std::sync::Arc;
-use waymark_core::alter::{md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterRecord, Metadata, ProposalId};
+use waymark_core::alter::{
+    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterRecord, MetaVersion, Metadata, ProposalId,
+};
 use waymark_core::{Body, Envelope, Input, Lsn, Output, Placement, Record, Vnode, VnodeConfig, VnodeId};
 
 fn id(name: &str) -> VnodeId {
@@ -86,7 +88,7 @@ impl Host {
 /// Alteration `(term, seq)` ordered on top of `(prev_term, seq - 1)` by `root`.
 fn alter(root: &VnodeId, (term, prev_term, seq): (u64, u64, u64), key: &str, value: &str) -> AlterMsg {
     let record = AlterRecord::set(key, value);
-    let md5 = md5_of(&record.encode(term, seq));
+    let md5 = md5_of(&record.encode(MetaVersion { term, seq }));
     let id = ProposalId { initiator: root.clone(), n: seq };
     AlterMsg::Alter { term, prev_term, seq, id, record, md5 }
 }
@@ -127,7 +129,7 @@ fn a_store_vnode_rebuilds_from_its_log_only_the_alterations_it_applied() {
     h.hear(&r, AlterMsg::Claim { term: 3 });
     let promise = h.last_to(&r, |m| matches!(m, AlterMsg::Promise { term: 3, granted: true, .. }));
     let Some(AlterMsg::Promise { metadata: Some(promised), .. }) = promise else { panic!("A promises term 3") };
-    assert_eq!(promised.version(), (2, 2));
+    assert_eq!(promised.version(), MetaVersion { term: 2, seq: 2 });
     h.read_back();
     assert_eq!(h.metadata().get("config/z"), None, "an alteration left for a newer term is not applied");
 
@@ -139,7 +141,7 @@ fn a_store_vnode_rebuilds_from_its_log_only_the_alterations_it_applied() {
     h.read_back();
     assert!(confirmed(&h, &r, 3, 3) && confirmed(&h, &r, 3, 4));
     let live = h.metadata();
-    assert_eq!(live.version(), (3, 4));
+    assert_eq!(live.version(), MetaVersion { term: 3, seq: 4 });
     assert_eq!(live.get("root"), Some(&b"R term 3"[..]));
 
     // A crashes and restarts from its log: it must hold what it confirmed.

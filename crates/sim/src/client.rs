@@ -1,9 +1,9 @@
 //! A simulated client: runs one workload operation at a time against a random near vnode —
 //! GETs first, then one `WATCH … MULTI … EXEC` transaction — and records what it saw.
 
-use crate::history::{ClientTxn, Observation, Outcome};
+use crate::history::{ClientRead, ClientTxn, Observation, Outcome};
 use crate::workloads::Plan;
-use waymark_core::{AbortReason, Key, ReadCheck, Request, Response, Value, Version, Write};
+use waymark_core::{AbortReason, ReadCheck, Request, Response, Write};
 
 /// What a client does next, for the world to carry out.
 pub enum ClientAction {
@@ -12,11 +12,19 @@ pub enum ClientAction {
     Done(Option<ClientTxn>),
 }
 
+/// A client's request in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    /// Its number among the client's requests.
+    pub req: u64,
+    /// When the client stops waiting for it.
+    pub deadline_us: u64,
+}
+
 pub struct Client {
     pub id: usize,
     pub req_seq: u64,
-    /// The request in flight and when the client stops waiting for it.
-    pub in_flight: Option<(u64, u64)>,
+    pub in_flight: Option<InFlight>,
     /// When the request in flight was sent.
     pub sent_us: u64,
     op: Option<Op>,
@@ -24,7 +32,7 @@ pub struct Client {
 
 struct Op {
     plan: Plan,
-    reads: Vec<(Key, Option<Value>, Version)>,
+    reads: Vec<ClientRead>,
     writes: Option<Vec<Write>>,
     invoked_us: u64,
 }
@@ -58,7 +66,7 @@ impl Client {
         };
         op.invoked_us = now_us;
         op.writes = Some(writes.clone());
-        let reads = op.reads.iter().map(|(k, _, v)| ReadCheck { key: k.clone(), version: *v }).collect();
+        let reads = op.reads.iter().map(|r| ReadCheck { key: r.key.clone(), version: r.version }).collect();
         ClientAction::Send(Request::Txn { reads, writes })
     }
 
@@ -66,7 +74,7 @@ impl Client {
         self.op.as_ref().map(|o| &o.plan)
     }
 
-    pub fn reads(&self) -> &[(Key, Option<Value>, Version)] {
+    pub fn reads(&self) -> &[ClientRead] {
         self.op.as_ref().map_or(&[], |o| &o.reads)
     }
 
@@ -84,8 +92,8 @@ impl Client {
                 Some(Observation::Read { key, version: *version })
             }
             Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => {
-                let (_, _, read_version) = op.reads.iter().find(|(k, _, _)| k == key)?;
-                Some(Observation::WatchFailed { key: key.clone(), read_version: *read_version })
+                let read = op.reads.iter().find(|r| r.key == *key)?;
+                Some(Observation::WatchFailed { key: key.clone(), read_version: read.version })
             }
             _ => None,
         }
@@ -126,7 +134,7 @@ impl Client {
         match response {
             Some(Response::Value { value, version }) => {
                 let key = op.plan.read_keys[op.reads.len()].clone();
-                op.reads.push((key, value, version));
+                op.reads.push(ClientRead { key, value, version });
                 match self.next_get() {
                     Some(req) => ClientAction::Send(req),
                     None => ClientAction::Done(None), // the world asks the workload, then calls begin_txn

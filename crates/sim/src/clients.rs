@@ -1,7 +1,7 @@
 //! The simulated clients' side of the world: the setup transaction, then each client's
 //! operations (GETs, then one transaction) sent to a random near vnode, with time-outs.
 
-use crate::client::ClientAction;
+use crate::client::{ClientAction, InFlight};
 use crate::history::{ClientTxn, Observed, Outcome};
 use crate::world::{Event, World, CLIENT_TIMEOUT_US, OPERATOR, SETUP_CLIENT};
 use rand::Rng;
@@ -48,7 +48,7 @@ impl World {
         c.req_seq += 1;
         let req = c.req_seq;
         let deadline = self.now_us + CLIENT_TIMEOUT_US;
-        c.in_flight = Some((req, deadline));
+        c.in_flight = Some(InFlight { req, deadline_us: deadline });
         c.sent_us = self.now_us;
         let node = self.rng.gen_range(0..self.nodes.len());
         let at = self.now_us + self.rng.gen_range(50..300);
@@ -61,7 +61,7 @@ impl World {
             return self.operator_reply(req, response);
         }
         let c = client as usize;
-        if self.clients[c].in_flight.is_none_or(|(r, _)| r != req) {
+        if self.clients[c].in_flight.is_none_or(|f| f.req != req) {
             return; // a late answer to a request the client gave up on
         }
         if let Some(what) = self.clients[c].observation(&response) {

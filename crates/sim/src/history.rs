@@ -19,13 +19,21 @@ pub struct ClientTxn {
     pub kind: &'static str,
     pub tx: Option<TxId>,
     /// The GETs that preceded the transaction, validated by it (`WATCH`).
-    pub reads: Vec<(Key, Option<Value>, Version)>,
+    pub reads: Vec<ClientRead>,
     pub writes: Vec<Write>,
     /// Values written, as the primaries evaluated them (`Committed` only).
     pub written: Vec<ResolvedWrite>,
     pub outcome: Outcome,
     pub invoked_us: u64,
     pub completed_us: u64,
+}
+
+/// What a client's GET answered: the key's value and version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientRead {
+    pub key: Key,
+    pub value: Option<Value>,
+    pub version: Version,
 }
 
 /// A cut the cut process finished, as its client (the operator) was told.

@@ -338,8 +338,8 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy
             t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.root_terms, t.secondary_root_terms, t.boots_by_parent, t.manager_crashes, t.md5_corruptions
         );
     }
-    if let Some((seed, cmd)) = &s.first_failure {
-        println!("first failing seed {seed}: {cmd}");
+    if let Some(f) = &s.first_failure {
+        println!("first failing seed {}: {}", f.seed, f.reproduce);
     }
     let passed = s.passed + others.iter().map(|(_, o)| o.passed).sum::<u64>();
     let failed = s.failed + others.iter().map(|(_, o)| o.failed).sum::<u64>();

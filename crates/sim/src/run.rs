@@ -194,7 +194,14 @@ pub struct Summary {
     /// Every seed's cut metrics, merged.
     pub metrics: CutMetrics,
     pub tree: crate::tree_mode::TreeStats,
-    pub first_failure: Option<(u64, String)>,
+    pub first_failure: Option<FirstFailure>,
+}
+
+/// The first seed that failed, and the command that reproduces it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstFailure {
+    pub seed: u64,
+    pub reproduce: String,
 }
 
 impl Summary {
@@ -205,7 +212,7 @@ impl Summary {
         } else {
             self.failed += 1;
             if self.first_failure.is_none() {
-                self.first_failure = Some((r.seed, reproduce(cfg)));
+                self.first_failure = Some(FirstFailure { seed: r.seed, reproduce: reproduce(cfg) });
             }
         }
         self.committed += r.committed;

@@ -11,7 +11,7 @@ use crate::history::{CutRun, CutWindow};
 use crate::tree::build::{build_over, Timing};
 use crate::tree::manager::ManagerNode;
 use crate::tree::vnode::corrupt;
-use crate::world::{Event, World, OPERATOR, SYNC_MAX_US};
+use crate::world::{CutRequest, Event, World, OPERATOR, SYNC_MAX_US};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
@@ -23,6 +23,13 @@ use waymark_core::{
 
 pub const HOP_US: u64 = 1_000;
 
+/// The cut operator's alterations, by how they were answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OperatorAlterations {
+    pub answered_ok: u64,
+    pub answered_failed: u64,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct TreeStats {
     pub failovers: u64,
@@ -30,8 +37,8 @@ pub struct TreeStats {
     pub retried: u64,
     pub alterations_ok: u64,
     pub alterations_failed: u64,
-    /// Of those, the cut operator's (the liveness floor's): answered ok, answered failed.
-    pub operator_alterations: (u64, u64),
+    /// Of those, the cut operator's (the liveness floor's).
+    pub operator_alterations: OperatorAlterations,
     pub manager_crashes: u64,
     pub md5_corruptions: u64,
     pub secondaries_started: u64,
@@ -53,8 +60,8 @@ impl TreeStats {
         self.retried += o.retried;
         self.alterations_ok += o.alterations_ok;
         self.alterations_failed += o.alterations_failed;
-        self.operator_alterations.0 += o.operator_alterations.0;
-        self.operator_alterations.1 += o.operator_alterations.1;
+        self.operator_alterations.answered_ok += o.operator_alterations.answered_ok;
+        self.operator_alterations.answered_failed += o.operator_alterations.answered_failed;
         self.manager_crashes += o.manager_crashes;
         self.md5_corruptions += o.md5_corruptions;
         self.secondaries_started += o.secondaries_started;
@@ -203,8 +210,8 @@ impl World {
         self.tree_stats.retried += (a.attempts > 1) as u64;
         self.note_declared(&a);
         if !a.id.is_own() {
-            let (ok, failed) = &mut self.tree_stats.operator_alterations;
-            *(if a.ok { ok } else { failed }) += 1;
+            let answered = &mut self.tree_stats.operator_alterations;
+            *(if a.ok { &mut answered.answered_ok } else { &mut answered.answered_failed }) += 1;
         }
         if a.ok {
             self.tree_stats.alterations_ok += 1;
@@ -292,7 +299,7 @@ impl World {
         let Some(m) = self.operator_entry() else { return };
         self.operator_requests += 1;
         let req = self.operator_requests;
-        self.cut_request = Some((req, self.now_us));
+        self.cut_request = Some(CutRequest { req, begun_us: self.now_us });
         self.cut_entry = Some(m);
         let node = self.manager_index(m);
         let at = self.now_us + 100;
@@ -311,10 +318,8 @@ impl World {
             let response = Response::Unavailable { why: "connection refused" };
             return self.schedule(self.now_us + 100, Event::ToClient { client, req, response });
         }
-        if let Some((r, begun_us)) = self.cut_request.as_mut() {
-            if *r == req {
-                *begun_us = self.now_us;
-            }
+        if let Some(c) = self.cut_request.as_mut().filter(|c| c.req == req) {
+            c.begun_us = self.now_us;
         }
         self.manager_step(m, Input::Client { client: waymark_core::ClientId(client), req, request });
         // The operator began a cut (or the end of one left unfinished): its window opens now, no
@@ -350,7 +355,7 @@ impl World {
         if self.cut_entry != Some(m) {
             return;
         }
-        if let Some((req, _)) = self.cut_request {
+        if let Some(CutRequest { req, .. }) = self.cut_request {
             let response = Response::Unavailable { why: "connection reset" };
             self.schedule(self.now_us + 100, Event::ToClient { client: OPERATOR, req, response });
         }

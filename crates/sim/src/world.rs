@@ -2,7 +2,7 @@
 //! event queue. Vnodes are the real `waymark-core` state machines; the world plays their drivers
 //! (WAL with group commit, network, clients) and the faults.
 
-use crate::client::Client;
+use crate::client::{Client, InFlight};
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
 use crate::history::{CutRun, CutWindow, History};
@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use waymark_core::alter::MetaVersion;
 use waymark_core::{
     Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
     VnodeConfig, VnodeId, VnodeImage,
@@ -123,6 +124,15 @@ pub struct Node {
 /// A checkpoint is taken at the first sync after the log grew by this many records.
 const CHECKPOINT_EVERY_RECORDS: usize = 64;
 
+/// The operator's request for a cut, in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CutRequest {
+    /// Its number among the operator's requests.
+    pub(crate) req: u64,
+    /// When it was sent (on the tree: when it reached the manager that runs the operator).
+    pub(crate) begun_us: u64,
+}
+
 pub struct World {
     pub cfg: SimConfig,
     pub rng: ChaCha8Rng,
@@ -147,8 +157,8 @@ pub struct World {
     pub healed_us: Option<u64>,
     /// Cuts the operator asked for after healing (`AFTER_HEAL_CUTS` at most).
     after_heal_asks: u32,
-    /// The operator's request for a cut in flight: its number and when it was sent.
-    pub(crate) cut_request: Option<(u64, u64)>,
+    /// The operator's request for a cut in flight.
+    pub(crate) cut_request: Option<CutRequest>,
     pub(crate) operator_requests: u64,
     pub messages_sent: u64,
     pub messages_lost: u64,
@@ -307,7 +317,7 @@ impl World {
             Event::ToClient { client, req, response } => self.arrive_at_client(client, req, Some(response)),
             Event::ClientWake { client } => self.client_wake(client),
             Event::ClientTimeout { client, req } => {
-                if self.clients[client].in_flight.is_some_and(|(r, _)| r == req) {
+                if self.clients[client].in_flight.is_some_and(|f| f.req == req) {
                     self.arrive_at_client(client as u64, req, None);
                 }
             }
@@ -375,7 +385,7 @@ impl World {
         self.cut_messages += matches!(env.body, Body::Cut(_)) as u64;
         if let Body::Alter(waymark_core::alter::AlterMsg::Alter { term, seq, .. }) = &env.body {
             if let Some(instance) = self.tree_node_instance(to) {
-                self.answers.forwarded((*term, *seq), to, instance);
+                self.answers.forwarded(MetaVersion { term: *term, seq: *seq }, to, instance);
             }
         }
         let extra_us = match &env.body {
@@ -517,7 +527,7 @@ impl World {
         if self.cut_request.is_none() {
             self.operator_requests += 1;
             let req = self.operator_requests;
-            self.cut_request = Some((req, self.now_us));
+            self.cut_request = Some(CutRequest { req, begun_us: self.now_us });
             let node = self.coordinator();
             let at = self.now_us + 100;
             self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
@@ -526,7 +536,7 @@ impl World {
     }
 
     pub(crate) fn operator_reply(&mut self, req: u64, response: Option<Response>) {
-        let Some((_, begun_us)) = self.cut_request.filter(|(r, _)| *r == req) else { return };
+        let Some(CutRequest { begun_us, .. }) = self.cut_request.filter(|c| c.req == req) else { return };
         self.cut_request = None;
         if self.cfg.tree {
             return self.tree_operator_reply(begun_us, response);
@@ -560,7 +570,7 @@ impl World {
         if node != self.coordinator() || self.cfg.tree {
             return;
         }
-        if let Some((req, _)) = self.cut_request {
+        if let Some(CutRequest { req, .. }) = self.cut_request {
             let response = Response::Unavailable { why: "connection reset" };
             self.schedule(self.now_us + 100, Event::ToClient { client: OPERATOR, req, response });
         }
@@ -582,8 +592,8 @@ impl World {
             }
         }
         for c in 0..self.clients.len() {
-            if let Some((req, deadline)) = self.clients[c].in_flight {
-                let at = deadline.max(self.now_us);
+            if let Some(InFlight { req, deadline_us }) = self.clients[c].in_flight {
+                let at = deadline_us.max(self.now_us);
                 self.schedule(at, Event::ClientTimeout { client: c, req });
             }
         }

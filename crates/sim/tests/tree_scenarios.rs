@@ -32,8 +32,8 @@ fn run(scenario: Vec<(u64, Scripted)>) -> TreeReport {
 }
 
 fn outcome(r: &TreeReport, key: &str) -> (Option<bool>, u64) {
-    let (_, ok, at) = r.outcomes.iter().find(|(rec, _, _)| rec.key == key).expect("proposed");
-    (*ok, *at)
+    let o = r.outcomes.iter().find(|o| o.record.key == key).expect("proposed");
+    (o.ok, o.answered_us)
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //! `waiting` is empty (every working child confirmed `ok`).
 
 use super::io::{AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{md5_of, AlterRecord, Applied, Md5Sum, ProposalId};
+use super::metadata::{md5_of, AlterRecord, Applied, Md5Sum, MetaVersion, OrderedRecord, ProposalId};
 use super::node::AlterNode;
 use crate::ids::VnodeId;
 use std::collections::BTreeSet;
@@ -37,10 +37,10 @@ pub(super) struct InFlight {
 }
 
 impl InFlight {
-    fn new((term, seq): (u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) -> Self {
+    fn new(at: MetaVersion, id: ProposalId, record: AlterRecord, md5: Md5Sum) -> Self {
         InFlight {
-            term,
-            seq,
+            term: at.term,
+            seq: at.seq,
             id,
             record,
             md5,
@@ -51,6 +51,11 @@ impl InFlight {
             oks: BTreeSet::new(),
             refused: false,
         }
+    }
+
+    /// Its place in the order.
+    pub(super) fn at(&self) -> MetaVersion {
+        MetaVersion { term: self.term, seq: self.seq }
     }
 
     pub(super) fn fail(&mut self) {
@@ -73,22 +78,24 @@ impl InFlight {
 
 impl AlterNode {
     /// Invariant (produced here, relied on by `on_clone` and `order_next`): one in flight.
-    pub(super) fn begin(&mut self, at: (u64, u64), id: ProposalId, record: AlterRecord, md5: Md5Sum) {
+    pub(super) fn begin(&mut self, at: MetaVersion, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
         debug_assert!(self.in_flight.is_none(), "one alteration in flight at a time");
-        let bytes = record.encode(at.0, at.1);
+        let bytes = record.encode(at);
         self.in_flight = Some(InFlight::new(at, id, record, md5));
-        self.out.push(AlterOutput::Persist { seq: at.1, bytes });
+        self.out.push(AlterOutput::Persist { seq: at.seq, bytes });
     }
 
+    /// Alteration `at`, ordered on top of version `(prev_term, at.seq - 1)`.
     pub(super) fn on_alter(
         &mut self,
         from: &VnodeId,
-        at: (u64, u64, u64),
+        at: MetaVersion,
+        prev_term: u64,
         id: ProposalId,
         record: AlterRecord,
         md5: Md5Sum,
     ) {
-        let (term, prev_term, seq) = at;
+        let MetaVersion { term, seq } = at;
         if self.parent() != Some(from) {
             return; // not our parent (any more): it will time out on us
         }
@@ -98,15 +105,15 @@ impl AlterNode {
             return self.refuse(from);
         }
         self.adopt_term(term);
-        if self.in_flight.as_ref().is_some_and(|f| (f.term, f.seq) == (term, seq)) {
+        if self.in_flight.as_ref().is_some_and(|f| f.at() == at) {
             return;
         }
-        if (prev_term, seq - 1) != self.metadata.version() || self.in_flight.is_some() {
+        if MetaVersion::new(prev_term, seq - 1) != self.metadata.version() || self.in_flight.is_some() {
             // A gap or a different history: fail this one and catch up by cloning.
             self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
             return self.fetch(from);
         }
-        self.begin((term, seq), id, record, md5);
+        self.begin(at, id, record, md5);
     }
 
     /// Seed 004 point 4: the record is read after write and its md5 compared with the one sent.
@@ -115,9 +122,9 @@ impl AlterNode {
         // reads back after the first was applied: nothing more to do.
         let next = self.metadata.seq() + 1 == seq;
         let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq && next) else { return };
-        let read_back = AlterRecord::decode(bytes).filter(|(t, s, _)| (*t, *s) == (f.term, seq));
+        let read_back = AlterRecord::decode(bytes).filter(|r| r.at == f.at());
         let intact = md5_of(bytes) == f.md5 || self.cfg.breaks.skip_md5;
-        let Some((term, _, record)) = read_back.filter(|_| intact) else {
+        let Some(OrderedRecord { at: MetaVersion { term, .. }, record }) = read_back.filter(|_| intact) else {
             f.failed = true;
             f.applied = Some(false);
             return self.finish();
@@ -151,8 +158,8 @@ impl AlterNode {
         self.maybe_finish();
     }
 
-    pub(super) fn on_confirm(&mut self, from: &VnodeId, at: (u64, u64), ok: bool, applied: u64) {
-        let Some(f) = self.in_flight.as_mut().filter(|f| (f.term, f.seq) == at) else { return };
+    pub(super) fn on_confirm(&mut self, from: &VnodeId, at: MetaVersion, ok: bool, applied: u64) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.at() == at) else { return };
         f.confirm(from, ok, applied);
         self.maybe_finish();
     }

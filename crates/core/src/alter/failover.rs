@@ -8,7 +8,7 @@
 //! majority of the voters before it orders anything (`root.rs`).
 
 use super::io::{AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{Md5Sum, Version};
+use super::metadata::{Md5Sum, MetaVersion};
 use super::node::AlterNode;
 use crate::ids::VnodeId;
 
@@ -126,7 +126,7 @@ impl AlterNode {
     /// The primary parent's heartbeat: switch back to it (and stop the secondary we run) — a
     /// primary root only once it won a term at least ours, else it is told ours; compare metadata
     /// with the parent we follow and fetch it when ours differs and is older.
-    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: Version, md5: Md5Sum, lead: Option<u64>) {
+    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: MetaVersion, md5: Md5Sum, lead: Option<u64>) {
         let away = self.failover.secondary.is_some() || self.failover.election.is_some();
         if self.cfg.parents.first() == Some(from) && away {
             match lead {

@@ -6,6 +6,7 @@ use crate::ids::VnodeId;
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
 use std::sync::Arc;
 
 /// An alteration as its initiator proposed it: unique per initiator across restarts (its own
@@ -48,13 +49,14 @@ impl AlterRecord {
     }
 
     /// The bytes written to the log and read back, and what the md5 is taken of: the record with
-    /// its place in the order, `(term, seq)`.
-    pub fn encode(&self, term: u64, seq: u64) -> Vec<u8> {
-        postcard::to_stdvec(&(term, seq, self)).expect("records always serialize")
+    /// its place in the order, an `OrderedRecord` (borrowed here, so the record is not cloned:
+    /// postcard writes a struct's fields in order, so the pair is the same bytes).
+    pub fn encode(&self, at: MetaVersion) -> Vec<u8> {
+        postcard::to_stdvec(&(at, self)).expect("records always serialize")
     }
 
     /// What was read back: `None` if the bytes are not a record at all.
-    pub fn decode(bytes: &[u8]) -> Option<(u64, u64, AlterRecord)> {
+    pub fn decode(bytes: &[u8]) -> Option<OrderedRecord> {
         postcard::from_bytes(bytes).ok()
     }
 }
@@ -65,11 +67,37 @@ pub fn md5_of(bytes: &[u8]) -> Md5Sum {
     Md5::digest(bytes).into()
 }
 
-/// Where metadata stands in the order of alterations: the term of the root that ordered the last
-/// one applied, then its sequence number. Compared as a pair, like Raft's (last term, last index):
-/// two copies with equal versions are equal (one root orders a term, and every vnode applies an
-/// alteration only on top of the version it was ordered after).
-pub type Version = (u64, u64);
+/// A place in the order of alterations: the term of the root that ordered it, then its sequence
+/// number. Where metadata stands is the place of the last alteration applied (`Metadata::version`).
+/// Alterations are ordered by it, term first, like Raft's (last term, last index): the derived
+/// order compares `term`, then `seq`. Two copies with equal versions are equal (one root orders a
+/// term, and every vnode applies an alteration only on top of the version it was ordered after).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct MetaVersion {
+    pub term: u64,
+    pub seq: u64,
+}
+
+impl MetaVersion {
+    pub fn new(term: u64, seq: u64) -> Self {
+        MetaVersion { term, seq }
+    }
+}
+
+/// `(term, seq)`, as logs and violations printed the place before it had a type.
+impl fmt::Display for MetaVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "({}, {})", self.term, self.seq)
+    }
+}
+
+/// An alteration with its place in the order, as written to the log and read back: the bytes of
+/// `AlterRecord::encode`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OrderedRecord {
+    pub at: MetaVersion,
+    pub record: AlterRecord,
+}
 
 /// What a vnode keeps of the metadata: manager vnodes a whole replica, store vnodes only what they
 /// need (settings, placement, cut processes, the root's name) — at 10,000 vnodes the vnode list
@@ -147,8 +175,8 @@ impl Metadata {
         self.term
     }
 
-    pub fn version(&self) -> Version {
-        (self.term, self.seq)
+    pub fn version(&self) -> MetaVersion {
+        MetaVersion { term: self.term, seq: self.seq }
     }
 
     pub fn get(&self, key: &str) -> Option<&[u8]> {
@@ -258,7 +286,26 @@ mod tests {
         let again = m.apply(1, 3, &ordered("state/x", "down", 7)); // the retry of 7, its first answer lost
         assert_eq!(again, Applied::Again);
         assert_eq!(m.get("state/x"), Some(&b"working"[..]), "no lost update");
-        assert_eq!(m.version(), (1, 3), "the place in the order is used");
+        assert_eq!(m.version(), MetaVersion::new(1, 3), "the place in the order is used");
+    }
+
+    /// The log's bytes, the md5 taken of them, the order and the trace hashes are what they were
+    /// when the place was a `(term, seq)` pair.
+    #[test]
+    fn a_meta_version_encodes_orders_and_hashes_like_the_pair_it_replaced() {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let record = ordered("config/x", "1", 5);
+        let at = MetaVersion::new(2, 7);
+        assert_eq!(record.encode(at), postcard::to_stdvec(&(2u64, 7u64, &record)).unwrap());
+        assert_eq!(AlterRecord::decode(&record.encode(at)), Some(OrderedRecord { at, record }));
+        assert!(MetaVersion::new(1, 9) < MetaVersion::new(2, 0) && MetaVersion::new(2, 0) < MetaVersion::new(2, 1));
+        let hash = |h: &dyn Fn(&mut DefaultHasher)| {
+            let mut s = DefaultHasher::new();
+            h(&mut s);
+            s.finish()
+        };
+        assert_eq!(hash(&|s| at.hash(s)), hash(&|s| (2u64, 7u64).hash(s)));
+        assert_eq!(at.to_string(), "(2, 7)");
     }
 
     #[test]

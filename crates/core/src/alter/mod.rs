@@ -34,5 +34,5 @@ pub mod shape;
 
 pub use io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
 pub use manager::{Answered, ManagerVnode};
-pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, ProposalId, Version, View};
+pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, MetaVersion, Metadata, OrderedRecord, ProposalId, View};
 pub use node::AlterNode;

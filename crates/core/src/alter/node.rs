@@ -23,7 +23,7 @@ use super::branch::InFlight;
 use super::failover::FailoverState;
 use super::initiator::Initiator;
 use super::io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{Md5Sum, Metadata, View};
+use super::metadata::{Md5Sum, MetaVersion, Metadata, View};
 use super::reach::ReachState;
 use super::report::Reports;
 use super::root::RootState;
@@ -175,13 +175,15 @@ impl AlterNode {
         match msg {
             AlterMsg::Propose { id, record } => self.on_propose(id, record),
             AlterMsg::Alter { term, prev_term, seq, id, record, md5 } => {
-                self.on_alter(&from, (term, prev_term, seq), id, record, md5)
+                self.on_alter(&from, MetaVersion { term, seq }, prev_term, id, record, md5)
             }
-            AlterMsg::Confirm { term, seq, ok, applied } => self.on_confirm(&from, (term, seq), ok, applied),
+            AlterMsg::Confirm { term, seq, ok, applied } => {
+                self.on_confirm(&from, MetaVersion { term, seq }, ok, applied)
+            }
             AlterMsg::Outcome { id, ok, applied, seq } => self.on_outcome(id, ok, applied, seq),
             AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead } => {
                 let md5 = if self.view() == View::Leaf { leaf_md5 } else { md5 };
-                self.on_heartbeat(&from, (term, seq), md5, lead)
+                self.on_heartbeat(&from, MetaVersion { term, seq }, md5, lead)
             }
             AlterMsg::Claim { term } => self.on_claim(&from, term),
             AlterMsg::Promise { term, granted, metadata } => self.on_promise(&from, term, granted, metadata),
@@ -224,7 +226,7 @@ impl AlterNode {
 impl AlterNode {
     fn heartbeat(&mut self) {
         debug_assert!(self.md5s_fresh(), "cached md5 out of date");
-        let ((term, seq), md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
+        let (MetaVersion { term, seq }, md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
         let lead = self.heartbeat_lead();
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {

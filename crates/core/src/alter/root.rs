@@ -24,7 +24,7 @@
 
 use super::cluster;
 use super::io::{AlterMsg, AlterOutput};
-use super::metadata::{md5_of, AlterRecord, Metadata, ProposalId, View};
+use super::metadata::{md5_of, AlterRecord, MetaVersion, Metadata, ProposalId, View};
 use super::node::AlterNode;
 use crate::ids::VnodeId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -220,7 +220,7 @@ impl AlterNode {
         }
         let term = *term;
         debug_assert!(promises.values().all(|m| m.view() == View::Full), "a voter keeps a whole copy");
-        // Invariant (`metadata::Version`): equal versions, equal metadata — the catch-up may keep
+        // Invariant (`MetaVersion`): equal versions, equal metadata — the catch-up may keep
         // either of two equal copies (a restarted voter once rebuilt another history at the
         // same version: `tests/tree_recovery.rs`).
         debug_assert!(
@@ -301,8 +301,8 @@ impl AlterNode {
         // Every copy skips a proposal it applied before (`Metadata::apply`): a retried or
         // duplicated one, ordered again, changes nothing (no lost update).
         record.origin = Some(id.clone());
-        let seq = self.metadata.seq() + 1;
-        let md5 = md5_of(&record.encode(term, seq));
-        self.begin((term, seq), id, record, md5);
+        let at = MetaVersion { term, seq: self.metadata.seq() + 1 };
+        let md5 = md5_of(&record.encode(at));
+        self.begin(at, id, record, md5);
     }
 }

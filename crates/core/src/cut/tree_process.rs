@@ -26,10 +26,18 @@ use std::collections::VecDeque;
 /// A store vnode's place in the tree.
 pub struct TreeRole {
     pub(crate) alter: AlterNode,
-    /// A FINISH alteration waiting for the local cut: (seq, cut).
-    pub(crate) finish_pending: Option<(u64, CutId)>,
+    pub(crate) finish_pending: Option<PendingFinish>,
     /// Set once the role was started from the log (`Restarted`).
     pub(crate) started: bool,
+}
+
+/// A FINISH alteration applied here whose verdict waits for the local cut: answered `Applied`
+/// once the cut is over (`tree_local_cut_over`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PendingFinish {
+    /// The alteration's sequence number, which the answer names.
+    pub(crate) seq: u64,
+    pub(crate) cut: CutId,
 }
 
 /// `cut/<id>` → the cut id.
@@ -118,7 +126,7 @@ impl Vnode {
             Phase::Finish => match self.cut.running.as_ref().filter(|c| c.id == cut).map(|c| c.outcome) {
                 Some(Some(ok)) => applied(ok),
                 Some(None) => {
-                    self.tree.as_mut().expect("tree role").finish_pending = Some((seq, cut));
+                    self.tree.as_mut().expect("tree role").finish_pending = Some(PendingFinish { seq, cut });
                     None
                 }
                 None => applied(false), // never started here, or lost in a crash
@@ -148,10 +156,9 @@ impl Vnode {
     /// The local cut's verdict is known: answer a FINISH that waits for it.
     pub(crate) fn tree_local_cut_over(&mut self, cut: CutId, ok: bool) {
         let Some(tree) = self.tree.as_mut() else { return };
-        if let Some((seq, c)) = tree.finish_pending.filter(|(_, c)| *c == cut) {
+        if let Some(pending) = tree.finish_pending.filter(|p| p.cut == cut) {
             tree.finish_pending = None;
-            debug_assert_eq!(c, cut);
-            self.alter_input(AlterInput::Applied { seq, ok });
+            self.alter_input(AlterInput::Applied { seq: pending.seq, ok });
         }
     }
 

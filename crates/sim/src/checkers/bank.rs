@@ -20,7 +20,7 @@ pub fn check(w: &World) -> Vec<Violation> {
     }
     let mut out = vec![];
     for t in w.history.txns.iter().filter(|t| t.kind == "audit" && t.outcome == Outcome::Committed) {
-        let balances: Vec<i64> = t.reads.iter().map(|(_, v, _)| parse_i64(v)).collect();
+        let balances: Vec<i64> = t.reads.iter().map(|r| parse_i64(&r.value)).collect();
         if let Some(msg) = judge(&balances) {
             let tx = t.tx.as_ref().map(|t| t.to_string()).unwrap_or_default();
             out.push(CHECKER.violation(format!("audit {tx} at {}us: {msg}", t.completed_us)));

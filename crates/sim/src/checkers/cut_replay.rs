@@ -9,7 +9,7 @@
 //! primaries resolved, and that each `WATCH`ed read sees what the transaction read.
 
 use super::{names, Checker, LogFacts, Violation};
-use crate::history::ClientTxn;
+use crate::history::{ClientRead, ClientTxn};
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use waymark_core::cut::restore::Restored;
@@ -77,7 +77,7 @@ fn serial_order<'a>(
         edges.extend(writers.windows(2).map(|pair| (pair[0].1, pair[1].1)));
     }
     for (tx, t) in ops {
-        for (key, _, version) in &t.reads {
+        for ClientRead { key, version, .. } in &t.reads {
             let writer = |version: u64| facts.writer.get(&(key.clone(), version)).filter(|w| included.contains(w));
             edges.extend(writer(*version).map(|w| (w, *tx)));
             edges.extend(writer(version + 1).map(|w| (*tx, w)));
@@ -116,7 +116,7 @@ fn serial_order<'a>(
 /// give what its primaries resolved when it committed.
 fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &[ResolvedWrite]) -> Vec<Violation> {
     let mut out = vec![];
-    for (key, value, version) in &t.reads {
+    for ClientRead { key, value, version } in &t.reads {
         let seen = Entry { value: value.clone(), version: *version };
         let now = replay.get(key);
         if now != seen {

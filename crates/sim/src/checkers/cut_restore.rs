@@ -11,6 +11,7 @@
 
 use super::{names, Checker, Cluster, LogFacts, Violation};
 use crate::config::WorkloadKind;
+use crate::history::ClientRead;
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
@@ -209,7 +210,7 @@ fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) 
         if !restored[holder].included.contains(tx) {
             continue;
         }
-        for (key, _, version) in t.reads.iter().filter(|(_, _, v)| *v > 0) {
+        for ClientRead { key, version, .. } in t.reads.iter().filter(|r| r.version > 0) {
             let Some(writer) = facts.writer.get(&(key.clone(), *version)) else { continue };
             let primary = w.index[w.placement.primary_of(key)];
             if !restored[primary].included.contains(writer) {

@@ -33,12 +33,25 @@ pub const ALTERATIONS_FLOOR: f64 = 0.5;
 /// What a run achieved, against what the floors ask.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Figures {
-    /// Cuts begun before healing, and how many of them succeeded.
-    pub during: (usize, usize),
-    /// Cuts begun after healing, and how many of them succeeded.
-    pub after_heal: (usize, usize),
-    /// Alterations the operator proposed, and how many were answered ok.
-    pub alterations: (u64, u64),
+    /// Cuts begun before healing.
+    pub during: CutsBegun,
+    /// Cuts begun after healing.
+    pub after_heal: CutsBegun,
+    pub alterations: AlterationsProposed,
+}
+
+/// Cuts begun in a part of the run, and how many of them succeeded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CutsBegun {
+    pub begun: usize,
+    pub succeeded: usize,
+}
+
+/// Alterations the operator proposed, and how many of them were answered ok.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AlterationsProposed {
+    pub proposed: u64,
+    pub answered_ok: u64,
 }
 
 pub fn figures(w: &World) -> Figures {
@@ -48,11 +61,12 @@ pub fn figures(w: &World) -> Figures {
     let mut f = Figures::default();
     for (cut, window) in &w.history.cut_windows {
         let slot = if window.begun_us >= healed { &mut f.after_heal } else { &mut f.during };
-        slot.0 += 1;
-        slot.1 += ok(cut) as usize;
+        slot.begun += 1;
+        slot.succeeded += ok(cut) as usize;
     }
-    let (ok, failed) = w.tree_stats.operator_alterations;
-    f.alterations = (ok + failed, ok);
+    let answered = w.tree_stats.operator_alterations;
+    let proposed = answered.answered_ok + answered.answered_failed;
+    f.alterations = AlterationsProposed { proposed, answered_ok: answered.answered_ok };
     f
 }
 
@@ -63,14 +77,14 @@ pub fn check(w: &World) -> Vec<Violation> {
     let f = figures(w);
     let mut out = vec![];
     let asked = AFTER_HEAL_CUTS as usize;
-    let (begun, succeeded) = f.after_heal;
+    let CutsBegun { begun, succeeded } = f.after_heal;
     if succeeded == 0 || (succeeded as f64) < AFTER_HEAL_FLOOR * begun as f64 {
         out.push(v(format!(
             "after every fault healed, {succeeded} of {begun} cuts begun succeeded ({asked} asked for); \
              the floor is one, and {AFTER_HEAL_FLOOR} of those begun"
         )));
     }
-    let (proposed, answered_ok) = f.alterations;
+    let AlterationsProposed { proposed, answered_ok } = f.alterations;
     if w.cfg.tree && (answered_ok as f64) < ALTERATIONS_FLOOR * proposed as f64 {
         out.push(v(format!(
             "{answered_ok} of {proposed} alterations were answered ok; the floor is {ALTERATIONS_FLOOR}"

@@ -6,7 +6,7 @@
 use super::serializability::{self as elle, Op, TxnRecord};
 use super::{Checker, Violation};
 use crate::config::WorkloadKind;
-use crate::history::Outcome;
+use crate::history::{ClientRead, Outcome};
 use crate::workloads::append::{list_index, list_key, parse_list, KEYS};
 use crate::workloads::parse_i64;
 use crate::world::World;
@@ -66,7 +66,7 @@ fn records(w: &World) -> Vec<TxnRecord> {
 
 fn to_elle(id: u64, t: &crate::history::ClientTxn) -> TxnRecord {
     let mut ops = vec![];
-    for (key, value, _) in &t.reads {
+    for ClientRead { key, value, .. } in &t.reads {
         if let Some(k) = list_index(key) {
             ops.push(Op::Read { key: k, list: parse_list(value) });
         }

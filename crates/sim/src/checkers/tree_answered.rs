@@ -13,7 +13,7 @@
 use super::{Checker, Violation};
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
-use waymark_core::alter::{AlterRecord, ProposalId};
+use waymark_core::alter::{AlterRecord, MetaVersion, ProposalId};
 
 pub const CHECKER: Checker = Checker {
     name: "tree-answered",
@@ -25,13 +25,13 @@ pub const CHECKER: Checker = Checker {
 /// What the tree checkers at the moment of an answer or of a term need, recorded as the run goes.
 #[derive(Debug, Default)]
 pub struct Answers {
-    /// `(seq, term)` → the record the root of that term ordered there (two roots of different
+    /// `seq` → `term` → the record the root of that term ordered there (two roots of different
     /// terms may order the same place: a stale one is still at work while the new one orders).
-    order: BTreeMap<(u64, u64), AlterRecord>,
-    /// `(term, seq)` → the tree vnodes an `Alter` for it was sent to, with their incarnation.
-    forwarded: BTreeMap<(u64, u64), BTreeSet<(usize, u32)>>,
-    /// Alterations answered ok so far: where they were ordered, and what they were.
-    pub answered_ok: Vec<(u64, String)>,
+    order: BTreeMap<u64, BTreeMap<u64, AlterRecord>>,
+    /// The tree vnodes an `Alter` for each place was sent to, with their incarnation.
+    forwarded: BTreeMap<MetaVersion, BTreeSet<(usize, u32)>>,
+    /// Alterations answered ok so far.
+    pub answered_ok: Vec<AnsweredOk>,
     /// Terms whose first `root` record was ordered: a term is won once (a root orders its own
     /// `root` proposal again when a retry of it comes, and a stale root keeps ordering in its
     /// old term where no voter confirms — neither is a win).
@@ -39,9 +39,27 @@ pub struct Answers {
     pub violations: Vec<Violation>,
 }
 
+/// An alteration answered ok: the seq it was ordered at, and what it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnsweredOk {
+    pub seq: u64,
+    pub record: AlterRecord,
+}
+
+impl AnsweredOk {
+    /// `key=value`, as violations name it.
+    pub fn what(&self) -> String {
+        what(&self.record)
+    }
+}
+
+fn what(record: &AlterRecord) -> String {
+    format!("{}={}", record.key, String::from_utf8_lossy(&record.value))
+}
+
 impl Answers {
     pub fn ordered(&mut self, term: u64, seq: u64, record: &AlterRecord) {
-        self.order.insert((seq, term), record.clone());
+        self.order.entry(seq).or_default().insert(term, record.clone());
     }
 
     /// Whether the `root` record ordered in `term` is the term's first: the moment it was won.
@@ -49,7 +67,7 @@ impl Answers {
         self.terms_won.insert(term)
     }
 
-    pub fn forwarded(&mut self, at: (u64, u64), to: usize, instance: u32) {
+    pub fn forwarded(&mut self, at: MetaVersion, to: usize, instance: u32) {
         self.forwarded.entry(at).or_default().insert((to, instance));
     }
 }
@@ -65,17 +83,19 @@ pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
     let orderings: Vec<(u64, AlterRecord)> = w
         .answers
         .order
-        .range((seq, 0)..=(seq, u64::MAX))
+        .get(&seq)
+        .into_iter()
+        .flatten()
         .filter(|(_, r)| r.origin.as_ref() == Some(id))
-        .map(|((_, term), r)| (*term, r.clone()))
+        .map(|(term, r)| (*term, r.clone()))
         .collect();
     let Some((_, record)) = orderings.last() else {
         let evidence =
             format!("{id:?} was answered ok at {}us as ordered at seq {seq}, but no root ordered it there", w.now_us);
         return vec![CHECKER.violation(evidence)];
     };
-    let what = format!("{}={}", record.key, String::from_utf8_lossy(&record.value));
-    w.answers.answered_ok.push((seq, what.clone()));
+    let what = what(record);
+    w.answers.answered_ok.push(AnsweredOk { seq, record: record.clone() });
     let mut found: Vec<Vec<Violation>> = orderings.iter().map(|(term, _)| unapplied(w, &what, *term, seq)).collect();
     if found.iter().any(|v| v.is_empty()) {
         return vec![];
@@ -88,7 +108,7 @@ pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
 /// The working children the alteration ordered at `(term, seq)` was forwarded to that have not
 /// applied it (or a later one), each a violation.
 fn unapplied(w: &World, what: &str, term: u64, seq: u64) -> Vec<Violation> {
-    let sent = w.answers.forwarded.get(&(term, seq)).cloned().unwrap_or_default();
+    let sent = w.answers.forwarded.get(&MetaVersion { term, seq }).cloned().unwrap_or_default();
     let mut out = vec![];
     for (node, instance) in sent {
         let Some((id, metadata)) = w.tree_node_metadata(node, instance) else { continue };

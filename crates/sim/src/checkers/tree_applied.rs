@@ -3,7 +3,7 @@
 
 use super::{Checker, Violation};
 use std::collections::BTreeMap;
-use waymark_core::alter::AlterRecord;
+use waymark_core::alter::{AlterRecord, MetaVersion};
 use waymark_core::VnodeId;
 
 pub const CHECKER: Checker = Checker {
@@ -12,17 +12,23 @@ pub const CHECKER: Checker = Checker {
                that term ordered there",
 };
 
-type At = (u64, u64);
+/// A vnode applied `record` as the alteration at `at`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedRecord {
+    pub vnode: VnodeId,
+    pub at: MetaVersion,
+    pub record: AlterRecord,
+}
 
-pub fn check(ordered: &BTreeMap<At, AlterRecord>, applied: &[(VnodeId, At, AlterRecord)]) -> Vec<Violation> {
+pub fn check(ordered: &BTreeMap<MetaVersion, AlterRecord>, applied: &[AppliedRecord]) -> Vec<Violation> {
     applied
         .iter()
-        .filter(|(_, seq, record)| ordered.get(seq).is_some_and(|o| o != record))
+        .filter(|a| ordered.get(&a.at).is_some_and(|o| *o != a.record))
         .take(3)
-        .map(|(v, seq, record)| {
-            let o = &ordered[seq];
+        .map(|AppliedRecord { vnode: v, at, record }| {
+            let o = &ordered[at];
             CHECKER.violation(format!(
-                "{v} applied alteration {seq:?} as {}={:?}, the root ordered {}={:?}",
+                "{v} applied alteration {at} as {}={:?}, the root ordered {}={:?}",
                 record.key,
                 String::from_utf8_lossy(&record.value),
                 o.key,

@@ -19,7 +19,7 @@ pub fn check(metadata: &[(VnodeId, Metadata)]) -> Vec<Violation> {
         .take(3)
         .map(|(v, m)| {
             CHECKER.violation(format!(
-                "{v} has metadata {:?} md5 {:x?} ({:?} view), {first} has {:?} md5 {:x?}",
+                "{v} has metadata {} md5 {:x?} ({:?} view), {first} has {} md5 {:x?}",
                 m.version(),
                 m.md5(),
                 m.view(),

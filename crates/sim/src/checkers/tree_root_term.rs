@@ -20,11 +20,13 @@ pub fn check(answers: &Answers, root: &VnodeId, seq: u64) -> Vec<Violation> {
     answers
         .answered_ok
         .iter()
-        .filter(|(at, _)| *at > adopted)
+        .filter(|a| a.seq > adopted)
         .take(3)
-        .map(|(at, what)| {
+        .map(|a| {
             CHECKER.violation(format!(
-                "{root} won a term on a copy ending at seq {adopted}, but {what} had been answered ok at seq {at}"
+                "{root} won a term on a copy ending at seq {adopted}, but {} had been answered ok at seq {}",
+                a.what(),
+                a.seq
             ))
         })
         .collect()

@@ -9,4 +9,4 @@ pub mod scale;
 pub mod vnode;
 pub mod world;
 
-pub use world::{Scripted, TreeConfig, TreeReport, TreeWorld};
+pub use world::{ProposalOutcome, Scripted, TreeConfig, TreeReport, TreeWorld};

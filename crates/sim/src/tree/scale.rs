@@ -16,7 +16,14 @@ pub struct ScaleRow {
     pub ring_messages: u64,
 }
 
-pub fn tree(leaves: usize, fanout: usize, seed: u64) -> (u64, u64) {
+/// What one cut process cost: how long it took and how many messages it sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutCost {
+    pub latency_us: u64,
+    pub messages: u64,
+}
+
+pub fn tree(leaves: usize, fanout: usize, seed: u64) -> CutCost {
     let cfg = TreeConfig {
         leaves,
         fanout,
@@ -31,12 +38,12 @@ pub fn tree(leaves: usize, fanout: usize, seed: u64) -> (u64, u64) {
     };
     let r = TreeWorld::new(cfg).run();
     assert_eq!(r.cuts_ok, 1, "the cut process must succeed without faults: {:?}", r.violations);
-    (r.cut_latencies_us[0], r.cut_messages[0])
+    CutCost { latency_us: r.cut_latencies_us[0], messages: r.cut_messages[0] }
 }
 
 /// Each phase goes once around the ring: every vnode writes and reads back the record, then
 /// forwards it; the last one answers the initiator.
-pub fn ring(vnodes: usize, seed: u64) -> (u64, u64) {
+pub fn ring(vnodes: usize, seed: u64) -> CutCost {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut t = 0u64;
     let mut messages = 0u64;
@@ -48,16 +55,21 @@ pub fn ring(vnodes: usize, seed: u64) -> (u64, u64) {
         t += rng.gen_range(100..1_000);
         messages += 1;
     }
-    (t, messages)
+    CutCost { latency_us: t, messages }
 }
 
 pub fn run(sizes: &[usize], fanout: usize, seed: u64) -> Vec<ScaleRow> {
     sizes
         .iter()
         .map(|&n| {
-            let (tree_latency_us, tree_messages) = tree(n, fanout, seed);
-            let (ring_latency_us, ring_messages) = ring(n, seed);
-            ScaleRow { vnodes: n, tree_latency_us, tree_messages, ring_latency_us, ring_messages }
+            let (tree, ring) = (tree(n, fanout, seed), ring(n, seed));
+            ScaleRow {
+                vnodes: n,
+                tree_latency_us: tree.latency_us,
+                tree_messages: tree.messages,
+                ring_latency_us: ring.latency_us,
+                ring_messages: ring.messages,
+            }
         })
         .collect()
 }

@@ -3,7 +3,8 @@
 
 use super::build::{build, Timing};
 use super::vnode::TreeVnode;
-use crate::checkers::{tree_alterations, tree_applied, tree_convergence, tree_parents, tree_states, Violation};
+use crate::checkers::tree_applied::{self, AppliedRecord};
+use crate::checkers::{tree_alterations, tree_convergence, tree_parents, tree_states, Violation};
 use crate::hash::Fnv;
 use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
@@ -12,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{
-    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, Metadata, ProposalId,
+    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, MetaVersion, Metadata, ProposalId,
 };
 use waymark_core::cut::operator::Phase;
 use waymark_core::CutId;
@@ -161,11 +162,21 @@ pub struct TreeReport {
     /// Messages sent (heartbeats and liveness probes aside) from the first START proposal to the
     /// END outcome, per successful cut; exact when nothing else runs meanwhile (the scale run).
     pub cut_messages: Vec<u64>,
-    /// Every proposal, how it ended (`None`: never answered) and when it was answered.
-    pub outcomes: Vec<(AlterRecord, Option<bool>, u64)>,
+    /// Every proposal and how it ended.
+    pub outcomes: Vec<ProposalOutcome>,
     /// The primary root's metadata at the end.
     pub root_metadata: Metadata,
     pub violations: Vec<Violation>,
+}
+
+/// A proposal of the run, how it ended and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProposalOutcome {
+    pub record: AlterRecord,
+    /// Answered ok or failed; `None`: never answered.
+    pub ok: Option<bool>,
+    /// When it was answered (0: never).
+    pub answered_us: u64,
 }
 
 pub struct TreeWorld {
@@ -193,8 +204,8 @@ pub struct TreeWorld {
     cut_messages_before: BTreeMap<CutId, u64>,
     stopping: bool,
     /// What a root ordered at each `(term, seq)`, and what every vnode applied.
-    ordered: BTreeMap<(u64, u64), AlterRecord>,
-    applied: Vec<(VnodeId, (u64, u64), AlterRecord)>,
+    ordered: BTreeMap<MetaVersion, AlterRecord>,
+    applied: Vec<AppliedRecord>,
 }
 
 const HOP_US: u64 = 1_000;
@@ -438,13 +449,14 @@ impl TreeWorld {
             AlterOutput::Apply { term, seq, record } => {
                 let cfg = &self.nodes[node].cfg;
                 if cfg.parents.is_empty() {
-                    self.ordered.insert((term, seq), record.clone());
+                    self.ordered.insert(MetaVersion { term, seq }, record.clone());
                     if record.key == "root" {
                         self.report.tree.root_terms += 1;
                         self.report.tree.secondary_root_terms += cfg.secondary_of.is_some() as u64;
                     }
                 }
-                self.applied.push((self.nodes[node].cfg.id.clone(), (term, seq), record.clone()));
+                let vnode = self.nodes[node].cfg.id.clone();
+                self.applied.push(AppliedRecord { vnode, at: MetaVersion { term, seq }, record: record.clone() });
                 // A store vnode's local cut finishes after a while; everything else acts at once.
                 let leaf = node < self.first_manager;
                 let finish = Phase::parse(&record.value) == Some(Phase::Finish);
@@ -685,7 +697,12 @@ impl TreeWorld {
         v.extend(tree_parents::secondaries_given_up(&secondaries));
         self.report.violations = v;
         let at = |id: &ProposalId| self.answered_us.get(id).copied().unwrap_or(0);
-        self.report.outcomes = self.proposals.iter().map(|(id, (r, o))| (r.clone(), *o, at(id))).collect();
+        let outcome = |(id, (record, ok)): (&ProposalId, &(AlterRecord, Option<bool>))| ProposalOutcome {
+            record: record.clone(),
+            ok: *ok,
+            answered_us: at(id),
+        };
+        self.report.outcomes = self.proposals.iter().map(outcome).collect();
         let root = self.root();
         self.report.root_metadata = self.nodes[root].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
     }

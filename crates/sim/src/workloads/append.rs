@@ -2,10 +2,11 @@
 //! a few others, for the Elle-style dependency check.
 
 use super::{Plan, Workload};
+use crate::history::ClientRead;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use waymark_core::{Key, Value, Version, Write, WriteOp};
+use waymark_core::{Key, Value, Write, WriteOp};
 
 pub const KEYS: usize = 6;
 
@@ -52,7 +53,7 @@ impl Workload for Append {
         Plan { kind: "append", read_keys, params, target_keys }
     }
 
-    fn build(&mut self, plan: &Plan, _reads: &[(Key, Option<Value>, Version)]) -> Option<Vec<Write>> {
+    fn build(&mut self, plan: &Plan, _reads: &[ClientRead]) -> Option<Vec<Write>> {
         let writes = plan
             .target_keys
             .iter()

@@ -3,9 +3,10 @@
 //! transaction. Money is neither made nor lost, and no account goes negative.
 
 use super::{parse_i64, Plan, Workload};
+use crate::history::ClientRead;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use waymark_core::{Key, Value, Version, Write, WriteOp};
+use waymark_core::{Key, Write, WriteOp};
 
 pub const ACCOUNTS: usize = 8;
 pub const INITIAL_BALANCE: i64 = 100;
@@ -46,18 +47,18 @@ impl Workload for Bank {
         Plan { kind, read_keys, params: vec![amount], target_keys: vec![account(a), account(b)] }
     }
 
-    fn build(&mut self, plan: &Plan, reads: &[(Key, Option<Value>, Version)]) -> Option<Vec<Write>> {
+    fn build(&mut self, plan: &Plan, reads: &[ClientRead]) -> Option<Vec<Write>> {
         if plan.kind == "audit" {
             return Some(vec![]);
         }
         let amount = plan.params[0];
-        let from_balance = parse_i64(&reads[0].1);
+        let from_balance = parse_i64(&reads[0].value);
         if from_balance < amount {
             return None;
         }
         let (a, b) = (plan.target_keys[0].clone(), plan.target_keys[1].clone());
         if plan.kind == "transfer" {
-            let to_balance = parse_i64(&reads[1].1);
+            let to_balance = parse_i64(&reads[1].value);
             return Some(vec![
                 Write { key: a, op: WriteOp::Set((from_balance - amount).to_string().into_bytes()) },
                 Write { key: b, op: WriteOp::Set((to_balance + amount).to_string().into_bytes()) },

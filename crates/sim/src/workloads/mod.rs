@@ -4,8 +4,9 @@
 pub mod append;
 pub mod bank;
 
+use crate::history::ClientRead;
 use rand_chacha::ChaCha8Rng;
-use waymark_core::{Key, Value, Version, Write};
+use waymark_core::{Key, Value, Write};
 
 /// One client operation: GET `read_keys` one by one, then (maybe) one transaction.
 #[derive(Clone, Debug)]
@@ -22,7 +23,7 @@ pub trait Workload {
     fn setup(&self) -> Vec<Write>;
     fn plan(&mut self, client: usize, rng: &mut ChaCha8Rng) -> Plan;
     /// The writes of the transaction, or `None` to skip it (e.g. not enough money).
-    fn build(&mut self, plan: &Plan, reads: &[(Key, Option<Value>, Version)]) -> Option<Vec<Write>>;
+    fn build(&mut self, plan: &Plan, reads: &[ClientRead]) -> Option<Vec<Write>>;
 }
 
 pub fn parse_i64(v: &Option<Value>) -> i64 {
