@@ -193,7 +193,7 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        Ok(self.begin(now_us, cut, Phase::Start, requester))
+        Ok(self.begin(now_us, cut, Phase::Start, requester, None))
     }
 
     /// Ends cut `orphan`, left unfinished in the metadata by an operator that died with its
@@ -204,15 +204,19 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        let proposal = self.begin(now_us, orphan, Phase::End { ok: false }, requester);
-        self.process.as_mut().expect("a process").failure = Some(CutFailure::Orphaned);
-        Ok(proposal)
+        Ok(self.begin(now_us, orphan, Phase::End { ok: false }, requester, Some(CutFailure::Orphaned)))
     }
 
     /// A process for `cut` from `phase` on, and its first proposal.
-    fn begin(&mut self, now_us: u64, cut: CutId, phase: Phase, requester: Requester) -> Proposal {
+    fn begin(
+        &mut self,
+        now_us: u64,
+        cut: CutId,
+        phase: Phase,
+        requester: Requester,
+        failure: Option<CutFailure>,
+    ) -> Proposal {
         let (n, begun_us, phase_begun_us, phases_us) = (0, now_us, now_us, vec![]);
-        let failure = None;
         self.process = Some(Process { cut, phase, n, begun_us, phase_begun_us, phases_us, requester, failure });
         self.propose(now_us, phase)
     }
