@@ -4,19 +4,23 @@
 # an interrupted sweep resumes where it stopped. Prints one line per chunk; exits non-zero if any
 # seed failed (its log names the seed and the command that reproduces it).
 #
-#   bash scripts/sweep-matrix.sh [-o OUT_DIR=target/sweep] [-j LANES=2] [-n SEEDS=10000] [MODE...]
+#   bash scripts/sweep-matrix.sh [-o OUT_DIR=target/sweep] [-j LANES=2] [-n SEEDS=10000] [-f FIRST=0] [--] [MODE...]
+#
+# -f FIRST starts at seed FIRST (a multiple of 1 000), for a sweep continued in another out dir.
+# Modes start with dashes: put `--` before them when options are given.
 #
 # MODE defaults to all five: "--cuts" "--cuts --workload append" "--tree" "--tree --workload append"
 # "--tree-only" (each with --matrix). On a 2-core machine the --cuts modes take minutes, the tree
 # modes about an hour each.
 set -euo pipefail
-out=target/sweep lanes=2 seeds=10000
-while getopts "o:j:n:" opt; do
+out=target/sweep lanes=2 seeds=10000 first=0
+while getopts "o:j:n:f:" opt; do
   case $opt in
     o) out=$OPTARG ;;
     j) lanes=$OPTARG ;;
     n) seeds=$OPTARG ;;
-    *) echo "usage: $0 [-o OUT_DIR] [-j LANES] [-n SEEDS] [MODE...]" >&2; exit 2 ;;
+    f) first=$OPTARG ;;
+    *) echo "usage: $0 [-o OUT_DIR] [-j LANES] [-n SEEDS] [-f FIRST] [MODE...]" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -42,7 +46,7 @@ chunk() {
 export -f chunk
 export out sim
 for mode in "${modes[@]}"; do
-  for start in $(seq 0 1000 $((seeds - 1000))); do
+  for start in $(seq "$first" 1000 $((seeds - 1000))); do
     echo "$mode" "$start"
   done
 done | xargs -P "$lanes" -L 1 bash -c 'chunk "$0 ${*:1:$#-1}" "${@: -1}"'

@@ -13,13 +13,20 @@ use std::collections::VecDeque;
 #[derive(Debug, Default, Hash)]
 pub struct Outbox {
     ready: Vec<Output>,
-    held: VecDeque<(Lsn, Output)>,
+    held: VecDeque<Held>,
     appended: Lsn,
     durable: Lsn,
     /// The last record that promises must wait for (see `append_unheld`).
     hold_line: Lsn,
     /// Break mode `ack-before-durable`: release promises at once.
     pub release_early: bool,
+}
+
+/// A send or reply waiting until the log is durable up to `after`.
+#[derive(Debug, Hash)]
+struct Held {
+    after: Lsn,
+    output: Output,
 }
 
 impl Outbox {
@@ -57,7 +64,7 @@ impl Outbox {
         if self.release_early || (self.durable >= self.hold_line && self.held.is_empty()) {
             self.ready.push(output);
         } else {
-            self.held.push_back((self.hold_line, output));
+            self.held.push_back(Held { after: self.hold_line, output });
         }
     }
 
@@ -82,9 +89,9 @@ impl Outbox {
             return;
         }
         self.durable = upto;
-        while self.held.front().is_some_and(|(lsn, _)| *lsn <= upto) {
-            let (_, output) = self.held.pop_front().expect("front exists");
-            self.ready.push(output);
+        while self.held.front().is_some_and(|h| h.after <= upto) {
+            let held = self.held.pop_front().expect("front exists");
+            self.ready.push(held.output);
         }
     }
 

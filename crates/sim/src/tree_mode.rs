@@ -7,6 +7,7 @@
 //! cut process is the core's operator (`cut::operator`), started by `Request::Cut` sent to the
 //! root's manager, or to any running primary manager while the root is down.
 
+use crate::checkers::tree_answered::Incarnation;
 use crate::history::{CutRun, CutWindow};
 use crate::tree::build::{build_over, Timing};
 use crate::tree::manager::ManagerNode;
@@ -15,7 +16,7 @@ use crate::world::{CutRequest, Event, World, OPERATOR, SYNC_MAX_US};
 use rand::Rng;
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
-use waymark_core::cut::operator::Phase;
+use waymark_core::cut::operator::{CutPhase, Phase};
 use waymark_core::cut::tree_process::cut_of;
 use waymark_core::{
     Body, Breaks, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
@@ -341,7 +342,7 @@ impl World {
 
     /// FINISH applied on every store vnode: each has written its `CutFinish`, the cut is declared.
     fn note_declared(&mut self, a: &Answered) {
-        let Some((cut, Phase::Finish)) = Phase::of_proposal(a.id.n) else { return };
+        let Some(CutPhase { cut, phase: Phase::Finish }) = Phase::of_proposal(a.id.n) else { return };
         if a.ok && a.applied >= self.nodes.len() as u64 {
             if let Some(w) = self.history.cut_windows.get_mut(&cut) {
                 w.declared_us.get_or_insert(self.now_us);
@@ -451,8 +452,9 @@ impl World {
         }
     }
 
-    /// Tree vnode `tree_node`'s metadata, if it still runs as incarnation `instance`.
-    pub(crate) fn tree_node_metadata(&self, tree_node: usize, instance: u32) -> Option<(&VnodeId, &Metadata)> {
+    /// A tree vnode's metadata, if it still runs as that incarnation.
+    pub(crate) fn tree_node_metadata(&self, at: Incarnation) -> Option<(&VnodeId, &Metadata)> {
+        let Incarnation { tree_node, instance } = at;
         match self.manager_at(tree_node) {
             Some(m) => {
                 let mg = &self.managers[m];

@@ -2,6 +2,7 @@
 //! event queue. Vnodes are the real `waymark-core` state machines; the world plays their drivers
 //! (WAL with group commit, network, clients) and the faults.
 
+use crate::checkers::tree_answered::Incarnation;
 use crate::client::{Client, InFlight};
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
@@ -385,7 +386,8 @@ impl World {
         self.cut_messages += matches!(env.body, Body::Cut(_)) as u64;
         if let Body::Alter(waymark_core::alter::AlterMsg::Alter { term, seq, .. }) = &env.body {
             if let Some(instance) = self.tree_node_instance(to) {
-                self.answers.forwarded(MetaVersion { term: *term, seq: *seq }, to, instance);
+                let to = Incarnation { tree_node: to, instance };
+                self.answers.forwarded(MetaVersion { term: *term, seq: *seq }, to);
             }
         }
         let extra_us = match &env.body {

@@ -92,14 +92,34 @@ pub fn placement(m: &Metadata) -> Option<Placement> {
     Placement::from_chains(placement_chains(m), members)
 }
 
-/// Hosts the metadata lists, and whether each is alive.
-pub fn hosts(m: &Metadata) -> Vec<(String, bool)> {
-    m.records().filter_map(|(k, v)| Some((k.strip_prefix("host/")?.to_string(), v.as_slice() == ALIVE))).collect()
+/// A host as the metadata records it (`host/<name>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedHost {
+    pub host: String,
+    pub alive: bool,
 }
 
-/// Vnodes the metadata lists with their recorded state.
-pub fn states(m: &Metadata) -> Vec<(String, Vec<u8>)> {
-    m.records().filter_map(|(k, v)| Some((k.strip_prefix("state/")?.to_string(), v.clone()))).collect()
+/// A vnode's state as the metadata records it (`state/<id>`: `WORKING` or `DOWN`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedState {
+    pub vnode: VnodeId,
+    pub state: Vec<u8>,
+}
+
+/// Hosts the metadata lists, and whether each is alive.
+pub fn hosts(m: &Metadata) -> Vec<RecordedHost> {
+    let host = |(k, v): (&String, &Vec<u8>)| {
+        Some(RecordedHost { host: k.strip_prefix("host/")?.to_string(), alive: v.as_slice() == ALIVE })
+    };
+    m.records().filter_map(host).collect()
+}
+
+/// Vnodes the metadata lists with their recorded state (a key that names no vnode is skipped).
+pub fn states(m: &Metadata) -> Vec<RecordedState> {
+    let state = |(k, v): (&String, &Vec<u8>)| {
+        Some(RecordedState { vnode: VnodeId::parse(k.strip_prefix("state/")?)?, state: v.clone() })
+    };
+    m.records().filter_map(state).collect()
 }
 
 pub fn host_state(host: &str, alive: bool) -> AlterRecord {

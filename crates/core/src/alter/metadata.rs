@@ -131,7 +131,15 @@ pub struct Metadata {
     records: Arc<BTreeMap<String, Vec<u8>>>,
     /// The proposals applied last, oldest first, at most `RECENT_PROPOSALS_MAX`: every view keeps
     /// them, so every copy skips the same records.
-    recent: Arc<VecDeque<(ProposalId, Applied)>>,
+    recent: Arc<VecDeque<AppliedProposal>>,
+}
+
+/// A proposal this copy applied, and what applying it did. Serialized as the pair it holds, so
+/// logs and md5 sums written before it was named are read the same.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct AppliedProposal {
+    proposal: ProposalId,
+    verdict: Applied,
 }
 
 impl Metadata {
@@ -219,13 +227,13 @@ impl Metadata {
     /// The verdict on `record`'s proposal if this copy applied it already.
     fn verdict_before(&self, record: &AlterRecord) -> Option<Applied> {
         let origin = record.origin.as_ref()?;
-        self.recent.iter().find(|(id, _)| id == origin).map(|(_, v)| *v)
+        self.recent.iter().find(|a| &a.proposal == origin).map(|a| a.verdict)
     }
 
     fn remember(&mut self, record: &AlterRecord, verdict: Applied) {
         let Some(origin) = &record.origin else { return };
         let recent = Arc::make_mut(&mut self.recent);
-        recent.push_back((origin.clone(), verdict));
+        recent.push_back(AppliedProposal { proposal: origin.clone(), verdict });
         if recent.len() > RECENT_PROPOSALS_MAX {
             recent.pop_front();
         }
@@ -315,7 +323,7 @@ mod tests {
             m.apply(1, n + 1, &ordered("k", "v", n));
         }
         assert_eq!(m.recent.len(), RECENT_PROPOSALS_MAX);
-        assert_eq!(m.recent.front().map(|(p, _)| p.n), Some(10));
+        assert_eq!(m.recent.front().map(|a| a.proposal.n), Some(10));
     }
 
     #[test]

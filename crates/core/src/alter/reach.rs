@@ -18,9 +18,16 @@ pub(super) struct ReachState {
     /// When each vnode was last heard from directly.
     heard_us: BTreeMap<VnodeId, u64>,
     /// What each neighbour last reported hearing, and when.
-    reported: BTreeMap<VnodeId, (u64, Vec<VnodeId>)>,
+    reported: BTreeMap<VnodeId, Report>,
     /// Messages sent through a relay.
     relayed: u64,
+}
+
+/// A neighbour's report of whom it heard from directly.
+#[derive(Debug)]
+struct Report {
+    at_us: u64,
+    hears: Vec<VnodeId>,
 }
 
 impl ReachState {
@@ -43,7 +50,7 @@ impl AlterNode {
 
     /// `y` recently reported hearing `x`.
     fn reports_hearing(&self, y: &VnodeId, x: &VnodeId) -> bool {
-        self.reach.reported.get(y).is_some_and(|(at, hears)| self.recent(*at) && hears.contains(x))
+        self.reach.reported.get(y).is_some_and(|r| self.recent(r.at_us) && r.hears.contains(x))
     }
 
     pub(super) fn neighbours(&self) -> Vec<VnodeId> {
@@ -64,7 +71,7 @@ impl AlterNode {
     }
 
     pub(super) fn on_reach(&mut self, from: VnodeId, hears: Vec<VnodeId>) {
-        self.reach.reported.insert(from, (self.now_us, hears));
+        self.reach.reported.insert(from, Report { at_us: self.now_us, hears });
     }
 
     /// Sends a tree message to `to`, around a dead link when the graph shows one.

@@ -42,7 +42,14 @@ pub(super) struct RootState {
     pub(super) lead: Option<Lead>,
     /// Root only: proposals waiting to be ordered.
     /// Invariant: at most `QUEUE_MAX`, each proposal once.
-    pub(super) queue: VecDeque<(ProposalId, AlterRecord)>,
+    pub(super) queue: VecDeque<Queued>,
+}
+
+/// A proposal waiting at the root to be ordered.
+#[derive(Debug)]
+pub(super) struct Queued {
+    pub(super) id: ProposalId,
+    pub(super) record: AlterRecord,
 }
 
 impl RootState {
@@ -260,8 +267,8 @@ impl AlterNode {
         if cluster::is_observation(&record.key) {
             self.supersede_observations(&id, &record);
         }
-        if !self.root.queue.iter().any(|(q, _)| q == &id) {
-            self.root.queue.push_back((id, record));
+        if !self.root.queue.iter().any(|q| q.id == id) {
+            self.root.queue.push_back(Queued { id, record });
         }
         debug_assert!(self.root.queue.len() <= QUEUE_MAX);
         self.order_next();
@@ -273,10 +280,11 @@ impl AlterNode {
     /// a deep tree's parents queued dozens of reports that later ones contradicted, and the
     /// cut's phases waited behind them for seconds (`--tree` seed 1185, 12 vnodes, fan-out 2).
     fn supersede_observations(&mut self, newer: &ProposalId, record: &AlterRecord) {
-        let (stale, keep): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.root.queue).into_iter().partition(|(q, r)| r.key == record.key && q != newer);
+        let (stale, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.root.queue)
+            .into_iter()
+            .partition(|q| q.record.key == record.key && &q.id != newer);
         self.root.queue = keep.into();
-        for (id, _) in stale {
+        for Queued { id, .. } in stale {
             let outcome = AlterMsg::Outcome { id: id.clone(), seq: 0, ok: false, applied: 0 };
             self.answer(&id, outcome);
         }
@@ -297,7 +305,7 @@ impl AlterNode {
         if self.in_flight.is_some() {
             return;
         }
-        let Some((id, mut record)) = self.root.queue.pop_front() else { return };
+        let Some(Queued { id, mut record }) = self.root.queue.pop_front() else { return };
         // Every copy skips a proposal it applied before (`Metadata::apply`): a retried or
         // duplicated one, ordered again, changes nothing (no lost update).
         record.origin = Some(id.clone());

@@ -62,9 +62,18 @@ pub struct BlockingState {
     marker_written: Option<CutId>,
     /// Client transactions waiting for the resume, with when each arrived.
     /// Invariant: at most `limits.paused_queue_max` entries.
-    queue: VecDeque<(ClientId, u64, Request, u64)>,
+    queue: VecDeque<HeldRequest>,
     /// How long each transaction that waited was held back (drained by the driver).
     stalls_us: Vec<u64>,
+}
+
+/// A client's transaction held while paused, dispatched at the resume.
+#[derive(Debug, Hash)]
+struct HeldRequest {
+    client: ClientId,
+    req: u64,
+    request: Request,
+    since_us: u64,
 }
 
 impl Vnode {
@@ -76,7 +85,7 @@ impl Vnode {
         if self.blocking.queue.len() >= self.cfg.limits.paused_queue_max {
             self.reply(client, req, Response::Unavailable { why: "paused for a snapshot; queue full" });
         } else {
-            self.blocking.queue.push_back((client, req, request.clone(), self.now_us));
+            self.blocking.queue.push_back(HeldRequest { client, req, request: request.clone(), since_us: self.now_us });
         }
         assert!(self.blocking.queue.len() <= self.cfg.limits.paused_queue_max, "the paused queue is bounded");
         true
@@ -220,7 +229,7 @@ impl Vnode {
             return;
         }
         let BlockingState { queue, mut stalls_us, .. } = std::mem::take(&mut self.blocking);
-        for (client, req, request, since_us) in queue {
+        for HeldRequest { client, req, request, since_us } in queue {
             // Bounded for a driver that never takes them (the newest are dropped past the bound).
             if stalls_us.len() < STALLS_MAX {
                 stalls_us.push(self.now_us - since_us);

@@ -69,16 +69,23 @@ impl Phase {
 
     /// The cut and phase an operator's proposal number stands for (`Proposal::n`); `None` for
     /// numbers the operator does not make (a manager's own proposals).
-    pub fn of_proposal(n: u64) -> Option<(CutId, Phase)> {
+    pub fn of_proposal(n: u64) -> Option<CutPhase> {
         let phase = [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }]
             .into_iter()
             .find(|p| p.code() == n % 8)?;
-        (n < 1 << 63).then_some((CutId(n / 8), phase))
+        (n < 1 << 63).then_some(CutPhase { cut: CutId(n / 8), phase })
     }
 
     pub fn record(self, cut: CutId) -> AlterRecord {
         AlterRecord::set(format!("cut/{}", cut.0), self.value())
     }
+}
+
+/// A phase of one cut: what an operator's proposal stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutPhase {
+    pub cut: CutId,
+    pub phase: Phase,
 }
 
 impl fmt::Display for Phase {
@@ -292,9 +299,9 @@ mod tests {
     fn a_proposal_number_names_its_cut_and_phase() {
         let mut op = CutOperator::new(1, 5_000_000);
         let p = op.start(0, CutId(9), WHO).unwrap();
-        assert_eq!(Phase::of_proposal(p.n), Some((CutId(9), Phase::Start)));
+        assert_eq!(Phase::of_proposal(p.n), Some(CutPhase { cut: CutId(9), phase: Phase::Start }));
         let p = proposal(op.on_done(1, p.n, true, 1));
-        assert_eq!(Phase::of_proposal(p.n), Some((CutId(9), Phase::Started)));
+        assert_eq!(Phase::of_proposal(p.n), Some(CutPhase { cut: CutId(9), phase: Phase::Started }));
         assert_eq!(Phase::of_proposal((1 << 63) | 8), None, "a manager's own proposal");
     }
 

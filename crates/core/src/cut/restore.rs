@@ -95,13 +95,19 @@ pub struct CutReplay {
     included: BTreeSet<TxId>,
     window: Window,
     /// Seeking, inside the window: the commits the finish will decide on, in log order.
-    held: Vec<(TxId, Vec<ResolvedWrite>)>,
+    held: Vec<HeldCommit>,
     /// Records stepped so far (the index errors name).
     index: usize,
     finished: bool,
     /// Seeking: the finish puts after the cut a transaction already applied before `CutStart`.
     again: bool,
     breaks: Breaks,
+}
+
+/// A commit inside the cut's window, waiting for the `CutFinish` that decides it (`seeking`).
+struct HeldCommit {
+    tx: TxId,
+    writes: Vec<ResolvedWrite>,
 }
 
 /// Whether a replay needs more of the log.
@@ -209,7 +215,7 @@ impl CutReplay {
             (Window::BeforeStart, None) => true,
             (Window::Inside, Some(target)) => target.before.contains(tx),
             (Window::Inside, None) => {
-                self.held.push((tx.clone(), writes.into_owned()));
+                self.held.push(HeldCommit { tx: tx.clone(), writes: writes.into_owned() });
                 return Ok(());
             }
         };
@@ -254,7 +260,7 @@ impl CutReplay {
             Some(_) => {}
             None => {
                 self.again = !f.after.is_disjoint(&self.included);
-                for (tx, writes) in std::mem::take(&mut self.held) {
+                for HeldCommit { tx, writes } in std::mem::take(&mut self.held) {
                     if f.before.contains(&tx) {
                         self.keep(tx, CommitWrites::Prepared(writes));
                     }

@@ -78,7 +78,7 @@ fn serial_order<'a>(
     }
     for (tx, t) in ops {
         for ClientRead { key, version, .. } in &t.reads {
-            let writer = |version: u64| facts.writer.get(&(key.clone(), version)).filter(|w| included.contains(w));
+            let writer = |version: u64| facts.writer(key, version).filter(|w| included.contains(w));
             edges.extend(writer(*version).map(|w| (w, *tx)));
             edges.extend(writer(version + 1).map(|w| (*tx, w)));
         }
@@ -171,7 +171,7 @@ fn compare(w: &World, facts: &LogFacts, cut: CutId, replay: &Store, restored: &[
             continue;
         };
         let (got, want) = (r.store.get(key), replay.get(key));
-        let by = |e: &Entry| facts.writer.get(&(key.clone(), e.version)).map_or("nobody".into(), |t| t.to_string());
+        let by = |e: &Entry| facts.writer(key, e.version).map_or("nobody".into(), |t| t.to_string());
         out.push(v(format!(
             "{cut} on {}: {} restored as {} (version by {}) but the serial replay of the cut gives {} (by {})",
             names(w, [node]),

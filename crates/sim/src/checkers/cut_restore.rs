@@ -148,7 +148,7 @@ fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored
     for (node, r) in restored.iter().enumerate() {
         for (key, entry) in r.store.iter() {
             for version in 1..=entry.version {
-                match facts.writer.get(&(key.clone(), version)) {
+                match facts.writer(key, version) {
                     Some(tx) if r.included.contains(tx) => {}
                     writer => out.push(v(format!(
                         "{cut} on {}: key {} restored at version {} but version {version} (by {writer:?}) is not included",
@@ -211,7 +211,7 @@ fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) 
             continue;
         }
         for ClientRead { key, version, .. } in t.reads.iter().filter(|r| r.version > 0) {
-            let Some(writer) = facts.writer.get(&(key.clone(), *version)) else { continue };
+            let Some(writer) = facts.writer(key, *version) else { continue };
             let primary = w.index[w.placement.primary_of(key)];
             if !restored[primary].included.contains(writer) {
                 out.push(v(format!(

@@ -129,6 +129,13 @@ impl Cluster for World {
     }
 }
 
+/// A version of a key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct KeyVersion {
+    key: Key,
+    version: u64,
+}
+
 /// What the durable logs say, gathered once for all checkers.
 #[derive(Default)]
 pub struct LogFacts {
@@ -140,7 +147,7 @@ pub struct LogFacts {
     /// (key, version) → the transaction whose *committed* write gave the key that version. A
     /// prepare alone says nothing: a transaction that aborted after its primary resolved a version
     /// leaves that version to the next committed writer.
-    pub writer: BTreeMap<(Key, u64), TxId>,
+    writer: BTreeMap<KeyVersion, TxId>,
     /// Per transaction: its committed writes (from the commit record, or the prepare it commits).
     pub committed_writes: BTreeMap<TxId, Vec<ResolvedWrite>>,
 }
@@ -189,8 +196,13 @@ impl LogFacts {
             if !known.iter().any(|k| k.key == wr.key) {
                 known.push(wr.clone());
             }
-            self.writer.insert((wr.key.clone(), wr.version), tx.clone());
+            self.writer.insert(KeyVersion { key: wr.key.clone(), version: wr.version }, tx.clone());
         }
+    }
+
+    /// The transaction whose committed write gave `key` version `version`.
+    pub fn writer(&self, key: &Key, version: u64) -> Option<&TxId> {
+        self.writer.get(&KeyVersion { key: key.clone(), version })
     }
 
     /// The nodes that must hold `tx`'s writes: every replica of every partition it wrote.

@@ -59,7 +59,7 @@ fn observations<'a>(w: &'a World, facts: &'a LogFacts) -> impl Iterator<Item = S
             Observation::Read { key, version } => (key, *version, "read"),
             Observation::WatchFailed { key, read_version } => (key, read_version + 1, "behind a failed WATCH of"),
         };
-        let tx = facts.writer.get(&(key.clone(), version))?;
+        let tx = facts.writer(key, version)?;
         let key = String::from_utf8_lossy(key);
         Some(Seen { tx, at_us: o.at_us, how: format!("{how} {key}@{version} by client {}", o.client) })
     });

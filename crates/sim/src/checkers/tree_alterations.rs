@@ -11,13 +11,20 @@ pub const CHECKER: Checker = Checker {
                vnode's metadata (checked on keys no later alteration overwrites)",
 };
 
-pub fn check(
-    proposals: &BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
-    metadata: &[(VnodeId, Metadata)],
-) -> Vec<Violation> {
+/// A proposal of the run, how it ended and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProposalOutcome {
+    pub record: AlterRecord,
+    /// Answered ok or failed (failed too when its initiator crashed first); `None`: never answered.
+    pub ok: Option<bool>,
+    /// When it was answered (0: never, or lost with its initiator).
+    pub answered_us: u64,
+}
+
+pub fn check(proposals: &BTreeMap<ProposalId, ProposalOutcome>, metadata: &[(VnodeId, Metadata)]) -> Vec<Violation> {
     let mut out = vec![];
-    for (id, (record, outcome)) in proposals {
-        match outcome {
+    for (id, ProposalOutcome { record, ok, .. }) in proposals {
+        match ok {
             None => out.push(
                 CHECKER.violation(format!("proposal {}#{} ({}) was never answered", id.initiator, id.n, record.key)),
             ),

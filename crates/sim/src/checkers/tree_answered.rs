@@ -29,7 +29,7 @@ pub struct Answers {
     /// terms may order the same place: a stale one is still at work while the new one orders).
     order: BTreeMap<u64, BTreeMap<u64, AlterRecord>>,
     /// The tree vnodes an `Alter` for each place was sent to, with their incarnation.
-    forwarded: BTreeMap<MetaVersion, BTreeSet<(usize, u32)>>,
+    forwarded: BTreeMap<MetaVersion, BTreeSet<Incarnation>>,
     /// Alterations answered ok so far.
     pub answered_ok: Vec<AnsweredOk>,
     /// Terms whose first `root` record was ordered: a term is won once (a root orders its own
@@ -37,6 +37,14 @@ pub struct Answers {
     /// old term where no voter confirms — neither is a win).
     terms_won: BTreeSet<u64>,
     pub violations: Vec<Violation>,
+}
+
+/// One run of a tree vnode: its index among the world's tree vnodes (store vnodes, then
+/// managers) and which start of it this is (a restart is another incarnation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Incarnation {
+    pub tree_node: usize,
+    pub instance: u32,
 }
 
 /// An alteration answered ok: the seq it was ordered at, and what it was.
@@ -67,8 +75,8 @@ impl Answers {
         self.terms_won.insert(term)
     }
 
-    pub fn forwarded(&mut self, at: MetaVersion, to: usize, instance: u32) {
-        self.forwarded.entry(at).or_default().insert((to, instance));
+    pub fn forwarded(&mut self, at: MetaVersion, to: Incarnation) {
+        self.forwarded.entry(at).or_default().insert(to);
     }
 }
 
@@ -110,8 +118,8 @@ pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
 fn unapplied(w: &World, what: &str, term: u64, seq: u64) -> Vec<Violation> {
     let sent = w.answers.forwarded.get(&MetaVersion { term, seq }).cloned().unwrap_or_default();
     let mut out = vec![];
-    for (node, instance) in sent {
-        let Some((id, metadata)) = w.tree_node_metadata(node, instance) else { continue };
+    for to in sent {
+        let Some((id, metadata)) = w.tree_node_metadata(to) else { continue };
         if metadata.seq() < seq {
             let evidence = format!(
                 "{what} (ordered at term {term} seq {seq}) was answered ok at {}us, but {id}, a working child it was forwarded to, has applied only up to seq {}",

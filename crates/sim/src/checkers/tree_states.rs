@@ -15,13 +15,13 @@ pub fn check(metadata: &[(VnodeId, Metadata)], placement: Option<&Placement>) ->
     // A whole copy: store vnodes keep only what they need, not the states.
     let Some((v, m)) = metadata.iter().find(|(_, m)| m.view() == View::Full) else { return vec![] };
     let mut out = vec![];
-    for (vnode, state) in cluster::states(m) {
+    for cluster::RecordedState { vnode, state } in cluster::states(m) {
         if state != cluster::WORKING {
             let state = String::from_utf8_lossy(&state);
             out.push(CHECKER.violation(format!("{v}'s metadata still records {vnode} as {state}")));
         }
     }
-    for (host, alive) in cluster::hosts(m) {
+    for cluster::RecordedHost { host, alive } in cluster::hosts(m) {
         if !alive {
             out.push(CHECKER.violation(format!("{v}'s metadata still records host {host} as dead")));
         }

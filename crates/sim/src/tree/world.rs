@@ -3,6 +3,7 @@
 
 use super::build::{build, Timing};
 use super::vnode::TreeVnode;
+pub use crate::checkers::tree_alterations::ProposalOutcome;
 use crate::checkers::tree_applied::{self, AppliedRecord};
 use crate::checkers::{tree_alterations, tree_convergence, tree_parents, tree_states, Violation};
 use crate::hash::Fnv;
@@ -169,16 +170,6 @@ pub struct TreeReport {
     pub violations: Vec<Violation>,
 }
 
-/// A proposal of the run, how it ended and when.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProposalOutcome {
-    pub record: AlterRecord,
-    /// Answered ok or failed; `None`: never answered.
-    pub ok: Option<bool>,
-    /// When it was answered (0: never).
-    pub answered_us: u64,
-}
-
 pub struct TreeWorld {
     pub cfg: TreeConfig,
     rng: ChaCha8Rng,
@@ -195,11 +186,10 @@ pub struct TreeWorld {
     hasher: Fnv,
     pub report: TreeReport,
     /// Proposals made and how they ended: record, initiator, outcome.
-    proposals: BTreeMap<ProposalId, (AlterRecord, Option<bool>)>,
+    proposals: BTreeMap<ProposalId, ProposalOutcome>,
     /// The operator's cut phases in flight, by proposal, with the vnode that proposed each.
-    cut_runs: BTreeMap<ProposalId, (usize, CutStep)>,
+    cut_runs: BTreeMap<ProposalId, CutRun>,
     /// When each proposal was answered.
-    answered_us: BTreeMap<ProposalId, u64>,
     /// Messages sent before each cut process began.
     cut_messages_before: BTreeMap<CutId, u64>,
     stopping: bool,
@@ -216,6 +206,13 @@ struct CutStep {
     cut: CutId,
     phase: Phase,
     started_us: u64,
+}
+
+/// A cut phase in flight: the vnode that proposed it (and proposes the next one) and the step.
+#[derive(Clone, Copy, Debug)]
+struct CutRun {
+    node: usize,
+    step: CutStep,
 }
 
 impl TreeWorld {
@@ -256,7 +253,6 @@ impl TreeWorld {
             proposals: BTreeMap::new(),
             cut_runs: BTreeMap::new(),
             cut_messages_before: BTreeMap::new(),
-            answered_us: BTreeMap::new(),
             stopping: false,
             ordered: BTreeMap::new(),
             applied: vec![],
@@ -506,14 +502,13 @@ impl TreeWorld {
             self.report.tree.alterations_failed += 1;
         }
         if let Some(p) = self.proposals.get_mut(&id) {
-            p.1 = Some(ok);
-            self.answered_us.insert(id.clone(), self.now_us);
+            (p.ok, p.answered_us) = (Some(ok), self.now_us);
         }
         self.advance_cut(&id, ok);
     }
 
     fn advance_cut(&mut self, id: &ProposalId, ok: bool) {
-        let Some((node, step)) = self.cut_runs.remove(id) else { return };
+        let Some(CutRun { node, step }) = self.cut_runs.remove(id) else { return };
         match (ok, step.phase) {
             // An `END:failed` answered ok ends a failed cut (before, it was counted a success).
             (true, Phase::End { ok: true }) => {
@@ -536,10 +531,10 @@ impl TreeWorld {
     fn propose(&mut self, node: usize, record: AlterRecord, cut: Option<CutStep>) {
         let n = self.proposals.len() as u64;
         let id = ProposalId { initiator: self.nodes[node].cfg.id.clone(), n };
-        self.proposals.insert(id.clone(), (record.clone(), None));
+        self.proposals.insert(id.clone(), ProposalOutcome { record: record.clone(), ok: None, answered_us: 0 });
         if let Some(step) = cut {
             self.cut_messages_before.entry(step.cut).or_insert(self.report.messages);
-            self.cut_runs.insert(id, (node, step));
+            self.cut_runs.insert(id, CutRun { node, step });
         }
         if self.nodes[node].alter.is_none() {
             // The initiator is down: the proposal is lost with it, and reported failed.
@@ -597,9 +592,9 @@ impl TreeWorld {
             self.report.tree.relayed += a.relayed();
             // An initiator's proposals die with it: nobody is left to be answered.
             let me = self.nodes[node].cfg.id.clone();
-            for (id, (_, outcome)) in self.proposals.iter_mut() {
-                if id.initiator == me && outcome.is_none() {
-                    *outcome = Some(false);
+            for (id, outcome) in self.proposals.iter_mut() {
+                if id.initiator == me && outcome.ok.is_none() {
+                    outcome.ok = Some(false);
                 }
             }
             self.cut_runs.retain(|id, _| id.initiator != me);
@@ -696,13 +691,7 @@ impl TreeWorld {
             .collect();
         v.extend(tree_parents::secondaries_given_up(&secondaries));
         self.report.violations = v;
-        let at = |id: &ProposalId| self.answered_us.get(id).copied().unwrap_or(0);
-        let outcome = |(id, (record, ok)): (&ProposalId, &(AlterRecord, Option<bool>))| ProposalOutcome {
-            record: record.clone(),
-            ok: *ok,
-            answered_us: at(id),
-        };
-        self.report.outcomes = self.proposals.iter().map(outcome).collect();
+        self.report.outcomes = self.proposals.values().cloned().collect();
         let root = self.root();
         self.report.root_metadata = self.nodes[root].alter.as_ref().map(|a| a.metadata().clone()).unwrap_or_default();
     }
