@@ -75,7 +75,8 @@ struct Args {
     #[arg(long, default_value_t = 20)]
     cut_spread_ms: u64,
     /// Run the cut process on the cluster tree (seed 004): alterations over manager vnodes, with
-    /// manager crashes and md5 corruption among the faults (implies --cuts).
+    /// manager crashes and md5 corruption among the faults (implies --cuts). With `--strategy
+    /// versions` the tree runs as well but the cut coordinator runs the cuts, as on a node.
     #[arg(long)]
     tree: bool,
     /// Simulate the cluster tree alone: metadata alterations and cut processes, no transactions.
@@ -130,9 +131,7 @@ fn main() -> Result<()> {
     let mut others = vec![];
     if args.compare {
         for strategy in [CutStrategy::Consistent, CutStrategy::Blocking, CutStrategy::Versions] {
-            // The tree's cut process runs `consistent` and `blocking` only (`cut/tree_process.rs`).
-            let on_tree = strategy != CutStrategy::Versions || !base.tree;
-            if strategy != base.strategy && on_tree {
+            if strategy != base.strategy {
                 let cfg = SimConfig { strategy, ..base.clone() };
                 let s = run_many_in(&cfg, args.start, args.seeds, shapes, |r, cfg| {
                     for v in &r.violations {
@@ -247,11 +246,6 @@ fn config(args: &Args) -> Result<SimConfig> {
     };
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);
-    }
-    if args.tree && args.strategy == Strategy::Versions {
-        // The tree's four alterations carry the consistent and the blocking cut; versions' phase 2
-        // needs every vnode's versions, which they do not carry (`cut/tree_process.rs`).
-        bail!("--strategy versions runs on the cut coordinator, not on the tree (--tree): the tree runs consistent and blocking");
     }
     let mut breaks = Breaks::default();
     for name in args.breaks.iter().flat_map(|b| b.split(',')) {

@@ -511,6 +511,13 @@ impl World {
         0
     }
 
+    /// Whether cuts run as the tree's alterations (the managers' operator). `versions` runs on the
+    /// cut coordinator even when the tree runs (seed 002's own shape: one process gathers every
+    /// vnode's versions and hands the map back), as a node of the server runs it.
+    pub(crate) fn cuts_on_tree(&self) -> bool {
+        self.cfg.tree && self.cfg.strategy != waymark_core::CutStrategy::Versions
+    }
+
     fn cut_tick(&mut self) {
         let next = match self.healed_us {
             None => self.now_us + self.rng.gen_range(20_000..120_000),
@@ -522,7 +529,7 @@ impl World {
                 self.now_us + AFTER_HEAL_INTERVAL_US
             }
         };
-        if self.cfg.tree {
+        if self.cuts_on_tree() {
             self.tree_cut_tick();
             return self.schedule(next, Event::CutTick);
         }
@@ -540,7 +547,7 @@ impl World {
     pub(crate) fn operator_reply(&mut self, req: u64, response: Option<Response>) {
         let Some(CutRequest { begun_us, .. }) = self.cut_request.filter(|c| c.req == req) else { return };
         self.cut_request = None;
-        if self.cfg.tree {
+        if self.cuts_on_tree() {
             return self.tree_operator_reply(begun_us, response);
         }
         if let Some(Response::CutDone { cut, ok, .. }) = response {
@@ -569,7 +576,7 @@ impl World {
     /// in flight (the restarted coordinator ends that cut as failed). The operator asks again at
     /// its next tick — before this, one crash stopped every later cut of the seed.
     pub(crate) fn coordinator_crashed(&mut self, node: usize) {
-        if node != self.coordinator() || self.cfg.tree {
+        if node != self.coordinator() || self.cuts_on_tree() {
             return;
         }
         if let Some(CutRequest { req, .. }) = self.cut_request {
@@ -603,7 +610,7 @@ impl World {
 
     /// The cuts the coordinator's log declares successful (its `CutEnd{ok: true}` records).
     pub fn declared_cuts(&self) -> Vec<(CutId, bool)> {
-        if self.cfg.tree {
+        if self.cuts_on_tree() {
             return self.catalog();
         }
         let log = &self.nodes[self.coordinator()].log[..];
