@@ -447,3 +447,18 @@ fn a_first_committer_restarted_during_a_cut_stamps_its_commits_after_it() {
         assert!(waymark_sim::run_seed(&cfg).faults.crashes > 0, "seed {seed} crashes a vnode");
     }
 }
+
+/// Regression (`--seed 8958 --workload append --vnodes 5 --replicas 2 --cuts --tree --fanout 5`):
+/// a root queued its `root` record behind the proposals queued during its campaign, so it was not
+/// the first record of its term; the term-10 secondary root, cut off once the term-11 one won,
+/// ordered its `root` record only at seq 36 — after term 11 had answered seq 36 ok — and
+/// `tree-root-term` took that for term 10 being won on a copy missing it. A root now orders its
+/// `root` record first in its term (and gives the term up if its own copy of it reads back
+/// damaged). Two secondary roots win terms in this seed, the first still ordering after the second won.
+#[test]
+fn a_roots_first_record_in_its_term_is_its_root_record() {
+    let mut cfg = SimConfig::new(8958, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.vnodes, cfg.replicas, cfg.fanout) = (true, true, 5, 2, 5);
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).tree.secondary_root_terms >= 2, "two secondary roots win terms");
+}

@@ -127,6 +127,8 @@ impl AlterNode {
         let Some(OrderedRecord { at: MetaVersion { term, .. }, record }) = read_back.filter(|_| intact) else {
             f.failed = true;
             f.applied = Some(false);
+            let term = f.term;
+            self.first_of_term_lost(term);
             return self.finish();
         };
         // What is applied is what was read back: the md5 is what keeps a bad copy out.

@@ -245,10 +245,31 @@ impl AlterNode {
             self.set_metadata(m.clone());
             self.out.push(AlterOutput::PersistClone { metadata: m });
         }
-        self.root.lead = Some(Lead::Active { term });
+        debug_assert!(self.in_flight.is_none(), "a root in a campaign orders nothing");
         let record = AlterRecord::set("root", format!("{} term {term}", self.cfg.id));
-        self.propose_own(record);
+        // The term's first record is its `root` record, right on the copy adopted; proposals queued
+        // during the campaign (own reports, retries) wait behind it. Queued behind them, it came
+        // seqs later, and a stale root that ordered it late in its lost term (when the next term
+        // had answered ok there) looked like a root winning a term on a copy missing alterations
+        // answered ok (`--tree` seed 8958). The lead is still a campaign: `propose_own` only
+        // queues it (at `QUEUE_MAX` it is refused, and retried).
+        let n = self.propose_own(record);
+        let id = ProposalId { initiator: self.cfg.id.clone(), n };
+        if let Some(i) = self.root.queue.iter().position(|q| q.id == id) {
+            let root = self.root.queue.remove(i).expect("queued at i");
+            self.root.queue.push_front(root);
+        }
+        self.root.lead = Some(Lead::Active { term });
         self.order_next();
+    }
+
+    /// A root whose own copy of its term's first record (its `root` record, `maybe_win`) read
+    /// back damaged gives the term up and claims a new one on the next tick, so that no other
+    /// record is ever the first one ordered in a term.
+    pub(super) fn first_of_term_lost(&mut self, term: u64) {
+        if self.is_root() && self.lead_term() == Some(term) && self.metadata.term() < term {
+            self.root.lead = None;
+        }
     }
 }
 
