@@ -58,7 +58,7 @@ enum Command {
         /// Bank accounts.
         #[arg(long, default_value_t = 64)]
         accounts: usize,
-        /// How the demo cluster's cuts snapshot it: `consistent` or `blocking` (`cluster.strategy`).
+        /// How the demo cluster's cuts snapshot it: `consistent`, `blocking` or `versions` (`cluster.strategy`).
         #[arg(long, default_value = "consistent")]
         strategy: waymark_core::CutStrategy,
         /// --simulated: how many simulated runs (seeds).

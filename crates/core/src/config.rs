@@ -5,8 +5,10 @@ use crate::ids::VnodeId;
 use crate::placement::Placement;
 use std::sync::Arc;
 
-/// How the cut process snapshots the cluster (DESIGN §4, comparison strategies).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How the cut process snapshots the cluster (DESIGN §4, comparison strategies). Serialized by
+/// its name (a snapshot's manifest records it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum CutStrategy {
     /// Seed 000: non-blocking, coloured messages, `tx_cut` stamps.
     #[default]

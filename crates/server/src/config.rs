@@ -295,23 +295,11 @@ impl Checker<'_> {
         Ok(ClusterConfig { name: c.name, partitions, replicas, fanout, real_time_safety, strategy, hop, hosts })
     }
 
-    /// A node runs the cut process on the tree's alterations (DESIGN §6), which implements the
-    /// consistent cut only; `blocking` exists in the core's coordinator path, which the simulator
-    /// runs and a node does not. Refused here, by name, rather than silently run as `consistent`.
+    /// `consistent` and `blocking` run as the tree's alterations (DESIGN §6); `versions` (seed
+    /// 002) runs on the cut coordinator, the cluster's first store vnode, which gathers every
+    /// vnode's versions and hands the map back (seed 002's distributed process).
     fn strategy(&self, raw: Option<&str>) -> Result<CutStrategy, ConfigError> {
-        let strategy: CutStrategy = raw
-            .unwrap_or("consistent")
-            .parse()
-            .map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))?;
-        if strategy == CutStrategy::Versions {
-            let problem = format!(
-                "`{strategy}` is not implemented by the tree's cut process a node runs (`consistent` and \
-                 `blocking` are: its phase 2 needs every vnode's versions carried through the tree); \
-                 the simulator runs it on its coordinator: waymark-sim --cuts --strategy {strategy}"
-            );
-            return Err(self.bad("cluster.strategy", problem));
-        }
-        Ok(strategy)
+        raw.unwrap_or("consistent").parse().map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))
     }
 
     fn hosts(&self, raw: Vec<raw::Host>) -> Result<Vec<HostConfig>, ConfigError> {

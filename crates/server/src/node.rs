@@ -52,14 +52,30 @@ pub struct Shared {
     pub secondaries: std::sync::Mutex<std::collections::BTreeMap<VnodeId, VnodeId>>,
 }
 
-/// A cut process run on the live cluster (`Request::Cut` to a manager's operator).
+/// Why a cut process could not be run from this host.
+#[derive(Debug, thiserror::Error)]
+pub enum RunCutError {
+    /// This host does not run what starts a cut; another host does (clients ask the next one).
+    #[error("{0}")]
+    NotHere(String),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A cut process run on the live cluster (`Request::Cut` to a manager's operator, or to the cut
+/// coordinator under `versions`).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CutReport {
     pub cut: u64,
     pub ok: bool,
-    /// START, STARTED, FINISH, END, in milliseconds.
+    /// START, STARTED, FINISH, END, in milliseconds (empty under `versions`: its coordinator
+    /// does not time its phases).
     pub phases_ms: Vec<f64>,
-    /// The manager vnode whose operator ran it.
+    /// From the request to the answer, in milliseconds, as this host measured it.
+    pub took_ms: f64,
+    /// The strategy that took it.
+    pub strategy: waymark_core::CutStrategy,
+    /// The vnode that ran it: a manager whose operator ran it, or the cut coordinator.
     pub through: String,
     /// md5 (hex) of the cluster metadata that manager held when the cut ended.
     pub metadata_md5: String,
@@ -69,48 +85,86 @@ pub struct CutReport {
 }
 
 impl Shared {
-    /// Runs one cut process through a manager vnode on this host (the root if it runs here),
-    /// waiting at most `timeout`. Transactions go on meanwhile: nothing is paused.
-    pub async fn run_cut(&self, timeout: std::time::Duration) -> Result<CutReport, String> {
-        let host = &self.cfg.host;
-        let mut managers: Vec<&AlterConfig> = self.topology.managers_on(host).collect();
-        managers.sort_by_key(|c| !c.parents.is_empty()); // the root first
-        let Some(manager) = managers.first() else {
-            let hosts: std::collections::BTreeSet<&str> =
-                self.topology.tree.iter().filter(|c| !c.children.is_empty()).map(|c| c.id.host.as_str()).collect();
-            let hosts: Vec<&str> = hosts.into_iter().collect();
-            return Err(format!("host {host} runs no manager vnode; ask one of: {}", hosts.join(", ")));
+    /// Runs one cut process, waiting at most `timeout`. Transactions go on meanwhile: nothing is
+    /// paused (except by the `blocking` strategy, which is there to show what that costs).
+    /// `consistent` and `blocking` run through a manager vnode on this host (the root if it runs
+    /// here); `versions` through the cut coordinator, the cluster's first store vnode.
+    pub async fn run_cut(&self, timeout: std::time::Duration) -> Result<CutReport, RunCutError> {
+        let through = match self.cfg.cluster.strategy {
+            waymark_core::CutStrategy::Versions => self.cut_coordinator()?,
+            _ => self.cut_manager()?,
         };
-        let tx = self.router.local(&manager.id).ok_or_else(|| format!("manager {} is not running", manager.id))?;
+        let tx =
+            self.router.local(&through).ok_or_else(|| RunCutError::NotHere(format!("{through} is not running")))?;
         let (reply, rx) = oneshot::channel();
-        // The admin API is one client of the manager; each request its own number.
+        let begun = std::time::Instant::now();
+        // The admin API is one client of the vnode; each request its own number.
         static REQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let req = REQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let client = waymark_core::ClientId(u64::MAX - 1);
         let cmd = VnodeCmd::Client { client, req, request: waymark_core::Request::Cut, reply };
-        tx.send(cmd).await.map_err(|_| format!("manager {} stopped", manager.id))?;
+        let stopped = |what: &str| RunCutError::Failed(format!("{through} stopped{what}"));
+        tx.send(cmd).await.map_err(|_| stopped(""))?;
         let response = tokio::time::timeout(timeout, rx)
             .await
-            .map_err(|_| format!("no answer from the cut process within {timeout:?}"))?
-            .map_err(|_| format!("manager {} stopped during the cut", manager.id))?;
+            .map_err(|_| RunCutError::Failed(format!("no answer from the cut process within {timeout:?}")))?
+            .map_err(|_| stopped(" during the cut"))?;
         match response {
             waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5, failure } => {
                 let report = CutReport {
                     cut: cut.0,
                     ok,
                     phases_ms: phases_us.iter().map(|us| *us as f64 / 1000.0).collect(),
-                    through: manager.id.to_string(),
+                    took_ms: begun.elapsed().as_secs_f64() * 1000.0,
+                    strategy: self.cfg.cluster.strategy,
+                    through: through.to_string(),
                     metadata_md5: metadata_md5
                         .map(|m| m.iter().map(|b| format!("{b:02x}")).collect())
                         .unwrap_or_default(),
-                    why: failure.map(|f| f.to_string()),
+                    why: match (ok, failure) {
+                        (_, Some(f)) => Some(f.to_string()),
+                        // The coordinator's process says only that a vnode refused or timed out.
+                        (false, None) => Some("a store vnode refused a phase or did not answer in time".into()),
+                        (true, None) => None,
+                    },
                 };
                 crate::telemetry::cut_done(&report);
                 Ok(report)
             }
-            waymark_core::Response::Unavailable { why } => Err(format!("{}: {why}", manager.id)),
-            other => Err(format!("{}: unexpected answer {other:?}", manager.id)),
+            waymark_core::Response::Unavailable { why } => Err(RunCutError::Failed(format!("{through}: {why}"))),
+            other => Err(RunCutError::Failed(format!("{through}: unexpected answer {other:?}"))),
         }
+    }
+
+    /// The manager vnode on this host whose operator runs the tree's cut process.
+    fn cut_manager(&self) -> Result<VnodeId, RunCutError> {
+        let host = &self.cfg.host;
+        let mut managers: Vec<&AlterConfig> = self.topology.managers_on(host).collect();
+        managers.sort_by_key(|c| !c.parents.is_empty()); // the root first
+        match managers.first() {
+            Some(manager) => Ok(manager.id.clone()),
+            None => {
+                let hosts: std::collections::BTreeSet<&str> =
+                    self.topology.tree.iter().filter(|c| !c.children.is_empty()).map(|c| c.id.host.as_str()).collect();
+                let hosts: Vec<&str> = hosts.into_iter().collect();
+                Err(RunCutError::NotHere(format!(
+                    "host {host} runs no manager vnode; ask one of: {}",
+                    hosts.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// The `versions` strategy's coordinator, if this host runs it.
+    fn cut_coordinator(&self) -> Result<VnodeId, RunCutError> {
+        let coordinator = self.topology.cut_coordinator();
+        if coordinator.host != self.cfg.host {
+            return Err(RunCutError::NotHere(format!(
+                "host {} does not run the cut coordinator {coordinator} of the `versions` strategy; ask host {}",
+                self.cfg.host, coordinator.host
+            )));
+        }
+        Ok(coordinator.clone())
     }
 
     /// The status of every vnode this host runs now.

@@ -83,9 +83,14 @@ impl Topology {
         self.tree.iter().filter(move |c| c.id.host == host && !c.children.is_empty())
     }
 
+    /// The store vnode that coordinates a cut process outside the tree (`versions`): the first.
+    pub fn cut_coordinator(&self) -> &VnodeId {
+        &self.stores[0]
+    }
+
     /// A store vnode's whole configuration.
     pub fn store_config(&self, id: &VnodeId, node: &NodeConfig) -> VnodeConfig {
-        let mut cfg = VnodeConfig::new(id.clone(), self.placement.clone(), self.stores[0].clone());
+        let mut cfg = VnodeConfig::new(id.clone(), self.placement.clone(), self.cut_coordinator().clone());
         cfg.real_time_safety = self.real_time_safety;
         cfg.strategy = node.cluster.strategy;
         cfg.timeouts = self.timeouts;

@@ -165,6 +165,7 @@ impl Fixture {
             name: NAME.into(),
             kind,
             cut,
+            strategy: Default::default(),
             created_unix_ms,
             cluster,
             metadata_md5: String::new(),

@@ -45,7 +45,7 @@ pub enum ClusterCmd {
         /// `always` (fsync per group commit) or `never` (tests and benchmarks only).
         #[arg(long, default_value = "always")]
         fsync: String,
-        /// How a cut snapshots the cluster: `consistent` or `blocking` (`cluster.strategy`).
+        /// How a cut snapshots the cluster: `consistent`, `blocking` or `versions` (`cluster.strategy`).
         #[arg(long, default_value = "consistent")]
         strategy: String,
         /// How often each vnode writes a checkpoint, e.g. "30s".

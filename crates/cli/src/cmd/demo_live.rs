@@ -281,7 +281,7 @@ fn replicas_agree(dir: &Path) -> Result<()> {
 fn report(counts: &Counts, attempts: &[Attempt], checks: &[Check], total: i64) -> Result<()> {
     let ok: Vec<&Created> = attempts.iter().filter_map(|a| a.result.as_ref().ok()).collect();
     let failed = attempts.len() - ok.len();
-    let mut cut_ms: Vec<f64> = ok.iter().map(|c| c.phases_ms.iter().sum()).collect();
+    let mut cut_ms: Vec<f64> = ok.iter().map(|c| c.cut_ms).collect();
     cut_ms.sort_by(f64::total_cmp);
     let p50 = cut_ms.get(cut_ms.len() / 2).copied().unwrap_or(0.0);
     let max = cut_ms.last().copied().unwrap_or(0.0);

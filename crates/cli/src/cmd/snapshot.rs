@@ -142,7 +142,16 @@ fn create(admin: &Admin, name: String, incremental: bool) -> Result<()> {
     println!("created {} {what}: cut {}", created.name, created.cut);
     let phases = ["START", "STARTED", "FINISH", "END"];
     let timings: Vec<String> = phases.iter().zip(&created.phases_ms).map(|(p, ms)| format!("{p} {ms:.1} ms")).collect();
-    println!("  cut phases: {} (no transaction paused)", timings.join(", "));
+    let paused = match created.strategy {
+        waymark_core::CutStrategy::Blocking => "transactions held while it ran",
+        _ => "no transaction paused",
+    };
+    match timings.is_empty() {
+        true => println!("  {} cut: {:.1} ms ({paused})", created.strategy, created.cut_ms),
+        false => {
+            println!("  {} cut: {:.1} ms, phases {} ({paused})", created.strategy, created.cut_ms, timings.join(", "))
+        }
+    }
     println!("  files: {} ({}), exported in {:.1} ms", created.files, human_bytes(created.bytes), created.export_ms);
     println!("  took {:.2} s in all", begun.elapsed().as_secs_f64());
     Ok(())

@@ -71,7 +71,7 @@ pub fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), Refusal> {
 
 async fn cut(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Result<Json<serde_json::Value>, Refusal> {
     authorize(&shared, &headers)?;
-    let report = shared.run_cut(CUT_WAIT).await.map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e + "\n"))?;
+    let report = shared.run_cut(CUT_WAIT).await.map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string() + "\n"))?;
     Ok(Json(serde_json::json!(report)))
 }
 
@@ -81,7 +81,14 @@ async fn create_snapshot(
     Json(req): Json<create::CreateRequest>,
 ) -> Result<Json<create::Created>, Refusal> {
     authorize(&shared, &headers)?;
-    let created = create::create(&shared, req).await.map_err(|e| (StatusCode::CONFLICT, e + "\n"))?;
+    let created = create::create(&shared, req).await.map_err(|e| {
+        // A host that cannot start the cut says so with 503, and a client asks the next one.
+        let status = match e {
+            create::CreateError::NotHere(_) => StatusCode::SERVICE_UNAVAILABLE,
+            create::CreateError::Refused(_) => StatusCode::CONFLICT,
+        };
+        (status, e.to_string() + "\n")
+    })?;
     tracing::info!(name = %created.name, increment = created.increment, cut = created.cut, "snapshot created");
     crate::telemetry::snapshot_created(created.increment);
     Ok(Json(created))

@@ -11,7 +11,7 @@
 use super::catalog::{self, State};
 use super::manifest::{self, ClusterShape, Kind, Manifest, VnodeFiles};
 use crate::driver::VnodeCmd;
-use crate::node::{CutReport, Shared};
+use crate::node::{CutReport, RunCutError, Shared};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -38,8 +38,13 @@ pub struct Created {
     /// 0 for a full snapshot, K for increment K.
     pub increment: u32,
     pub cut: u64,
-    /// START, STARTED, FINISH, END, in milliseconds.
+    /// START, STARTED, FINISH, END, in milliseconds (empty under `versions`).
     pub phases_ms: Vec<f64>,
+    /// The cut process from request to answer, in milliseconds.
+    #[serde(default)]
+    pub cut_ms: f64,
+    #[serde(default)]
+    pub strategy: waymark_core::CutStrategy,
     pub export_ms: f64,
     pub bytes: u64,
     pub files: usize,
@@ -56,19 +61,53 @@ pub struct ExportRequest {
     pub from: BTreeMap<String, (u64, u64)>,
 }
 
+/// Why a snapshot was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// This host cannot start the cut process; another can.
+    #[error("{0}")]
+    NotHere(String),
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl From<String> for CreateError {
+    fn from(why: String) -> Self {
+        CreateError::Refused(why)
+    }
+}
+
+impl From<RunCutError> for CreateError {
+    fn from(e: RunCutError) -> Self {
+        match e {
+            RunCutError::NotHere(why) => CreateError::NotHere(why),
+            RunCutError::Failed(why) => CreateError::Refused(why),
+        }
+    }
+}
+
 /// Creates snapshot `req.name` (or its next increment) of the running cluster.
-pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, String> {
+pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, CreateError> {
     check_name(&req.name)?;
     let root = &shared.cfg.snapshot_dir;
     let previous = if req.incremental { Some(last_of_chain(root, &req.name)?) } else { None };
     if previous.is_none() && root.join(&req.name).exists() {
-        return Err(format!("snapshot {} exists already in {}", req.name, root.display()));
+        return Err(format!("snapshot {} exists already in {}", req.name, root.display()).into());
     }
     let increment = previous.as_ref().map_or(0, |m| m.kind.number() + 1);
+    let strategy = shared.cfg.cluster.strategy;
+    if let Some(p) = previous.as_ref().filter(|p| p.strategy != strategy) {
+        let why = format!(
+            "snapshot {} was taken with `{}` cuts and this cluster runs `{strategy}`: an increment \
+             continues its chain with the same strategy; take a full snapshot under another name",
+            req.name, p.strategy
+        );
+        return Err(why.into());
+    }
     let cut: CutReport = shared.run_cut(CUT_WAIT).await?;
     if !cut.ok {
         let why = cut.why.as_deref().unwrap_or("a store vnode did not take part");
-        return Err(format!("cut {} failed: {why} (is every host up? `waymark status` shows them)", cut.cut));
+        return Err(format!("cut {} failed: {why} (is every host up? `waymark status` shows them)", cut.cut).into());
     }
     let begun = Instant::now();
     let from = previous.as_ref().map(starts_after).unwrap_or_default();
@@ -84,6 +123,7 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Stri
         name: req.name.clone(),
         kind,
         cut: cut.cut,
+        strategy,
         created_unix_ms: unix_ms(),
         cluster: shape(shared),
         metadata_md5: cut.metadata_md5.clone(),
@@ -98,6 +138,8 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Stri
         increment,
         cut: cut.cut,
         phases_ms: cut.phases_ms,
+        cut_ms: cut.took_ms,
+        strategy,
         export_ms,
         bytes: manifest.size_bytes(),
         files,

@@ -27,6 +27,10 @@ pub struct Manifest {
     #[serde(flatten)]
     pub kind: Kind,
     pub cut: u64,
+    /// The strategy that took the cut, which decides how a restore filters the log
+    /// (`consistent` in manifests written before it was recorded).
+    #[serde(default)]
+    pub strategy: waymark_core::CutStrategy,
     pub created_unix_ms: u64,
     pub cluster: ClusterShape,
     /// md5 (hex) of the cluster metadata at the cut; empty when unknown.
@@ -217,6 +221,7 @@ mod tests {
             name: "nightly".into(),
             kind: Kind::Increment { number: 2, previous_cut: 4 },
             cut: 5,
+            strategy: waymark_core::CutStrategy::Versions,
             created_unix_ms: 1_700_000_000_000,
             cluster: ClusterShape { name: "local".into(), partitions: 8, replicas: 2, hosts: vec!["node1".into()] },
             metadata_md5: String::new(),
@@ -239,6 +244,11 @@ mod tests {
         assert_eq!(read_manifest(dir.path()).unwrap().unwrap(), sample());
         let text = fs::read_to_string(dir.path().join(MANIFEST_FILE)).unwrap();
         assert!(text.contains("\"kind\": \"Increment\""), "{text}");
+        assert!(text.contains("\"strategy\": \"versions\""), "{text}");
+        let without = text.replace("\"strategy\": \"versions\",", "");
+        fs::write(dir.path().join(MANIFEST_FILE), without).unwrap();
+        let old = read_manifest(dir.path()).unwrap().unwrap();
+        assert_eq!(old.strategy, waymark_core::CutStrategy::Consistent, "a manifest from before strategies");
         assert!(!dir.path().join("manifest.json.tmp").exists());
     }
 

@@ -12,7 +12,8 @@ use super::manifest::VnodeFiles;
 use crate::storage::checkpoint::{self, CheckpointError, Image};
 use std::path::{Path, PathBuf};
 use waymark_core::cut::restore::{self, find_finish, restore_to_cut, CutReplay, Replayed, RestoreError, Restored};
-use waymark_core::{CutId, Record, RecordView};
+use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
+use waymark_core::{CutId, CutStrategy, Record, RecordView};
 use waymark_wal::{FrameScanner, Position, Reader, WalError};
 
 /// A reader never allocates more than the frame's length field allows, and checks it against the
@@ -35,6 +36,8 @@ pub enum ReplayError {
     Record { file: PathBuf, offset: u64, message: String },
     #[error("{dir}: no CutFinish of cut {cut} in the log of {vnode}: its local cut did not finish there")]
     NoFinish { dir: PathBuf, vnode: String, cut: u64 },
+    #[error("{dir}: no VersionsMap and VersionsSkip of cut {cut} in the log of {vnode}: its phases 2 and 3 did not end there")]
+    NoVersionsRecords { dir: PathBuf, vnode: String, cut: u64 },
     #[error("{dir}: replaying {vnode} to cut {cut}: {source}")]
     Restore { dir: PathBuf, vnode: String, cut: u64, source: RestoreError },
 }
@@ -102,10 +105,22 @@ fn read_segments(vnode_dir: &Path, vnode: &str, files: &VnodeFiles, log: &mut Vn
     Ok(())
 }
 
-/// Replays a vnode's log to `cut` with the filter of DESIGN §4, up to its `CutFinish{cut}`.
+/// Replays a vnode's log to the chain's target cut with the filter of the strategy that took it:
+/// DESIGN §4's up to its `CutFinish{cut}`, or `versions`' (seed 002) up to its `VersionsMap{cut}`.
 pub fn replay_to_cut(chain: &Chain, vnode: &str, log: VnodeLog) -> Result<Restored, ReplayError> {
     let cut = chain.target().manifest.cut;
     let dir = chain.target().dir.join(vnode);
+    if chain.target().manifest.strategy == CutStrategy::Versions {
+        let Some(target) = find_versions_records(&log.records, CutId(cut)) else {
+            return Err(ReplayError::NoVersionsRecords { dir, vnode: vnode.into(), cut });
+        };
+        return restore_to_versions_cut(log.base, &log.records, &target).map_err(|source| ReplayError::Restore {
+            dir,
+            vnode: vnode.into(),
+            cut,
+            source,
+        });
+    }
     let Some(finish) = find_finish(&log.records, CutId(cut)).cloned() else {
         return Err(ReplayError::NoFinish { dir, vnode: vnode.into(), cut });
     };
@@ -129,7 +144,16 @@ pub struct Streamed {
 /// Replays `vnode`'s base and log to the chain's target cut without holding the log: the result,
 /// and the errors with their precedence, are those of [`read_vnode_log`] then [`replay_to_cut`]
 /// (every frame is checked and decoded, to the end of the log, before the filter's verdict).
+///
+/// A cut of the `versions` strategy is replayed from the log held whole: its filter is not built
+/// to stream (the comparison strategy is not where restore speed is measured).
 pub fn stream_to_cut(chain: &Chain, vnode: &str) -> Result<Streamed, ReplayError> {
+    if chain.target().manifest.strategy == CutStrategy::Versions {
+        let log = read_vnode_log(chain, vnode)?;
+        let (log_bytes, records) = (log.log_bytes, log.records.len() as u64);
+        let restored = replay_to_cut(chain, vnode, log)?;
+        return Ok(Streamed { restored, log_bytes, records });
+    }
     let cut = CutId(chain.target().manifest.cut);
     let first = stream_once(chain, vnode, |base| CutReplay::seeking(base, cut))?;
     let (outcome, log_bytes, records) = first;

@@ -23,7 +23,7 @@ struct Chain {
 
 /// Runs the schedule until `stop`, if this host runs the root.
 pub async fn run(shared: Arc<Shared>, schedule: Schedule, stop: CancellationToken) {
-    if !runs_root(&shared) {
+    if !starts_cuts(&shared) {
         return;
     }
     tracing::info!(every = ?schedule.every, full_every = ?schedule.full_every, "snapshot schedule started");
@@ -46,7 +46,7 @@ pub async fn run(shared: Arc<Shared>, schedule: Schedule, stop: CancellationToke
                 chain = Some(Chain { name, since: Instant::now() });
             }
             Ok(c) => tracing::debug!(name = %c.name, increment = c.increment, cut = c.cut, "scheduled increment"),
-            Err(e) if e.contains("take a full snapshot") => {
+            Err(e) if e.to_string().contains("take a full snapshot") => {
                 tracing::warn!("scheduled increment of {name} impossible ({e}); starting a new chain");
                 chain = None;
             }
@@ -55,7 +55,12 @@ pub async fn run(shared: Arc<Shared>, schedule: Schedule, stop: CancellationToke
     }
 }
 
-fn runs_root(shared: &Shared) -> bool {
+/// Whether this host starts the cluster's cuts: it runs the root manager (`consistent`,
+/// `blocking`), or the cut coordinator (`versions`). One host of the cluster does.
+fn starts_cuts(shared: &Shared) -> bool {
+    if shared.cfg.cluster.strategy == waymark_core::CutStrategy::Versions {
+        return shared.topology.cut_coordinator().host == shared.cfg.host;
+    }
     let root = shared.topology.tree.iter().find(|c| c.parents.is_empty() && !c.children.is_empty());
     root.is_some_and(|r| r.id.host == shared.cfg.host)
 }

@@ -1,10 +1,13 @@
 //! What a store vnode's WAL writer keeps about recent cuts so that their files can be exported into
 //! a snapshot after the cut process ended (DESIGN §5). The writer sees every record it appends; it
-//! acts on two kinds, as file bookkeeping only (no protocol decision is made here):
+//! acts on a cut's first and last records, as file bookkeeping only (no protocol decision is made here):
 //!
 //! - `CutStart{C}`: the checkpoint in force is hard-linked as the base of C (`cut-bases/<C>`), so a
 //!   later checkpoint replacing it cannot take away the image a full snapshot of C starts from; its
 //!   resume position is where C's replay begins.
+//! - Under `versions`, the first of `VersionsSideSeen{C}` and `VersionsLocalState{C}` plays
+//!   `CutStart`'s part (a commit the cut excludes comes after it here), and `VersionsSkip{C}`
+//!   plays `CutFinish`'s.
 //! - `CutFinish{C}` durable: the active segment is rolled, so every record up to C's end is in a
 //!   sealed (immutable, hard-linkable) segment, and C's export ends at the roll position.
 //!
@@ -83,6 +86,15 @@ impl CutFiles {
         self.bases.insert(cut, base);
         self.forget_old();
         Ok(())
+    }
+
+    /// A record of `cut` that may be its first here (`versions`): the base is the checkpoint in
+    /// force at the first one; later ones keep it.
+    pub fn on_cut_first_record(&mut self, cut: CutId, log_start: Position) -> Result<(), String> {
+        if self.bases.contains_key(&cut) {
+            return Ok(());
+        }
+        self.on_cut_start(cut, log_start)
     }
 
     pub fn on_cut_finish(&mut self, cut: CutId) {

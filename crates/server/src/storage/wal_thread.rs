@@ -9,7 +9,7 @@
 //! sealed segments before it are removed (unless pinned: a kept snapshot still needs them).
 //!
 //! Snapshots (`cut_files`): the thread notes each cut's base and end as it appends `CutStart` and
-//! `CutFinish`, and exports a cut's files on request (`WalCmd::Export`) — it owns the log, so the
+//! `CutFinish` (under `versions`: the cut's first record, and `VersionsSkip`), and exports a cut's files on request (`WalCmd::Export`) — it owns the log, so the
 //! segments it links cannot be removed meanwhile.
 //!
 //! Invariant: `durable <= appended`; a `Durable(n)` event is sent only after the records
@@ -149,6 +149,13 @@ impl Writer {
             Record::Alteration { .. } => self.read_back.push(at),
             Record::CutStart { cut } => self.cuts.on_cut_start(*cut, self.wal.first_position())?,
             Record::CutFinish(f) => self.cuts.on_cut_finish(f.cut),
+            // `versions`: a vnode's first record of a cut is its phase 1 (`VersionsLocalState`) or,
+            // before it, the first prepare of a transaction after the cut (`VersionsSideSeen`);
+            // everything before either is in the cut. It ends with `VersionsSkip`.
+            Record::VersionsSideSeen { cut } | Record::VersionsLocalState { cut, .. } => {
+                self.cuts.on_cut_first_record(*cut, self.wal.first_position())?
+            }
+            Record::VersionsSkip { cut, .. } => self.cuts.on_cut_finish(*cut),
             _ => {}
         }
         Ok(())

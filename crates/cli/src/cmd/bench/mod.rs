@@ -68,7 +68,7 @@ pub struct BenchArgs {
     /// --start-hosts: `always` (fsync per group commit) or `never`.
     #[arg(long, default_value = "always")]
     fsync: String,
-    /// --start-hosts: how a cut snapshots the cluster, `consistent` or `blocking`.
+    /// --start-hosts: how a cut snapshots the cluster, `consistent`, `blocking` or `versions`.
     #[arg(long, default_value = "consistent")]
     strategy: CutStrategy,
     /// --start-hosts: preallocate WAL segments (`--wal-preallocate false` to measure what it saves).
