@@ -7,7 +7,7 @@
 #   Redis       redis-benchmark -t set with appendfsync always, without and with BGSAVE in a loop
 #   Waymark     waymark bench --workload bank and --workload set on a 3-host cluster (R=2, fsync
 #               always), without cuts, with a cut every second and every 100 ms; the bank with
-#               cuts every second under the `blocking` strategy (or why it cannot run)
+#               cuts every second under the `blocking` and `versions` strategies (or why not)
 #   Restore     PostgreSQL's PITR replay of the WAL archived during its phase (base backup before
 #               it, restore_command + recovery_target_name), against Waymark's `snapshot restore`
 #               of a comparable log volume (RESTORE_MB of 4000-byte values, default 120)
@@ -212,15 +212,18 @@ for w in bank set; do
   cat "$work/waymark-$w.out"
 done
 
-# The bank with a cut every second under the `blocking` strategy, for what the consistent cut saves.
-echo "Waymark: bench --workload bank --strategy blocking, a cut every 1 s"
-if ! timeout $((seconds * 2 + 120)) "$waymark" bench --start-hosts 3 --replicas 2 --workload bank --strategy blocking \
-  --clients "$clients" --seconds "$seconds" --cut-every 1s --json "$out/waymark-blocking.json" \
-  >"$work/waymark-blocking.out" 2>"$work/waymark-blocking.err"; then
-  rm -f "$out/waymark-blocking.json"
-  echo "  blocking could not run: $(grep -m1 -i 'error\|strategy' "$work/waymark-blocking.err" | cut -c1-300)"
-  grep -m1 -o 'strategy`: .*' "$work/waymark-blocking.err" >"$work/blocking-why" || true
-fi
+# The bank with a cut every second under the comparison strategies: `blocking` (what the
+# consistent cut saves) and `versions` (seed 002's snapshot versions, run by the cut coordinator).
+for strategy in blocking versions; do
+  echo "Waymark: bench --workload bank --strategy $strategy, a cut every 1 s"
+  if ! timeout $((seconds * 2 + 120)) "$waymark" bench --start-hosts 3 --replicas 2 --workload bank --strategy "$strategy" \
+    --clients "$clients" --seconds "$seconds" --cut-every 1s --json "$out/waymark-$strategy.json" \
+    >"$work/waymark-$strategy.out" 2>"$work/waymark-$strategy.err"; then
+    rm -f "$out/waymark-$strategy.json"
+    echo "  $strategy could not run: $(grep -m1 -i 'error\|strategy' "$work/waymark-$strategy.err" | cut -c1-300)"
+    grep -m1 -i 'error.*' "$work/waymark-$strategy.err" >"$work/$strategy-why" || true
+  fi
+done
 
 # Restore: a full snapshot of an empty cluster, RESTORE_MB of 4000-byte SETs, an increment, then
 # `snapshot restore` of the increment (which replays the whole log of the chain).
@@ -302,9 +305,9 @@ def waymark_restore():
     m = re.search(r"replayed ([\d.]+) MB of log, (\d+) records in ([\d.]+) s \(([\d.]+) MB/s", text)
     return m and dict(mb=float(m.group(1)), records=int(m.group(2)), s=float(m.group(3)), rate=float(m.group(4)))
 
-def blocking():
+def strategy_run(strategy):
     try:
-        rep = json.load(open(f"{out}/waymark-blocking.json"))
+        rep = json.load(open(f"{out}/waymark-{strategy}.json"))
     except (OSError, ValueError):
         return None
     r = rep["runs"][0]
@@ -327,16 +330,17 @@ if wb:
 if ws:
     print(f"Waymark SET / Redis SET (AOF always, no BGSAVE):      {ws['tps'] / r_base['tps']:.3f}x (target ≥ 0.5)")
 wc = waymark("bank").get("cuts 1s")
-bl = blocking()
-if wc and bl:
-    print(f"Waymark bank, cut / 1 s, blocking: {bl['tps']:.1f}/s, worst second {bl['worst']:.3f}x, p99 {bl['p99']:.2f} ms,"
-          f" max {bl['max']:.1f} ms; consistent / blocking: {wc['tps'] / bl['tps']:.3f}x")
-else:
-    try:
-        why = open(f"{work}/blocking-why").read().strip()
-    except OSError:
-        why = "see the blocking run's output above"
-    print(f"Waymark bank, cut / 1 s, blocking: not measured ({why})")
+for strategy in ("blocking", "versions"):
+    run = strategy_run(strategy)
+    if wc and run:
+        print(f"Waymark bank, cut / 1 s, {strategy}: {run['tps']:.1f}/s, worst second {run['worst']:.3f}x, p99 {run['p99']:.2f} ms,"
+              f" max {run['max']:.1f} ms; consistent / {strategy}: {wc['tps'] / run['tps']:.3f}x")
+    else:
+        try:
+            why = open(f"{work}/{strategy}-why").read().strip()
+        except OSError:
+            why = f"see the {strategy} run's output above"
+        print(f"Waymark bank, cut / 1 s, {strategy}: not measured ({why})")
 pg_r, wm_r = pitr(), waymark_restore()
 if pg_r:
     print(f"PostgreSQL PITR replay: {pg_r['mb']:.1f} MB of WAL in {pg_r['s']:.2f} s = {pg_r['rate']:.1f} MB/s")
