@@ -3,6 +3,7 @@
 
 use crate::client::{ClientAction, InFlight};
 use crate::history::{ClientTxn, Observed, Outcome};
+use crate::slot::Slot;
 use crate::world::{Event, World, CLIENT_TIMEOUT_US, OPERATOR, SETUP_CLIENT};
 use rand::Rng;
 use waymark_core::{Request, Response, Write};
@@ -50,7 +51,7 @@ impl World {
         let deadline = self.now_us + CLIENT_TIMEOUT_US;
         c.in_flight = Some(InFlight { req, deadline_us: deadline });
         c.sent_us = self.now_us;
-        let node = self.rng.gen_range(0..self.nodes.len());
+        let node = Slot::random(&mut self.rng, self.nodes.len()); // a store vnode
         let at = self.now_us + self.rng.gen_range(50..300);
         self.schedule(at, Event::ToVnode { node, client: client as u64, req, request });
         self.schedule(deadline, Event::ClientTimeout { client, req });

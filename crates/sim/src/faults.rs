@@ -3,6 +3,7 @@
 //! links clogged one by one, unclogged in random order. Duplicated and long-delayed messages are
 //! drawn per message in `World::send` (`net::Mishap`).
 
+use crate::slot::{Direction, Resident, Slot};
 use crate::world::{Event, World};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -10,20 +11,22 @@ use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Hash)]
 pub enum Fault {
+    /// Store vnode `i` crashes.
     Crash(usize),
+    /// Store vnode `i` comes back.
     Restart(usize),
-    Break(usize, usize),
+    Break(Slot, Slot),
     Partition {
         id: u32,
-        links: Vec<(usize, usize)>,
+        links: Vec<Direction>,
         one_way: bool,
     },
     Heal {
         id: u32,
     },
     Clog {
-        from: usize,
-        to: usize,
+        from: Slot,
+        to: Slot,
         until_us: u64,
     },
     CrashManager {
@@ -38,7 +41,7 @@ pub enum Fault {
     },
     /// The next alteration read back on tree vnode `node` is damaged.
     Corrupt {
-        node: usize,
+        node: Slot,
     },
 }
 
@@ -74,7 +77,7 @@ impl FaultCounts {
 #[derive(Debug, Default)]
 pub struct Faults {
     pub counts: FaultCounts,
-    active: BTreeMap<u32, Vec<(usize, usize)>>,
+    active: BTreeMap<u32, Vec<Direction>>,
     next_id: u32,
 }
 
@@ -91,7 +94,7 @@ pub fn plan(w: &mut World) {
     }
     for _ in 0..w.rng.gen_range(0..=5) {
         let (t, a, b) = (at(w), w.rng.gen_range(0..n), w.rng.gen_range(0..n));
-        w.schedule(t, Event::Fault(Fault::Break(a, b)));
+        w.schedule(t, Event::Fault(Fault::Break(Slot::store(a), Slot::store(b))));
     }
     for _ in 0..w.rng.gen_range(0..=2) {
         let t = at(w);
@@ -115,7 +118,7 @@ fn plan_tree(w: &mut World, from_us: u64, to_us: u64) {
         w.schedule(t, Event::Fault(Fault::CrashManager { m, down_us }));
     }
     if w.rng.gen_bool(0.5) {
-        let (t, node) = (w.rng.gen_range(from_us..to_us), w.rng.gen_range(0..w.nodes.len() + managers));
+        let (t, node) = (w.rng.gen_range(from_us..to_us), Slot::random(&mut w.rng, w.nodes.len() + managers));
         w.schedule(t, Event::Fault(Fault::Corrupt { node }));
     }
     if w.rng.gen_bool(0.3) {
@@ -144,8 +147,8 @@ fn crash_host(w: &mut World, host: &str, down_us: u64) {
 }
 
 fn plan_partition(w: &mut World, t: u64) {
-    let n = w.nodes.len() + w.managers.len();
-    let mut ids: Vec<usize> = (0..n).collect();
+    let n = w.slots();
+    let mut ids: Vec<Slot> = Slot::all(n).collect();
     ids.shuffle(&mut w.rng);
     let side = w.rng.gen_range(1..n.max(2));
     let (a, b) = ids.split_at(side.min(n));
@@ -153,9 +156,9 @@ fn plan_partition(w: &mut World, t: u64) {
     let mut links = vec![];
     for &x in a {
         for &y in b {
-            links.push((x, y));
+            links.push(Direction { from: x, to: y });
             if !one_way {
-                links.push((y, x));
+                links.push(Direction { from: y, to: x });
             }
         }
     }
@@ -171,7 +174,7 @@ fn plan_swizzle(w: &mut World, t: u64) {
     let n = w.nodes.len();
     let mut t = t;
     for _ in 0..w.rng.gen_range(1..=4) {
-        let (from, to) = (w.rng.gen_range(0..n), w.rng.gen_range(0..n));
+        let (from, to) = (Slot::random(&mut w.rng, n), Slot::random(&mut w.rng, n));
         let until_us = t + w.rng.gen_range(10_000..200_000);
         w.schedule(t, Event::Fault(Fault::Clog { from, to, until_us }));
         t += w.rng.gen_range(1_000..20_000);
@@ -184,7 +187,7 @@ pub fn apply(w: &mut World, f: Fault) {
     }
     match f {
         Fault::Crash(node) => crash(w, node),
-        Fault::Restart(node) if w.cfg.tree => w.host_back(node),
+        Fault::Restart(node) if w.cfg.tree => w.host_back(Slot::store(node)),
         Fault::Restart(node) => w.restart(node),
         Fault::Break(a, b) => {
             w.faults.counts.breaks += 1;
@@ -193,8 +196,8 @@ pub fn apply(w: &mut World, f: Fault) {
         Fault::Partition { id, links, one_way } => {
             w.faults.counts.partitions += 1;
             w.faults.counts.one_way += one_way as u64;
-            for &(x, y) in &links {
-                w.net.block(x, y);
+            for d in &links {
+                w.net.block(d.from, d.to);
             }
             w.faults.active.insert(id, links);
         }
@@ -207,9 +210,9 @@ pub fn apply(w: &mut World, f: Fault) {
         Fault::CrashHost { host, down_us } => crash_host(w, &host, down_us),
         Fault::Corrupt { node } => {
             w.tree_stats.md5_corruptions += 1;
-            match node.checked_sub(w.nodes.len()) {
-                Some(m) => w.managers[m].corrupt_next = true,
-                None => w.nodes[node].corrupt_next = true,
+            match w.resident(node) {
+                Resident::Manager(m) => w.managers[m].corrupt_next = true,
+                Resident::Store(i) => w.nodes[i].corrupt_next = true,
             }
         }
     }
@@ -223,15 +226,14 @@ fn crash(w: &mut World, node: usize) {
     if w.nodes[node].crash(&mut w.rng) {
         w.faults.counts.torn += 1;
     }
-    let n = w.nodes.len() + w.managers.len();
-    w.net.break_all_of(node, n);
+    w.net.break_all_of(Slot::store(node), w.slots());
     w.coordinator_crashed(node);
 }
 
 fn heal(w: &mut World, id: u32) {
     if let Some(links) = w.faults.active.remove(&id) {
-        for (x, y) in links {
-            w.net.unblock(x, y);
+        for d in links {
+            w.net.unblock(d.from, d.to);
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod history;
 pub mod matrix;
 pub mod net;
 pub mod run;
+pub mod slot;
 pub mod trace;
 pub mod tree;
 pub mod tree_mode;

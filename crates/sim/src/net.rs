@@ -4,6 +4,7 @@
 //! Rarely, a message is delivered twice (the copy later, out of order) or held for seconds (a
 //! stalled connection: what follows it on the link waits behind it) — `Mishap`.
 
+use crate::slot::{Direction, Slot};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ struct Link {
 
 #[derive(Debug, Default)]
 pub struct Network {
-    links: BTreeMap<(usize, usize), Link>,
+    links: BTreeMap<Direction, Link>,
 }
 
 /// Where a sent message will arrive, and the connection epoch it travels on.
@@ -65,16 +66,9 @@ impl Mishap {
 impl Network {
     /// `None`: the link is partitioned and the message is lost. `extra_us` holds the message (and
     /// the link behind it) that much longer.
-    pub fn send(
-        &mut self,
-        rng: &mut ChaCha8Rng,
-        now_us: u64,
-        from: usize,
-        to: usize,
-        extra_us: u64,
-    ) -> Option<InFlight> {
+    pub fn send(&mut self, rng: &mut ChaCha8Rng, now_us: u64, from: Slot, to: Slot, extra_us: u64) -> Option<InFlight> {
         let latency_us = if from == to { 5 } else { latency_us(rng) };
-        let link = self.links.entry((from, to)).or_default();
+        let link = self.links.entry(Direction { from, to }).or_default();
         if link.blocked > 0 {
             return None;
         }
@@ -83,38 +77,39 @@ impl Network {
         Some(InFlight { at_us, epoch: link.epoch })
     }
 
-    pub fn is_current(&self, from: usize, to: usize, epoch: u64) -> bool {
-        self.links.get(&(from, to)).map_or(0, |l| l.epoch) == epoch
+    pub fn is_current(&self, from: Slot, to: Slot, epoch: u64) -> bool {
+        self.links.get(&Direction { from, to }).map_or(0, |l| l.epoch) == epoch
     }
 
     /// Breaks the connection between `a` and `b`: both directions lose what is in flight.
-    pub fn break_connection(&mut self, a: usize, b: usize) {
-        for key in [(a, b), (b, a)] {
+    pub fn break_connection(&mut self, a: Slot, b: Slot) {
+        for key in [Direction { from: a, to: b }, Direction { from: b, to: a }] {
             let link = self.links.entry(key).or_default();
             link.epoch += 1;
             link.last_delivery_us = 0;
         }
     }
 
-    pub fn break_all_of(&mut self, node: usize, nodes: usize) {
-        for other in 0..nodes {
+    /// Breaks every connection of `node` in a world of `slots` vnodes.
+    pub fn break_all_of(&mut self, node: Slot, slots: usize) {
+        for other in Slot::all(slots) {
             self.break_connection(node, other);
         }
     }
 
-    pub fn block(&mut self, from: usize, to: usize) {
-        self.links.entry((from, to)).or_default().blocked += 1;
+    pub fn block(&mut self, from: Slot, to: Slot) {
+        self.links.entry(Direction { from, to }).or_default().blocked += 1;
         self.break_connection(from, to);
     }
 
-    pub fn unblock(&mut self, from: usize, to: usize) {
-        let link = self.links.entry((from, to)).or_default();
+    pub fn unblock(&mut self, from: Slot, to: Slot) {
+        let link = self.links.entry(Direction { from, to }).or_default();
         debug_assert!(link.blocked > 0, "unblocking a link that is not blocked");
         link.blocked = link.blocked.saturating_sub(1);
     }
 
-    pub fn clog(&mut self, from: usize, to: usize, until_us: u64) {
-        let link = self.links.entry((from, to)).or_default();
+    pub fn clog(&mut self, from: Slot, to: Slot, until_us: u64) {
+        let link = self.links.entry(Direction { from, to }).or_default();
         link.clogged_until_us = link.clogged_until_us.max(until_us);
     }
 

@@ -9,6 +9,7 @@
 
 use crate::checkers::tree_answered::Incarnation;
 use crate::history::{CutRun, CutWindow};
+use crate::slot::{Resident, Slot};
 use crate::tree::build::{build_over, Timing};
 use crate::tree::manager::ManagerNode;
 use crate::tree::vnode::corrupt;
@@ -85,13 +86,16 @@ pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterCon
 }
 
 impl World {
-    pub(crate) fn manager_index(&self, m: usize) -> usize {
-        self.nodes.len() + m
+    pub(crate) fn manager_slot(&self, m: usize) -> Slot {
+        Slot::manager(m, self.nodes.len())
     }
 
-    /// The manager at tree-node index `tree_node`, if it is one.
-    pub(crate) fn manager_at(&self, tree_node: usize) -> Option<usize> {
-        tree_node.checked_sub(self.nodes.len())
+    /// The manager named `id`, if the world has one.
+    pub(crate) fn manager_named(&self, id: &VnodeId) -> Option<usize> {
+        match self.resident(*self.index.get(id)?) {
+            Resident::Manager(m) => Some(m),
+            Resident::Store(_) => None,
+        }
     }
 
     /// The root: the one primary manager without a parent.
@@ -101,16 +105,16 @@ impl World {
 
     /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
     pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
-        let Some(of_m) = self.index.get(of).and_then(|i| self.manager_at(*i)) else { return };
+        let Some(of_m) = self.manager_named(of) else { return };
         let cfg = self.managers[of_m].cfg.secondary(id.clone());
-        let m = match self.index.get(&id).and_then(|i| self.manager_at(*i)) {
+        let m = match self.manager_named(&id) {
             Some(m) if self.managers[m].vnode.is_some() => return,
             Some(m) => m,
             None => {
                 self.managers.push(ManagerNode::new(cfg.clone(), TreeImage::default(), 0));
                 self.was_primary.push(true);
                 let m = self.managers.len() - 1;
-                self.index.insert(id, self.manager_index(m));
+                self.index.insert(id, self.manager_slot(m));
                 m
             }
         };
@@ -122,7 +126,7 @@ impl World {
     }
 
     pub(crate) fn stop_secondary(&mut self, id: &VnodeId) {
-        let Some(m) = self.index.get(id).and_then(|i| self.manager_at(*i)) else { return };
+        let Some(m) = self.manager_named(id) else { return };
         if self.managers[m].stop() {
             self.tree_stats.secondaries_stopped += 1;
             self.operator_lost(m);
@@ -159,7 +163,7 @@ impl World {
         let outputs = v.step(now, input);
         let answered = v.take_answered();
         let primary = v.alter().follows_primary_parent();
-        self.note_parent(self.manager_index(m), primary);
+        self.note_parent(self.manager_slot(m), primary);
         for a in answered {
             self.on_answered(a);
         }
@@ -175,7 +179,7 @@ impl World {
                 self.managers[m].log.push(record);
                 self.request_manager_sync(m);
             }
-            Output::Send(env) => self.send(self.manager_index(m), env),
+            Output::Send(env) => self.send(self.manager_slot(m), env),
             Output::Reply { client, req, response } => {
                 let at = self.now_us + self.rng.gen_range(50..300);
                 self.schedule(at, Event::ToClient { client: client.0, req, response });
@@ -260,8 +264,8 @@ impl World {
         }
     }
 
-    pub(crate) fn note_parent(&mut self, tree_node: usize, primary: bool) {
-        let was = std::mem::replace(&mut self.was_primary[tree_node], primary);
+    pub(crate) fn note_parent(&mut self, tree_node: Slot, primary: bool) {
+        let was = std::mem::replace(&mut self.was_primary[tree_node.index()], primary);
         match (was, primary) {
             (true, false) => self.tree_stats.failovers += 1,
             (false, true) => self.tree_stats.switch_backs += 1,
@@ -302,7 +306,7 @@ impl World {
         let req = self.operator_requests;
         self.cut_request = Some(CutRequest { req, begun_us: self.now_us });
         self.cut_entry = Some(m);
-        let node = self.manager_index(m);
+        let node = self.manager_slot(m);
         let at = self.now_us + 100;
         self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
     }
@@ -382,10 +386,9 @@ impl World {
         if self.managers[m].crash(&mut self.rng) {
             self.faults.counts.torn += 1;
         }
-        let idx = self.manager_index(m);
-        let total = self.nodes.len() + self.managers.len();
-        self.net.break_all_of(idx, total);
-        self.schedule(self.now_us + down_us, Event::HostBack { tree_node: idx });
+        let slot = self.manager_slot(m);
+        self.net.break_all_of(slot, self.slots());
+        self.schedule(self.now_us + down_us, Event::HostBack { tree_node: slot });
         self.operator_lost(m);
     }
 
@@ -398,14 +401,14 @@ impl World {
     /// Seed 004, boot loading by parent: a crashed tree vnode's host comes back and asks the
     /// vnode's primary parent which vnodes to start on it; it asks again while no answer comes.
     /// The root has no parent: its host starts it from its own log.
-    pub(crate) fn host_back(&mut self, tree_node: usize) {
+    pub(crate) fn host_back(&mut self, tree_node: Slot) {
         if self.is_stopping() || self.tree_node_up(tree_node) {
             return;
         }
-        let (id, parent) = match self.manager_at(tree_node) {
-            Some(m) => (self.managers[m].cfg.id.clone(), self.managers[m].cfg.parents.first().cloned()),
-            None => {
-                let cfg = self.nodes[tree_node].cfg.tree.as_ref().expect("a store vnode of the tree");
+        let (id, parent) = match self.resident(tree_node) {
+            Resident::Manager(m) => (self.managers[m].cfg.id.clone(), self.managers[m].cfg.parents.first().cloned()),
+            Resident::Store(i) => {
+                let cfg = self.nodes[i].cfg.tree.as_ref().expect("a store vnode of the tree");
                 (cfg.id.clone(), cfg.parents.first().cloned())
             }
         };
@@ -430,39 +433,39 @@ impl World {
         }
     }
 
-    fn tree_node_up(&self, tree_node: usize) -> bool {
-        match self.manager_at(tree_node) {
-            Some(m) => self.managers[m].vnode.is_some(),
-            None => self.nodes[tree_node].vnode.is_some(),
+    fn tree_node_up(&self, tree_node: Slot) -> bool {
+        match self.resident(tree_node) {
+            Resident::Manager(m) => self.managers[m].vnode.is_some(),
+            Resident::Store(i) => self.nodes[i].vnode.is_some(),
         }
     }
 
-    fn boot_tree_node(&mut self, tree_node: usize) {
-        match self.manager_at(tree_node) {
-            Some(m) => self.restart_manager(m),
-            None => self.restart(tree_node),
+    fn boot_tree_node(&mut self, tree_node: Slot) {
+        match self.resident(tree_node) {
+            Resident::Manager(m) => self.restart_manager(m),
+            Resident::Store(i) => self.restart(i),
         }
     }
 
     /// The incarnation of tree vnode `tree_node`, if it runs.
-    pub(crate) fn tree_node_instance(&self, tree_node: usize) -> Option<u32> {
-        match self.manager_at(tree_node) {
-            Some(m) => self.managers[m].vnode.as_ref().map(|_| self.managers[m].instance),
-            None => self.nodes[tree_node].vnode.as_ref().map(|_| self.nodes[tree_node].instance),
+    pub(crate) fn tree_node_instance(&self, tree_node: Slot) -> Option<u32> {
+        match self.resident(tree_node) {
+            Resident::Manager(m) => self.managers[m].vnode.as_ref().map(|_| self.managers[m].instance),
+            Resident::Store(i) => self.nodes[i].vnode.as_ref().map(|_| self.nodes[i].instance),
         }
     }
 
     /// A tree vnode's metadata, if it still runs as that incarnation.
     pub(crate) fn tree_node_metadata(&self, at: Incarnation) -> Option<(&VnodeId, &Metadata)> {
         let Incarnation { tree_node, instance } = at;
-        match self.manager_at(tree_node) {
-            Some(m) => {
+        match self.resident(tree_node) {
+            Resident::Manager(m) => {
                 let mg = &self.managers[m];
                 let a = mg.vnode.as_ref().filter(|_| mg.instance == instance)?.alter();
                 Some((a.id(), a.metadata()))
             }
-            None => {
-                let n = &self.nodes[tree_node];
+            Resident::Store(i) => {
+                let n = &self.nodes[i];
                 let a = n.vnode.as_ref().filter(|_| n.instance == instance)?.tree()?;
                 Some((a.id(), a.metadata()))
             }

@@ -8,6 +8,7 @@ use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
 use crate::history::{CutRun, CutWindow, History};
 use crate::net::{Mishap, Network};
+use crate::slot::{Resident, Slot};
 use crate::trace::Trace;
 use crate::workloads::{append::Append, bank::Bank, Workload};
 use rand::{Rng, SeedableRng};
@@ -41,8 +42,8 @@ pub(crate) const SETUP_CLIENT: usize = 0;
 #[derive(Clone, Debug, Hash)]
 pub enum Event {
     Deliver {
-        from: usize,
-        to: usize,
+        from: Slot,
+        to: Slot,
         epoch: u64,
         env: Envelope,
     },
@@ -56,8 +57,9 @@ pub enum Event {
         instance: u32,
         upto: usize,
     },
+    /// A client's request arrives at a vnode (a store vnode, or a manager for a cut).
     ToVnode {
-        node: usize,
+        node: Slot,
         client: u64,
         req: u64,
         request: Request,
@@ -95,7 +97,7 @@ pub enum Event {
     },
     /// A crashed tree vnode's host is back (`tree_mode::host_back`).
     HostBack {
-        tree_node: usize,
+        tree_node: Slot,
     },
     AlterReadBack {
         node: usize,
@@ -143,7 +145,7 @@ pub struct World {
     seq: u64,
     events: BTreeMap<(u64, u64), Event>,
     pub nodes: Vec<Node>,
-    pub index: BTreeMap<VnodeId, usize>,
+    pub index: BTreeMap<VnodeId, Slot>,
     pub net: Network,
     pub placement: Arc<Placement>,
     pub(crate) clients: Vec<Client>,
@@ -204,9 +206,10 @@ impl World {
                 Node::fresh(v)
             })
             .collect();
-        let mut index: BTreeMap<VnodeId, usize> = ids.iter().cloned().enumerate().map(|(i, id)| (id, i)).collect();
+        let mut index: BTreeMap<VnodeId, Slot> =
+            ids.iter().cloned().enumerate().map(|(i, id)| (id, Slot::store(i))).collect();
         for (m, cfg) in managers.iter().enumerate() {
-            index.insert(cfg.id.clone(), nodes.len() + m);
+            index.insert(cfg.id.clone(), Slot::manager(m, nodes.len()));
         }
         let leaves_count = nodes.len() as u64;
         let managers: Vec<crate::tree::manager::ManagerNode> = managers
@@ -349,7 +352,7 @@ impl World {
         self.held_replies_us.extend(v.take_hold_durations_us());
         self.commit_stalls_us.extend(v.take_commit_stalls_us());
         if let Some(primary) = v.tree().map(|a| a.follows_primary_parent()) {
-            self.note_parent(node, primary);
+            self.note_parent(Slot::store(node), primary);
         }
         for out in outputs {
             self.carry_out(node, out);
@@ -363,7 +366,7 @@ impl World {
                 self.nodes[node].log.push(record);
                 self.request_sync(node);
             }
-            Output::Send(env) => self.send(node, env),
+            Output::Send(env) => self.send(Slot::store(node), env),
             Output::Reply { client, req, response } => {
                 if let Response::Aborted { reason: waymark_core::AbortReason::SnapshotOrder { .. }, .. } = &response {
                     self.snapshot_order_aborts += 1;
@@ -380,7 +383,7 @@ impl World {
         }
     }
 
-    pub(crate) fn send(&mut self, from: usize, env: Envelope) {
+    pub(crate) fn send(&mut self, from: Slot, env: Envelope) {
         let to = self.index[&env.to];
         self.messages_sent += 1;
         self.cut_messages += matches!(env.body, Body::Cut(_)) as u64;
@@ -424,24 +427,35 @@ impl World {
         }
     }
 
-    fn deliver(&mut self, from: usize, to: usize, epoch: u64, env: Envelope) {
-        if to >= self.nodes.len() {
-            let m = to - self.nodes.len();
-            if self.net.is_current(from, to, epoch) && self.managers[m].vnode.is_some() {
-                self.manager_step(m, Input::Message(env));
-            } else {
-                self.deliver_to_host_agent(env);
+    fn deliver(&mut self, from: Slot, to: Slot, epoch: u64, env: Envelope) {
+        let current = self.net.is_current(from, to, epoch);
+        match self.resident(to) {
+            Resident::Manager(m) if current && self.managers[m].vnode.is_some() => {
+                self.manager_step(m, Input::Message(env))
             }
-            return;
+            Resident::Manager(_) => self.deliver_to_host_agent(env),
+            Resident::Store(i) if self.nodes[i].vnode.is_none() => self.deliver_to_host_agent(env),
+            Resident::Store(_) if !current => self.messages_lost += 1,
+            Resident::Store(i) => self.step(i, Input::Message(env)),
         }
-        if self.nodes[to].vnode.is_none() {
-            return self.deliver_to_host_agent(env);
+    }
+
+    /// How many vnodes the world holds, store vnodes and managers: its slots.
+    pub fn slots(&self) -> usize {
+        self.nodes.len() + self.managers.len()
+    }
+
+    /// The index in `nodes` of store vnode `id`.
+    pub fn store_index(&self, id: &VnodeId) -> usize {
+        match self.resident(self.index[id]) {
+            Resident::Store(i) => i,
+            Resident::Manager(_) => panic!("{id} is a manager, not a store vnode"),
         }
-        if !self.net.is_current(from, to, epoch) {
-            self.messages_lost += 1;
-            return;
-        }
-        self.step(to, Input::Message(env));
+    }
+
+    /// What lives at `slot`.
+    pub fn resident(&self, slot: Slot) -> Resident {
+        slot.resident(self.nodes.len())
     }
 
     /// Group commit: one sync covers every record appended before it started.
@@ -493,10 +507,11 @@ impl World {
         n.checkpoint = Some((image, n.log.len()));
     }
 
-    fn arrive_at_vnode(&mut self, node: usize, client: u64, req: u64, request: Request) {
-        if let Some(m) = self.manager_at(node) {
-            return self.arrive_at_manager(m, client, req, request);
-        }
+    fn arrive_at_vnode(&mut self, node: Slot, client: u64, req: u64, request: Request) {
+        let node = match self.resident(node) {
+            Resident::Manager(m) => return self.arrive_at_manager(m, client, req, request),
+            Resident::Store(i) => i,
+        };
         if self.nodes[node].vnode.is_none() {
             let at = self.now_us + 100;
             let response = Response::Unavailable { why: "connection refused" };
@@ -537,7 +552,7 @@ impl World {
             self.operator_requests += 1;
             let req = self.operator_requests;
             self.cut_request = Some(CutRequest { req, begun_us: self.now_us });
-            let node = self.coordinator();
+            let node = Slot::store(self.coordinator());
             let at = self.now_us + 100;
             self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
         }

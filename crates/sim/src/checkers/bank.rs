@@ -55,6 +55,6 @@ pub fn balances_from(w: &World, read: impl Fn(usize, &Key) -> Option<Vec<u8>>) -
     (0..ACCOUNTS)
         .map(crate::workloads::bank::account)
         .filter(|k| is_account(k))
-        .map(|k| parse_i64(&read(w.index[w.placement.primary_of(&k)], &k)))
+        .map(|k| parse_i64(&read(w.store_index(w.placement.primary_of(&k)), &k)))
         .collect()
 }

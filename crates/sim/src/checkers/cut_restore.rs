@@ -212,7 +212,7 @@ fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) 
         }
         for ClientRead { key, version, .. } in t.reads.iter().filter(|r| r.version > 0) {
             let Some(writer) = facts.writer(key, *version) else { continue };
-            let primary = w.index[w.placement.primary_of(key)];
+            let primary = w.store_index(w.placement.primary_of(key));
             if !restored[primary].included.contains(writer) {
                 out.push(v(format!(
                     "{cut}: {tx} is restored but {writer}, whose write of {} it read, is not (closure)",

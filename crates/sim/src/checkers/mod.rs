@@ -125,7 +125,7 @@ impl Cluster for World {
     }
 
     fn node_of(&self, id: &VnodeId) -> usize {
-        self.index[id]
+        self.store_index(id)
     }
 }
 

@@ -15,7 +15,7 @@ pub fn check(w: &World) -> Vec<Violation> {
         let chain = w.placement.chain(p);
         let mut stores = vec![];
         for v in chain {
-            let Some(vnode) = &w.nodes[w.index[v]].vnode else { return out };
+            let Some(vnode) = &w.nodes[w.store_index(v)].vnode else { return out };
             stores.push(vnode.store().filtered(|k| w.placement.partition_of(k) == p));
         }
         for (i, s) in stores.iter().enumerate().skip(1) {

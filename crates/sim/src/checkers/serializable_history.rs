@@ -39,7 +39,7 @@ pub fn check_restored(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Viola
     let ops = (0..KEYS)
         .map(|i| {
             let key = list_key(i);
-            let primary = w.index[w.placement.primary_of(&key)];
+            let primary = w.store_index(w.placement.primary_of(&key));
             Op::Read { key: i as u64, list: parse_list(&restored[primary].store.get(&key).value) }
         })
         .collect();

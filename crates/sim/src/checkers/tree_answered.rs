@@ -43,7 +43,7 @@ pub struct Answers {
 /// managers) and which start of it this is (a restart is another incarnation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Incarnation {
-    pub tree_node: usize,
+    pub tree_node: crate::slot::Slot,
     pub instance: u32,
 }
 
