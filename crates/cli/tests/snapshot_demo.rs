@@ -101,6 +101,9 @@ fn the_demo_takes_versions_snapshots_of_a_live_cluster_and_restores_them_consist
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "the versions demo failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("versions cuts") && stdout.contains("verdict: PASS"), "{stdout}");
+    // A cut while node3 is down fails, and says which phase went unanswered or was refused.
+    let said_why = stdout.contains("in time") || stdout.contains("its local cut failed");
+    assert!(stdout.contains("failed cleanly") && said_why, "a failed versions cut should say why:\n{stdout}");
     let after_return = stdout.split("restarted node3").nth(1).unwrap_or_default();
     assert!(after_return.contains(" ok"), "a versions snapshot after node3 returned should succeed:\n{stdout}");
     assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");

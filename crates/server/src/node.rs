@@ -68,8 +68,8 @@ pub enum RunCutError {
 pub struct CutReport {
     pub cut: u64,
     pub ok: bool,
-    /// START, STARTED, FINISH, END, in milliseconds (empty under `versions`: its coordinator
-    /// does not time its phases).
+    /// Each phase, in milliseconds: START, STARTED, FINISH, END on the tree; under `versions`
+    /// the coordinator's four (snp_version, map, late transactions, skip set).
     pub phases_ms: Vec<f64>,
     /// From the request to the answer, in milliseconds, as this host measured it.
     pub took_ms: f64,
@@ -123,8 +123,7 @@ impl Shared {
                         .unwrap_or_default(),
                     why: match (ok, failure) {
                         (_, Some(f)) => Some(f.to_string()),
-                        // The coordinator's process says only that a vnode refused or timed out.
-                        (false, None) => Some("a store vnode refused a phase or did not answer in time".into()),
+                        (false, None) => Some("the cut process gave no reason".into()),
                         (true, None) => None,
                     },
                 };

@@ -35,6 +35,8 @@ const BLOCKING_STALL: &str = "waymark_blocking_stall_seconds";
 
 /// The cut operator's phases, in the order of `CutReport::phases_ms`.
 pub const CUT_PHASES: [&str; 4] = ["start", "started", "finish", "end"];
+/// The `versions` coordinator's phases, in the same order.
+pub const VERSIONS_CUT_PHASES: [&str; 4] = ["snp_version", "map", "late", "skip"];
 
 /// Bucket bounds of every `_seconds` histogram: from 100 µs (an fsync on a fast disk) to 30 s
 /// (a cut phase waiting for its timeout).
@@ -163,7 +165,11 @@ pub fn cut_done(report: &CutReport) {
         tracing::warn!(cut = report.cut, through = %report.through, phases_ms = ?report.phases_ms, "cut failed: {why}");
         return; // a failed cut's phases stop short: they would skew the phase histograms
     }
-    for (phase, ms) in CUT_PHASES.iter().zip(&report.phases_ms) {
+    let names = match report.strategy {
+        waymark_core::CutStrategy::Versions => VERSIONS_CUT_PHASES,
+        _ => CUT_PHASES,
+    };
+    for (phase, ms) in names.iter().zip(&report.phases_ms) {
         histogram!(CUT_PHASE, "phase" => *phase).record(ms / 1000.0);
     }
     let now_ms = unix_ms();

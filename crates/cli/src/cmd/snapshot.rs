@@ -140,7 +140,10 @@ fn create(admin: &Admin, name: String, incremental: bool) -> Result<()> {
         k => format!("increment {k}"),
     };
     println!("created {} {what}: cut {}", created.name, created.cut);
-    let phases = ["START", "STARTED", "FINISH", "END"];
+    let phases: &[&str] = match created.strategy {
+        waymark_core::CutStrategy::Versions => &["snp_version", "map", "late", "skip"],
+        _ => &["START", "STARTED", "FINISH", "END"],
+    };
     let timings: Vec<String> = phases.iter().zip(&created.phases_ms).map(|(p, ms)| format!("{p} {ms:.1} ms")).collect();
     let paused = match created.strategy {
         waymark_core::CutStrategy::Blocking => "transactions held while it ran",

@@ -14,6 +14,7 @@
 //! leaves, and recovery resumes after the highest `CutBegin`).
 
 use crate::config::CutStrategy;
+use crate::cut::operator::CutFailure;
 use crate::cut::versions::SnapshotVersions;
 use crate::ids::{ClientId, CutId, TxId, VnodeId};
 use crate::io::{Response, Timer};
@@ -33,7 +34,10 @@ pub struct CutCoordinator {
 #[derive(Debug, Hash)]
 struct Process {
     cut: CutId,
-    phase: Phase,
+    phase: CoordinatorPhase,
+    /// When `phase` was broadcast, and how long each earlier phase took (reported in `CutDone`).
+    phase_begun_us: u64,
+    phases_us: Vec<u64>,
     /// Invariant: the vnodes that have not confirmed `phase` yet.
     waiting: BTreeSet<VnodeId>,
     client: ClientId,
@@ -44,8 +48,9 @@ struct Process {
     skip: BTreeSet<TxId>,
 }
 
+/// A phase of the coordinator's cut process, named as its message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Phase {
+pub enum CoordinatorPhase {
     Start,
     Started,
     Finish,
@@ -58,7 +63,27 @@ enum Phase {
     VersionsSkip,
 }
 
-impl Phase {
+use CoordinatorPhase as Phase;
+
+impl std::fmt::Display for CoordinatorPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            Phase::Start => "START",
+            Phase::Started => "STARTED",
+            Phase::Finish => "FINISH",
+            Phase::Pause => "PAUSE",
+            Phase::Drain => "DRAIN",
+            Phase::Check => "CHECK",
+            Phase::VersionsStart => "versions phase 1 (snp_version)",
+            Phase::VersionsMap => "versions phase 2 (the map)",
+            Phase::VersionsStop => "versions phase 3 (late transactions)",
+            Phase::VersionsSkip => "versions phase 3 (the skip set)",
+        };
+        f.write_str(name)
+    }
+}
+
+impl CoordinatorPhase {
     fn code(self) -> u8 {
         self as u8
     }
@@ -132,14 +157,20 @@ impl Vnode {
         let phase = Phase::first(self.cfg.strategy);
         let waiting = BTreeSet::new();
         let (map, skip) = (SnapshotVersions::default(), BTreeSet::new());
-        self.coordinator.current = Some(Process { cut, phase, waiting, client, req, map, skip });
+        let (phase_begun_us, phases_us) = (self.now_us, vec![]);
+        self.coordinator.current =
+            Some(Process { cut, phase, phase_begun_us, phases_us, waiting, client, req, map, skip });
         self.broadcast_phase(cut, phase);
     }
 
     fn broadcast_phase(&mut self, cut: CutId, phase: Phase) {
         let all = self.cfg.placement.vnodes();
+        let now_us = self.now_us;
         let p = self.coordinator.current.as_mut().expect("a running process");
-        p.phase = phase;
+        if p.phase != phase {
+            p.phases_us.push(now_us.saturating_sub(p.phase_begun_us));
+        }
+        (p.phase, p.phase_begun_us) = (phase, now_us);
         p.waiting = all.iter().cloned().collect();
         let message = phase.message(p);
         for v in &all {
@@ -172,7 +203,7 @@ impl Vnode {
             return;
         }
         if !ok {
-            return self.coordinator_end(false);
+            return self.coordinator_end(Some(CutFailure::Refused { phase, vnode: from }));
         }
         p.waiting.remove(&from);
         if !p.waiting.is_empty() {
@@ -180,19 +211,23 @@ impl Vnode {
         }
         match phase.next() {
             Some(next) => self.broadcast_phase(cut, next),
-            None => self.coordinator_end(true),
+            None => self.coordinator_end(None),
         }
     }
 
     pub(crate) fn coordinator_timeout(&mut self, cut: CutId, phase: u8) {
-        let current = self.coordinator.current.as_ref();
-        if current.is_some_and(|p| p.cut == cut && p.phase.code() == phase) {
-            self.coordinator_end(false);
+        let current = self.coordinator.current.as_ref().filter(|p| p.cut == cut && p.phase.code() == phase);
+        if let Some(p) = current {
+            let failure = CutFailure::NoAnswer { phase: p.phase, waiting: p.waiting.len() as u64 };
+            self.coordinator_end(Some(failure));
         }
     }
 
-    fn coordinator_end(&mut self, ok: bool) {
-        let p = self.coordinator.current.take().expect("a running process");
+    /// Ends the running process: ok without a `failure`.
+    fn coordinator_end(&mut self, failure: Option<CutFailure>) {
+        let ok = failure.is_none();
+        let mut p = self.coordinator.current.take().expect("a running process");
+        p.phases_us.push(self.now_us.saturating_sub(p.phase_begun_us));
         // Invariant (module): declared successful only after every vnode confirmed the last phase.
         assert!(!ok || (p.waiting.is_empty() && p.phase.next().is_none()), "cut {:?} declared ok early", p.cut);
         self.out.append(Record::CutEnd { cut: p.cut, ok });
@@ -203,7 +238,7 @@ impl Vnode {
         self.reply(
             p.client,
             p.req,
-            Response::CutDone { cut: p.cut, ok, phases_us: vec![], metadata_md5: None, failure: None },
+            Response::CutDone { cut: p.cut, ok, phases_us: p.phases_us, metadata_md5: None, failure },
         );
     }
 

@@ -13,7 +13,8 @@
 //! store vnodes, in that order; at most one cut process runs per operator.
 
 use crate::alter::AlterRecord;
-use crate::ids::{ClientId, CutId};
+use crate::cut::coordinator::CoordinatorPhase;
+use crate::ids::{ClientId, CutId, VnodeId};
 use std::fmt;
 
 /// A phase of the cut process, as written into `cut/<id>`.
@@ -111,7 +112,7 @@ pub struct Proposal {
 
 /// Why a cut process ended failed: what an operator reads to decide whether to retry or look
 /// at a host.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum CutFailure {
     /// `phase`'s alteration was given up after its retries: its branch transactions kept failing
     /// or timing out.
@@ -123,6 +124,11 @@ pub enum CutFailure {
     TimedOut { phase: Phase },
     /// An earlier operator left this cut unfinished (its manager stopped); it is ended failed.
     Orphaned,
+    /// The cut coordinator's `phase` was answered with a failure by `vnode` (its local cut
+    /// failed: it restarted during the cut, or refused the phase).
+    Refused { phase: CoordinatorPhase, vnode: VnodeId },
+    /// The cut coordinator's `phase` went unanswered by `waiting` store vnodes until its deadline.
+    NoAnswer { phase: CoordinatorPhase, waiting: u64 },
 }
 
 impl fmt::Display for CutFailure {
@@ -134,6 +140,11 @@ impl fmt::Display for CutFailure {
             }
             CutFailure::TimedOut { phase } => write!(f, "the cut timed out in {phase}"),
             CutFailure::Orphaned => f.write_str("an earlier cut process left it unfinished"),
+            CutFailure::Refused { phase, vnode } => write!(f, "{vnode} failed {phase} (its local cut failed)"),
+            CutFailure::NoAnswer { phase, waiting: 1 } => write!(f, "1 store vnode did not answer {phase} in time"),
+            CutFailure::NoAnswer { phase, waiting } => {
+                write!(f, "{waiting} store vnodes did not answer {phase} in time")
+            }
         }
     }
 }
@@ -340,7 +351,7 @@ mod tests {
         assert_eq!(end.record.value, b"END:failed");
         let partial = CutFailure::Partial { phase: Phase::Start, applied: 2, leaves: 3 };
         match op.on_done(6, end.n, true, 3) {
-            Some(Step::Ended(e)) => assert_eq!((e.ok, e.failure), (false, Some(partial))),
+            Some(Step::Ended(e)) => assert_eq!((e.ok, e.failure), (false, Some(partial.clone()))),
             other => panic!("{other:?}"),
         }
         assert_eq!(partial.to_string(), "START reached 2 of 3 store vnodes");

@@ -38,7 +38,7 @@ pub struct Created {
     /// 0 for a full snapshot, K for increment K.
     pub increment: u32,
     pub cut: u64,
-    /// START, STARTED, FINISH, END, in milliseconds (empty under `versions`).
+    /// Each phase of the cut, in milliseconds (the four of the tree, or the coordinator's).
     pub phases_ms: Vec<f64>,
     /// The cut process from request to answer, in milliseconds.
     #[serde(default)]
