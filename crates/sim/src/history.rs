@@ -89,3 +89,11 @@ impl History {
         self.txns.iter().filter(|t| t.outcome == Outcome::Committed)
     }
 }
+
+/// How a cut ended, as the log of whoever declares cuts says: the coordinator's `CutEnd`, or the
+/// tree's catalog (`cut/<id>` = `END:ok` / `END:failed` in the root's metadata).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeclaredCut {
+    pub cut: CutId,
+    pub ok: bool,
+}

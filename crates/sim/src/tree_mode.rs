@@ -8,7 +8,7 @@
 //! root's manager, or to any running primary manager while the root is down.
 
 use crate::checkers::tree_answered::Incarnation;
-use crate::history::{CutRun, CutWindow};
+use crate::history::{CutRun, CutWindow, DeclaredCut};
 use crate::slot::{Resident, Slot};
 use crate::tree::build::{build_over, Timing};
 use crate::tree::manager::ManagerNode;
@@ -20,7 +20,7 @@ use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
 use waymark_core::cut::operator::{CutPhase, Phase};
 use waymark_core::cut::tree_process::cut_of;
 use waymark_core::{
-    Body, Breaks, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
+    Body, Breaks, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
 };
 
 pub const HOP_US: u64 = 1_000;
@@ -367,12 +367,12 @@ impl World {
     }
 
     /// The snapshot catalog: `cut/<id>` entries of the root's metadata that say how the cut ended.
-    pub(crate) fn catalog(&self) -> Vec<(CutId, bool)> {
+    pub(crate) fn catalog(&self) -> Vec<DeclaredCut> {
         let metadata = self.managers[self.root_manager()].metadata();
         metadata
             .records()
             .filter_map(|(k, v)| match Phase::parse(v)? {
-                Phase::End { ok } => Some((cut_of(k)?, ok)),
+                Phase::End { ok } => Some(DeclaredCut { cut: cut_of(k)?, ok }),
                 _ => None,
             })
             .collect()

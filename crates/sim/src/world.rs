@@ -6,7 +6,7 @@ use crate::checkers::tree_answered::Incarnation;
 use crate::client::{Client, InFlight};
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
-use crate::history::{CutRun, CutWindow, History};
+use crate::history::{CutRun, CutWindow, DeclaredCut, History};
 use crate::net::{Mishap, Network};
 use crate::slot::{Resident, Slot};
 use crate::trace::Trace;
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use waymark_core::alter::MetaVersion;
 use waymark_core::{
-    Body, ClientId, CutId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
+    Body, ClientId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
     VnodeConfig, VnodeId, VnodeImage,
 };
 
@@ -624,14 +624,14 @@ impl World {
     }
 
     /// The cuts the coordinator's log declares successful (its `CutEnd{ok: true}` records).
-    pub fn declared_cuts(&self) -> Vec<(CutId, bool)> {
+    pub fn declared_cuts(&self) -> Vec<DeclaredCut> {
         if self.cuts_on_tree() {
             return self.catalog();
         }
         let log = &self.nodes[self.coordinator()].log[..];
         log.iter()
             .filter_map(|r| match r {
-                Record::CutEnd { cut, ok } => Some((*cut, *ok)),
+                Record::CutEnd { cut, ok } => Some(DeclaredCut { cut: *cut, ok: *ok }),
                 _ => None,
             })
             .collect()

@@ -11,7 +11,7 @@
 
 use super::{names, Checker, Cluster, LogFacts, Violation};
 use crate::config::WorkloadKind;
-use crate::history::ClientRead;
+use crate::history::{ClientRead, DeclaredCut};
 use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
@@ -36,7 +36,7 @@ pub struct CutsChecked {
 
 pub fn check(w: &World, facts: &LogFacts) -> CutsChecked {
     let mut out = CutsChecked::default();
-    for (cut, ok) in w.declared_cuts() {
+    for DeclaredCut { cut, ok } in w.declared_cuts() {
         if ok {
             let found = check_cut(w, facts, cut);
             out.verified += found.is_empty() as usize;
@@ -44,7 +44,7 @@ pub fn check(w: &World, facts: &LogFacts) -> CutsChecked {
         }
     }
     for run in &w.history.cuts {
-        if run.ok && !w.declared_cuts().contains(&(run.cut, true)) {
+        if run.ok && !w.declared_cuts().contains(&DeclaredCut { cut: run.cut, ok: true }) {
             let message = format!("{} was reported successful to the operator but not logged so", run.cut);
             out.violations.push(v(message));
         }

@@ -15,6 +15,7 @@
 //! `--tree` seed 59, 0 of 9). `figures` reports them for sweeps to watch.
 
 use super::{Checker, Violation};
+use crate::history::DeclaredCut;
 use crate::world::{World, AFTER_HEAL_CUTS};
 use waymark_core::CutId;
 
@@ -56,7 +57,7 @@ pub struct AlterationsProposed {
 
 pub fn figures(w: &World) -> Figures {
     let declared = w.declared_cuts();
-    let ok = |cut: &CutId| declared.contains(&(*cut, true));
+    let ok = |cut: &CutId| declared.contains(&DeclaredCut { cut: *cut, ok: true });
     let healed = w.healed_us.unwrap_or(u64::MAX);
     let mut f = Figures::default();
     for (cut, window) in &w.history.cut_windows {

@@ -103,7 +103,23 @@ pub enum Anomaly {
     /// A dependency cycle. `txns` lists the cycle's transactions in order; `edges[i]` goes from
     /// `txns[i]` to `txns[(i + 1) % len]`. `txn_ops` holds the operations of each transaction of
     /// the cycle (same order as `txns`) so that the report is self-contained.
-    Cycle { txns: Vec<u64>, edges: Vec<(u64, EdgeKind, u64, Key)>, txn_ops: Vec<(u64, Vec<Op>)> },
+    Cycle { txns: Vec<u64>, edges: Vec<Dependency>, txn_ops: Vec<TxnOps> },
+}
+
+/// A dependency of a reported cycle: transaction `from` precedes `to` because of `kind` on `key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    pub from: u64,
+    pub kind: EdgeKind,
+    pub to: u64,
+    pub key: Key,
+}
+
+/// A transaction of a reported cycle, with its operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TxnOps {
+    pub txn: u64,
+    pub ops: Vec<Op>,
 }
 
 impl Anomaly {
@@ -120,10 +136,10 @@ impl Anomaly {
     }
 }
 
-fn cycle_anomaly(edges: &[(u64, EdgeKind, u64, Key)]) -> &'static str {
-    if edges.iter().any(|e| e.1 == EdgeKind::RW) {
+fn cycle_anomaly(edges: &[Dependency]) -> &'static str {
+    if edges.iter().any(|e| e.kind == EdgeKind::RW) {
         "G2"
-    } else if edges.iter().any(|e| e.1 == EdgeKind::WR) {
+    } else if edges.iter().any(|e| e.kind == EdgeKind::WR) {
         "G1c"
     } else {
         "G0"
@@ -175,7 +191,7 @@ impl fmt::Display for Anomaly {
             ),
             Anomaly::Cycle { txns, edges, txn_ops } => {
                 let anomaly = cycle_anomaly(edges);
-                let rw = edges.iter().filter(|e| e.1 == EdgeKind::RW).count();
+                let rw = edges.iter().filter(|e| e.kind == EdgeKind::RW).count();
                 let what = match anomaly {
                     "G0" => "write cycle: every edge is a write-write dependency".to_string(),
                     "G1c" => "circular information flow: a cycle of write-write and write-read \
@@ -187,7 +203,7 @@ impl fmt::Display for Anomaly {
                     _ => format!("anti-dependency cycle with {rw} read-write edges"),
                 };
                 writeln!(f, "{anomaly} ({what}) among {} transactions:", txns.len())?;
-                for (from, kind, to, key) in edges {
+                for Dependency { from, kind, to, key } in edges {
                     let meaning = match kind {
                         EdgeKind::WW => "appended the version just before the one appended by",
                         EdgeKind::WR => "appended the last element read by",
@@ -196,7 +212,7 @@ impl fmt::Display for Anomaly {
                     writeln!(f, "  T{from} --{kind} on key {key}--> T{to}   (T{from} {meaning} T{to})")?;
                 }
                 write!(f, "transactions:")?;
-                for (id, ops) in txn_ops {
+                for TxnOps { txn: id, ops } in txn_ops {
                     write!(f, "\n  T{id}:")?;
                     for op in ops {
                         write!(f, " {op};")?;
@@ -210,8 +226,23 @@ impl fmt::Display for Anomaly {
 
 impl std::error::Error for Anomaly {}
 
-/// One dependency edge in adjacency form: (target txn index, kind, key).
-type Adj = (usize, EdgeKind, Key);
+/// A dependency edge between transaction indices. Fields in this order: sorting the edges sorts
+/// each node's out-edges by target, then kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Edge {
+    from: usize,
+    to: usize,
+    kind: EdgeKind,
+    key: Key,
+}
+
+/// One dependency edge in adjacency form (its source is the node whose list holds it).
+#[derive(Clone, Copy, Debug)]
+struct Adj {
+    to: usize,
+    kind: EdgeKind,
+    key: Key,
+}
 
 /// Dependency graph over transaction indices, in compressed sparse row form; each node's
 /// out-edges are sorted by (target, kind) and deduplicated.
@@ -253,7 +284,7 @@ impl Graph {
             while let Some(frame) = call.last_mut() {
                 let v = frame.0;
                 if frame.1 < self.start[v + 1] {
-                    let (w, kind, _) = self.adj[frame.1];
+                    let Adj { to: w, kind, .. } = self.adj[frame.1];
                     frame.1 += 1;
                     if kind > max_kind {
                         continue;
@@ -293,37 +324,38 @@ impl Graph {
     }
 
     /// Shortest cycle through the smallest node of `scc`, using only edges of kind `<= max_kind`
-    /// that stay inside `scc`. Returns the edges (from, kind, to, key) in cycle order.
-    fn short_cycle(&self, scc: &[usize], max_kind: EdgeKind) -> Vec<(usize, EdgeKind, usize, Key)> {
+    /// that stay inside `scc`. Returns the edges in cycle order.
+    fn short_cycle(&self, scc: &[usize], max_kind: EdgeKind) -> Vec<Edge> {
         let n = self.nodes();
         let mut in_scc = vec![false; n];
         for &v in scc {
             in_scc[v] = true;
         }
         let s = scc.iter().copied().min().unwrap_or(0);
-        let mut parent: Vec<Option<(usize, EdgeKind, Key)>> = vec![None; n];
+        // The edge each visited node was reached by.
+        let mut parent: Vec<Option<Edge>> = vec![None; n];
         let mut visited = vec![false; n];
         visited[s] = true;
         let mut queue = VecDeque::from([s]);
         while let Some(v) = queue.pop_front() {
-            for &(w, kind, key) in self.out(v) {
+            for &Adj { to: w, kind, key } in self.out(v) {
                 if kind > max_kind || !in_scc[w] {
                     continue;
                 }
                 if w == s {
-                    let mut path = vec![(v, kind, s, key)];
+                    let mut path = vec![Edge { from: v, to: s, kind, key }];
                     let mut cur = v;
                     while cur != s {
-                        let (p, k, key) = parent[cur].expect("BFS parent of visited node");
-                        path.push((p, k, cur, key));
-                        cur = p;
+                        let edge = parent[cur].expect("BFS parent of visited node");
+                        path.push(edge);
+                        cur = edge.from;
                     }
                     path.reverse();
                     return path;
                 }
                 if !visited[w] {
                     visited[w] = true;
-                    parent[w] = Some((v, kind, key));
+                    parent[w] = Some(Edge { from: v, to: w, kind, key });
                     queue.push_back(w);
                 }
             }
@@ -435,12 +467,12 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Anomaly> {
 
     // Dependency edges (all elements below are known and written by checked transactions).
     let writer = |elem: &Elem| appends[elem_index[elem]].0;
-    let mut edges: Vec<(usize, usize, EdgeKind, Key)> = Vec::new();
+    let mut edges: Vec<Edge> = Vec::new();
     for (&key, order) in &orders {
         for pair in order.windows(2) {
             let (a, b) = (writer(&pair[0]), writer(&pair[1]));
             if a != b {
-                edges.push((a, b, EdgeKind::WW, key));
+                edges.push(Edge { from: a, to: b, kind: EdgeKind::WW, key });
             }
         }
     }
@@ -450,23 +482,23 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Anomaly> {
             if let Some(last) = list.last() {
                 let w = writer(last);
                 if w != t {
-                    edges.push((w, t, EdgeKind::WR, *key));
+                    edges.push(Edge { from: w, to: t, kind: EdgeKind::WR, key: *key });
                 }
             }
             if let Some(next) = orders[key].get(list.len()) {
                 let w = writer(next);
                 if w != t {
-                    edges.push((t, w, EdgeKind::RW, *key));
+                    edges.push(Edge { from: t, to: w, kind: EdgeKind::RW, key: *key });
                 }
             }
         }
     }
     edges.sort_unstable();
-    edges.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1 && later.2 == earlier.2);
+    edges.dedup_by(|later, earlier| (later.from, later.to, later.kind) == (earlier.from, earlier.to, earlier.kind));
 
     let mut stats = Stats { txns_checked: checked.len(), keys: orders.len(), ..Stats::default() };
     for e in &edges {
-        match e.2 {
+        match e.kind {
             EdgeKind::WW => stats.edges_ww += 1,
             EdgeKind::WR => stats.edges_wr += 1,
             EdgeKind::RW => stats.edges_rw += 1,
@@ -475,12 +507,12 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Anomaly> {
 
     let mut start = vec![0usize; n + 1];
     for e in &edges {
-        start[e.0 + 1] += 1;
+        start[e.from + 1] += 1;
     }
     for i in 0..n {
         start[i + 1] += start[i];
     }
-    let graph = Graph { start, adj: edges.iter().map(|&(_, to, kind, key)| (to, kind, key)).collect() };
+    let graph = Graph { start, adj: edges.iter().map(|e| Adj { to: e.to, kind: e.kind, key: e.key }).collect() };
 
     if graph.first_cyclic_scc(EdgeKind::RW).is_none() {
         return Ok(stats);
@@ -490,9 +522,12 @@ pub fn check(history: &[TxnRecord]) -> Result<Stats, Anomaly> {
             let cycle = graph.short_cycle(&scc, max_kind);
             let id = |t: usize| history[t].id;
             return Err(Anomaly::Cycle {
-                txns: cycle.iter().map(|e| id(e.0)).collect(),
-                edges: cycle.iter().map(|&(a, kind, b, key)| (id(a), kind, id(b), key)).collect(),
-                txn_ops: cycle.iter().map(|e| (id(e.0), history[e.0].ops.clone())).collect(),
+                txns: cycle.iter().map(|e| id(e.from)).collect(),
+                edges: cycle
+                    .iter()
+                    .map(|e| Dependency { from: id(e.from), kind: e.kind, to: id(e.to), key: e.key })
+                    .collect(),
+                txn_ops: cycle.iter().map(|e| TxnOps { txn: id(e.from), ops: history[e.from].ops.clone() }).collect(),
             });
         }
     }
@@ -531,11 +566,11 @@ mod tests {
         assert_eq!(txns.len(), edges.len());
         assert_eq!(txn_ops.len(), txns.len());
         for (i, e) in edges.iter().enumerate() {
-            assert_eq!(e.0, txns[i]);
-            assert_eq!(e.2, txns[(i + 1) % txns.len()]);
-            assert_eq!(txn_ops[i].0, txns[i]);
+            assert_eq!(e.from, txns[i]);
+            assert_eq!(e.to, txns[(i + 1) % txns.len()]);
+            assert_eq!(txn_ops[i].txn, txns[i]);
         }
-        edges.iter().map(|e| e.1).collect()
+        edges.iter().map(|e| e.kind).collect()
     }
 
     #[test]
@@ -625,8 +660,11 @@ mod tests {
             v,
             Anomaly::Cycle {
                 txns: vec![1, 2],
-                edges: vec![(1, EdgeKind::RW, 2, X), (2, EdgeKind::RW, 1, Y)],
-                txn_ops: vec![(1, h[0].ops.clone()), (2, h[1].ops.clone())],
+                edges: vec![
+                    Dependency { from: 1, kind: EdgeKind::RW, to: 2, key: X },
+                    Dependency { from: 2, kind: EdgeKind::RW, to: 1, key: Y }
+                ],
+                txn_ops: vec![TxnOps { txn: 1, ops: h[0].ops.clone() }, TxnOps { txn: 2, ops: h[1].ops.clone() }],
             }
         );
         assert_eq!(v.anomaly(), "G2");
