@@ -171,6 +171,20 @@ mod tests {
     }
 
     #[test]
+    fn a_versions_cut_is_based_at_its_first_record_not_a_later_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = checkpoint::Image::Manager(Default::default());
+        checkpoint::write(dir.path(), &image, Position::new(100, 24)).unwrap();
+        let mut files = CutFiles::open(dir.path());
+        // `VersionsSideSeen{2}`, then a checkpoint, then `VersionsLocalState{2}`: commits the cut
+        // excludes may lie between the two, so the base stays the one before the first.
+        files.on_cut_first_record(CutId(2), Position::ZERO).unwrap();
+        checkpoint::write(dir.path(), &image, Position::new(900, 24)).unwrap();
+        files.on_cut_first_record(CutId(2), Position::ZERO).unwrap();
+        assert_eq!(files.base(CutId(2)).unwrap().from, Position::new(100, 24));
+    }
+
+    #[test]
     fn the_export_pin_survives_a_restart_and_old_bases_are_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let mut files = CutFiles::open(dir.path());
