@@ -68,19 +68,26 @@ fn the_demo_takes_blocking_snapshots_of_a_live_cluster_and_restores_them_consist
     let tmp = temp_dir();
     let work = tmp.path().join("demo");
     let _stop = StopClusters(&work);
+    demo_with_strategy(&work, "blocking");
+    let config = std::fs::read_to_string(work.join("cluster/node1/waymark.toml")).expect("node1's config");
+    assert!(config.contains("strategy = \"blocking\""), "{config}");
+}
+
+/// Runs the demo on a cluster of `strategy` in `work` and checks what every strategy's run must
+/// show: a pass, a snapshot that succeeds after node3's return, restores whose replicas agree.
+fn demo_with_strategy(work: &Path, strategy: &str) -> String {
     let args: Vec<String> =
-        ["demo", "--strategy", "blocking", "--seconds", "8", "--clients", "4", "--dir", &work.to_string_lossy()]
+        ["demo", "--strategy", strategy, "--seconds", "8", "--clients", "4", "--dir", &work.to_string_lossy()]
             .map(String::from)
             .into();
     let out = run_waymark(&args, DEMO_WITHIN);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "the blocking demo failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("blocking cuts") && stdout.contains("verdict: PASS"), "{stdout}");
-    let config = std::fs::read_to_string(work.join("cluster/node1/waymark.toml")).expect("node1's config");
-    assert!(config.contains("strategy = \"blocking\""), "{config}");
+    assert!(out.status.success(), "the {strategy} demo failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("{strategy} cuts")) && stdout.contains("verdict: PASS"), "{stdout}");
     let after_return = stdout.split("restarted node3").nth(1).unwrap_or_default();
-    assert!(after_return.contains(" ok"), "a blocking snapshot after node3 returned should succeed:\n{stdout}");
+    assert!(after_return.contains(" ok"), "a {strategy} snapshot after node3 returned should succeed:\n{stdout}");
     assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");
+    stdout
 }
 
 /// The same demo on a cluster created with `cluster.strategy = "versions"` (seed 002): the cut
@@ -93,20 +100,10 @@ fn the_demo_takes_versions_snapshots_of_a_live_cluster_and_restores_them_consist
     let tmp = temp_dir();
     let work = tmp.path().join("demo");
     let _stop = StopClusters(&work);
-    let args: Vec<String> =
-        ["demo", "--strategy", "versions", "--seconds", "8", "--clients", "4", "--dir", &work.to_string_lossy()]
-            .map(String::from)
-            .into();
-    let out = run_waymark(&args, DEMO_WITHIN);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "the versions demo failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("versions cuts") && stdout.contains("verdict: PASS"), "{stdout}");
+    let stdout = demo_with_strategy(&work, "versions");
     // A cut while node3 is down fails, and says which phase went unanswered or was refused.
     let said_why = stdout.contains("in time") || stdout.contains("its local cut failed");
     assert!(stdout.contains("failed cleanly") && said_why, "a failed versions cut should say why:\n{stdout}");
-    let after_return = stdout.split("restarted node3").nth(1).unwrap_or_default();
-    assert!(after_return.contains(" ok"), "a versions snapshot after node3 returned should succeed:\n{stdout}");
-    assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");
 
     let manifest = std::fs::read_to_string(work.join("cluster/snapshots/demo/manifest.json")).expect("manifest");
     assert!(manifest.contains("\"strategy\": \"versions\""), "{manifest}");

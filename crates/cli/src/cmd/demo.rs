@@ -49,7 +49,7 @@ pub fn simulated(runs: u64, first: u64, duration_ms: u64) -> Result<()> {
 
 /// The balances of the last successful cut of a run, as restored from the vnodes' logs.
 fn restored_example(world: &World) -> Option<(u64, Vec<i64>)> {
-    let (cut, _) = world.declared_cuts().into_iter().rev().find(|(_, ok)| *ok)?;
+    let cut = world.declared_cuts().into_iter().rev().find(|d| d.ok)?.cut;
     let mut restored = vec![];
     for node in &world.nodes {
         let finish = find_finish(&node.log, cut)?;
