@@ -314,7 +314,13 @@ impl<M: Machine> Driver<M> {
             return;
         }
         self.checkpointed_at = appended;
+        let begun = std::time::Instant::now();
         let image = self.machine.image();
+        // The vnode serves nothing while it copies its image: say so when that is noticeable.
+        let took_ms = begun.elapsed().as_secs_f64() * 1000.0;
+        if took_ms >= 10.0 {
+            tracing::info!(vnode = %self.id, took_ms, "a checkpoint's image took long to take");
+        }
         if self.wal.send(WalCmd::Checkpoint(image)).await.is_err() {
             self.failed = true;
         }
