@@ -15,8 +15,9 @@ pub struct NearState {
     pub(crate) txs: BTreeMap<TxId, NearTx>,
     pub(crate) next_seq: u32,
     /// Decisions this vnode made as first committer (2PC near, or 1PC last backup), kept while the
-    /// log that holds them is kept, so in-doubt participants can always be answered.
-    pub(crate) decided: BTreeMap<TxId, Option<CutId>>,
+    /// log that holds them is kept, so in-doubt participants can always be answered. A persistent
+    /// map: a checkpoint's image copies it in O(1) while the vnode waits (it grows with uptime).
+    pub(crate) decided: imbl::OrdMap<TxId, Option<CutId>>,
     pub(crate) reads: BTreeMap<u64, (ClientId, u64)>,
     pub(crate) next_read: u64,
 }
@@ -209,7 +210,8 @@ impl Vnode {
         let status = if let Some(tx_cut) = self.near.decided.get(&tx) {
             TxStatus::Committed { tx_cut: *tx_cut }
         } else if one_phase {
-            if self.part.tombstones.insert(tx.clone()) {
+            // `OrdSet::insert` gives back the element it replaced: `None` when `tx` is new here.
+            if self.part.tombstones.insert(tx.clone()).is_none() {
                 self.out.append(Record::TxRolledBack { tx: tx.clone(), branch: None });
             }
             TxStatus::Aborted

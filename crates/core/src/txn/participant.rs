@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 pub struct ParticipantState {
     pub(crate) prepared: BTreeMap<Branch, PreparedTx>,
     /// Transactions rolled back here; a late prepare of one of them is refused.
-    pub(crate) tombstones: BTreeSet<TxId>,
+    pub(crate) tombstones: imbl::OrdSet<TxId>,
     /// Branches finished here lately (committed, rolled back or refused), oldest first: a duplicated
     /// `Prepare` arriving after its branch finished is dropped instead of being evaluated again
     /// (an `INCRBY` applied twice). Memory only: a copy never outlives the connection, and a
