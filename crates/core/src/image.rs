@@ -175,3 +175,26 @@ impl TreeImage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::VnodeId;
+
+    /// Checkpoints written while `decided` and the tombstones were `BTreeMap`/`BTreeSet` read the
+    /// same: the persistent maps serialize as the same map and set.
+    #[test]
+    fn the_persistent_maps_serialize_as_the_std_maps_they_replaced() {
+        let tx = |seq| TxId { near: VnodeId::new("store0", "node1"), incarnation: 1, seq };
+        let pairs = [(tx(3), Some(CutId(2))), (tx(1), None), (tx(2), Some(CutId(1)))];
+        let persistent: imbl::OrdMap<TxId, Option<CutId>> = pairs.iter().cloned().collect();
+        let std: BTreeMap<TxId, Option<CutId>> = pairs.iter().cloned().collect();
+        let bytes = postcard::to_stdvec(&persistent).expect("serializes");
+        assert_eq!(bytes, postcard::to_stdvec(&std).expect("serializes"));
+        let back: imbl::OrdMap<TxId, Option<CutId>> = postcard::from_bytes(&bytes).expect("reads back");
+        assert_eq!(back, persistent);
+        let set: imbl::OrdSet<TxId> = [tx(5), tx(4)].into_iter().collect();
+        let std_set: std::collections::BTreeSet<TxId> = [tx(5), tx(4)].into_iter().collect();
+        assert_eq!(postcard::to_stdvec(&set).expect("serializes"), postcard::to_stdvec(&std_set).expect("serializes"));
+    }
+}
