@@ -121,11 +121,8 @@ impl Shared {
                     metadata_md5: metadata_md5
                         .map(|m| m.iter().map(|b| format!("{b:02x}")).collect())
                         .unwrap_or_default(),
-                    why: match (ok, failure) {
-                        (_, Some(f)) => Some(f.to_string()),
-                        (false, None) => Some("the cut process gave no reason".into()),
-                        (true, None) => None,
-                    },
+                    // The core says why exactly when a cut failed (`CutFailure`, both processes).
+                    why: failure.map(|f| f.to_string()),
                 };
                 crate::telemetry::cut_done(&report);
                 Ok(report)

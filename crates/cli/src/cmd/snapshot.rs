@@ -149,12 +149,7 @@ fn create(admin: &Admin, name: String, incremental: bool) -> Result<()> {
         waymark_core::CutStrategy::Blocking => "transactions held while it ran",
         _ => "no transaction paused",
     };
-    match timings.is_empty() {
-        true => println!("  {} cut: {:.1} ms ({paused})", created.strategy, created.cut_ms),
-        false => {
-            println!("  {} cut: {:.1} ms, phases {} ({paused})", created.strategy, created.cut_ms, timings.join(", "))
-        }
-    }
+    println!("  {} cut: {:.1} ms, phases {} ({paused})", created.strategy, created.cut_ms, timings.join(", "));
     println!("  files: {} ({}), exported in {:.1} ms", created.files, human_bytes(created.bytes), created.export_ms);
     println!("  took {:.2} s in all", begun.elapsed().as_secs_f64());
     Ok(())

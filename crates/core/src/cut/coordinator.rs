@@ -22,6 +22,7 @@ use crate::message::CutMsg;
 use crate::record::Record;
 use crate::vnode::Vnode;
 use std::collections::BTreeSet;
+use CoordinatorPhase as Phase;
 
 #[derive(Debug, Default, Hash)]
 pub struct CutCoordinator {
@@ -62,8 +63,6 @@ pub enum CoordinatorPhase {
     VersionsStop,
     VersionsSkip,
 }
-
-use CoordinatorPhase as Phase;
 
 impl std::fmt::Display for CoordinatorPhase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
