@@ -72,10 +72,13 @@ pub struct Breaks {
     /// as a 2PC primary may (`txn/participant.rs`, `forward_prepare`): the first committer can
     /// commit what the primary then forgets in a crash.
     pub one_phase_forward_before_durable: bool,
+    /// The tree's operator sends `StartedEverywhere` with START instead of STARTED: store vnodes
+    /// release held replies before every one of them started the cut.
+    pub started_notice_at_start: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 24] = [
+    pub const NAMES: [&'static str; 25] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -100,6 +103,7 @@ impl Breaks {
         "versions-no-guard",
         "blocking-prepare-after-marker",
         "one-phase-forward-before-durable",
+        "started-notice-at-start",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -129,6 +133,7 @@ impl Breaks {
             "versions-no-guard" => &mut self.versions_no_guard,
             "blocking-prepare-after-marker" => &mut self.blocking_prepare_after_marker,
             "one-phase-forward-before-durable" => &mut self.one_phase_forward_before_durable,
+            "started-notice-at-start" => &mut self.started_notice_at_start,
             _ => return false,
         };
         *flag = true;
@@ -163,6 +168,7 @@ impl fmt::Display for Breaks {
             self.versions_no_guard,
             self.blocking_prepare_after_marker,
             self.one_phase_forward_before_durable,
+            self.started_notice_at_start,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -205,6 +205,13 @@ pub enum CutMsg {
         cut: CutId,
         ok: bool,
     },
+    /// The cut process on the tree (`cut::tree_process`): a notice from the operator, sent
+    /// straight to every store vnode once START{cut} was applied on all of them — what the
+    /// STARTED alteration will say a tree round later, so replies held for real-time safety go
+    /// now. Not a phase: nothing is logged or answered; the STARTED alteration still follows.
+    StartedEverywhere {
+        cut: CutId,
+    },
 }
 
 impl TxnMsg {

@@ -105,6 +105,10 @@ pub trait Machine: Send + 'static {
     fn take_commit_stalls_us(&mut self) -> Vec<u64> {
         Vec::new()
     }
+    /// How long each reply held for real-time safety waited (store vnodes only).
+    fn take_hold_durations_us(&mut self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 impl Machine for Vnode {
@@ -122,6 +126,9 @@ impl Machine for Vnode {
     }
     fn take_commit_stalls_us(&mut self) -> Vec<u64> {
         Vnode::take_commit_stalls_us(self)
+    }
+    fn take_hold_durations_us(&mut self) -> Vec<u64> {
+        Vnode::take_hold_durations_us(self)
     }
 }
 
@@ -330,6 +337,9 @@ impl<M: Machine> Driver<M> {
         let outputs = self.machine.step(clock::now_us(), input);
         for stall_us in self.machine.take_commit_stalls_us() {
             crate::telemetry::blocking_stall(stall_us);
+        }
+        for held_us in self.machine.take_hold_durations_us() {
+            crate::telemetry::reply_held(held_us);
         }
         for a in self.machine.take_answered() {
             crate::telemetry::alteration_answered(a.ok, a.attempts);

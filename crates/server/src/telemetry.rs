@@ -32,6 +32,7 @@ const PREPARED: &str = "waymark_vnode_prepared_transactions";
 const HELD: &str = "waymark_vnode_held_replies";
 const ALTERATIONS: &str = "waymark_alterations_total";
 const BLOCKING_STALL: &str = "waymark_blocking_stall_seconds";
+const HELD_FOR: &str = "waymark_held_reply_seconds";
 
 /// The cut operator's phases, in the order of `CutReport::phases_ms`.
 pub const CUT_PHASES: [&str; 4] = ["start", "started", "finish", "end"];
@@ -102,6 +103,11 @@ fn describe() {
         BLOCKING_STALL,
         Unit::Seconds,
         "How long a client transaction waited for a blocking cut's pause to end (strategy blocking)"
+    );
+    describe_histogram!(
+        HELD_FOR,
+        Unit::Seconds,
+        "How long a reply was held for real-time safety, until every vnode started the cut it reveals"
     );
     describe_gauge!(LAST_CUT_OK, Unit::Seconds, "When a cut run through this host last succeeded");
     describe_gauge!(LAST_CUT_AGE, Unit::Seconds, "Seconds since a cut run through this host last succeeded");
@@ -180,6 +186,11 @@ pub fn cut_done(report: &CutReport) {
 /// A client transaction held back by a blocking cut's pause was let through after `stall_us`.
 pub fn blocking_stall(stall_us: u64) {
     histogram!(BLOCKING_STALL).record(stall_us as f64 / 1_000_000.0);
+}
+
+/// A reply held for real-time safety was released after `held_us`.
+pub fn reply_held(held_us: u64) {
+    histogram!(HELD_FOR).record(held_us as f64 / 1_000_000.0);
 }
 
 /// One group commit's sync of a vnode's log took `took`.

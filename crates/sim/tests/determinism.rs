@@ -34,11 +34,11 @@ fn pinned_trace_hashes_change_only_deliberately() {
             with(3, WorkloadKind::Bank, |c| (c.cuts, c.strategy) = (true, waymark_core::CutStrategy::Blocking)),
             0x23e972eb8261e836,
         ),
-        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x81e4e45c03f2417c),
+        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x76efd280c662ab59),
         (
             "--cuts --tree --replicas 3 --vnodes 6 seed 5",
             with(5, WorkloadKind::Bank, |c| (c.cuts, c.tree, c.replicas, c.vnodes, c.fanout) = (true, true, 3, 6, 3)),
-            0xd3af0f984e20b0af,
+            0x6ba140512c8dea8f,
         ),
     ];
     let mut changed = vec![];

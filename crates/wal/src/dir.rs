@@ -92,8 +92,13 @@ pub(crate) fn remove_temp_files(dir: &Path) -> Result<usize> {
 pub(crate) fn create_segment(dir: &Path, base: u64, preallocate_bytes: u64) -> Result<(File, PathBuf)> {
     let path = segment_path(dir, base);
     let temp = dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(base)));
-    let mut file =
-        OpenOptions::new().write(true).create(true).truncate(true).open(&temp).map_err(io_err("creating", &temp))?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .map_err(io_err("creating", &temp))?;
     file.write_all(&encode_header(base)).map_err(io_err("writing header to", &temp))?;
     if preallocate_bytes > HEADER_BYTES {
         // The write position stays after the header; the length is what the sync below commits.

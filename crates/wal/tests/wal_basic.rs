@@ -254,3 +254,53 @@ fn group_commit_one_sync_covers_a_batch() {
     assert!(positions.iter().all(|p| *p < durable));
     assert_eq!(wal.sync().unwrap(), durable, "an empty sync changes nothing");
 }
+
+#[test]
+fn a_record_is_read_back_at_its_position_in_the_active_or_a_sealed_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut wal, _) = Wal::open(tmp.path(), small_options(1024)).unwrap();
+    let first = wal.append(3, b"sealed soon").unwrap();
+    wal.roll_segment().unwrap();
+    let second = wal.append(4, b"still buffered").unwrap();
+    let read = wal.read_at(second).unwrap();
+    assert_eq!((read.position, read.kind, &read.payload[..]), (second, 4, &b"still buffered"[..]));
+    let read = wal.read_at(first).unwrap();
+    assert_eq!((read.kind, &read.payload[..]), (3, &b"sealed soon"[..]));
+    let nowhere = Position::new(first.segment + 1, 24);
+    assert!(matches!(wal.read_at(nowhere), Err(WalError::PositionOutOfRange { .. })));
+    let past_the_end = Position::new(second.segment, wal.appended().offset);
+    assert!(matches!(wal.read_at(past_the_end), Err(WalError::CorruptRecord { .. })));
+}
+
+#[test]
+fn a_record_damaged_on_disk_reads_back_as_corrupt_not_as_other_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut wal, _) = Wal::open(tmp.path(), Options::default()).unwrap();
+    let at = wal.append(1, b"the alteration").unwrap();
+    wal.sync().unwrap();
+    let file = segment_files(tmp.path()).remove(0);
+    let mut bytes = fs::read(&file).unwrap();
+    bytes[at.offset as usize + 12] ^= 0xff; // a payload byte
+    fs::write(&file, &bytes).unwrap();
+    let read = wal.read_at(at);
+    assert!(
+        matches!(read, Err(WalError::CorruptRecord { reason: waymark_wal::FrameError::Checksum { .. }, .. })),
+        "{read:?}"
+    );
+}
+
+#[test]
+fn sealing_through_a_position_rolls_only_the_segment_that_holds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut wal, _) = Wal::open(tmp.path(), small_options(4096)).unwrap();
+    wal.append(1, b"in the first segment").unwrap();
+    let end_of_first = wal.appended();
+    let upto = wal.seal_through(end_of_first).unwrap();
+    assert_eq!(upto, Position::new(end_of_first.global(), 24), "the active segment was rolled");
+    assert_eq!(wal.sealed_segments().len(), 1);
+    wal.append(1, b"in the second").unwrap();
+    assert_eq!(wal.seal_through(end_of_first).unwrap(), upto, "already sealed: the same end, no roll");
+    assert_eq!(wal.sealed_segments().len(), 1);
+    let gone = Position::new(end_of_first.segment, 4096);
+    assert!(matches!(wal.seal_through(gone), Err(WalError::PositionOutOfRange { .. })));
+}

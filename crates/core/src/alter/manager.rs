@@ -13,13 +13,13 @@
 //! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
 //! what a restart from the log would rebuild.
 
-use super::{AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
-use crate::cut::operator::{CutOperator, Ended, Phase, Requester, Step};
+use super::{cluster, AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
+use crate::cut::operator::{CutOperator, CutPhase, Ended, Phase, Proposal, Requester, Step};
 use crate::cut::tree_process::cut_of;
 use crate::ids::{ClientId, CutId, Lsn, VnodeId};
 use crate::image::TreeImage;
 use crate::io::{Input, Output, Request, Response, Timer};
-use crate::message::{Body, Envelope};
+use crate::message::{Body, CutMsg, Envelope};
 use crate::outbox::Outbox;
 use crate::record::Record;
 use std::collections::VecDeque;
@@ -240,7 +240,8 @@ impl ManagerVnode {
             Ok(proposal) => {
                 self.last_cut = self.last_cut.max(orphan.unwrap_or(cut));
                 self.out.timer(Output::SetTimer { timer: Timer::CutOperator, at_us: now + OPERATOR_TICK_US });
-                self.drive(AlterInput::Propose { n: proposal.n, record: proposal.record });
+                let input = self.propose(proposal);
+                self.drive(input);
             }
             Err(_) => self.reply(who.client, who.req, Response::Unavailable { why: "a cut is in progress" }),
         }
@@ -258,10 +259,37 @@ impl ManagerVnode {
         }
     }
 
+    /// The operator's proposal, for the alteration role. STARTED is proposed only once START was
+    /// applied on every store vnode (`CutOperator::on_done`), so with it go the notices that let
+    /// them release their held replies now (`cut::tree_process`).
+    fn propose(&mut self, p: Proposal) -> AlterInput {
+        let notice_with = match self.alter.config().breaks.started_notice_at_start {
+            false => Phase::Started,
+            true => Phase::Start,
+        };
+        if let Some(CutPhase { cut, phase }) = Phase::of_proposal(p.n) {
+            if phase == notice_with {
+                self.notify_started_everywhere(cut);
+            }
+        }
+        AlterInput::Propose { n: p.n, record: p.record }
+    }
+
+    /// `CutMsg::StartedEverywhere` to every store vnode of the placement the metadata holds. It
+    /// promises nothing about this manager's log, so it leaves unheld.
+    fn notify_started_everywhere(&mut self, cut: CutId) {
+        let Some(placement) = cluster::placement(self.alter.metadata()) else { return };
+        for to in placement.vnodes() {
+            let body = Body::Cut(CutMsg::StartedEverywhere { cut });
+            let env = Envelope { from: self.alter.id().clone(), to, cut: None, body };
+            self.out.send_unheld(Output::Send(env));
+        }
+    }
+
     /// Carries out the operator's step: the next proposal, or the reply to whoever asked.
     fn operator_step(&mut self, step: Option<Step>) -> Option<AlterInput> {
         match step? {
-            Step::Propose(p) => Some(AlterInput::Propose { n: p.n, record: p.record }),
+            Step::Propose(p) => Some(self.propose(p)),
             Step::Ended(Ended { cut, ok, requester, phases_us, failure }) => {
                 // The metadata as this manager holds it at the END: the snapshot's catalog entry.
                 let metadata_md5 = Some(self.alter.metadata().md5());

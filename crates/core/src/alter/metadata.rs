@@ -242,7 +242,76 @@ impl Metadata {
 
     /// md5 of the whole metadata: equal sums, equal metadata.
     pub fn md5(&self) -> Md5Sum {
-        md5_of(&postcard::to_stdvec(self).expect("metadata always serializes"))
+        md5_of_encoding(self)
+    }
+
+    /// `self.project(View::Leaf).md5()` without building the projection: a vnode that keeps whole
+    /// copies sums both after every alteration it applies (four a cut), and the copy is most of
+    /// the cost.
+    pub fn leaf_md5(&self) -> Md5Sum {
+        match self.view {
+            View::Leaf => self.md5(),
+            View::Full => md5_of_encoding(&LeafProjection(self)),
+        }
+    }
+}
+
+/// The md5 of a value's postcard encoding, fed to the hasher as it is produced (no buffer).
+fn md5_of_encoding<T: Serialize + ?Sized>(value: &T) -> Md5Sum {
+    postcard::serialize_with_flavor(value, Md5Flavor(Md5::new())).expect("metadata always serializes")
+}
+
+/// A postcard output that hashes instead of storing.
+struct Md5Flavor(Md5);
+
+impl postcard::ser_flavors::Flavor for Md5Flavor {
+    type Output = Md5Sum;
+
+    fn try_push(&mut self, byte: u8) -> postcard::Result<()> {
+        self.0.update([byte]);
+        Ok(())
+    }
+
+    fn try_extend(&mut self, bytes: &[u8]) -> postcard::Result<()> {
+        self.0.update(bytes);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<Md5Sum> {
+        Ok(self.0.finalize().into())
+    }
+}
+
+/// Whole metadata seen as its leaf view: serializes exactly as `project(View::Leaf)` does (the
+/// derived layout of `Metadata`, field by field), borrowing instead of copying.
+struct LeafProjection<'a>(&'a Metadata);
+
+impl Serialize for LeafProjection<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let m = self.0;
+        let mut out = serializer.serialize_struct("Metadata", 5)?;
+        out.serialize_field("view", &View::Leaf)?;
+        out.serialize_field("term", &m.term)?;
+        out.serialize_field("seq", &m.seq)?;
+        out.serialize_field("records", &LeafRecords(&m.records))?;
+        out.serialize_field("recent", &*m.recent)?;
+        out.end()
+    }
+}
+
+/// The records a leaf keeps, as the map a projection would hold.
+struct LeafRecords<'a>(&'a BTreeMap<String, Vec<u8>>);
+
+impl Serialize for LeafRecords<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let kept = || self.0.iter().filter(|(k, _)| View::Leaf.keeps(k));
+        let mut map = serializer.serialize_map(Some(kept().count()))?;
+        for (k, v) in kept() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }
 
@@ -314,6 +383,20 @@ mod tests {
         };
         assert_eq!(hash(&|s| at.hash(s)), hash(&|s| (2u64, 7u64).hash(s)));
         assert_eq!(at.to_string(), "(2, 7)");
+    }
+
+    /// The sums are taken without building anything, but of exactly the bytes they stand for.
+    #[test]
+    fn the_md5_sums_are_those_of_the_encoded_metadata_and_of_its_leaf_projection() {
+        let mut m = Metadata::genesis([]);
+        for (n, key) in ["config/a", "vnode/store0@h1", "cut/3", "host/h1", "placement/0", "root"].iter().enumerate() {
+            m.apply(1, n as u64 + 1, &ordered(key, "v", n as u64));
+        }
+        assert_eq!(m.md5(), md5_of(&postcard::to_stdvec(&m).unwrap()));
+        let leaf = m.project(View::Leaf);
+        assert_ne!(leaf.md5(), m.md5(), "the projection drops vnode/ and host/ records");
+        assert_eq!(m.leaf_md5(), md5_of(&postcard::to_stdvec(&leaf).unwrap()));
+        assert_eq!(leaf.leaf_md5(), leaf.md5(), "a leaf view is its own projection");
     }
 
     #[test]

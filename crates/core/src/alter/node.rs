@@ -88,6 +88,10 @@ impl AlterNode {
         &self.metadata
     }
 
+    pub fn config(&self) -> &AlterConfig {
+        &self.cfg
+    }
+
     /// Whether `logged` — what this vnode's log replays to (`image.rs`) — is the metadata it holds,
     /// seen through its view. Invariant (asserted by the hosts after every step): it is, so a
     /// restart rebuilds exactly what this vnode had applied and confirmed.
@@ -267,7 +271,7 @@ impl AlterNode {
         self.md5 = self.metadata.md5();
         self.leaf_md5 = match self.metadata.view() {
             View::Leaf => self.md5,
-            View::Full => self.metadata.project(View::Leaf).md5(),
+            View::Full => self.metadata.leaf_md5(),
         };
     }
 

@@ -303,6 +303,7 @@ impl Vnode {
                 self.coordinator_confirm(from, cut, Phase::VersionsStop, late.is_some())
             }
             CutMsg::VersionsSkipLogged { cut, ok } => self.coordinator_confirm(from, cut, Phase::VersionsSkip, ok),
+            CutMsg::StartedEverywhere { cut } => self.on_started_everywhere_notice(cut),
         }
     }
 }

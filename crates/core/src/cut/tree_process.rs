@@ -5,6 +5,14 @@
 //! FINISH — confirm when the local cut is over, with its verdict; END — stop colouring.
 //! A successful cut's END writes `END:ok` into the metadata: that entry is the snapshot catalog.
 //!
+//! Real-time safety's hold is the cut's main cost to clients (every reply about an after
+//! transaction waits from the leaf's START to its STARTED), so the operator shortens it: once
+//! START was applied on every store vnode it sends each of them `CutMsg::StartedEverywhere`
+//! directly, one hop, and they release their held replies then instead of after the STARTED
+//! alteration's three persisted, read-back hops down the tree. The notice states a fact the
+//! branch confirmations already established (every leaf logged `CutStart` durably), so it needs
+//! no durability of its own; a leaf that misses it releases at STARTED as before.
+//!
 //! Under `strategy = blocking` (the cluster's config, the same on every leaf) the same four
 //! alterations carry the blocking strategy (`cut::blocking`): START — pause, confirm once no
 //! transaction this vnode coordinates is open; STARTED — confirm once nothing is prepared here,
@@ -136,6 +144,16 @@ impl Vnode {
                 self.cut_started_everywhere(cut);
                 applied(true)
             }
+        }
+    }
+
+    /// The operator's notice that START{cut} was applied on every store vnode: release the
+    /// replies held for it now, a tree round before the STARTED alteration arrives (which still
+    /// comes, and is answered as ever). Under `blocking`, STARTED means drain, not release: the
+    /// notice is none of its business.
+    pub(crate) fn on_started_everywhere_notice(&mut self, cut: CutId) {
+        if self.cfg.strategy == CutStrategy::Consistent {
+            self.cut_started_everywhere(cut);
         }
     }
 

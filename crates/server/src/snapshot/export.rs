@@ -3,8 +3,8 @@
 //! full snapshot the checkpoint replay starts from. Sealed segments are never written again, so a
 //! link is as good as a copy and costs nothing; the live log may remove its name later.
 //!
-//! The live side decides when: it rolls the segment once the cut's `CutFinish` is durable, so
-//! `upto` is a segment start and everything before it is sealed.
+//! The live side decides when: it seals the segment holding the cut's end before it exports
+//! (`Wal::seal_through`), so `upto` is a segment start and everything before it is sealed.
 
 use super::manifest::{sync_dir, FileEntry, ManifestError, VnodeFiles};
 use crate::storage::checkpoint;

@@ -8,8 +8,11 @@
 //! - Under `versions`, the first of `VersionsSideSeen{C}` and `VersionsLocalState{C}` plays
 //!   `CutStart`'s part (a commit the cut excludes comes after it here), and `VersionsSkip{C}`
 //!   plays `CutFinish`'s.
-//! - `CutFinish{C}` durable: the active segment is rolled, so every record up to C's end is in a
-//!   sealed (immutable, hard-linkable) segment, and C's export ends at the roll position.
+//! - `CutFinish{C}` durable: the log position there is C's end. C's export seals the segment
+//!   holding it (rolling the active segment if it is that one), so every record up to C's end is
+//!   in a sealed (immutable, hard-linkable) segment, and ends at the next segment's start. Rolling
+//!   at the export rather than at every `CutFinish` keeps cuts that no snapshot is made of (a cut
+//!   every 100 ms) from costing a segment each: a roll is two syncs and a new file.
 //!
 //! Pins: segments at or after the oldest kept base, and after the newest export (the next
 //! increment starts there, persisted in `snapshot-pin` across restarts), are never removed by
@@ -42,7 +45,7 @@ pub struct CutFiles {
     dir: PathBuf,
     bases: BTreeMap<CutId, Base>,
     finished: BTreeMap<CutId, Position>,
-    /// A `CutFinish` appended and not yet durable: roll after the sync.
+    /// A `CutFinish` appended and not yet durable: its end is noted after the sync.
     finish_pending: Option<CutId>,
     /// Where the newest export ended.
     chain_upto: Option<Position>,
@@ -101,7 +104,7 @@ impl CutFiles {
         self.finish_pending = Some(cut);
     }
 
-    /// The `CutFinish` pending is durable: the caller rolls and tells where the next segment starts.
+    /// The `CutFinish` pending is durable: the caller tells where the log ends now (`finished`).
     pub fn take_finish_pending(&mut self) -> Option<CutId> {
         self.finish_pending.take()
     }

@@ -9,8 +9,9 @@
 //! sealed segments before it are removed (unless pinned: a kept snapshot still needs them).
 //!
 //! Snapshots (`cut_files`): the thread notes each cut's base and end as it appends `CutStart` and
-//! `CutFinish` (under `versions`: the cut's first record, and `VersionsSkip`), and exports a cut's files on request (`WalCmd::Export`) — it owns the log, so the
-//! segments it links cannot be removed meanwhile.
+//! `CutFinish` (under `versions`: the cut's first record, and `VersionsSkip`), and exports a cut's
+//! files on request (`WalCmd::Export`), sealing the segment that holds the cut's end then — it owns
+//! the log, so the segments it links cannot be removed meanwhile.
 //!
 //! Invariant: `durable <= appended`; a `Durable(n)` event is sent only after the records
 //! `..n` are synced (or, with `fsync = "never"`, handed to the OS).
@@ -183,9 +184,9 @@ impl Writer {
             self.read_back_one(at)?;
         }
         if let Some(cut) = self.cuts.take_finish_pending() {
-            // Everything up to the cut's end goes into sealed segments, which a snapshot links.
-            let upto = self.wal.roll_segment().map_err(|e| format!("rolling after {cut}'s finish: {e}"))?;
-            self.cuts.finished(cut, upto);
+            // The cut ends here; its export seals the segment holding this end (rolling the
+            // active one then, not now: a cut no snapshot is made of costs no segment).
+            self.cuts.finished(cut, self.wal.appended());
         }
         Ok(())
     }
@@ -193,10 +194,14 @@ impl Writer {
     /// A cut's files into a snapshot's vnode directory.
     fn export(&mut self, cut: CutId, from: Option<Position>, dest: &std::path::Path) -> Result<VnodeFiles, String> {
         let vnode = self.dir.display().to_string();
-        let upto = self
+        let end = self
             .cuts
             .finish_of(cut)
             .ok_or_else(|| format!("{vnode}: {cut} did not finish here (or finished before this process started)"))?;
+        // A snapshot links sealed segments: everything up to the cut's end is sealed now. The
+        // segments may hold records after the end; a restore stops at the cut's `CutFinish`.
+        let upto =
+            self.wal.seal_through(end).map_err(|e| format!("{vnode}: sealing the log through {cut}'s end: {e}"))?;
         let (checkpoint, from) = match from {
             Some(from) => (None, from),
             None => {
@@ -218,9 +223,7 @@ impl Writer {
 
     /// Seed 004 point 4: the alteration as the log gives it back, not as it was handed over.
     fn read_back_one(&mut self, at: Position) -> Result<(), String> {
-        let mut reader = self.wal.reader_from(at).map_err(|e| format!("reading back at {at}: {e}"))?;
-        let read = reader.next().ok_or_else(|| format!("record at {at} missing on read-back"))?;
-        let read = read.map_err(|e| format!("reading back at {at}: {e}"))?;
+        let read = self.wal.read_at(at).map_err(|e| format!("reading back at {at}: {e}"))?;
         match Record::decode(read.kind, &read.payload) {
             Ok(Record::Alteration { seq, bytes }) => drop(self.events.send(WalEvent::ReadBack { seq, bytes })),
             // A record that does not decode is damage: the alteration is not confirmed and times

@@ -8,6 +8,7 @@
 
 mod chart;
 mod cuts;
+mod held;
 mod report;
 mod stats;
 mod workload;
@@ -116,6 +117,9 @@ pub struct BenchArgs {
 struct Tested {
     redis: Vec<SocketAddr>,
     admin: Option<Admin>,
+    /// Every host's admin address, whose `/metrics` say how many replies were held (empty when
+    /// the cluster was given by Redis addresses).
+    metrics: Vec<String>,
     placement: Option<Arc<Placement>>,
     replicas: Option<usize>,
     /// A temporary directory of a cluster the benchmark started, removed at the end.
@@ -218,7 +222,7 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
         bail!("which cluster? give --start-hosts N, --dir D (of `cluster init`), or --redis ADDR,...");
     }
     let admin = if args.cut_every.is_empty() { None } else { Some(args.admin.resolve(None)?) };
-    Ok(Tested { redis: args.redis.clone(), admin, placement: None, replicas: None, remove: None })
+    Ok(Tested { redis: args.redis.clone(), admin, metrics: vec![], placement: None, replicas: None, remove: None })
 }
 
 fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
@@ -226,9 +230,12 @@ fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
     let redis = hosts.iter().map(|(_, c)| c.this_host().redis).collect();
     let cluster_cfg = &hosts[0].1.cluster;
     let topology = Topology::new(cluster_cfg).context("reading the cluster's placement")?;
+    let admin = admin.resolve(Some(&dir.to_path_buf()))?;
+    let metrics = hosts.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();
     Ok(Tested {
         redis,
-        admin: Some(admin.resolve(Some(&dir.to_path_buf()))?),
+        admin: Some(admin),
+        metrics,
         placement: Some(topology.placement.clone()),
         replicas: Some(topology.placement.chain(waymark_core::PartitionId(0)).len()),
         remove: None,
@@ -283,6 +290,7 @@ fn one_run(
         None => "no cuts".into(),
     };
     let recorder = Arc::new(stats::Recorder::new(args.seconds));
+    let held_before = held::scrape(&target.metrics);
     let start = Arc::new(workload::Start::new(args.clients));
     let clients = workload::spawn(args.clients, &target.redis, work, &recorder, &start);
     // The run's clock starts once every client has connected (each within CLIENT_IO_TIMEOUT).
@@ -312,7 +320,11 @@ fn one_run(
         }
         None => vec![],
     };
-    Ok(recorder.summary(label, cut_every, cuts))
+    let mut run = recorder.summary(label, cut_every, cuts);
+    if let (Some(before), Some(after)) = (held_before, held::scrape(&target.metrics)) {
+        run.held = Some(held::HeldReplies::between(before, after));
+    }
+    Ok(run)
 }
 
 /// A progress bar on stderr until `end` (hidden when stderr is not a terminal).

@@ -133,6 +133,15 @@ impl Report {
                 r.p99_ratio,
             );
         }
+        for r in &self.runs {
+            if let Some(h) = r.held.filter(|h| h.count > 0) {
+                let share = 100.0 * h.count as f64 / r.committed.max(1) as f64;
+                println!(
+                    "{}: {} replies held for real-time safety ({share:.1}% of the ops committed), {:.2} ms each on average",
+                    r.label, h.count, h.mean_ms
+                );
+            }
+        }
         for r in self.runs.iter().filter(|r| r.first_error.is_some()) {
             println!("{}: first error: {}", r.label, r.first_error.as_deref().unwrap_or_default());
         }

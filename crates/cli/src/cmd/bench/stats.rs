@@ -156,6 +156,7 @@ impl Recorder {
             errors: seconds.iter().map(|s| s.errors).sum(),
             first_error: lock(&self.first_error).clone(),
             cuts: CutStats::of(cuts),
+            held: None,
             per_second: seconds,
         }
     }
@@ -251,5 +252,8 @@ pub struct RunStats {
     pub errors: u64,
     pub first_error: Option<String>,
     pub cuts: CutStats,
+    /// Replies the cluster held for real-time safety during the run (`None`: not read, e.g.
+    /// a cluster given by Redis addresses only).
+    pub held: Option<super::held::HeldReplies>,
     pub per_second: Vec<SecondStats>,
 }
