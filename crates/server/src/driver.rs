@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use waymark_core::alter::{Answered, ManagerVnode, Metadata};
+use waymark_core::alter::{AlterSeq, Answered, ManagerVnode, Metadata, Term};
 use waymark_core::{ClientId, Input, Lsn, Output, Request, Response, Timer, Vnode, VnodeId};
 
 /// Commands handled before the driver looks at its other inputs again.
@@ -50,7 +50,7 @@ pub enum HostEvent {
         id: VnodeId,
         of: VnodeId,
         metadata: Metadata,
-        term: u64,
+        term: Term,
     },
     StopSecondary {
         id: VnodeId,
@@ -71,12 +71,12 @@ pub struct VnodeStatus {
     /// The children this vnode heard from recently (configured or adopted); none at a leaf.
     pub children: Vec<String>,
     pub follows_primary_parent: bool,
-    pub metadata_term: u64,
+    pub metadata_term: Term,
     /// The root term promised (or claimed, at a root).
-    pub promised_term: u64,
+    pub promised_term: Term,
     /// At a root: the term it won.
-    pub leading_term: Option<u64>,
-    pub metadata_seq: u64,
+    pub leading_term: Option<Term>,
+    pub metadata_seq: AlterSeq,
     pub keys: usize,
     /// Keys of the partitions whose primary replica this vnode holds.
     pub primary_keys: usize,

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use waymark_core::alter::MetaVersion;
+use waymark_core::alter::{AlterSeq, MetaVersion};
 use waymark_core::{
     Body, ClientId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
     VnodeConfig, VnodeId, VnodeImage,
@@ -92,7 +92,7 @@ pub enum Event {
     ManagerReadBack {
         m: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     /// A crashed tree vnode's host is back (`tree_mode::host_back`).
@@ -102,7 +102,7 @@ pub enum Event {
     AlterReadBack {
         node: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
 }

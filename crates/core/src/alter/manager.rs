@@ -13,7 +13,7 @@
 //! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
 //! what a restart from the log would rebuild.
 
-use super::{AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
+use super::{AlterConfig, AlterInput, AlterNode, AlterOutput, AlterSeq, ProposalId};
 use crate::cut::operator::{CutOperator, Ended, Phase, Requester, Step};
 use crate::cut::tree_process::cut_of;
 use crate::ids::{ClientId, CutId, Lsn, VnodeId};
@@ -46,9 +46,9 @@ pub struct Answered {
     pub id: ProposalId,
     pub ok: bool,
     pub attempts: u32,
-    /// Store vnodes that applied it, and where the root ordered it (0 when it failed).
+    /// Store vnodes that applied it, and where the root ordered it (`ZERO` when it failed).
     pub applied: u64,
-    pub seq: u64,
+    pub seq: AlterSeq,
 }
 
 /// Answers kept for a driver that does not take them.
@@ -310,6 +310,6 @@ mod tests {
         let cfg = AlterConfig::new(m.id().clone(), vec![], vec![VnodeId::new("store0", "h2")]);
         let again = ManagerVnode::recover(cfg, TreeImage::default(), &log);
         assert_eq!(again.image(), m.image());
-        assert!(again.image().term >= 1);
+        assert!(again.image().term >= crate::alter::Term(1));
     }
 }

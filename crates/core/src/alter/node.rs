@@ -23,7 +23,8 @@ use super::branch::InFlight;
 use super::failover::FailoverState;
 use super::initiator::Initiator;
 use super::io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{Md5Sum, MetaVersion, Metadata, View};
+use super::metadata::{Md5Sum, Metadata, View};
+use super::order::{MetaVersion, Term};
 use super::reach::ReachState;
 use super::report::Reports;
 use super::root::RootState;
@@ -105,12 +106,12 @@ impl AlterNode {
     }
 
     /// The highest root term this vnode promised itself to (or, at a root, claimed).
-    pub fn promised_term(&self) -> u64 {
+    pub fn promised_term(&self) -> Term {
         self.root.term
     }
 
     /// At a root: the term it won and orders in.
-    pub fn leading_term(&self) -> Option<u64> {
+    pub fn leading_term(&self) -> Option<Term> {
         self.lead_term()
     }
 
@@ -159,7 +160,7 @@ impl AlterNode {
         self.out.push(AlterOutput::SetTimer { timer, at_us: self.now_us + after_us });
     }
 
-    fn on_started(&mut self, metadata: Metadata, term: u64) {
+    fn on_started(&mut self, metadata: Metadata, term: Term) {
         self.set_metadata(metadata);
         self.root.term = term;
         self.failover.primary_seen_us = self.now_us;

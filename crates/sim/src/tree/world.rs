@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use waymark_core::alter::cluster::{self, VnodeEntry};
 use waymark_core::alter::{
-    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, MetaVersion, Metadata, ProposalId,
+    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterSeq, AlterTimer, MetaVersion, Metadata, ProposalId,
+    Term,
 };
 use waymark_core::cut::operator::Phase;
 use waymark_core::CutId;
@@ -103,13 +104,13 @@ enum Ev {
     Persisted {
         node: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     Applied {
         node: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
     },
     Propose {
         node: usize,
@@ -546,7 +547,7 @@ impl TreeWorld {
 
     /// The assisting child's host starts a secondary parent: the primary's place in the tree,
     /// the assisting child's metadata.
-    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
+    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: Term) {
         let of_cfg = self.nodes[self.index[of]].cfg.clone();
         let cfg = of_cfg.secondary(id.clone());
         let node = match self.index.get(&id) {
