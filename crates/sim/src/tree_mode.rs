@@ -15,7 +15,7 @@ use crate::tree::manager::ManagerNode;
 use crate::tree::vnode::corrupt;
 use crate::world::{CutRequest, Event, World, OPERATOR, SYNC_MAX_US};
 use rand::Rng;
-use waymark_core::alter::cluster::{self, VnodeEntry};
+use waymark_core::alter::cluster::{self, Setting, VnodeEntry};
 use waymark_core::alter::{AlterConfig, AlterMsg, AlterSeq, Answered, MetaVersion, Metadata, Term};
 use waymark_core::cut::operator::{CutPhase, Phase};
 use waymark_core::cut::tree_process::cut_of;
@@ -489,6 +489,6 @@ impl World {
 /// partition placement in use.
 pub fn genesis(leaves: &[AlterConfig], managers: &[AlterConfig], placement: &Placement, real_time: bool) -> Metadata {
     let vnodes = leaves.iter().chain(managers).map(VnodeEntry::of);
-    let config = [("real_time_safety", if real_time { "on" } else { "off" })];
+    let config = [Setting::new("real_time_safety", if real_time { "on" } else { "off" })];
     cluster::genesis(&config, vnodes, Some(placement))
 }

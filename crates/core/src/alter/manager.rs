@@ -14,9 +14,9 @@
 //! what a restart from the log would rebuild.
 
 use super::{AlterConfig, AlterInput, AlterNode, AlterOutput, AlterSeq, ProposalId};
-use crate::cut::operator::{CutOperator, Ended, Phase, Requester, Step};
+use crate::cut::operator::{CutOperator, Ended, Phase, Step};
 use crate::cut::tree_process::cut_of;
-use crate::ids::{ClientId, CutId, Lsn, VnodeId};
+use crate::ids::{ClientId, ClientRequest, CutId, Lsn, VnodeId};
 use crate::image::TreeImage;
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, Envelope};
@@ -133,7 +133,7 @@ impl ManagerVnode {
             }
             Input::AlterPersisted { seq, bytes } => Some(AlterInput::Persisted { seq, bytes }),
             Input::Client { client, req, request: Request::Cut } => {
-                self.start_cut(Requester { client, req });
+                self.start_cut(ClientRequest { client, req });
                 None
             }
             Input::Client { client, req, .. } => {
@@ -224,7 +224,7 @@ impl ManagerVnode {
         CutId(highest.0 + 1)
     }
 
-    fn start_cut(&mut self, who: Requester) {
+    fn start_cut(&mut self, who: ClientRequest) {
         if self.operator.is_none() {
             return self.reply(who.client, who.req, Response::Unavailable { why: "this manager runs no cut operator" });
         }
