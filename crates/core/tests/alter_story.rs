@@ -138,7 +138,7 @@ fn a_host_that_comes_alive_is_told_by_the_parent_which_vnodes_to_start() {
     let agent = VnodeId::new("agent", "node001");
     let out =
         root.step(1, AlterInput::Message { from: agent.clone(), msg: AlterMsg::HostAlive { host: "node001".into() } });
-    assert_eq!(sends(&out), vec![(agent, AlterMsg::StartVnodes { vnodes: vec![leaf_id.to_string()] })]);
+    assert_eq!(sends(&out), vec![(agent, AlterMsg::StartVnodes { vnodes: vec![leaf_id.clone()] })]);
 }
 
 #[test]
@@ -263,8 +263,8 @@ fn the_metadata_records_each_vnodes_parent_queue_in_election_order() {
 
     let genesis = cluster::genesis(&[], [VnodeEntry::of(&config)], None);
     assert_eq!(cluster::parent_queue(&genesis, &siblings[1]), queue);
-    assert_eq!(genesis.vnodes_on("node001", &manager.to_string()), vec![siblings[1].to_string()]);
-    assert!(genesis.vnodes_on("node001", &secondary("node000").to_string()).is_empty(), "boot by the primary");
+    assert_eq!(genesis.vnodes_on("node001", &manager), vec![siblings[1].clone()]);
+    assert!(genesis.vnodes_on("node001", &secondary("node000")).is_empty(), "boot by the primary");
 }
 
 #[test]

@@ -424,8 +424,8 @@ impl World {
             self.messages_lost += 1;
             return;
         };
-        for name in vnodes {
-            let Some(&tree_node) = VnodeId::parse(&name).and_then(|id| self.index.get(&id)) else { continue };
+        for id in vnodes {
+            let Some(&tree_node) = self.index.get(&id) else { continue };
             if !self.tree_node_up(tree_node) {
                 self.tree_stats.boots_by_parent += 1;
                 self.boot_tree_node(tree_node);

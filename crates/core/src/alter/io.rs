@@ -159,9 +159,9 @@ pub enum AlterMsg {
     HostAlive {
         host: String,
     },
-    /// The parent's answer: start these vnodes on the host (names `kind@host`).
+    /// The parent's answer: start these vnodes on the host.
     StartVnodes {
-        vnodes: Vec<String>,
+        vnodes: Vec<VnodeId>,
     },
     /// Whom the sender heard from directly, recently (`reach.rs`).
     Reach {

@@ -139,14 +139,16 @@ impl Metadata {
     }
 
     /// The vnodes to start on `host` whose primary parent (first in the queue recorded under
-    /// `vnode/<id>`) is `parent` (seed 004: boot loading by parent).
-    pub fn vnodes_on(&self, host: &str, parent: &str) -> Vec<String> {
-        let suffix = format!("@{host}");
+    /// `vnode/<id>`) is `parent` (seed 004: boot loading by parent). A key that names no vnode is
+    /// skipped.
+    pub fn vnodes_on(&self, host: &str, parent: &VnodeId) -> Vec<VnodeId> {
+        let parent = parent.to_string();
         let primary = |v: &[u8]| v.split(|b| *b == b',').next() == Some(parent.as_bytes());
         self.records
             .iter()
-            .filter(|(k, v)| k.starts_with("vnode/") && k.ends_with(&suffix) && primary(v))
-            .map(|(k, _)| k["vnode/".len()..].to_string())
+            .filter(|(_, v)| primary(v))
+            .filter_map(|(k, _)| VnodeId::parse(k.strip_prefix("vnode/")?))
+            .filter(|id| id.host == host)
             .collect()
     }
 

@@ -199,7 +199,7 @@ impl AlterNode {
             AlterMsg::Defer => self.on_defer(),
             AlterMsg::SecondaryAt { parent } => self.follow_secondary(parent),
             AlterMsg::HostAlive { host } => {
-                let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id.to_string());
+                let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id);
                 self.send(&from, AlterMsg::StartVnodes { vnodes });
                 self.report_host_alive(&host);
             }

@@ -638,9 +638,9 @@ impl TreeWorld {
         self.schedule(self.now_us + 100_000, Ev::HostBack { node });
     }
 
-    fn boot(&mut self, vnodes: &[String]) {
-        for name in vnodes {
-            let Some(&n) = VnodeId::parse(name).and_then(|id| self.index.get(&id)) else { continue };
+    fn boot(&mut self, vnodes: &[VnodeId]) {
+        for id in vnodes {
+            let Some(&n) = self.index.get(id) else { continue };
             if self.nodes[n].alter.is_none() {
                 self.report.tree.boots_by_parent += 1;
                 self.restart(n);
