@@ -101,6 +101,15 @@ pub struct PartitionId(pub u32);
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
 pub struct ClientId(pub u64);
 
+/// A client's request as its reply names it (`Output::Reply { client, req, .. }`): the client and
+/// the number it gave the request. Invariant: unique among the client's requests in flight (the
+/// client numbers them), so one reply answers one request.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct ClientRequest {
+    pub client: ClientId,
+    pub req: u64,
+}
+
 /// The number of records a vnode has appended to its log: record `n` (0-based) ends at `Lsn(n+1)`.
 /// The driver maps it to a WAL position; the core only counts.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug, Default)]

@@ -9,7 +9,7 @@
 //! `vnode.image()` equals the image of every record it has appended so far, replayed from its
 //! first boot. So a checkpoint taken from memory is exactly what the log stands for.
 
-use crate::alter::{AlterRecord, Metadata};
+use crate::alter::{AlterRecord, MetaVersion, Metadata, Term};
 use crate::ids::{Branch, CutId, TxId};
 use crate::record::{Prepared, Record};
 use crate::store::Store;
@@ -56,13 +56,14 @@ pub struct LogSummary {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TreeImage {
     pub metadata: Metadata,
-    pub term: u64,
+    /// Invariant: never decreases along `apply`.
+    pub term: Term,
 }
 
 impl VnodeImage {
     /// The image of an empty log. A vnode of the tree starts from the cluster's genesis metadata.
     pub fn empty(genesis: Option<&Metadata>) -> Self {
-        let tree = genesis.map(|m| TreeImage { metadata: m.clone(), term: 0 });
+        let tree = genesis.map(|m| TreeImage { metadata: m.clone(), term: Term::ZERO });
         VnodeImage {
             summary: LogSummary { tree, ..LogSummary::default() },
             store: Store::default(),
@@ -159,19 +160,19 @@ impl TreeImage {
     /// `on_alter`'s checks: its parent, the previous term, the md5) and before it confirms.
     pub fn apply(&mut self, record: &Record) {
         match record {
-            Record::AlterApplied { term, seq, record } => self.apply_alteration(*term, *seq, record),
+            Record::AlterApplied { term, seq, record } => self.apply_alteration(MetaVersion::new(*term, *seq), record),
             Record::AlterClone { metadata } => self.metadata = metadata.clone(),
             Record::AlterTerm { term } => self.term = self.term.max(*term),
             _ => {}
         }
     }
 
-    fn apply_alteration(&mut self, term: u64, seq: u64, record: &AlterRecord) {
+    fn apply_alteration(&mut self, at: MetaVersion, record: &AlterRecord) {
         // Invariant: the vnode applied it on top of the metadata the records before it rebuild.
-        let next = seq == self.metadata.seq() + 1 && term >= self.metadata.term();
-        debug_assert!(next, "applied ({term}, {seq}) on top of {}", self.metadata.version());
+        let next = at.seq == self.metadata.seq().next() && at.term >= self.metadata.term();
+        debug_assert!(next, "applied {at} on top of {}", self.metadata.version());
         if next {
-            self.metadata.apply(term, seq, record);
+            self.metadata.apply(at, record);
         }
     }
 }

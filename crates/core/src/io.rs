@@ -24,7 +24,7 @@ pub enum Input {
     WalDurable(Lsn),
     /// The driver read back the durable `Record::Alteration` of `seq` (seed 004 point 4).
     AlterPersisted {
-        seq: u64,
+        seq: crate::alter::AlterSeq,
         bytes: Vec<u8>,
     },
 }
@@ -50,7 +50,7 @@ pub enum Output {
         of: VnodeId,
         metadata: crate::alter::Metadata,
         /// The assisting child's promised root term (a secondary root claims the next one).
-        term: u64,
+        term: crate::alter::Term,
     },
     /// The primary parent is back: stop the secondary parent `id` on this host.
     StopSecondaryParent {

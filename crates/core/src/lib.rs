@@ -28,7 +28,7 @@ pub mod vnode;
 
 pub use breaks::Breaks;
 pub use config::{CutStrategy, Limits, Timeouts, UnknownStrategy, VnodeConfig};
-pub use ids::{Branch, ClientId, CutId, Key, Lsn, PartitionId, Role, TxId, Value, Version, VnodeId};
+pub use ids::{Branch, ClientId, ClientRequest, CutId, Key, Lsn, PartitionId, Role, TxId, Value, Version, VnodeId};
 pub use image::{LogSummary, TreeImage, VnodeImage};
 pub use io::{Input, Output, Request, Response, Timer};
 pub use message::{AbortReason, Body, CutMsg, Envelope, TxnMsg};

@@ -1,5 +1,6 @@
 //! The records the core appends to a vnode's write-ahead log, and their byte encoding.
 
+use crate::alter::{AlterSeq, Term};
 use crate::cut::versions::{SnapshotVersions, TxVersion};
 use crate::ids::{Branch, CutId, Role, TxId, VnodeId};
 use crate::store::ResolvedWrite;
@@ -32,15 +33,15 @@ pub enum Record {
     CutEnd { cut: CutId, ok: bool },
     /// Alteration `seq` of the cluster metadata, as sent (the driver reads it back after sync).
     /// Writing it does not apply it: only `AlterApplied` does, on replay as in memory.
-    Alteration { seq: u64, bytes: Vec<u8> },
+    Alteration { seq: AlterSeq, bytes: Vec<u8> },
     /// Alteration `(term, seq)` was read back intact and applied (seed 004 point 4): the record
     /// a replay applies. Written before the vnode confirms it to anyone.
-    AlterApplied { term: u64, seq: u64, record: crate::alter::AlterRecord },
+    AlterApplied { term: Term, seq: AlterSeq, record: crate::alter::AlterRecord },
     /// The metadata, cloned whole from the parent (this vnode had missed alterations).
     AlterClone { metadata: crate::alter::Metadata },
     /// The highest root term this vnode promised itself to (it never promises a lower or equal
     /// one again, across restarts).
-    AlterTerm { term: u64 },
+    AlterTerm { term: Term },
     /// `versions` strategy, seed 002 §4.1–4.2: this vnode's local state at phase 1 of `cut`, and
     /// the `snp_version` it fixed as a near.
     VersionsLocalState { cut: CutId, snp: TxVersion },

@@ -189,7 +189,7 @@ mod tests {
             Record::TxDecided { tx: b.tx.clone(), tx_cut: None },
             Record::CutStart { cut: CutId(4) },
             Record::CutFinish(CutFinish { cut: CutId(4), before: [b.tx.clone()].into(), after: Default::default() }),
-            Record::AlterTerm { term: 5 },
+            Record::AlterTerm { term: crate::alter::Term(5) },
         ]
     }
 

@@ -70,7 +70,8 @@ impl Vnode {
             image.apply(record);
         }
         if cfg.tree.is_some() && image.summary.tree.is_none() {
-            image.summary.tree = Some(crate::image::TreeImage { metadata: cfg.genesis.clone(), term: 0 });
+            image.summary.tree =
+                Some(crate::image::TreeImage { metadata: cfg.genesis.clone(), term: crate::alter::Term::ZERO });
         }
         // Log positions count from the vnode's first record ever, checkpoint or not.
         let mut v = Vnode {

@@ -1,7 +1,8 @@
 //! Alteration stories: a root with one child, driven by hand; a root's term, won and lost.
 
 use waymark_core::alter::{
-    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, MetaVersion, Metadata,
+    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterSeq, AlterTimer, MetaVersion,
+    Metadata, Term,
 };
 use waymark_core::VnodeId;
 
@@ -21,7 +22,7 @@ fn sends(out: &[AlterOutput]) -> Vec<(VnodeId, AlterMsg)> {
 
 fn started(c: AlterConfig) -> AlterNode {
     let mut n = AlterNode::new(c);
-    n.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
+    n.step(0, AlterInput::Started { metadata: Metadata::default(), term: Term(0) });
     n
 }
 
@@ -54,8 +55,8 @@ fn pump(nodes: &mut [&mut AlterNode], from: usize, out: Vec<AlterOutput>, now: u
 fn elected(root_id: &VnodeId, leaf_id: &VnodeId) -> (AlterNode, AlterNode) {
     let mut leaf = started(cfg(leaf_id, vec![root_id.clone()], vec![]));
     let mut root = AlterNode::new(cfg(root_id, vec![], vec![leaf_id.clone()]));
-    let out = root.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
-    assert!(sends(&out).contains(&(leaf_id.clone(), AlterMsg::Claim { term: 1 })), "a root claims a term first");
+    let out = root.step(0, AlterInput::Started { metadata: Metadata::default(), term: Term(0) });
+    assert!(sends(&out).contains(&(leaf_id.clone(), AlterMsg::Claim { term: Term(1) })), "a root claims a term first");
     pump(&mut [&mut root, &mut leaf], 0, out, 0);
     assert_eq!(root.metadata().get("root"), Some(format!("{root_id} term 1").as_bytes()));
     assert_eq!(leaf.metadata(), root.metadata());
@@ -76,20 +77,26 @@ fn the_root_confirms_to_the_initiator_only_after_its_child_read_back_applied_and
     // The root stamps the proposal on what it orders, so every copy can skip it if ordered again.
     let id = waymark_core::alter::ProposalId { initiator: leaf_id.clone(), n: 0 };
     let record = AlterRecord { origin: Some(id), ..record };
-    let bytes = record.encode(MetaVersion::new(1, 2));
-    assert_eq!(out, vec![AlterOutput::Persist { seq: 2, bytes: bytes.clone() }], "the root orders it as (1, 2)");
-    let out = root.step(3, AlterInput::Persisted { seq: 2, bytes: bytes.clone() });
+    let bytes = record.encode(MetaVersion::new(Term(1), AlterSeq(2)));
+    assert_eq!(
+        out,
+        vec![AlterOutput::Persist { seq: AlterSeq(2), bytes: bytes.clone() }],
+        "the root orders it as (1, 2)"
+    );
+    let out = root.step(3, AlterInput::Persisted { seq: AlterSeq(2), bytes: bytes.clone() });
     let alter = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Alter { .. })).unwrap().1;
     let sent = |r: &AlterRecord, md5: &[u8; 16]| r == &record && *md5 == md5_of(&bytes);
-    assert!(matches!(&alter, AlterMsg::Alter { term: 1, prev_term: 1, seq: 2, record: r, md5, .. } if sent(r, md5)));
-    root.step(4, AlterInput::Applied { seq: 2, ok: true });
+    assert!(
+        matches!(&alter, AlterMsg::Alter { term: Term(1), prev_term: Term(1), seq: AlterSeq(2), record: r, md5, .. } if sent(r, md5))
+    );
+    root.step(4, AlterInput::Applied { seq: AlterSeq(2), ok: true });
 
     leaf.step(5, AlterInput::Message { from: root_id.clone(), msg: alter });
-    let out = leaf.step(6, AlterInput::Persisted { seq: 2, bytes });
-    assert!(out.contains(&AlterOutput::Apply { term: 1, seq: 2, record: record.clone() }));
-    let out = leaf.step(7, AlterInput::Applied { seq: 2, ok: true });
+    let out = leaf.step(6, AlterInput::Persisted { seq: AlterSeq(2), bytes });
+    assert!(out.contains(&AlterOutput::Apply { term: Term(1), seq: AlterSeq(2), record: record.clone() }));
+    let out = leaf.step(7, AlterInput::Applied { seq: AlterSeq(2), ok: true });
     let confirm = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Confirm { .. })).unwrap().1;
-    assert_eq!(confirm, AlterMsg::Confirm { term: 1, seq: 2, ok: true, applied: 1 });
+    assert_eq!(confirm, AlterMsg::Confirm { term: Term(1), seq: AlterSeq(2), ok: true, applied: 1 });
 
     let out = root.step(8, AlterInput::Message { from: leaf_id.clone(), msg: confirm });
     let outcome = sends(&out).into_iter().find(|(_, m)| matches!(m, AlterMsg::Outcome { .. })).unwrap().1;
@@ -104,15 +111,19 @@ fn a_copy_read_back_with_a_wrong_md5_is_not_applied_and_fails_the_branch() {
     let (root_id, leaf_id) = ids();
     let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
     let record = AlterRecord::set("config/x", "1");
-    let bytes = record.encode(MetaVersion::new(1, 1));
+    let bytes = record.encode(MetaVersion::new(Term(1), AlterSeq(1)));
     let id = waymark_core::alter::ProposalId { initiator: root_id.clone(), n: 0 };
-    let alter = AlterMsg::Alter { term: 1, prev_term: 0, seq: 1, id, record, md5: md5_of(&bytes) };
+    let alter =
+        AlterMsg::Alter { term: Term(1), prev_term: Term(0), seq: AlterSeq(1), id, record, md5: md5_of(&bytes) };
     leaf.step(1, AlterInput::Message { from: root_id.clone(), msg: alter });
     let mut damaged = bytes;
     *damaged.last_mut().unwrap() ^= 1;
-    let out = leaf.step(2, AlterInput::Persisted { seq: 1, bytes: damaged });
-    assert_eq!(sends(&out), vec![(root_id, AlterMsg::Confirm { term: 1, seq: 1, ok: false, applied: 0 })]);
-    assert_eq!(leaf.metadata().seq(), 0, "nothing applied");
+    let out = leaf.step(2, AlterInput::Persisted { seq: AlterSeq(1), bytes: damaged });
+    assert_eq!(
+        sends(&out),
+        vec![(root_id, AlterMsg::Confirm { term: Term(1), seq: AlterSeq(1), ok: false, applied: 0 })]
+    );
+    assert_eq!(leaf.metadata().seq(), AlterSeq::ZERO, "nothing applied");
 }
 
 #[test]
@@ -123,11 +134,11 @@ fn a_host_that_comes_alive_is_told_by_the_parent_which_vnodes_to_start() {
         ("vnode/store1@node001".to_string(), b"manager9@node009".to_vec()),
     ]);
     let mut root = AlterNode::new(cfg(&root_id, vec![], vec![leaf_id.clone()]));
-    root.step(0, AlterInput::Started { metadata: genesis, term: 0 });
+    root.step(0, AlterInput::Started { metadata: genesis, term: Term(0) });
     let agent = VnodeId::new("agent", "node001");
     let out =
         root.step(1, AlterInput::Message { from: agent.clone(), msg: AlterMsg::HostAlive { host: "node001".into() } });
-    assert_eq!(sends(&out), vec![(agent, AlterMsg::StartVnodes { vnodes: vec![leaf_id.to_string()] })]);
+    assert_eq!(sends(&out), vec![(agent, AlterMsg::StartVnodes { vnodes: vec![leaf_id.clone()] })]);
 }
 
 #[test]
@@ -137,14 +148,14 @@ fn a_message_to_a_child_behind_a_dead_link_is_relayed_by_a_sibling_that_hears_bo
     let mut config = cfg(&parent, vec![], vec![c1.clone(), c2.clone()]);
     config.heartbeat_timeout_us = 1_000_000;
     let mut p = AlterNode::new(config);
-    p.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
+    p.step(0, AlterInput::Started { metadata: Metadata::default(), term: Term(0) });
     // c2 hears the parent and c1; c1 reports hearing nobody: parent -> c1 is dead.
     let reach = |hears: Vec<VnodeId>| AlterMsg::Reach { hears };
     p.step(1, AlterInput::Message { from: c2.clone(), msg: reach(vec![parent.clone(), c1.clone()]) });
     p.step(2, AlterInput::Message { from: c1.clone(), msg: reach(vec![]) });
 
     // c2's promise makes a majority (the root and c2 of three voters): the root orders its record.
-    let promise = AlterMsg::Promise { term: 1, granted: true, metadata: Some(Metadata::default()) };
+    let promise = AlterMsg::Promise { term: Term(1), granted: true, metadata: Some(Metadata::default()) };
     let out = p.step(3, AlterInput::Message { from: c2.clone(), msg: promise });
     let persists: Vec<_> = out
         .iter()
@@ -152,7 +163,7 @@ fn a_message_to_a_child_behind_a_dead_link_is_relayed_by_a_sibling_that_hears_bo
         .collect();
     assert_eq!(persists.len(), 1, "{out:?}");
     let bytes = persists[0].clone();
-    let out = p.step(4, AlterInput::Persisted { seq: 1, bytes });
+    let out = p.step(4, AlterInput::Persisted { seq: AlterSeq(1), bytes });
     let relayed = sends(&out).into_iter().any(|(to, m)| {
         to == c2
             && matches!(&m, AlterMsg::Relay { to, msg, .. } if to == &c1 && matches!(**msg, AlterMsg::Alter { .. }))
@@ -166,34 +177,41 @@ fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_
     let (root_id, child_id) = ids();
     let secondary = VnodeId::new("manager1-secondary", "node002");
     let mut child = started(cfg(&child_id, vec![root_id.clone()], vec![]));
-    let claim = |term| AlterMsg::Claim { term };
+    let claim = |term| AlterMsg::Claim { term: Term(term) };
     let msg = |from: &VnodeId, msg| AlterInput::Message { from: from.clone(), msg };
 
     let out = child.step(1, msg(&root_id, claim(1)));
-    assert_eq!(out[0], AlterOutput::PersistTerm { term: 1 }, "the promise is durable before it is sent");
-    assert!(matches!(&sends(&out)[..], [(to, AlterMsg::Promise { term: 1, granted: true, .. })] if to == &root_id));
+    assert_eq!(out[0], AlterOutput::PersistTerm { term: Term(1) }, "the promise is durable before it is sent");
+    assert!(
+        matches!(&sends(&out)[..], [(to, AlterMsg::Promise { term: Term(1), granted: true, .. })] if to == &root_id)
+    );
 
     // The primary root is heard: a secondary's claim is refused, with the term promised.
     let out = child.step(2, msg(&secondary, claim(2)));
-    assert_eq!(sends(&out), vec![(secondary.clone(), AlterMsg::Promise { term: 1, granted: false, metadata: None })]);
+    assert_eq!(
+        sends(&out),
+        vec![(secondary.clone(), AlterMsg::Promise { term: Term(1), granted: false, metadata: None })]
+    );
 
     // The primary is silent past the heartbeat timeout: the secondary wins the child.
     let out = child.step(100_000, msg(&secondary, claim(2)));
-    assert!(matches!(&sends(&out)[..], [(_, AlterMsg::Promise { term: 2, granted: true, .. })]), "{out:?}");
+    assert!(matches!(&sends(&out)[..], [(_, AlterMsg::Promise { term: Term(2), granted: true, .. })]), "{out:?}");
     assert_eq!(child.parent(), Some(&secondary));
 
     // The old root returns with term 1: told term 2. An alteration of term 1 is refused.
     let md5 = Metadata::default().md5();
-    let heartbeat = AlterMsg::Heartbeat { term: 0, seq: 0, md5, leaf_md5: md5, lead: Some(1) };
+    let heartbeat = AlterMsg::Heartbeat { term: Term(0), seq: AlterSeq(0), md5, leaf_md5: md5, lead: Some(Term(1)) };
     let out = child.step(100_001, msg(&root_id, heartbeat));
-    assert!(sends(&out).contains(&(root_id.clone(), AlterMsg::Promise { term: 2, granted: false, metadata: None })));
+    assert!(
+        sends(&out).contains(&(root_id.clone(), AlterMsg::Promise { term: Term(2), granted: false, metadata: None }))
+    );
     assert_eq!(child.parent(), Some(&secondary), "no switch back to a root of an older term");
 
     // It claims term 3: the child switches back to its primary.
     let out = child.step(100_002, msg(&root_id, claim(3)));
     assert!(sends(&out).contains(&(
         root_id.clone(),
-        AlterMsg::Promise { term: 3, granted: true, metadata: Some(Metadata::default()) }
+        AlterMsg::Promise { term: Term(3), granted: true, metadata: Some(Metadata::default()) }
     )));
     assert!(child.follows_primary_parent());
 }
@@ -208,7 +226,7 @@ fn a_parent_records_a_silent_child_down_and_its_host_dead_when_nothing_else_work
     let entries = [(&root_id, vec![]), (&c1, vec![root_id.clone()]), (&c2, vec![root_id.clone()])];
     let vnodes = entries.iter().map(|(id, parents)| VnodeEntry { id, parents: parents.clone() });
     let genesis = cluster::genesis(&[], vnodes, None);
-    let start = |n: &mut AlterNode| n.step(0, AlterInput::Started { metadata: genesis.clone(), term: 0 });
+    let start = |n: &mut AlterNode| n.step(0, AlterInput::Started { metadata: genesis.clone(), term: Term(0) });
     let (mut root, mut child2) = (AlterNode::new(config), AlterNode::new(cfg(&c2, vec![root_id.clone()], vec![])));
     let out = start(&mut child2);
     let mut timers = pump(&mut [&mut root, &mut child2], 1, out, 0);
@@ -245,8 +263,8 @@ fn the_metadata_records_each_vnodes_parent_queue_in_election_order() {
 
     let genesis = cluster::genesis(&[], [VnodeEntry::of(&config)], None);
     assert_eq!(cluster::parent_queue(&genesis, &siblings[1]), queue);
-    assert_eq!(genesis.vnodes_on("node001", &manager.to_string()), vec![siblings[1].to_string()]);
-    assert!(genesis.vnodes_on("node001", &secondary("node000").to_string()).is_empty(), "boot by the primary");
+    assert_eq!(genesis.vnodes_on("node001", &manager), vec![siblings[1].clone()]);
+    assert!(genesis.vnodes_on("node001", &secondary("node000")).is_empty(), "boot by the primary");
 }
 
 #[test]
@@ -254,7 +272,7 @@ fn a_root_with_a_full_queue_refuses_a_proposal_at_once() {
     let (root_id, leaf_id) = ids();
     // No child ever promises: the root holds no term and orders nothing, so proposals queue up.
     let mut root = AlterNode::new(cfg(&root_id, vec![], vec![leaf_id.clone()]));
-    root.step(0, AlterInput::Started { metadata: Metadata::default(), term: 0 });
+    root.step(0, AlterInput::Started { metadata: Metadata::default(), term: Term(0) });
     let propose = |n: u64| AlterMsg::Propose {
         id: waymark_core::alter::ProposalId { initiator: leaf_id.clone(), n },
         record: AlterRecord::set("config/x", n.to_string()),

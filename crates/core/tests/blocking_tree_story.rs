@@ -5,7 +5,7 @@
 //! a leaf still paused for the cut, END resumes the transactions held meanwhile.
 
 use std::sync::Arc;
-use waymark_core::alter::{md5_of, AlterConfig, AlterMsg, AlterRecord, MetaVersion, ProposalId};
+use waymark_core::alter::{md5_of, AlterConfig, AlterMsg, AlterRecord, AlterSeq, MetaVersion, ProposalId, Term};
 use waymark_core::cut::operator::Phase;
 use waymark_core::cut::restore::{find_finish, restore_to_cut, Checkpoint};
 use waymark_core::{
@@ -72,7 +72,7 @@ impl Host {
     }
 
     /// The confirmation of alteration `seq` this vnode sent, if any: `Some(ok)`.
-    fn confirmed(&self, seq: u64) -> Option<bool> {
+    fn confirmed(&self, seq: AlterSeq) -> Option<bool> {
         self.confirms.iter().rev().find_map(|m| match m {
             AlterMsg::Confirm { seq: s, ok, .. } if *s == seq => Some(*ok),
             _ => None,
@@ -93,7 +93,7 @@ impl Host {
 struct Cluster {
     root: VnodeId,
     hosts: Vec<Host>,
-    seq: u64,
+    seq: AlterSeq,
 }
 
 impl Cluster {
@@ -111,8 +111,8 @@ impl Cluster {
                 Host::new(cfg)
             })
             .collect();
-        let mut c = Cluster { root, hosts, seq: 0 };
-        c.send_to_all(AlterMsg::Claim { term: 1 });
+        let mut c = Cluster { root, hosts, seq: AlterSeq::ZERO };
+        c.send_to_all(AlterMsg::Claim { term: Term(1) });
         c
     }
 
@@ -125,13 +125,14 @@ impl Cluster {
     }
 
     /// The root orders `cut/1` = `phase` and sends it to both leaves.
-    fn phase(&mut self, phase: Phase) -> u64 {
-        self.seq += 1;
-        let (term, seq) = (1, self.seq);
+    fn phase(&mut self, phase: Phase) -> AlterSeq {
+        self.seq = self.seq.next();
+        let (term, seq) = (Term(1), self.seq);
+        let prev_term = if seq == AlterSeq(1) { Term::ZERO } else { term };
         let record: AlterRecord = phase.record(CutId(1));
         let md5 = md5_of(&record.encode(MetaVersion { term, seq }));
-        let id = ProposalId { initiator: self.root.clone(), n: CutId(1).0 * 8 + seq };
-        self.send_to_all(AlterMsg::Alter { term, prev_term: if seq == 1 { 0 } else { 1 }, seq, id, record, md5 });
+        let id = ProposalId { initiator: self.root.clone(), n: CutId(1).0 * 8 + seq.0 };
+        self.send_to_all(AlterMsg::Alter { term, prev_term, seq, id, record, md5 });
         seq
     }
 
@@ -149,7 +150,7 @@ impl Cluster {
         }
     }
 
-    fn confirmed(&self, seq: u64) -> Vec<Option<bool>> {
+    fn confirmed(&self, seq: AlterSeq) -> Vec<Option<bool>> {
         self.hosts.iter().map(|h| h.confirmed(seq)).collect()
     }
 }

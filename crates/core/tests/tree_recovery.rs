@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 use waymark_core::alter::{
-    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterRecord, MetaVersion, Metadata, ProposalId,
+    md5_of, AlterConfig, AlterInput, AlterMsg, AlterNode, AlterRecord, AlterSeq, MetaVersion, Metadata, ProposalId,
+    Term,
 };
 use waymark_core::{Body, Envelope, Input, Lsn, Output, Placement, Record, Vnode, VnodeConfig, VnodeId};
 
@@ -21,7 +22,7 @@ struct Host {
     v: Vnode,
     log: Vec<Record>,
     sent: Vec<(VnodeId, AlterMsg)>,
-    unread: Vec<(u64, Vec<u8>)>,
+    unread: Vec<(AlterSeq, Vec<u8>)>,
     now_us: u64,
 }
 
@@ -88,12 +89,14 @@ impl Host {
 /// Alteration `(term, seq)` ordered on top of `(prev_term, seq - 1)` by `root`.
 fn alter(root: &VnodeId, (term, prev_term, seq): (u64, u64, u64), key: &str, value: &str) -> AlterMsg {
     let record = AlterRecord::set(key, value);
-    let md5 = md5_of(&record.encode(MetaVersion { term, seq }));
     let id = ProposalId { initiator: root.clone(), n: seq };
+    let (term, prev_term, seq) = (Term(term), Term(prev_term), AlterSeq(seq));
+    let md5 = md5_of(&record.encode(MetaVersion { term, seq }));
     AlterMsg::Alter { term, prev_term, seq, id, record, md5 }
 }
 
 fn confirmed(h: &Host, root: &VnodeId, term: u64, seq: u64) -> bool {
+    let (term, seq) = (Term(term), AlterSeq(seq));
     h.last_to(root, |m| matches!(m, AlterMsg::Confirm { term: t, seq: s, .. } if (*t, *s) == (term, seq)))
         == Some(AlterMsg::Confirm { term, seq, ok: true, applied: 1 })
 }
@@ -112,7 +115,7 @@ fn a_store_vnode_rebuilds_from_its_log_only_the_alterations_it_applied() {
     let mut h = Host::new(cfg);
 
     // Term 1: R orders its `root` record; A applies it.
-    h.hear(&r, AlterMsg::Claim { term: 1 });
+    h.hear(&r, AlterMsg::Claim { term: Term(1) });
     h.hear(&r, alter(&r, (1, 0, 1), "root", "R term 1"));
     h.read_back();
     assert!(confirmed(&h, &r, 1, 1));
@@ -121,15 +124,15 @@ fn a_store_vnode_rebuilds_from_its_log_only_the_alterations_it_applied() {
     // its `root` record, then Z. A writes Z, but before Z is read back R returns and claims term
     // 3: A promises it, with what it has applied — (2, 2) — and leaves Z: Z is never applied here.
     h.now_us += 100_000;
-    h.hear(&s, AlterMsg::Claim { term: 2 });
+    h.hear(&s, AlterMsg::Claim { term: Term(2) });
     h.hear(&s, alter(&s, (2, 1, 2), "root", "S term 2"));
     h.read_back();
     assert!(confirmed(&h, &s, 2, 2));
     h.hear(&s, alter(&s, (2, 2, 3), "config/z", "never answered ok"));
-    h.hear(&r, AlterMsg::Claim { term: 3 });
-    let promise = h.last_to(&r, |m| matches!(m, AlterMsg::Promise { term: 3, granted: true, .. }));
+    h.hear(&r, AlterMsg::Claim { term: Term(3) });
+    let promise = h.last_to(&r, |m| matches!(m, AlterMsg::Promise { term: Term(3), granted: true, .. }));
     let Some(AlterMsg::Promise { metadata: Some(promised), .. }) = promise else { panic!("A promises term 3") };
-    assert_eq!(promised.version(), MetaVersion { term: 2, seq: 2 });
+    assert_eq!(promised.version(), MetaVersion::new(Term(2), AlterSeq(2)));
     h.read_back();
     assert_eq!(h.metadata().get("config/z"), None, "an alteration left for a newer term is not applied");
 
@@ -141,7 +144,7 @@ fn a_store_vnode_rebuilds_from_its_log_only_the_alterations_it_applied() {
     h.read_back();
     assert!(confirmed(&h, &r, 3, 3) && confirmed(&h, &r, 3, 4));
     let live = h.metadata();
-    assert_eq!(live.version(), MetaVersion { term: 3, seq: 4 });
+    assert_eq!(live.version(), MetaVersion::new(Term(3), AlterSeq(4)));
     assert_eq!(live.get("root"), Some(&b"R term 3"[..]));
 
     // A crashes and restarts from its log: it must hold what it confirmed.
@@ -154,11 +157,11 @@ fn a_store_vnode_rebuilds_from_its_log_only_the_alterations_it_applied() {
     h.now_us += 100_000;
     let mut root2 =
         AlterNode::new(AlterConfig::new(r.clone(), vec![], vec![b.clone(), a.clone()]).secondary(s.clone()));
-    root2.step(h.now_us, AlterInput::Started { metadata: h.metadata(), term: 3 });
-    h.hear(&s, AlterMsg::Claim { term: 4 });
-    let promise = h.last_to(&s, |m| matches!(m, AlterMsg::Promise { term: 4, granted: true, .. }));
+    root2.step(h.now_us, AlterInput::Started { metadata: h.metadata(), term: Term(3) });
+    h.hear(&s, AlterMsg::Claim { term: Term(4) });
+    let promise = h.last_to(&s, |m| matches!(m, AlterMsg::Promise { term: Term(4), granted: true, .. }));
     let Some(AlterMsg::Promise { metadata: a_copy, .. }) = promise else { panic!("A promises term 4") };
-    let promise = |metadata| AlterMsg::Promise { term: 4, granted: true, metadata };
+    let promise = |metadata| AlterMsg::Promise { term: Term(4), granted: true, metadata };
     root2.step(h.now_us, AlterInput::Message { from: b, msg: promise(Some(live.clone())) });
     root2.step(h.now_us, AlterInput::Message { from: a, msg: promise(a_copy) });
     let adopted = root2.metadata();

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use waymark_core::alter::{Answered, ManagerVnode, Metadata};
-use waymark_core::{ClientId, Input, Lsn, Output, Request, Response, Timer, Vnode, VnodeId};
+use waymark_core::alter::{AlterSeq, Answered, ManagerVnode, Metadata, Term};
+use waymark_core::{ClientId, ClientRequest, Input, Lsn, Output, Request, Response, Timer, Vnode, VnodeId};
 
 /// Commands handled before the driver looks at its other inputs again.
 const DRAIN_MAX: usize = 256;
@@ -50,7 +50,7 @@ pub enum HostEvent {
         id: VnodeId,
         of: VnodeId,
         metadata: Metadata,
-        term: u64,
+        term: Term,
     },
     StopSecondary {
         id: VnodeId,
@@ -71,12 +71,12 @@ pub struct VnodeStatus {
     /// The children this vnode heard from recently (configured or adopted); none at a leaf.
     pub children: Vec<String>,
     pub follows_primary_parent: bool,
-    pub metadata_term: u64,
+    pub metadata_term: Term,
     /// The root term promised (or claimed, at a root).
-    pub promised_term: u64,
+    pub promised_term: Term,
     /// At a root: the term it won.
-    pub leading_term: Option<u64>,
-    pub metadata_seq: u64,
+    pub leading_term: Option<Term>,
+    pub metadata_seq: AlterSeq,
     pub keys: usize,
     /// Keys of the partitions whose primary replica this vnode holds.
     pub primary_keys: usize,
@@ -187,15 +187,25 @@ pub fn spawn<M: Machine>(machine: M, setup: DriverSetup) -> std::io::Result<Vnod
     Ok(VnodeHandle { id, tx, stop, join })
 }
 
+/// Where a timer sits in the driver's queue: when it is due, then the order it was set in (two
+/// timers due in the same microsecond fire in the order they were set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct TimerKey {
+    at_us: u64,
+    /// Invariant: unique in the queue (`Driver::timer_seq`, counted up at every timer set).
+    seq: u64,
+}
+
 struct Driver<M> {
     machine: M,
     id: VnodeId,
     wal: mpsc::Sender<WalCmd>,
     router: Arc<Router>,
     host: mpsc::UnboundedSender<HostEvent>,
-    timers: BTreeMap<(u64, u64), Timer>,
+    timers: BTreeMap<TimerKey, Timer>,
     timer_seq: u64,
-    replies: HashMap<(ClientId, u64), oneshot::Sender<Response>>,
+    /// Where each client request in flight is answered.
+    replies: HashMap<ClientRequest, oneshot::Sender<Response>>,
     checkpointed_at: Lsn,
     checkpoints: u64,
     failed: bool,
@@ -236,7 +246,7 @@ impl<M: Machine> Driver<M> {
         let mut checkpoint = tokio::time::interval(checkpoint_every);
         checkpoint.tick().await;
         while !self.failed {
-            let next_timer = self.timers.keys().next().map(|(at, _)| clock::instant_of(*at));
+            let next_timer = self.timers.keys().next().map(|k| clock::instant_of(k.at_us));
             let sleep = tokio::time::sleep_until(next_timer.unwrap_or_else(clock::far_future).into());
             tokio::select! {
                 biased;
@@ -266,7 +276,7 @@ impl<M: Machine> Driver<M> {
         match cmd {
             VnodeCmd::Deliver(env) => self.step(Input::Message(env)).await,
             VnodeCmd::Client { client, req, request, reply } => {
-                self.replies.insert((client, req), reply);
+                self.replies.insert(ClientRequest { client, req }, reply);
                 self.step(Input::Client { client, req, request }).await;
             }
             VnodeCmd::Export { cut, from, dest, reply } => {
@@ -305,7 +315,7 @@ impl<M: Machine> Driver<M> {
     async fn fire_timers(&mut self) {
         let now = clock::now_us();
         while let Some(entry) = self.timers.first_entry() {
-            if entry.key().0 > now {
+            if entry.key().at_us > now {
                 break;
             }
             let timer = entry.remove();
@@ -358,13 +368,13 @@ impl<M: Machine> Driver<M> {
             }
             Output::Send(env) => self.router.send(env),
             Output::Reply { client, req, response } => {
-                if let Some(tx) = self.replies.remove(&(client, req)) {
+                if let Some(tx) = self.replies.remove(&ClientRequest { client, req }) {
                     let _ = tx.send(response);
                 }
             }
             Output::SetTimer { timer, at_us } => {
                 self.timer_seq += 1;
-                self.timers.insert((at_us, self.timer_seq), timer);
+                self.timers.insert(TimerKey { at_us, seq: self.timer_seq }, timer);
             }
             Output::StartSecondaryParent { id, of, metadata, term } => {
                 let _ = self.host.send(HostEvent::StartSecondary { id, of, metadata, term });

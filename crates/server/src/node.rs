@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use waymark_core::alter::{AlterConfig, ManagerVnode};
+use waymark_core::alter::{AlterConfig, ManagerVnode, Term};
 use waymark_core::{TreeImage, Vnode, VnodeId, VnodeImage};
 
 #[derive(Debug, thiserror::Error)]
@@ -266,7 +266,7 @@ impl Host {
         let leaves = self.shared.topology.stores.len() as u64;
         let operator_timeout_us = self.shared.topology.timeouts.cut_phase_timeout_us * 4;
         for cfg in managers {
-            let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: 0 };
+            let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: Term::ZERO };
             let id = cfg.id.clone();
             let handle = self.start(&id, false, |image, records| {
                 let image = match image {
@@ -367,7 +367,7 @@ impl Host {
 
     /// Seed 004: this host's vnode was elected assisting child; start the secondary parent `id`
     /// in place of `of`, from the assisting child's metadata, on a fresh log.
-    fn start_secondary(&mut self, id: VnodeId, of: VnodeId, metadata: waymark_core::alter::Metadata, term: u64) {
+    fn start_secondary(&mut self, id: VnodeId, of: VnodeId, metadata: waymark_core::alter::Metadata, term: Term) {
         if self.vnodes.get(&id).is_some_and(|h| !h.join.is_finished()) {
             return;
         }

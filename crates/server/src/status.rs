@@ -3,7 +3,7 @@
 
 use crate::driver::VnodeStatus;
 use std::collections::BTreeMap;
-use waymark_core::alter::{AlterNode, ManagerVnode};
+use waymark_core::alter::{AlterNode, AlterSeq, ManagerVnode, Term};
 use waymark_core::Vnode;
 
 pub fn store(v: &Vnode) -> VnodeStatus {
@@ -42,10 +42,10 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         parent: tree.and_then(|t| t.parent()).map(|p| p.to_string()),
         children: tree.map(|t| t.working_children().iter().map(|c| c.to_string()).collect()).unwrap_or_default(),
         follows_primary_parent: tree.is_none_or(|t| t.follows_primary_parent()),
-        metadata_term: tree.map_or(0, |t| t.metadata().term()),
-        promised_term: tree.map_or(0, |t| t.promised_term()),
+        metadata_term: tree.map_or(Term::ZERO, |t| t.metadata().term()),
+        promised_term: tree.map_or(Term::ZERO, |t| t.promised_term()),
         leading_term: tree.and_then(|t| t.leading_term()),
-        metadata_seq: tree.map_or(0, |t| t.metadata().seq()),
+        metadata_seq: tree.map_or(AlterSeq::ZERO, |t| t.metadata().seq()),
         keys: 0,
         primary_keys: 0,
         prepared: 0,

@@ -4,7 +4,7 @@
 
 use crate::config::{ClusterConfig, NodeConfig};
 use std::sync::Arc;
-use waymark_core::alter::cluster::{self, VnodeEntry};
+use waymark_core::alter::cluster::{self, Setting, VnodeEntry};
 use waymark_core::alter::shape::{build_over, Timing};
 use waymark_core::alter::{AlterConfig, Metadata};
 use waymark_core::{Limits, PartitionId, Placement, Timeouts, VnodeConfig, VnodeId};
@@ -48,7 +48,11 @@ impl Topology {
         };
         let tree = build_over(stores.clone(), c.fanout, &timing).configs;
         let rt = if c.real_time_safety { "on" } else { "off" };
-        let genesis = cluster::genesis(&[("real_time_safety", rt)], tree.iter().map(VnodeEntry::of), Some(&placement));
+        let genesis = cluster::genesis(
+            &[Setting::new("real_time_safety", rt)],
+            tree.iter().map(VnodeEntry::of),
+            Some(&placement),
+        );
         let timeouts = Timeouts {
             prepare_timeout_us: 2_000_000,
             in_doubt_timeout_us: 2_000_000,

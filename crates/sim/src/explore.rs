@@ -296,10 +296,20 @@ struct Effect {
     replies: Vec<(ClientId, Response)>,
 }
 
+/// A direction between two vnodes, by index in `Setup::ids`: its messages are delivered in the
+/// order they were sent. Orders and hashes as the `(from, to)` pair it replaced, so the state
+/// hashes and the order of the choices are the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+struct Link {
+    from: usize,
+    to: usize,
+}
+
 #[derive(Clone)]
 struct World {
     slots: Vec<Rc<Slot>>,
-    links: BTreeMap<(usize, usize), VecDeque<Msg>>,
+    /// Invariant: every queue held is non-empty (an emptied link is removed).
+    links: BTreeMap<Link, VecDeque<Msg>>,
     pending: BTreeSet<usize>,
     /// Shared between states until a reply arrives; `replies_hash` is its digest.
     replies: Rc<BTreeMap<ClientId, Vec<Response>>>,
@@ -308,7 +318,7 @@ struct World {
 
 #[derive(Clone, Copy)]
 enum Choice {
-    Deliver(usize, usize),
+    Deliver(Link),
     Inject(usize),
 }
 
@@ -333,7 +343,7 @@ impl World {
     }
 
     fn choices(&self) -> Vec<Choice> {
-        let deliveries = self.links.keys().map(|(a, b)| Choice::Deliver(*a, *b));
+        let deliveries = self.links.keys().map(|link| Choice::Deliver(*link));
         deliveries.chain(self.pending.iter().map(|i| Choice::Inject(*i))).collect()
     }
 
@@ -341,7 +351,7 @@ impl World {
         self.slots[x] = effect.slot.clone();
         for m in &effect.sends {
             let to = setup.idx(&m.env.to);
-            self.links.entry((x, to)).or_default().push_back(m.clone());
+            self.links.entry(Link { from: x, to }).or_default().push_back(m.clone());
         }
         if effect.replies.is_empty() {
             return;
@@ -357,11 +367,19 @@ impl World {
 // ---------------------------------------------------------------------------------------------
 // The search.
 
+/// A local step, named by the hash of the vnode's state (`Slot::hash`) and of the input it takes:
+/// equal keys, equal effects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct StepKey {
+    slot: u64,
+    input: u64,
+}
+
 struct Explorer<'a> {
     setup: &'a Setup,
     max_states: usize,
-    /// Memoised local steps: (slot hash, input hash) → effect.
-    cache: FnvMap<(u64, u64), Rc<Effect>>,
+    /// Memoised local steps.
+    cache: FnvMap<StepKey, Rc<Effect>>,
     /// Global state hash → complete schedules below it (`None` while on the DFS stack).
     visited: FnvMap<u64, Option<u128>>,
     path: Vec<Label>,
@@ -426,13 +444,13 @@ impl<'a> Explorer<'a> {
     fn apply(&mut self, w: &World, choice: Choice) -> (World, Label) {
         let mut child = w.clone();
         let (x, label) = match choice {
-            Choice::Deliver(a, b) => {
-                let q = child.links.get_mut(&(a, b)).expect("only non-empty links are chosen");
+            Choice::Deliver(link) => {
+                let q = child.links.get_mut(&link).expect("only non-empty links are chosen");
                 let m = q.pop_front().expect("only non-empty links are chosen");
                 if q.is_empty() {
-                    child.links.remove(&(a, b));
+                    child.links.remove(&link);
                 }
-                (b, Label::Deliver(m))
+                (link.to, Label::Deliver(m))
             }
             Choice::Inject(i) => {
                 child.pending.remove(&i);
@@ -446,10 +464,11 @@ impl<'a> Explorer<'a> {
 
     /// The memoised local step: vnode `x` in state `slot` takes the input `label` names.
     fn local(&mut self, x: usize, slot: &Slot, label: &Label) -> Rc<Effect> {
-        let key = match label {
-            Label::Deliver(m) => (slot.hash, m.hash),
-            Label::Inject(i) => (slot.hash, hash_of(&("inject", i))),
+        let input = match label {
+            Label::Deliver(m) => m.hash,
+            Label::Inject(i) => hash_of(&("inject", i)),
         };
+        let key = StepKey { slot: slot.hash, input };
         if let Some(e) = self.cache.get(&key) {
             return e.clone();
         }

@@ -11,6 +11,7 @@ pub mod hash;
 pub mod history;
 pub mod matrix;
 pub mod net;
+pub mod queue;
 pub mod run;
 pub mod slot;
 pub mod trace;

@@ -15,8 +15,8 @@ use crate::tree::manager::ManagerNode;
 use crate::tree::vnode::corrupt;
 use crate::world::{CutRequest, Event, World, OPERATOR, SYNC_MAX_US};
 use rand::Rng;
-use waymark_core::alter::cluster::{self, VnodeEntry};
-use waymark_core::alter::{AlterConfig, AlterMsg, Answered, Metadata};
+use waymark_core::alter::cluster::{self, Setting, VnodeEntry};
+use waymark_core::alter::{AlterConfig, AlterMsg, AlterSeq, Answered, MetaVersion, Metadata, Term};
 use waymark_core::cut::operator::{CutPhase, Phase};
 use waymark_core::cut::tree_process::cut_of;
 use waymark_core::{
@@ -104,7 +104,7 @@ impl World {
     }
 
     /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
-    pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
+    pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: Term) {
         let Some(of_m) = self.manager_named(of) else { return };
         let cfg = self.managers[of_m].cfg.secondary(id.clone());
         let m = match self.manager_named(&id) {
@@ -143,7 +143,7 @@ impl World {
     }
 
     pub(crate) fn boot_managers(&mut self) {
-        let base = TreeImage { metadata: self.genesis(), term: 0 };
+        let base = TreeImage { metadata: self.genesis(), term: Term::ZERO };
         for m in 0..self.managers.len() {
             self.managers[m].base = base.clone();
             self.restart_manager(m);
@@ -201,7 +201,7 @@ impl World {
         if !cfg.parents.is_empty() {
             return;
         }
-        self.answers.ordered(*term, *seq, record);
+        self.answers.ordered(MetaVersion::new(*term, *seq), record);
         if record.key == "root" && self.answers.wins(*term) {
             let found = crate::checkers::tree_root_term::check(&self.answers, &cfg.id, *seq);
             self.answers.violations.extend(found);
@@ -288,7 +288,7 @@ impl World {
         }
     }
 
-    pub(crate) fn alter_read_back(&mut self, node: usize, seq: u64, bytes: Vec<u8>) {
+    pub(crate) fn alter_read_back(&mut self, node: usize, seq: AlterSeq, bytes: Vec<u8>) {
         self.step(node, Input::AlterPersisted { seq, bytes });
     }
 
@@ -424,8 +424,8 @@ impl World {
             self.messages_lost += 1;
             return;
         };
-        for name in vnodes {
-            let Some(&tree_node) = VnodeId::parse(&name).and_then(|id| self.index.get(&id)) else { continue };
+        for id in vnodes {
+            let Some(&tree_node) = self.index.get(&id) else { continue };
             if !self.tree_node_up(tree_node) {
                 self.tree_stats.boots_by_parent += 1;
                 self.boot_tree_node(tree_node);
@@ -489,6 +489,6 @@ impl World {
 /// partition placement in use.
 pub fn genesis(leaves: &[AlterConfig], managers: &[AlterConfig], placement: &Placement, real_time: bool) -> Metadata {
     let vnodes = leaves.iter().chain(managers).map(VnodeEntry::of);
-    let config = [("real_time_safety", if real_time { "on" } else { "off" })];
+    let config = [Setting::new("real_time_safety", if real_time { "on" } else { "off" })];
     cluster::genesis(&config, vnodes, Some(placement))
 }

@@ -8,6 +8,7 @@ use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
 use crate::history::{CutRun, CutWindow, DeclaredCut, History};
 use crate::net::{Mishap, Network};
+use crate::queue::EventQueue;
 use crate::slot::{Resident, Slot};
 use crate::trace::Trace;
 use crate::workloads::{append::Append, bank::Bank, Workload};
@@ -15,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use waymark_core::alter::MetaVersion;
+use waymark_core::alter::{AlterSeq, MetaVersion};
 use waymark_core::{
     Body, ClientId, CutMsg, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, Timer, Vnode,
     VnodeConfig, VnodeId, VnodeImage,
@@ -92,7 +93,7 @@ pub enum Event {
     ManagerReadBack {
         m: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     /// A crashed tree vnode's host is back (`tree_mode::host_back`).
@@ -102,7 +103,7 @@ pub enum Event {
     AlterReadBack {
         node: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
 }
@@ -119,9 +120,15 @@ pub struct Node {
     sync_pending: bool,
     /// Fault: the next alteration read back from this log comes back damaged.
     pub corrupt_next: bool,
-    /// The newest checkpoint: the vnode's image when `log[..n]` was all it had appended, all of it
-    /// durable. A restart rebuilds from it and `log[n..]`, as the server does.
-    pub checkpoint: Option<(VnodeImage, usize)>,
+    /// The newest checkpoint. A restart rebuilds from it and the records after it, as the server
+    /// does.
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// A vnode's image when `log[..log_len]` was all it had appended, all of it durable.
+pub struct Checkpoint {
+    pub image: VnodeImage,
+    pub log_len: usize,
 }
 
 /// A checkpoint is taken at the first sync after the log grew by this many records.
@@ -142,8 +149,7 @@ pub struct World {
     /// Draws the network's mishaps only, so that a run without them follows the same events.
     mishap_rng: ChaCha8Rng,
     pub now_us: u64,
-    seq: u64,
-    events: BTreeMap<(u64, u64), Event>,
+    events: EventQueue<Event>,
     pub nodes: Vec<Node>,
     pub index: BTreeMap<VnodeId, Slot>,
     pub net: Network,
@@ -232,8 +238,7 @@ impl World {
             mishap_rng,
             rng,
             now_us: 0,
-            seq: 0,
-            events: BTreeMap::new(),
+            events: EventQueue::default(),
             nodes,
             index,
             net: Network::default(),
@@ -266,8 +271,7 @@ impl World {
 
     pub fn schedule(&mut self, at_us: u64, event: Event) {
         debug_assert!(at_us >= self.now_us, "scheduling in the past");
-        self.seq += 1;
-        self.events.insert((at_us, self.seq), event);
+        self.events.push(at_us, event);
     }
 
     /// Runs the whole scenario: boot, setup, workload with faults (and cuts), heal, settle.
@@ -288,13 +292,14 @@ impl World {
         // Heartbeats never stop in tree mode: settle for a bounded time instead of until quiet.
         let settle_us = if self.cfg.tree { 3_000_000 } else { self.cfg.settle_max_us };
         let limit_us = end_us + settle_us;
-        while let Some(((at, seq), event)) = self.events.pop_first() {
+        while let Some((key, event)) = self.events.pop() {
+            let at = key.at_us;
             if at > limit_us {
                 break;
             }
             if !self.stopping && at >= end_us {
                 // Heal first; what healing schedules may come before this event.
-                self.events.insert((at, seq), event);
+                self.events.put_back(key, event);
                 self.now_us = end_us;
                 self.stop_and_heal();
                 continue;
@@ -492,7 +497,7 @@ impl World {
     /// Draws nothing from the RNG: runs with and without it follow the same events.
     fn maybe_checkpoint(&mut self, node: usize) {
         let n = &mut self.nodes[node];
-        let last = n.checkpoint.as_ref().map_or(0, |(_, len)| *len);
+        let last = n.checkpoint.as_ref().map_or(0, |c| c.log_len);
         let Some(v) = n.vnode.as_ref() else { return };
         if n.durable < n.log.len() || n.log.len() < last + CHECKPOINT_EVERY_RECORDS {
             return;
@@ -504,7 +509,7 @@ impl World {
             let at = format!("{} at {}us after {} records", n.cfg.id, self.now_us, n.log.len());
             self.checkpoint_mismatches.push(format!("{at}: its {part} differs from the log's replay"));
         }
-        n.checkpoint = Some((image, n.log.len()));
+        n.checkpoint = Some(Checkpoint { image, log_len: n.log.len() });
     }
 
     fn arrive_at_vnode(&mut self, node: Slot, client: u64, req: u64, request: Request) {
@@ -650,7 +655,7 @@ impl World {
         n.sync_pending = false;
         n.vnode = Some(match &n.checkpoint {
             // A crash keeps every durable record, and a checkpoint covers only durable ones.
-            Some((image, len)) => Vnode::recover_from(n.cfg.clone(), image.clone(), &n.log[*len..]),
+            Some(c) => Vnode::recover_from(n.cfg.clone(), c.image.clone(), &n.log[c.log_len..]),
             None => Vnode::recover(n.cfg.clone(), &n.log),
         });
         self.step(node, Input::Restarted);

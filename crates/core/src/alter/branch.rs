@@ -9,16 +9,17 @@
 //! `waiting` is empty (every working child confirmed `ok`).
 
 use super::io::{AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{md5_of, AlterRecord, Applied, Md5Sum, MetaVersion, OrderedRecord, ProposalId};
+use super::metadata::{md5_of, AlterRecord, Applied, Md5Sum, OrderedRecord, ProposalId};
 use super::node::AlterNode;
+use super::order::{AlterSeq, MetaVersion, Term};
 use crate::ids::VnodeId;
 use std::collections::BTreeSet;
 
 /// The alteration in flight through this vnode.
 #[derive(Debug, Hash)]
 pub(super) struct InFlight {
-    pub(super) term: u64,
-    seq: u64,
+    /// Its place in the order.
+    pub(super) at: MetaVersion,
     id: ProposalId,
     record: AlterRecord,
     md5: Md5Sum,
@@ -39,8 +40,7 @@ pub(super) struct InFlight {
 impl InFlight {
     fn new(at: MetaVersion, id: ProposalId, record: AlterRecord, md5: Md5Sum) -> Self {
         InFlight {
-            term: at.term,
-            seq: at.seq,
+            at,
             id,
             record,
             md5,
@@ -51,11 +51,6 @@ impl InFlight {
             oks: BTreeSet::new(),
             refused: false,
         }
-    }
-
-    /// Its place in the order.
-    pub(super) fn at(&self) -> MetaVersion {
-        MetaVersion { term: self.term, seq: self.seq }
     }
 
     pub(super) fn fail(&mut self) {
@@ -85,12 +80,12 @@ impl AlterNode {
         self.out.push(AlterOutput::Persist { seq: at.seq, bytes });
     }
 
-    /// Alteration `at`, ordered on top of version `(prev_term, at.seq - 1)`.
+    /// Alteration `at`, ordered on top of version `(prev_term, at.seq.prev())`.
     pub(super) fn on_alter(
         &mut self,
         from: &VnodeId,
         at: MetaVersion,
-        prev_term: u64,
+        prev_term: Term,
         id: ProposalId,
         record: AlterRecord,
         md5: Md5Sum,
@@ -105,10 +100,10 @@ impl AlterNode {
             return self.refuse(from);
         }
         self.adopt_term(term);
-        if self.in_flight.as_ref().is_some_and(|f| f.at() == at) {
+        if self.in_flight.as_ref().is_some_and(|f| f.at == at) {
             return;
         }
-        if MetaVersion::new(prev_term, seq - 1) != self.metadata.version() || self.in_flight.is_some() {
+        if MetaVersion::new(prev_term, seq.prev()) != self.metadata.version() || self.in_flight.is_some() {
             // A gap or a different history: fail this one and catch up by cloning.
             self.send(from, AlterMsg::Confirm { term, seq, ok: false, applied: 0 });
             return self.fetch(from);
@@ -117,24 +112,24 @@ impl AlterNode {
     }
 
     /// Seed 004 point 4: the record is read after write and its md5 compared with the one sent.
-    pub(super) fn on_persisted(&mut self, seq: u64, bytes: &[u8]) {
+    pub(super) fn on_persisted(&mut self, seq: AlterSeq, bytes: &[u8]) {
         // A second write of the same alteration (it was begun again after a change of parent)
         // reads back after the first was applied: nothing more to do.
-        let next = self.metadata.seq() + 1 == seq;
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq && next) else { return };
-        let read_back = AlterRecord::decode(bytes).filter(|r| r.at == f.at());
+        let next = self.metadata.seq().next() == seq;
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.at.seq == seq && next) else { return };
+        let read_back = AlterRecord::decode(bytes).filter(|r| r.at == f.at);
         let intact = md5_of(bytes) == f.md5 || self.cfg.breaks.skip_md5;
         let Some(OrderedRecord { at: MetaVersion { term, .. }, record }) = read_back.filter(|_| intact) else {
             f.failed = true;
             f.applied = Some(false);
-            let term = f.term;
+            let term = f.at.term;
             self.first_of_term_lost(term);
             return self.finish();
         };
         // What is applied is what was read back: the md5 is what keeps a bad copy out.
         let (id, md5) = (f.id.clone(), f.md5);
         let prev_term = self.metadata.term();
-        let verdict = self.metadata.apply(term, seq, &record);
+        let verdict = self.metadata.apply(MetaVersion { term, seq }, &record);
         self.in_flight.as_mut().expect("in flight").refused = verdict == Applied::Refused;
         self.refresh_md5();
         self.out.push(AlterOutput::PersistApplied { term, seq, record: record.clone() });
@@ -150,8 +145,8 @@ impl AlterNode {
         self.timer(AlterTimer::Confirm(seq), self.cfg.confirm_timeout_us);
     }
 
-    pub(super) fn on_applied(&mut self, seq: u64, ok: bool) {
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+    pub(super) fn on_applied(&mut self, seq: AlterSeq, ok: bool) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.at.seq == seq) else { return };
         f.applied = Some(ok);
         // Only leaves (store vnodes) are counted: a manager and the secondary standing in for it
         // may both be alive for a moment, and the cut process needs every store vnode, by name.
@@ -161,7 +156,7 @@ impl AlterNode {
     }
 
     pub(super) fn on_confirm(&mut self, from: &VnodeId, at: MetaVersion, ok: bool, applied: u64) {
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.at() == at) else { return };
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.at == at) else { return };
         f.confirm(from, ok, applied);
         self.maybe_finish();
     }
@@ -187,21 +182,21 @@ impl AlterNode {
         debug_assert!(!ok || f.waiting.is_empty() || early, "confirmed ok with children waiting");
         let applied = f.applied_count;
         match self.parent().cloned() {
-            Some(parent) => self.send(&parent, AlterMsg::Confirm { term: f.term, seq: f.seq, ok, applied }),
+            Some(parent) => self.send(&parent, AlterMsg::Confirm { term: f.at.term, seq: f.at.seq, ok, applied }),
             None => {
                 // Invariant: the root answers `ok` only for an alteration of its own term that a
                 // majority of the voters hold — every later root's catch-up finds it.
-                let ok = ok && self.lead_term() == Some(f.term) && self.quorum(&f.oks);
+                let ok = ok && self.lead_term() == Some(f.at.term) && self.quorum(&f.oks);
                 let ok = ok && !self.cfg.breaks.fail_every_alteration && !f.refused;
-                let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.seq, ok, applied };
+                let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.at.seq, ok, applied };
                 self.answer(&f.id, outcome);
                 self.order_next();
             }
         }
     }
 
-    pub(super) fn on_confirm_timeout(&mut self, seq: u64) {
-        let Some(f) = self.in_flight.as_mut().filter(|f| f.seq == seq) else { return };
+    pub(super) fn on_confirm_timeout(&mut self, seq: AlterSeq) {
+        let Some(f) = self.in_flight.as_mut().filter(|f| f.at.seq == seq) else { return };
         f.fail();
         self.finish();
     }

@@ -32,6 +32,19 @@ impl<'a> VnodeEntry<'a> {
     }
 }
 
+/// A setting the cluster is created with: `config/<name>` = `value`, e.g. `real_time_safety` = `on`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting<'a> {
+    pub name: &'a str,
+    pub value: &'a str,
+}
+
+impl<'a> Setting<'a> {
+    pub fn new(name: &'a str, value: &'a str) -> Self {
+        Setting { name, value }
+    }
+}
+
 /// The parent queue the metadata records for `vnode`.
 pub fn parent_queue(m: &Metadata, vnode: &VnodeId) -> Vec<VnodeId> {
     let value = m.get(&format!("vnode/{vnode}")).unwrap_or_default();
@@ -40,12 +53,12 @@ pub fn parent_queue(m: &Metadata, vnode: &VnodeId) -> Vec<VnodeId> {
 
 /// The metadata a cluster is created with.
 pub fn genesis<'a>(
-    config: &[(&str, &str)],
+    config: &[Setting<'_>],
     vnodes: impl IntoIterator<Item = VnodeEntry<'a>>,
     placement: Option<&Placement>,
 ) -> Metadata {
     let mut records: Vec<(String, Vec<u8>)> =
-        config.iter().map(|(k, v)| (format!("config/{k}"), v.as_bytes().to_vec())).collect();
+        config.iter().map(|s| (format!("config/{}", s.name), s.value.as_bytes().to_vec())).collect();
     for v in vnodes {
         let queue: Vec<String> = v.parents.iter().map(|p| p.to_string()).collect();
         records.push((format!("vnode/{}", v.id), queue.join(",").into_bytes()));

@@ -8,8 +8,9 @@
 //! majority of the voters before it orders anything (`root.rs`).
 
 use super::io::{AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{Md5Sum, MetaVersion};
+use super::metadata::Md5Sum;
 use super::node::AlterNode;
+use super::order::{MetaVersion, Term};
 use crate::ids::VnodeId;
 
 /// Which parent this vnode follows, and the election and secondary parent of a failover.
@@ -126,19 +127,19 @@ impl AlterNode {
     /// The primary parent's heartbeat: switch back to it (and stop the secondary we run) — a
     /// primary root only once it won a term at least ours, else it is told ours; compare metadata
     /// with the parent we follow and fetch it when ours differs and is older.
-    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: MetaVersion, md5: Md5Sum, lead: Option<u64>) {
+    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: MetaVersion, md5: Md5Sum, lead: Option<Term>) {
         let away = self.failover.secondary.is_some() || self.failover.election.is_some();
         if self.cfg.parents.first() == Some(from) && away {
             match lead {
                 None => self.switch_back(),
-                Some(term) if term > 0 && term >= self.root.term => {
+                Some(term) if term > Term::ZERO && term >= self.root.term => {
                     self.adopt_term(term);
                     self.switch_back();
                 }
                 Some(_) => self.refuse(from),
             }
         } else if self.parent() == Some(from) {
-            self.adopt_term(lead.unwrap_or(0));
+            self.adopt_term(lead.unwrap_or(Term::ZERO));
         }
         let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;
         if behind && version >= self.metadata.version() {

@@ -5,6 +5,7 @@
 use super::io::{AlterOutput, AlterTimer};
 use super::metadata::{AlterRecord, ProposalId};
 use super::node::AlterNode;
+use super::order::AlterSeq;
 use std::collections::BTreeMap;
 
 /// This vnode's own proposals, until each ends (applied everywhere, or given up).
@@ -50,7 +51,7 @@ impl AlterNode {
         self.on_propose(id, record);
     }
 
-    pub(super) fn on_outcome(&mut self, id: ProposalId, ok: bool, applied: u64, seq: u64) {
+    pub(super) fn on_outcome(&mut self, id: ProposalId, ok: bool, applied: u64, seq: AlterSeq) {
         let Some(p) = self.initiator.proposals.get(&id) else { return };
         if ok {
             let attempts = p.attempts;
@@ -69,7 +70,7 @@ impl AlterNode {
             let attempts = p.attempts;
             self.initiator.proposals.remove(&id);
             self.own_done(id.n);
-            return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0, seq: 0 });
+            return self.out.push(AlterOutput::Done { id, ok: false, attempts, applied: 0, seq: AlterSeq::ZERO });
         }
         p.attempts += 1;
         let attempt = p.attempts;

@@ -5,6 +5,7 @@
 
 use super::metadata::{AlterRecord, Md5Sum, Metadata, ProposalId, View};
 use super::node::AlterNode;
+use super::order::{AlterSeq, Term};
 use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
 
@@ -93,9 +94,9 @@ pub enum AlterMsg {
     },
     /// Alteration `(term, seq)`, ordered on top of version `(prev_term, seq - 1)`.
     Alter {
-        term: u64,
-        prev_term: u64,
-        seq: u64,
+        term: Term,
+        prev_term: Term,
+        seq: AlterSeq,
         id: ProposalId,
         record: AlterRecord,
         md5: Md5Sum,
@@ -103,36 +104,36 @@ pub enum AlterMsg {
     /// `applied`: how many leaves (store vnodes) of the branch applied it (the cut process needs
     /// them all).
     Confirm {
-        term: u64,
-        seq: u64,
+        term: Term,
+        seq: AlterSeq,
         ok: bool,
         applied: u64,
     },
     Outcome {
         id: ProposalId,
-        seq: u64,
+        seq: AlterSeq,
         ok: bool,
         applied: u64,
     },
     /// Parent → children: I am alive, and this is my metadata (its version, its md5 and the md5 of
-    /// its leaf view). `lead`: sent by a root, the term it orders in (0 while it has none); `None`
-    /// from other parents.
+    /// its leaf view). `lead`: sent by a root, the term it orders in (`Term::ZERO` while it has
+    /// none); `None` from other parents.
     Heartbeat {
-        term: u64,
-        seq: u64,
+        term: Term,
+        seq: AlterSeq,
         md5: Md5Sum,
         leaf_md5: Md5Sum,
-        lead: Option<u64>,
+        lead: Option<Term>,
     },
     /// A root (primary, or secondary standing in for it) asks the root's children to promise
     /// themselves to it for `term`.
     Claim {
-        term: u64,
+        term: Term,
     },
     /// A child's answer to a claim (or to an alteration or heartbeat of an older term): `granted`
     /// with its metadata for the catch-up, or refused with the term it is promised to.
     Promise {
-        term: u64,
+        term: Term,
         granted: bool,
         metadata: Option<Metadata>,
     },
@@ -158,9 +159,9 @@ pub enum AlterMsg {
     HostAlive {
         host: String,
     },
-    /// The parent's answer: start these vnodes on the host (names `kind@host`).
+    /// The parent's answer: start these vnodes on the host.
     StartVnodes {
-        vnodes: Vec<String>,
+        vnodes: Vec<VnodeId>,
     },
     /// Whom the sender heard from directly, recently (`reach.rs`).
     Reach {
@@ -180,7 +181,7 @@ pub enum AlterInput {
     /// Must come first.
     Started {
         metadata: Metadata,
-        term: u64,
+        term: Term,
     },
     Message {
         from: VnodeId,
@@ -195,12 +196,12 @@ pub enum AlterInput {
     },
     /// The record of alteration `seq` was written and read back as `bytes`.
     Persisted {
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     /// The host acted on alteration `seq` (e.g. its local cut finished), well or not.
     Applied {
-        seq: u64,
+        seq: AlterSeq,
         ok: bool,
     },
 }
@@ -213,7 +214,7 @@ pub enum AlterOutput {
     },
     /// Write these bytes durably, then read them back and answer `Persisted`.
     Persist {
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     /// Alteration `(term, seq)` read back intact was applied to the metadata: persist that it was.
@@ -221,8 +222,8 @@ pub enum AlterOutput {
     /// left for a newer term, or read back damaged). Outputs after this one in the same step —
     /// the confirmation, sooner or later — must not take effect before it is durable.
     PersistApplied {
-        term: u64,
-        seq: u64,
+        term: Term,
+        seq: AlterSeq,
         record: AlterRecord,
     },
     /// The metadata was replaced by a clone of the parent's: persist it whole.
@@ -232,7 +233,7 @@ pub enum AlterOutput {
     /// Persist the root term promised (or claimed). Outputs after this one in the same step must
     /// not take effect before it is durable: a promise must survive a crash.
     PersistTerm {
-        term: u64,
+        term: Term,
     },
     /// Seed 004: as assisting child, start a secondary parent `id` on this host in place of the
     /// dead primary parent `of`, with this vnode's copy of the metadata.
@@ -241,7 +242,7 @@ pub enum AlterOutput {
         of: VnodeId,
         metadata: Metadata,
         /// This vnode's promised term: a secondary root claims the next one.
-        term: u64,
+        term: Term,
     },
     /// The primary parent is back: stop the secondary parent this host runs.
     StopSecondaryParent {
@@ -249,8 +250,8 @@ pub enum AlterOutput {
     },
     /// Act on the alteration and answer `Applied`.
     Apply {
-        term: u64,
-        seq: u64,
+        term: Term,
+        seq: AlterSeq,
         record: AlterRecord,
     },
     /// This vnode's proposal ended: applied everywhere (`ok`) or given up.
@@ -260,8 +261,8 @@ pub enum AlterOutput {
         attempts: u32,
         applied: u64,
         /// Where the alteration was ordered when `ok` (a retried proposal may have been ordered
-        /// more than once); 0 when given up.
-        seq: u64,
+        /// more than once); `ZERO` when given up.
+        seq: AlterSeq,
     },
     SetTimer {
         timer: AlterTimer,
@@ -271,7 +272,7 @@ pub enum AlterOutput {
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AlterTimer {
-    Confirm(u64),
+    Confirm(AlterSeq),
     /// Attempt `u32` of a proposal got no outcome in time.
     ProposeTimeout(ProposalId, u32),
     /// The back-off before attempt `u32` is over.

@@ -13,10 +13,10 @@
 //! Invariant: `logged` is the fold of every record appended (`image.rs`), so `image()` is exactly
 //! what a restart from the log would rebuild.
 
-use super::{cluster, AlterConfig, AlterInput, AlterNode, AlterOutput, ProposalId};
-use crate::cut::operator::{CutOperator, CutPhase, Ended, Phase, Proposal, Requester, Step};
+use super::{cluster, AlterConfig, AlterInput, AlterNode, AlterOutput, AlterSeq, ProposalId};
+use crate::cut::operator::{CutOperator, CutPhase, Ended, Phase, Proposal, Step};
 use crate::cut::tree_process::cut_of;
-use crate::ids::{ClientId, CutId, Lsn, VnodeId};
+use crate::ids::{ClientId, ClientRequest, CutId, Lsn, VnodeId};
 use crate::image::TreeImage;
 use crate::io::{Input, Output, Request, Response, Timer};
 use crate::message::{Body, CutMsg, Envelope};
@@ -46,9 +46,9 @@ pub struct Answered {
     pub id: ProposalId,
     pub ok: bool,
     pub attempts: u32,
-    /// Store vnodes that applied it, and where the root ordered it (0 when it failed).
+    /// Store vnodes that applied it, and where the root ordered it (`ZERO` when it failed).
     pub applied: u64,
-    pub seq: u64,
+    pub seq: AlterSeq,
 }
 
 /// Answers kept for a driver that does not take them.
@@ -133,7 +133,7 @@ impl ManagerVnode {
             }
             Input::AlterPersisted { seq, bytes } => Some(AlterInput::Persisted { seq, bytes }),
             Input::Client { client, req, request: Request::Cut } => {
-                self.start_cut(Requester { client, req });
+                self.start_cut(ClientRequest { client, req });
                 None
             }
             Input::Client { client, req, .. } => {
@@ -224,7 +224,7 @@ impl ManagerVnode {
         CutId(highest.0 + 1)
     }
 
-    fn start_cut(&mut self, who: Requester) {
+    fn start_cut(&mut self, who: ClientRequest) {
         if self.operator.is_none() {
             return self.reply(who.client, who.req, Response::Unavailable { why: "this manager runs no cut operator" });
         }
@@ -338,6 +338,6 @@ mod tests {
         let cfg = AlterConfig::new(m.id().clone(), vec![], vec![VnodeId::new("store0", "h2")]);
         let again = ManagerVnode::recover(cfg, TreeImage::default(), &log);
         assert_eq!(again.image(), m.image());
-        assert!(again.image().term >= 1);
+        assert!(again.image().term >= crate::alter::Term(1));
     }
 }

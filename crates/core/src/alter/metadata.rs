@@ -2,11 +2,11 @@
 //! with one md5 over the whole (seed 004 point 5: a returning vnode compares it with its parent's
 //! and clones what differs).
 
+use super::order::{AlterSeq, MetaVersion, Term};
 use crate::ids::VnodeId;
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
 use std::sync::Arc;
 
 /// An alteration as its initiator proposed it: unique per initiator across restarts (its own
@@ -67,30 +67,6 @@ pub fn md5_of(bytes: &[u8]) -> Md5Sum {
     Md5::digest(bytes).into()
 }
 
-/// A place in the order of alterations: the term of the root that ordered it, then its sequence
-/// number. Where metadata stands is the place of the last alteration applied (`Metadata::version`).
-/// Alterations are ordered by it, term first, like Raft's (last term, last index): the derived
-/// order compares `term`, then `seq`. Two copies with equal versions are equal (one root orders a
-/// term, and every vnode applies an alteration only on top of the version it was ordered after).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct MetaVersion {
-    pub term: u64,
-    pub seq: u64,
-}
-
-impl MetaVersion {
-    pub fn new(term: u64, seq: u64) -> Self {
-        MetaVersion { term, seq }
-    }
-}
-
-/// `(term, seq)`, as logs and violations printed the place before it had a type.
-impl fmt::Display for MetaVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "({}, {})", self.term, self.seq)
-    }
-}
-
 /// An alteration with its place in the order, as written to the log and read back: the bytes of
 /// `AlterRecord::encode`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -124,8 +100,8 @@ impl View {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Metadata {
     view: View,
-    term: u64,
-    seq: u64,
+    term: Term,
+    seq: AlterSeq,
     /// Shared between copies until one of them applies an alteration (copy on write): a process
     /// that holds many copies — a host's vnodes and their logs, the simulator — holds one map.
     records: Arc<BTreeMap<String, Vec<u8>>>,
@@ -147,7 +123,7 @@ impl Metadata {
     /// the id of the vnode's parent, which boot loading reads.
     pub fn genesis(records: impl IntoIterator<Item = (String, Vec<u8>)>) -> Self {
         let records = Arc::new(records.into_iter().collect());
-        Metadata { view: View::Full, term: 0, seq: 0, records, recent: Arc::default() }
+        Metadata { view: View::Full, term: Term::ZERO, seq: AlterSeq::ZERO, records, recent: Arc::default() }
     }
 
     pub fn view(&self) -> View {
@@ -163,23 +139,26 @@ impl Metadata {
     }
 
     /// The vnodes to start on `host` whose primary parent (first in the queue recorded under
-    /// `vnode/<id>`) is `parent` (seed 004: boot loading by parent).
-    pub fn vnodes_on(&self, host: &str, parent: &str) -> Vec<String> {
-        let suffix = format!("@{host}");
+    /// `vnode/<id>`) is `parent` (seed 004: boot loading by parent). A key that names no vnode is
+    /// skipped.
+    pub fn vnodes_on(&self, host: &str, parent: &VnodeId) -> Vec<VnodeId> {
+        let parent = parent.to_string();
         let primary = |v: &[u8]| v.split(|b| *b == b',').next() == Some(parent.as_bytes());
         self.records
             .iter()
-            .filter(|(k, v)| k.starts_with("vnode/") && k.ends_with(&suffix) && primary(v))
-            .map(|(k, _)| k["vnode/".len()..].to_string())
+            .filter(|(_, v)| primary(v))
+            .filter_map(|(k, _)| VnodeId::parse(k.strip_prefix("vnode/")?))
+            .filter(|id| id.host == host)
             .collect()
     }
 
-    pub fn seq(&self) -> u64 {
+    /// The last alteration applied (`ZERO`: none since genesis).
+    pub fn seq(&self) -> AlterSeq {
         self.seq
     }
 
-    /// The term of the root that ordered the last alteration applied (0: none since genesis).
-    pub fn term(&self) -> u64 {
+    /// The term of the root that ordered the last alteration applied (`ZERO`: none since genesis).
+    pub fn term(&self) -> Term {
         self.term
     }
 
@@ -195,13 +174,13 @@ impl Metadata {
         self.records.iter()
     }
 
-    /// Applies alteration `seq`, ordered in `term`, which must be the next one, and says what it
-    /// did. Every copy applies the same sequence, so every copy makes the same verdicts.
-    pub fn apply(&mut self, term: u64, seq: u64, record: &AlterRecord) -> Applied {
-        debug_assert_eq!(seq, self.seq + 1, "alterations apply in order");
-        debug_assert!(term >= self.term, "terms never go back");
-        self.term = term;
-        self.seq = seq;
+    /// Applies the alteration at `at`, which must be the next one, and says what it did. Every
+    /// copy applies the same sequence, so every copy makes the same verdicts.
+    pub fn apply(&mut self, at: MetaVersion, record: &AlterRecord) -> Applied {
+        debug_assert_eq!(at.seq, self.seq.next(), "alterations apply in order");
+        debug_assert!(at.term >= self.term, "terms never go back");
+        self.term = at.term;
+        self.seq = at.seq;
         if let Some(verdict) = self.verdict_before(record) {
             // Ordered again (a retry whose first answer was lost, a duplicated delivery): the
             // place in the order is used, the change is not made twice, the verdict stands.
@@ -350,6 +329,10 @@ fn moves_a_cut_back(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
 mod tests {
     use super::*;
 
+    fn at(term: u64, seq: u64) -> MetaVersion {
+        MetaVersion::new(Term(term), AlterSeq(seq))
+    }
+
     fn ordered(key: &str, value: &str, n: u64) -> AlterRecord {
         let initiator = VnodeId { host: "node000".into(), kind: "manager1".into() };
         AlterRecord { origin: Some(ProposalId { initiator, n }), ..AlterRecord::set(key, value) }
@@ -358,31 +341,22 @@ mod tests {
     #[test]
     fn a_proposal_ordered_twice_changes_the_metadata_once() {
         let mut m = Metadata::genesis([]);
-        m.apply(1, 1, &ordered("state/x", "down", 7));
-        m.apply(1, 2, &ordered("state/x", "working", 8));
-        let again = m.apply(1, 3, &ordered("state/x", "down", 7)); // the retry of 7, its first answer lost
+        m.apply(at(1, 1), &ordered("state/x", "down", 7));
+        m.apply(at(1, 2), &ordered("state/x", "working", 8));
+        let again = m.apply(at(1, 3), &ordered("state/x", "down", 7)); // the retry of 7, its first answer lost
         assert_eq!(again, Applied::Again);
         assert_eq!(m.get("state/x"), Some(&b"working"[..]), "no lost update");
-        assert_eq!(m.version(), MetaVersion::new(1, 3), "the place in the order is used");
+        assert_eq!(m.version(), at(1, 3), "the place in the order is used");
     }
 
-    /// The log's bytes, the md5 taken of them, the order and the trace hashes are what they were
-    /// when the place was a `(term, seq)` pair.
+    /// The log's bytes and the md5 taken of them are what they were when the place was a
+    /// `(term, seq)` pair (`order.rs` checks the order, the hash and the print).
     #[test]
-    fn a_meta_version_encodes_orders_and_hashes_like_the_pair_it_replaced() {
-        use std::hash::{DefaultHasher, Hash, Hasher};
+    fn a_record_with_its_place_encodes_like_the_pair_it_was() {
         let record = ordered("config/x", "1", 5);
-        let at = MetaVersion::new(2, 7);
+        let at = at(2, 7);
         assert_eq!(record.encode(at), postcard::to_stdvec(&(2u64, 7u64, &record)).unwrap());
         assert_eq!(AlterRecord::decode(&record.encode(at)), Some(OrderedRecord { at, record }));
-        assert!(MetaVersion::new(1, 9) < MetaVersion::new(2, 0) && MetaVersion::new(2, 0) < MetaVersion::new(2, 1));
-        let hash = |h: &dyn Fn(&mut DefaultHasher)| {
-            let mut s = DefaultHasher::new();
-            h(&mut s);
-            s.finish()
-        };
-        assert_eq!(hash(&|s| at.hash(s)), hash(&|s| (2u64, 7u64).hash(s)));
-        assert_eq!(at.to_string(), "(2, 7)");
     }
 
     /// The sums are taken without building anything, but of exactly the bytes they stand for.
@@ -403,7 +377,7 @@ mod tests {
     fn a_copy_remembers_a_bounded_number_of_proposals() {
         let mut m = Metadata::genesis([]);
         for n in 0..(RECENT_PROPOSALS_MAX as u64 + 10) {
-            m.apply(1, n + 1, &ordered("k", "v", n));
+            m.apply(at(1, n + 1), &ordered("k", "v", n));
         }
         assert_eq!(m.recent.len(), RECENT_PROPOSALS_MAX);
         assert_eq!(m.recent.front().map(|a| a.proposal.n), Some(10));
@@ -412,22 +386,22 @@ mod tests {
     #[test]
     fn a_cut_phase_is_entered_once_and_a_refusal_stands_for_a_retry() {
         let mut m = Metadata::genesis([]);
-        assert_eq!(m.apply(1, 1, &ordered("cut/1", "START", 1)), Applied::Changed);
-        assert_eq!(m.apply(1, 2, &ordered("cut/1", "END:failed", 2)), Applied::Changed);
+        assert_eq!(m.apply(at(1, 1), &ordered("cut/1", "START", 1)), Applied::Changed);
+        assert_eq!(m.apply(at(1, 2), &ordered("cut/1", "END:failed", 2)), Applied::Changed);
         // Another operator, on a stale copy, starts cut 1 again: refused, and so is its retry.
-        assert_eq!(m.apply(1, 3, &ordered("cut/1", "START", 3)), Applied::Refused);
-        assert_eq!(m.apply(1, 4, &ordered("cut/1", "START", 3)), Applied::Refused);
-        assert_eq!(m.apply(1, 5, &ordered("cut/1", "END:ok", 4)), Applied::Refused);
+        assert_eq!(m.apply(at(1, 3), &ordered("cut/1", "START", 3)), Applied::Refused);
+        assert_eq!(m.apply(at(1, 4), &ordered("cut/1", "START", 3)), Applied::Refused);
+        assert_eq!(m.apply(at(1, 5), &ordered("cut/1", "END:ok", 4)), Applied::Refused);
         assert_eq!(m.get("cut/1"), Some(&b"END:failed"[..]));
     }
 
     #[test]
     fn every_view_skips_the_same_records() {
         let mut full = Metadata::genesis([]);
-        full.apply(1, 1, &ordered("cut/1", "START", 1));
+        full.apply(at(1, 1), &ordered("cut/1", "START", 1));
         let mut leaf = full.project(View::Leaf);
         for m in [&mut full, &mut leaf] {
-            m.apply(1, 2, &ordered("cut/1", "START", 1));
+            m.apply(at(1, 2), &ordered("cut/1", "START", 1));
         }
         assert_eq!(full.recent, leaf.recent);
     }

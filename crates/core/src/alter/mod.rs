@@ -7,7 +7,7 @@
 //! initiator, which retries a failed alteration with back-off, a bounded number of times.
 //!
 //! The root orders in a *term* it won from a majority of its children (`root.rs`); metadata is
-//! ordered by version `(term, seq)`.
+//! ordered by version `(term, seq)` (`order.rs`: `Term`, `AlterSeq`, `MetaVersion`).
 //!
 //! `node.rs` holds the `AlterNode` and the dispatch of its inputs (`io.rs`); each protocol step
 //! is in its own file with the state it owns (the table in `node.rs`).
@@ -27,6 +27,7 @@ pub mod io;
 pub mod manager;
 pub mod metadata;
 pub mod node;
+pub mod order;
 pub mod reach;
 pub mod report;
 pub mod root;
@@ -34,5 +35,6 @@ pub mod shape;
 
 pub use io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
 pub use manager::{Answered, ManagerVnode};
-pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, MetaVersion, Metadata, OrderedRecord, ProposalId, View};
+pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, OrderedRecord, ProposalId, View};
 pub use node::AlterNode;
+pub use order::{AlterSeq, MetaVersion, Term};

@@ -23,7 +23,8 @@ use super::branch::InFlight;
 use super::failover::FailoverState;
 use super::initiator::Initiator;
 use super::io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
-use super::metadata::{Md5Sum, MetaVersion, Metadata, View};
+use super::metadata::{Md5Sum, Metadata, View};
+use super::order::{MetaVersion, Term};
 use super::reach::ReachState;
 use super::report::Reports;
 use super::root::RootState;
@@ -109,12 +110,12 @@ impl AlterNode {
     }
 
     /// The highest root term this vnode promised itself to (or, at a root, claimed).
-    pub fn promised_term(&self) -> u64 {
+    pub fn promised_term(&self) -> Term {
         self.root.term
     }
 
     /// At a root: the term it won and orders in.
-    pub fn leading_term(&self) -> Option<u64> {
+    pub fn leading_term(&self) -> Option<Term> {
         self.lead_term()
     }
 
@@ -163,7 +164,7 @@ impl AlterNode {
         self.out.push(AlterOutput::SetTimer { timer, at_us: self.now_us + after_us });
     }
 
-    fn on_started(&mut self, metadata: Metadata, term: u64) {
+    fn on_started(&mut self, metadata: Metadata, term: Term) {
         self.set_metadata(metadata);
         self.root.term = term;
         self.failover.primary_seen_us = self.now_us;
@@ -202,7 +203,7 @@ impl AlterNode {
             AlterMsg::Defer => self.on_defer(),
             AlterMsg::SecondaryAt { parent } => self.follow_secondary(parent),
             AlterMsg::HostAlive { host } => {
-                let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id.to_string());
+                let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id);
                 self.send(&from, AlterMsg::StartVnodes { vnodes });
                 self.report_host_alive(&host);
             }

@@ -24,8 +24,9 @@
 
 use super::cluster;
 use super::io::{AlterMsg, AlterOutput};
-use super::metadata::{md5_of, AlterRecord, MetaVersion, Metadata, ProposalId, View};
+use super::metadata::{md5_of, AlterRecord, Metadata, ProposalId, View};
 use super::node::AlterNode;
+use super::order::{AlterSeq, MetaVersion, Term};
 use crate::ids::VnodeId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -37,7 +38,7 @@ pub const QUEUE_MAX: usize = 1_024;
 pub(super) struct RootState {
     /// The highest root term this vnode promised itself to or claimed (durable: `PersistTerm`).
     /// Invariant: never decreases (`promise`).
-    pub(super) term: u64,
+    pub(super) term: Term,
     /// At a root: its campaign for a term, or the term it orders in.
     pub(super) lead: Option<Lead>,
     /// Root only: proposals waiting to be ordered.
@@ -54,7 +55,7 @@ pub(super) struct Queued {
 
 impl RootState {
     /// Invariant: a promised term never goes back.
-    fn promise(&mut self, term: u64) {
+    fn promise(&mut self, term: Term) {
         assert!(term > self.term, "a promised term never goes back: {term} after {}", self.term);
         self.term = term;
     }
@@ -63,9 +64,9 @@ impl RootState {
 #[derive(Debug, Hash)]
 pub(crate) enum Lead {
     /// Claimed `term`; promises so far, with each voter's metadata.
-    Campaign { term: u64, promises: BTreeMap<VnodeId, Metadata> },
+    Campaign { term: Term, promises: BTreeMap<VnodeId, Metadata> },
     /// Won `term`: orders alterations in it.
-    Active { term: u64 },
+    Active { term: Term },
 }
 
 impl AlterNode {
@@ -74,16 +75,17 @@ impl AlterNode {
     }
 
     /// The term this root orders in, if it won one.
-    pub(super) fn lead_term(&self) -> Option<u64> {
+    pub(super) fn lead_term(&self) -> Option<Term> {
         match self.root.lead {
             Some(Lead::Active { term }) => Some(term),
             _ => None,
         }
     }
 
-    /// What a root's heartbeat says of its term (`Some(0)`: none won yet); other parents say nothing.
-    pub(super) fn heartbeat_lead(&self) -> Option<u64> {
-        self.is_root().then(|| self.lead_term().unwrap_or(0))
+    /// What a root's heartbeat says of its term (`Some(Term::ZERO)`: none won yet); other parents
+    /// say nothing.
+    pub(super) fn heartbeat_lead(&self) -> Option<Term> {
+        self.is_root().then(|| self.lead_term().unwrap_or(Term::ZERO))
     }
 
     /// The primary root's name (a secondary root stands in for it).
@@ -112,10 +114,10 @@ impl AlterNode {
 
     /// Invariant: once a vnode promised `term` it never confirms an alteration of a lower term —
     /// the metadata it promised with holds everything it ever confirmed.
-    pub(super) fn set_term(&mut self, term: u64) {
+    pub(super) fn set_term(&mut self, term: Term) {
         self.root.promise(term);
         self.out.push(AlterOutput::PersistTerm { term });
-        if !self.is_root() && self.in_flight.as_ref().is_some_and(|f| f.term < term) {
+        if !self.is_root() && self.in_flight.as_ref().is_some_and(|f| f.at.term < term) {
             self.leave_in_flight();
         }
     }
@@ -128,7 +130,7 @@ impl AlterNode {
     }
 
     fn campaign(&mut self) {
-        let term = self.root.term + 1;
+        let term = self.root.term.next();
         self.set_term(term);
         let mut promises = BTreeMap::new();
         if self.cfg.secondary_of.is_none() {
@@ -146,7 +148,7 @@ impl AlterNode {
     /// A claim for the term already promised is refused, even from the root it was promised to:
     /// which root that was is not kept across a restart (a repeated claim only comes from a relay,
     /// and the root counted the first answer).
-    pub(super) fn on_claim(&mut self, from: &VnodeId, term: u64) {
+    pub(super) fn on_claim(&mut self, from: &VnodeId, term: Term) {
         if term <= self.root.term || !self.may_follow(from) {
             return self.refuse(from);
         }
@@ -188,13 +190,13 @@ impl AlterNode {
     }
 
     /// A term seen on an alteration or a heartbeat of the root followed: promised from now on.
-    pub(super) fn adopt_term(&mut self, term: u64) {
+    pub(super) fn adopt_term(&mut self, term: Term) {
         if term > self.root.term {
             self.set_term(term);
         }
     }
 
-    pub(super) fn on_promise(&mut self, from: &VnodeId, term: u64, granted: bool, metadata: Option<Metadata>) {
+    pub(super) fn on_promise(&mut self, from: &VnodeId, term: Term, granted: bool, metadata: Option<Metadata>) {
         if !granted {
             return self.on_refused(term);
         }
@@ -207,7 +209,7 @@ impl AlterNode {
     }
 
     /// A higher term exists: this root's claim or term is over; it claims again on the next tick.
-    fn on_refused(&mut self, term: u64) {
+    fn on_refused(&mut self, term: Term) {
         if term <= self.root.term {
             return;
         }
@@ -266,7 +268,7 @@ impl AlterNode {
     /// A root whose own copy of its term's first record (its `root` record, `maybe_win`) read
     /// back damaged gives the term up and claims a new one on the next tick, so that no other
     /// record is ever the first one ordered in a term.
-    pub(super) fn first_of_term_lost(&mut self, term: u64) {
+    pub(super) fn first_of_term_lost(&mut self, term: Term) {
         if self.is_root() && self.lead_term() == Some(term) && self.metadata.term() < term {
             self.root.lead = None;
         }
@@ -282,7 +284,7 @@ impl AlterNode {
         }
         if self.root.queue.len() >= QUEUE_MAX {
             // Back-pressure: the initiator retries with back-off, then reports the failure.
-            let outcome = AlterMsg::Outcome { id: id.clone(), seq: 0, ok: false, applied: 0 };
+            let outcome = AlterMsg::Outcome { id: id.clone(), seq: AlterSeq::ZERO, ok: false, applied: 0 };
             return self.answer(&id, outcome);
         }
         if cluster::is_observation(&record.key) {
@@ -306,7 +308,7 @@ impl AlterNode {
             .partition(|q| q.record.key == record.key && &q.id != newer);
         self.root.queue = keep.into();
         for Queued { id, .. } in stale {
-            let outcome = AlterMsg::Outcome { id: id.clone(), seq: 0, ok: false, applied: 0 };
+            let outcome = AlterMsg::Outcome { id: id.clone(), seq: AlterSeq::ZERO, ok: false, applied: 0 };
             self.answer(&id, outcome);
         }
     }
@@ -330,7 +332,7 @@ impl AlterNode {
         // Every copy skips a proposal it applied before (`Metadata::apply`): a retried or
         // duplicated one, ordered again, changes nothing (no lost update).
         record.origin = Some(id.clone());
-        let at = MetaVersion { term, seq: self.metadata.seq() + 1 };
+        let at = MetaVersion { term, seq: self.metadata.seq().next() };
         let md5 = md5_of(&record.encode(at));
         self.begin(at, id, record, md5);
     }

@@ -33,7 +33,7 @@
 //! `Timeouts::pause_max_us` — the cut then fails here — so a pause never outlives a cut whose
 //! operator gave up or died. The queue of held transactions is bounded (`paused_queue_max`).
 
-use crate::alter::AlterInput;
+use crate::alter::{AlterInput, AlterSeq};
 use crate::ids::{ClientId, CutId, VnodeId};
 use crate::io::{Request, Response, Timer};
 use crate::message::CutMsg;
@@ -50,7 +50,7 @@ pub(crate) enum Asker {
     /// The cut coordinator, answered with `Paused`/`Drained`.
     Coordinator(VnodeId),
     /// The tree's alteration `seq` (START or STARTED), answered with `Applied`.
-    Tree { seq: u64 },
+    Tree { seq: AlterSeq },
 }
 
 #[derive(Debug, Default, Hash)]
@@ -163,7 +163,7 @@ impl Vnode {
 
     /// The tree's START of a blocking cut, alteration `seq`: pause, and confirm once quiet.
     /// `Some(ok)` when the answer is known now; `None` when `blocking_progress` gives it later.
-    pub(crate) fn blocking_tree_pause(&mut self, seq: u64, cut: CutId) -> Option<bool> {
+    pub(crate) fn blocking_tree_pause(&mut self, seq: AlterSeq, cut: CutId) -> Option<bool> {
         if !self.blocking_enter_pause(cut) {
             return Some(false);
         }
@@ -177,7 +177,7 @@ impl Vnode {
 
     /// The tree's STARTED of a blocking cut, alteration `seq`: every leaf paused; write the marker
     /// once drained. A leaf no longer paused for `cut` (it restarted, or its pause expired) fails it.
-    pub(crate) fn blocking_tree_drain(&mut self, seq: u64, cut: CutId) -> Option<bool> {
+    pub(crate) fn blocking_tree_drain(&mut self, seq: AlterSeq, cut: CutId) -> Option<bool> {
         if self.blocking.paused != Some(cut) {
             return Some(false);
         }
@@ -195,7 +195,7 @@ impl Vnode {
         if self.blocking.paused != Some(cut) {
             return;
         }
-        let waiting: Vec<u64> = [&self.blocking.pause_asked, &self.blocking.drain_asked]
+        let waiting: Vec<AlterSeq> = [&self.blocking.pause_asked, &self.blocking.drain_asked]
             .into_iter()
             .filter_map(|a| match a {
                 Some(Asker::Tree { seq }) => Some(*seq),

@@ -14,7 +14,7 @@
 
 use crate::alter::AlterRecord;
 use crate::cut::coordinator::CoordinatorPhase;
-use crate::ids::{ClientId, CutId, VnodeId};
+use crate::ids::{ClientRequest, CutId, VnodeId};
 use std::fmt;
 
 /// A phase of the cut process, as written into `cut/<id>`.
@@ -95,13 +95,6 @@ impl fmt::Display for Phase {
     }
 }
 
-/// Who asked for the cut: told how it ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Requester {
-    pub client: ClientId,
-    pub req: u64,
-}
-
 /// A proposal the host must hand to its alteration role.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Proposal {
@@ -154,7 +147,8 @@ impl fmt::Display for CutFailure {
 pub struct Ended {
     pub cut: CutId,
     pub ok: bool,
-    pub requester: Requester,
+    /// Who asked for the cut: told how it ended.
+    pub requester: ClientRequest,
     /// How long each phase took, in order (START first), including the END.
     pub phases_us: Vec<u64>,
     /// Invariant: `Some` exactly when `!ok`.
@@ -175,7 +169,7 @@ struct Process {
     begun_us: u64,
     phase_begun_us: u64,
     phases_us: Vec<u64>,
-    requester: Requester,
+    requester: ClientRequest,
     /// Why the process is ending failed, once it is.
     failure: Option<CutFailure>,
 }
@@ -207,7 +201,7 @@ impl CutOperator {
     }
 
     /// Starts cut `cut` (a new id, higher than any in the metadata) for `requester`.
-    pub fn start(&mut self, now_us: u64, cut: CutId, requester: Requester) -> Result<Proposal, OperatorError> {
+    pub fn start(&mut self, now_us: u64, cut: CutId, requester: ClientRequest) -> Result<Proposal, OperatorError> {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
@@ -218,7 +212,12 @@ impl CutOperator {
     /// manager, with `END:failed` before any new cut, so the catalog never shows a cut stuck in a
     /// phase. (Store vnodes do not need it: a later cut's START ends an older local cut, and its
     /// STARTED releases replies held for older cuts.) `requester` is told how it ended.
-    pub fn end_orphan(&mut self, now_us: u64, orphan: CutId, requester: Requester) -> Result<Proposal, OperatorError> {
+    pub fn end_orphan(
+        &mut self,
+        now_us: u64,
+        orphan: CutId,
+        requester: ClientRequest,
+    ) -> Result<Proposal, OperatorError> {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
@@ -231,7 +230,7 @@ impl CutOperator {
         now_us: u64,
         cut: CutId,
         phase: Phase,
-        requester: Requester,
+        requester: ClientRequest,
         failure: Option<CutFailure>,
     ) -> Proposal {
         let (n, begun_us, phase_begun_us, phases_us) = (0, now_us, now_us, vec![]);
@@ -296,8 +295,9 @@ impl CutOperator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::ClientId;
 
-    const WHO: Requester = Requester { client: ClientId(1), req: 1 };
+    const WHO: ClientRequest = ClientRequest { client: ClientId(1), req: 1 };
 
     fn proposal(step: Option<Step>) -> Proposal {
         match step {

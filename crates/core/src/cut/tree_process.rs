@@ -21,7 +21,7 @@
 //! END (ok or failed) — resume. The operator is the same: STARTED is proposed only after every
 //! leaf paused, FINISH only after every leaf wrote its marker.
 
-use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord};
+use crate::alter::{AlterInput, AlterNode, AlterOutput, AlterRecord, AlterSeq};
 use crate::config::CutStrategy;
 use crate::cut::operator::Phase;
 use crate::ids::CutId;
@@ -44,7 +44,7 @@ pub struct TreeRole {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PendingFinish {
     /// The alteration's sequence number, which the answer names.
-    pub(crate) seq: u64,
+    pub(crate) seq: AlterSeq,
     pub(crate) cut: CutId,
 }
 
@@ -109,7 +109,7 @@ impl Vnode {
     }
 
     /// Acts on a phase of a cut; `Some(Applied)` when the verdict is known now.
-    fn apply_cut_phase(&mut self, seq: u64, record: &AlterRecord) -> Option<AlterInput> {
+    fn apply_cut_phase(&mut self, seq: AlterSeq, record: &AlterRecord) -> Option<AlterInput> {
         let applied = |ok| Some(AlterInput::Applied { seq, ok });
         let Some(cut) = cut_of(&record.key) else { return applied(true) };
         // Typed phases: a value that names none is refused, never taken for an END.
@@ -158,7 +158,7 @@ impl Vnode {
     }
 
     /// A phase of a blocking cut (`cut::blocking`); `Some(ok)` when the verdict is known now.
-    fn apply_blocking_phase(&mut self, seq: u64, cut: CutId, phase: Phase) -> Option<bool> {
+    fn apply_blocking_phase(&mut self, seq: AlterSeq, cut: CutId, phase: Phase) -> Option<bool> {
         match phase {
             Phase::Start => self.blocking_tree_pause(seq, cut),
             Phase::Started => self.blocking_tree_drain(seq, cut),
@@ -181,7 +181,7 @@ impl Vnode {
     }
 
     /// The driver read back an alteration record that became durable.
-    pub(crate) fn on_alter_persisted(&mut self, seq: u64, bytes: Vec<u8>) {
+    pub(crate) fn on_alter_persisted(&mut self, seq: AlterSeq, bytes: Vec<u8>) {
         self.alter_input(AlterInput::Persisted { seq, bytes });
     }
 

@@ -1,7 +1,7 @@
 //! The near vnode: accepts a client's transaction, sends it to the primaries involved, and as
 //! first committer in 2PC decides it. Also serves single-key GETs by asking the key's primary.
 
-use crate::ids::{ClientId, CutId, Key, Role, TxId, Value, Version, VnodeId};
+use crate::ids::{ClientId, ClientRequest, CutId, Key, Role, TxId, Value, Version, VnodeId};
 use crate::io::{Response, Timer};
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::Record;
@@ -18,7 +18,9 @@ pub struct NearState {
     /// log that holds them is kept, so in-doubt participants can always be answered. A persistent
     /// map: a checkpoint's image copies it in O(1) while the vnode waits (it grows with uptime).
     pub(crate) decided: imbl::OrdMap<TxId, Option<CutId>>,
-    pub(crate) reads: BTreeMap<u64, (ClientId, u64)>,
+    /// GETs sent to a key's primary, by read id (the incarnation in the high 32 bits, then a
+    /// count): whom to answer.
+    pub(crate) reads: BTreeMap<u64, ClientRequest>,
     pub(crate) next_read: u64,
 }
 
@@ -232,7 +234,7 @@ impl Vnode {
         // read sent after it — it would hand the client another key's value (seed 19, append).
         let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
         self.near.next_read += 1;
-        self.near.reads.insert(id, (client, req));
+        self.near.reads.insert(id, ClientRequest { client, req });
         self.send_txn(&primary, TxnMsg::Read { req: id, key });
         self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
     }
@@ -248,14 +250,14 @@ impl Vnode {
         version: Version,
         writer_cut: Option<CutId>,
     ) {
-        if let Some((client, creq)) = self.near.reads.remove(&req) {
-            self.reply_revealing(writer_cut, client, creq, Response::Value { value, version });
+        if let Some(asked) = self.near.reads.remove(&req) {
+            self.reply_revealing(writer_cut, asked.client, asked.req, Response::Value { value, version });
         }
     }
 
     pub(crate) fn near_read_timeout(&mut self, req: u64) {
-        if let Some((client, creq)) = self.near.reads.remove(&req) {
-            self.reply(client, creq, Response::Unavailable { why: "read timed out" });
+        if let Some(asked) = self.near.reads.remove(&req) {
+            self.reply(asked.client, asked.req, Response::Unavailable { why: "read timed out" });
         }
     }
 }

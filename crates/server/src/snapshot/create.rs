@@ -56,9 +56,27 @@ pub struct ExportRequest {
     pub name: String,
     pub increment: u32,
     pub cut: u64,
-    /// Per vnode, where its increment starts; empty for a full snapshot.
-    #[serde(default)]
-    pub from: BTreeMap<String, (u64, u64)>,
+    /// Per vnode (`kind@host`), where its increment starts: the previous snapshot's `upto`;
+    /// empty for a full snapshot.
+    #[serde(default, with = "positions_as_pairs")]
+    pub from: BTreeMap<String, Position>,
+}
+
+/// `from` on the wire: each position as the `[segment, offset]` pair it was sent as before it was
+/// a `Position` here, so hosts of both versions read each other's requests.
+mod positions_as_pairs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::collections::BTreeMap;
+    use waymark_wal::Position;
+
+    pub fn serialize<S: Serializer>(from: &BTreeMap<String, Position>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(from.iter().map(|(vnode, p)| (vnode, (p.segment, p.offset))))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Position>, D::Error> {
+        let pairs = BTreeMap::<String, (u64, u64)>::deserialize(d)?;
+        Ok(pairs.into_iter().map(|(vnode, (segment, offset))| (vnode, Position::new(segment, offset))).collect())
+    }
 }
 
 /// Why a snapshot was not created.
@@ -172,8 +190,8 @@ fn last_of_chain(root: &std::path::Path, name: &str) -> Result<Manifest, String>
     }
 }
 
-fn starts_after(previous: &Manifest) -> BTreeMap<String, (u64, u64)> {
-    previous.vnodes.iter().map(|v| (v.vnode.clone(), (v.upto.segment, v.upto.offset))).collect()
+fn starts_after(previous: &Manifest) -> BTreeMap<String, Position> {
+    previous.vnodes.iter().map(|v| (v.vnode.clone(), v.upto)).collect()
 }
 
 /// Every host's export, this one's locally and the others' through their admin API, in parallel.
@@ -213,9 +231,8 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         let from = match req.from.is_empty() {
             true => None,
             false => {
-                let (segment, offset) =
-                    req.from.get(&id.to_string()).ok_or_else(|| format!("{id} is not in the previous snapshot"))?;
-                Some(Position::new(*segment, *offset))
+                let from = req.from.get(&id.to_string());
+                Some(*from.ok_or_else(|| format!("{id} is not in the previous snapshot"))?)
             }
         };
         let (reply, rx) = oneshot::channel();
@@ -248,4 +265,23 @@ fn shape(shared: &Shared) -> ClusterShape {
 
 fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The request reads and writes as it did when positions were `(segment, offset)` pairs: a
+    /// host sends it to the others, which may run the version before.
+    #[test]
+    fn an_export_request_keeps_its_json_with_positions_as_pairs() {
+        let before =
+            r#"{"name":"nightly","increment":2,"cut":9,"from":{"store0@node1":[100,24],"store1@node2":[0,24]}}"#;
+        let req: ExportRequest = serde_json::from_str(before).unwrap();
+        assert_eq!(req.from["store0@node1"], Position::new(100, 24));
+        assert_eq!(req.from["store1@node2"], Position::new(0, 24));
+        assert_eq!(serde_json::to_string(&req).unwrap(), before);
+        let full: ExportRequest = serde_json::from_str(r#"{"name":"nightly","increment":0,"cut":9}"#).unwrap();
+        assert!(full.from.is_empty(), "a full snapshot's request has no `from`");
+    }
 }

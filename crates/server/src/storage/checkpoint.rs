@@ -124,7 +124,7 @@ mod tests {
     use super::*;
 
     fn image() -> Image {
-        Image::Manager(TreeImage { metadata: Default::default(), term: 7 })
+        Image::Manager(TreeImage { metadata: Default::default(), term: waymark_core::alter::Term(7) })
     }
 
     #[test]

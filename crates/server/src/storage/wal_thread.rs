@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::thread::JoinHandle;
 use std::time::Instant;
 use tokio::sync::{mpsc, oneshot};
+use waymark_core::alter::AlterSeq;
 use waymark_core::{CutId, Lsn, Record};
 use waymark_wal::{Position, Wal};
 
@@ -55,7 +56,7 @@ pub enum WalCmd {
 pub enum WalEvent {
     Durable(Lsn),
     ReadBack {
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     Checkpointed {

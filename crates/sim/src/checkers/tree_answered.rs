@@ -13,7 +13,7 @@
 use super::{Checker, Violation};
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
-use waymark_core::alter::{AlterRecord, MetaVersion, ProposalId};
+use waymark_core::alter::{AlterRecord, AlterSeq, MetaVersion, ProposalId, Term};
 
 pub const CHECKER: Checker = Checker {
     name: "tree-answered",
@@ -27,7 +27,7 @@ pub const CHECKER: Checker = Checker {
 pub struct Answers {
     /// `seq` → `term` → the record the root of that term ordered there (two roots of different
     /// terms may order the same place: a stale one is still at work while the new one orders).
-    order: BTreeMap<u64, BTreeMap<u64, AlterRecord>>,
+    order: BTreeMap<AlterSeq, BTreeMap<Term, AlterRecord>>,
     /// The tree vnodes an `Alter` for each place was sent to, with their incarnation.
     forwarded: BTreeMap<MetaVersion, BTreeSet<Incarnation>>,
     /// Alterations answered ok so far.
@@ -35,7 +35,7 @@ pub struct Answers {
     /// Terms whose first `root` record was ordered: a term is won once (a root orders its own
     /// `root` proposal again when a retry of it comes, and a stale root keeps ordering in its
     /// old term where no voter confirms — neither is a win).
-    terms_won: BTreeSet<u64>,
+    terms_won: BTreeSet<Term>,
     pub violations: Vec<Violation>,
 }
 
@@ -50,7 +50,7 @@ pub struct Incarnation {
 /// An alteration answered ok: the seq it was ordered at, and what it was.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AnsweredOk {
-    pub seq: u64,
+    pub seq: AlterSeq,
     pub record: AlterRecord,
 }
 
@@ -66,12 +66,12 @@ fn what(record: &AlterRecord) -> String {
 }
 
 impl Answers {
-    pub fn ordered(&mut self, term: u64, seq: u64, record: &AlterRecord) {
-        self.order.entry(seq).or_default().insert(term, record.clone());
+    pub fn ordered(&mut self, at: MetaVersion, record: &AlterRecord) {
+        self.order.entry(at.seq).or_default().insert(at.term, record.clone());
     }
 
     /// Whether the `root` record ordered in `term` is the term's first: the moment it was won.
-    pub fn wins(&mut self, term: u64) -> bool {
+    pub fn wins(&mut self, term: Term) -> bool {
         self.terms_won.insert(term)
     }
 
@@ -87,8 +87,8 @@ impl Answers {
 /// of different terms may have ordered it at the same seq (seed 9679: the stale root of term 1
 /// and, for the retry, the secondary root of term 2, both at seq 47); the answer does not say
 /// which one gave it, so it passes if the branch of either is whole.
-pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
-    let orderings: Vec<(u64, AlterRecord)> = w
+pub fn check(w: &mut World, id: &ProposalId, seq: AlterSeq) -> Vec<Violation> {
+    let orderings: Vec<(Term, AlterRecord)> = w
         .answers
         .order
         .get(&seq)
@@ -104,7 +104,8 @@ pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
     };
     let what = what(record);
     w.answers.answered_ok.push(AnsweredOk { seq, record: record.clone() });
-    let mut found: Vec<Vec<Violation>> = orderings.iter().map(|(term, _)| unapplied(w, &what, *term, seq)).collect();
+    let mut found: Vec<Vec<Violation>> =
+        orderings.iter().map(|(term, _)| unapplied(w, &what, MetaVersion { term: *term, seq })).collect();
     if found.iter().any(|v| v.is_empty()) {
         return vec![];
     }
@@ -113,10 +114,11 @@ pub fn check(w: &mut World, id: &ProposalId, seq: u64) -> Vec<Violation> {
     out
 }
 
-/// The working children the alteration ordered at `(term, seq)` was forwarded to that have not
-/// applied it (or a later one), each a violation.
-fn unapplied(w: &World, what: &str, term: u64, seq: u64) -> Vec<Violation> {
-    let sent = w.answers.forwarded.get(&MetaVersion { term, seq }).cloned().unwrap_or_default();
+/// The working children the alteration ordered at `at` was forwarded to that have not applied it
+/// (or a later one), each a violation.
+fn unapplied(w: &World, what: &str, at: MetaVersion) -> Vec<Violation> {
+    let MetaVersion { term, seq } = at;
+    let sent = w.answers.forwarded.get(&at).cloned().unwrap_or_default();
     let mut out = vec![];
     for to in sent {
         let Some((id, metadata)) = w.tree_node_metadata(to) else { continue };

@@ -6,6 +6,7 @@
 
 use super::tree_answered::Answers;
 use super::{Checker, Violation};
+use waymark_core::alter::AlterSeq;
 use waymark_core::VnodeId;
 
 pub const CHECKER: Checker = Checker {
@@ -14,9 +15,9 @@ pub const CHECKER: Checker = Checker {
                answered ok (its `seq` is at least the place each of them was ordered at)",
 };
 
-/// `root` ordered its term's `root` record at `seq`: it adopted a copy ending at `seq - 1`.
-pub fn check(answers: &Answers, root: &VnodeId, seq: u64) -> Vec<Violation> {
-    let adopted = seq.saturating_sub(1);
+/// `root` ordered its term's `root` record at `seq`: it adopted a copy ending at `seq.prev()`.
+pub fn check(answers: &Answers, root: &VnodeId, seq: AlterSeq) -> Vec<Violation> {
+    let adopted = seq.saturating_prev();
     answers
         .answered_ok
         .iter()

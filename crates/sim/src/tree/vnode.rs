@@ -1,7 +1,7 @@
 //! A tree vnode without data — a manager, or any vnode of the tree-only world — as the simulated
 //! worlds hold it: its alteration role while it runs, and what its log keeps across a crash.
 
-use waymark_core::alter::{AlterConfig, AlterInput, AlterNode, AlterOutput, Metadata};
+use waymark_core::alter::{AlterConfig, AlterInput, AlterNode, AlterOutput, Metadata, Term};
 
 pub struct TreeVnode {
     /// Absent while the vnode is down.
@@ -10,7 +10,7 @@ pub struct TreeVnode {
     /// What the log holds: the metadata as of the last persisted alteration or clone.
     pub disk: Metadata,
     /// The root term promised, as the log holds it.
-    pub disk_term: u64,
+    pub disk_term: Term,
     /// Bumped at every stop, so that timers and writes of a dead instance are ignored.
     pub instance: u32,
     /// Fault: the next alteration written comes back damaged when read.
@@ -20,7 +20,14 @@ pub struct TreeVnode {
 impl TreeVnode {
     /// Down, with an empty log: `start` brings it up.
     pub fn new(cfg: AlterConfig) -> Self {
-        TreeVnode { alter: None, cfg, disk: Metadata::default(), disk_term: 0, instance: 0, corrupt_next: false }
+        TreeVnode {
+            alter: None,
+            cfg,
+            disk: Metadata::default(),
+            disk_term: Term::ZERO,
+            instance: 0,
+            corrupt_next: false,
+        }
     }
 
     /// Starts it from its log: the input to step it with first; `None` if it runs already.

@@ -7,14 +7,16 @@ pub use crate::checkers::tree_alterations::ProposalOutcome;
 use crate::checkers::tree_applied::{self, AppliedRecord};
 use crate::checkers::{tree_alterations, tree_convergence, tree_parents, tree_states, Violation};
 use crate::hash::Fnv;
+use crate::queue::EventQueue;
 use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
-use waymark_core::alter::cluster::{self, VnodeEntry};
+use waymark_core::alter::cluster::{self, Setting, VnodeEntry};
 use waymark_core::alter::{
-    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterTimer, MetaVersion, Metadata, ProposalId,
+    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterSeq, AlterTimer, MetaVersion, Metadata, ProposalId,
+    Term,
 };
 use waymark_core::cut::operator::Phase;
 use waymark_core::CutId;
@@ -103,13 +105,13 @@ enum Ev {
     Persisted {
         node: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
         bytes: Vec<u8>,
     },
     Applied {
         node: usize,
         instance: u32,
-        seq: u64,
+        seq: AlterSeq,
     },
     Propose {
         node: usize,
@@ -174,13 +176,13 @@ pub struct TreeWorld {
     pub cfg: TreeConfig,
     rng: ChaCha8Rng,
     now_us: u64,
-    seq: u64,
-    events: BTreeMap<(u64, u64), Ev>,
+    events: EventQueue<Ev>,
     nodes: Vec<TreeVnode>,
     /// Whether each vnode followed its primary parent at its last step (failovers, switch-backs).
     was_primary: Vec<bool>,
     index: BTreeMap<VnodeId, usize>,
-    blocked: BTreeSet<(usize, usize)>,
+    /// Directions a split cuts: what `from` sends to `to` is lost.
+    blocked: BTreeSet<Link>,
     first_manager: usize,
     root: usize,
     hasher: Fnv,
@@ -199,6 +201,13 @@ pub struct TreeWorld {
 }
 
 const HOP_US: u64 = 1_000;
+
+/// A direction between two tree vnodes, by index in `TreeWorld::nodes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Link {
+    from: usize,
+    to: usize,
+}
 
 /// A phase of a cut process the tree world's operator proposed.
 #[derive(Clone, Copy, Debug, Hash)]
@@ -240,8 +249,7 @@ impl TreeWorld {
             cfg,
             rng,
             now_us: 0,
-            seq: 0,
-            events: BTreeMap::new(),
+            events: EventQueue::default(),
             nodes,
             was_primary,
             index,
@@ -260,8 +268,7 @@ impl TreeWorld {
     }
 
     fn schedule(&mut self, at_us: u64, ev: Ev) {
-        self.seq += 1;
-        self.events.insert((at_us.max(self.now_us), self.seq), ev);
+        self.events.push(at_us.max(self.now_us), ev);
     }
 
     /// The primary root: the last vnode built (secondary parents are appended after it).
@@ -279,9 +286,10 @@ impl TreeWorld {
         }
         self.plan();
         let end = self.cfg.duration_us;
-        while let Some(((at, seq), ev)) = self.events.pop_first() {
+        while let Some((key, ev)) = self.events.pop() {
+            let at = key.at_us;
             if !self.stopping && at >= end {
-                self.events.insert((at, seq), ev);
+                self.events.put_back(key, ev);
                 self.now_us = end;
                 self.heal_all();
                 continue;
@@ -473,7 +481,7 @@ impl TreeWorld {
         if !matches!(msg, AlterMsg::Heartbeat { .. } | AlterMsg::Alive) {
             self.report.messages += 1;
         }
-        if self.blocked.contains(&(from, to)) {
+        if self.blocked.contains(&Link { from, to }) {
             return;
         }
         let mut at = self.now_us + self.rng.gen_range(HOP_US / 10..HOP_US);
@@ -546,7 +554,7 @@ impl TreeWorld {
 
     /// The assisting child's host starts a secondary parent: the primary's place in the tree,
     /// the assisting child's metadata.
-    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: u64) {
+    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: Term) {
         let of_cfg = self.nodes[self.index[of]].cfg.clone();
         let cfg = of_cfg.secondary(id.clone());
         let node = match self.index.get(&id) {
@@ -612,7 +620,7 @@ impl TreeWorld {
     /// The vnode list with parents (what boot loading by parent reads), states and hosts.
     fn genesis(&self) -> Metadata {
         let vnodes = self.nodes.iter().map(|v| VnodeEntry::of(&v.cfg));
-        cluster::genesis(&[("fanout", &self.cfg.fanout.to_string())], vnodes, None)
+        cluster::genesis(&[Setting::new("fanout", &self.cfg.fanout.to_string())], vnodes, None)
     }
 
     /// Seed 004: the host agent asks the vnode's parent which vnodes to start; asks again later
@@ -630,9 +638,9 @@ impl TreeWorld {
         self.schedule(self.now_us + 100_000, Ev::HostBack { node });
     }
 
-    fn boot(&mut self, vnodes: &[String]) {
-        for name in vnodes {
-            let Some(&n) = VnodeId::parse(name).and_then(|id| self.index.get(&id)) else { continue };
+    fn boot(&mut self, vnodes: &[VnodeId]) {
+        for id in vnodes {
+            let Some(&n) = self.index.get(id) else { continue };
             if self.nodes[n].alter.is_none() {
                 self.report.tree.boots_by_parent += 1;
                 self.restart(n);
@@ -645,9 +653,9 @@ impl TreeWorld {
         let n = self.nodes.len();
         for &a in side {
             for b in (0..n).filter(|b| !side.contains(b)) {
-                self.blocked.insert((a, b));
+                self.blocked.insert(Link { from: a, to: b });
                 if !one_way {
-                    self.blocked.insert((b, a));
+                    self.blocked.insert(Link { from: b, to: a });
                 }
             }
         }
