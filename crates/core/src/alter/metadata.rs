@@ -364,7 +364,7 @@ mod tests {
     fn the_md5_sums_are_those_of_the_encoded_metadata_and_of_its_leaf_projection() {
         let mut m = Metadata::genesis([]);
         for (n, key) in ["config/a", "vnode/store0@h1", "cut/3", "host/h1", "placement/0", "root"].iter().enumerate() {
-            m.apply(1, n as u64 + 1, &ordered(key, "v", n as u64));
+            m.apply(at(1, n as u64 + 1), &ordered(key, "v", n as u64));
         }
         assert_eq!(m.md5(), md5_of(&postcard::to_stdvec(&m).unwrap()));
         let leaf = m.project(View::Leaf);
