@@ -75,10 +75,13 @@ pub struct Breaks {
     /// The tree's operator sends `StartedEverywhere` with START instead of STARTED: store vnodes
     /// release held replies before every one of them started the cut.
     pub started_notice_at_start: bool,
+    /// A root that wins a campaign queues its `root` record behind the proposals queued during
+    /// the campaign instead of ordering it first in its term (`alter/root.rs`, `maybe_win`).
+    pub root_record_queued: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 25] = [
+    pub const NAMES: [&'static str; 26] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -104,6 +107,7 @@ impl Breaks {
         "blocking-prepare-after-marker",
         "one-phase-forward-before-durable",
         "started-notice-at-start",
+        "root-record-queued",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -134,6 +138,7 @@ impl Breaks {
             "blocking-prepare-after-marker" => &mut self.blocking_prepare_after_marker,
             "one-phase-forward-before-durable" => &mut self.one_phase_forward_before_durable,
             "started-notice-at-start" => &mut self.started_notice_at_start,
+            "root-record-queued" => &mut self.root_record_queued,
             _ => return false,
         };
         *flag = true;
@@ -169,6 +174,7 @@ impl fmt::Display for Breaks {
             self.blocking_prepare_after_marker,
             self.one_phase_forward_before_durable,
             self.started_notice_at_start,
+            self.root_record_queued,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

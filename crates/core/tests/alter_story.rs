@@ -284,3 +284,39 @@ fn a_root_with_a_full_queue_refuses_a_proposal_at_once() {
     let out = root.step(2, AlterInput::Message { from: leaf_id.clone(), msg: propose(9_999) });
     assert!(matches!(&sends(&out)[..], [(to, AlterMsg::Outcome { ok: false, .. })] if to == &leaf_id), "{out:?}");
 }
+
+/// The record a root orders first after winning a term, with a child's proposal heard during its
+/// campaign (`alter/root.rs`, `maybe_win`).
+fn first_ordered_in_term(breaks: waymark_core::Breaks) -> AlterRecord {
+    let (root_id, leaf_id) = ids();
+    let mut leaf = started(cfg(&leaf_id, vec![root_id.clone()], vec![]));
+    let mut root_cfg = cfg(&root_id, vec![], vec![leaf_id.clone()]);
+    root_cfg.breaks = breaks;
+    let mut root = AlterNode::new(root_cfg);
+    let claim = root.step(0, AlterInput::Started { metadata: Metadata::default(), term: Term(0) });
+    // The child's proposal reaches the root while it campaigns: it is queued, not ordered.
+    let proposed = leaf.step(1, AlterInput::Propose { n: 0, record: AlterRecord::set("config/x", "1") });
+    let (_, propose) = sends(&proposed).into_iter().find(|(_, m)| matches!(m, AlterMsg::Propose { .. })).unwrap();
+    let out = root.step(2, AlterInput::Message { from: leaf_id.clone(), msg: propose });
+    assert!(!out.iter().any(|o| matches!(o, AlterOutput::Persist { .. })), "nothing is ordered in a campaign");
+    // The claim is granted: the root wins term 1 and orders.
+    let (_, claim) = sends(&claim).into_iter().find(|(_, m)| matches!(m, AlterMsg::Claim { .. })).unwrap();
+    let promised = leaf.step(3, AlterInput::Message { from: root_id.clone(), msg: claim });
+    let (_, promise) = sends(&promised).into_iter().find(|(_, m)| matches!(m, AlterMsg::Promise { .. })).unwrap();
+    let out = root.step(4, AlterInput::Message { from: leaf_id, msg: promise });
+    let bytes = out.iter().find_map(|o| if let AlterOutput::Persist { bytes, .. } = o { Some(bytes) } else { None });
+    let ordered = AlterRecord::decode(bytes.expect("the winner orders a record")).expect("a record");
+    assert_eq!(ordered.at, MetaVersion::new(Term(1), AlterSeq(1)));
+    ordered.record
+}
+
+/// Regression (`--tree` seed 8958, 2026-12-02): queued behind proposals heard during its
+/// campaign, a stale root's `root` record came seqs late in its lost term and looked like a term
+/// won on a copy missing alterations answered ok. The root record is the first of every term.
+#[test]
+fn a_root_orders_its_root_record_first_even_with_proposals_queued_during_its_campaign() {
+    assert_eq!(first_ordered_in_term(waymark_core::Breaks::default()).key, "root");
+    let mut breaks = waymark_core::Breaks::default();
+    assert!(breaks.enable("root-record-queued"));
+    assert_eq!(first_ordered_in_term(breaks).key, "config/x", "break root-record-queued orders the proposal first");
+}

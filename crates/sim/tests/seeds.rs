@@ -454,11 +454,15 @@ fn a_first_committer_restarted_during_a_cut_stamps_its_commits_after_it() {
 /// ordered its `root` record only at seq 36 — after term 11 had answered seq 36 ok — and
 /// `tree-root-term` took that for term 10 being won on a copy missing it. A root now orders its
 /// `root` record first in its term (and gives the term up if its own copy of it reads back
-/// damaged). Two secondary roots win terms in this seed, the first still ordering after the second won.
+/// damaged). Since the operator's `StartedEverywhere` notice and `StartVnodes` by id (2026-12-02)
+/// this seed's trace no longer has two secondary roots win terms, and 6 000 seeds of this shape
+/// with break `root-record-queued` found no violation: the rule itself is pinned by
+/// `tests/alter_story.rs` (`a_root_orders_its_root_record_first_…`), which fails under the break;
+/// the seed stays as a tree run with failovers that must pass.
 #[test]
 fn a_roots_first_record_in_its_term_is_its_root_record() {
     let mut cfg = SimConfig::new(8958, WorkloadKind::Append);
     (cfg.cuts, cfg.tree, cfg.vnodes, cfg.replicas, cfg.fanout) = (true, true, 5, 2, 5);
     assert_seed_passes(cfg.clone());
-    assert!(waymark_sim::run_seed(&cfg).tree.secondary_root_terms >= 2, "two secondary roots win terms");
+    assert!(waymark_sim::run_seed(&cfg).tree.secondary_root_terms >= 1, "a secondary root wins a term");
 }

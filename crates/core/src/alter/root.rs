@@ -257,7 +257,8 @@ impl AlterNode {
         // queues it (at `QUEUE_MAX` it is refused, and retried).
         let n = self.propose_own(record);
         let id = ProposalId { initiator: self.cfg.id.clone(), n };
-        if let Some(i) = self.root.queue.iter().position(|q| q.id == id) {
+        let first = !self.cfg.breaks.root_record_queued;
+        if let Some(i) = self.root.queue.iter().position(|q| q.id == id).filter(|_| first) {
             let root = self.root.queue.remove(i).expect("queued at i");
             self.root.queue.push_front(root);
         }

@@ -198,11 +198,9 @@ impl Session {
     }
 
     async fn watch(&mut self, keys: Vec<Key>) -> Reply {
-        for key in keys {
-            match self.read(&key).await {
-                Ok((_, version)) => drop(self.watched.insert(key, version)),
-                Err(e) => return e,
-            }
+        match self.read_all(&keys).await {
+            Ok(read) => self.watched.extend(keys.into_iter().zip(read).map(|(key, (_, version))| (key, version))),
+            Err(e) => return e,
         }
         Reply::ok()
     }
@@ -218,7 +216,7 @@ impl Session {
         let data: Vec<DataCmd> =
             queue.iter().filter_map(|c| if let Cmd::Data(d) = c { Some(d.clone()) } else { None }).collect();
         let started = Instant::now();
-        let outcome = self.transaction(&data, &watched).await;
+        let outcome = self.transaction(&data, &watched, &watched).await;
         count(started, &outcome);
         let mut data_replies = match outcome {
             Ok(Some(replies)) => replies.into_iter(),
@@ -254,7 +252,9 @@ impl Session {
         let result = match direct {
             Some(writes) => self.direct(&cmd, writes).await,
             None => {
-                self.transaction(std::slice::from_ref(&cmd), &BTreeMap::new()).await.map(|r| r.map(|mut r| r.remove(0)))
+                let seen = self.watched.clone();
+                let one = std::slice::from_ref(&cmd);
+                self.transaction(one, &BTreeMap::new(), &seen).await.map(|r| r.map(|mut r| r.remove(0)))
             }
         };
         count(started, &result);
@@ -293,13 +293,16 @@ impl Session {
 
     /// Reads what the commands depend on, evaluates them, and commits if what was read is still
     /// current (`None`: a `WATCH`ed key changed).
+    /// `seen`: versions this session read before (its `WATCH`), which can spare a read-only
+    /// transaction its commit (`attempt`).
     async fn transaction(
         &mut self,
         cmds: &[DataCmd],
         watched: &BTreeMap<Key, Version>,
+        seen: &BTreeMap<Key, Version>,
     ) -> Result<Option<Vec<Reply>>, Reply> {
         for attempt in 0..CONFLICT_RETRIES_MAX {
-            match self.attempt(cmds, watched).await? {
+            match self.attempt(cmds, watched, seen).await? {
                 Attempt::Done(replies) => return Ok(Some(replies)),
                 Attempt::WatchFailed => return Ok(None),
                 Attempt::Conflict(why) => backoff(attempt, &why).await,
@@ -308,21 +311,33 @@ impl Session {
         Err(conflicts_exhausted())
     }
 
-    async fn attempt(&mut self, cmds: &[DataCmd], watched: &BTreeMap<Key, Version>) -> Result<Attempt, Reply> {
-        let keys = exec::keys_to_read(cmds);
+    async fn attempt(
+        &mut self,
+        cmds: &[DataCmd],
+        watched: &BTreeMap<Key, Version>,
+        seen: &BTreeMap<Key, Version>,
+    ) -> Result<Attempt, Reply> {
+        if let Some(writes) = exec::direct_writes(cmds) {
+            if let Some(done) = self.attempt_direct(cmds, writes, watched).await? {
+                return Ok(done);
+            }
+        }
+        let keys: Vec<Key> = exec::keys_to_read(cmds).into_iter().collect();
         let mut values = BTreeMap::new();
         let mut checks: BTreeMap<Key, Version> = watched.clone();
-        for key in keys {
-            let (value, version) = self.read(&key).await?;
-            if watched.get(&key).is_some_and(|w| *w != version) {
+        for (key, (value, version)) in keys.iter().zip(self.read_all(&keys).await?) {
+            if watched.get(key).is_some_and(|w| *w != version) {
                 return Ok(Attempt::WatchFailed);
             }
             checks.insert(key.clone(), version);
-            values.insert(key, value);
+            values.insert(key.clone(), value);
         }
         let evaluated = exec::evaluate(cmds, &values, self.shared.cfg.limits.value_max_bytes);
         // One key read and nothing written: the read alone was atomic.
         if evaluated.writes.is_empty() && checks.len() <= 1 && watched.is_empty() {
+            return Ok(Attempt::Done(evaluated.replies));
+        }
+        if evaluated.writes.is_empty() && unchanged_since_seen(&keys, &checks, watched, seen) {
             return Ok(Attempt::Done(evaluated.replies));
         }
         self.check_sizes(&evaluated.writes)?;
@@ -333,6 +348,31 @@ impl Session {
                 Ok(Attempt::WatchFailed)
             }
             other => self.failure(other).map(Attempt::Conflict),
+        }
+    }
+
+    /// Commands that need no read (`exec::direct_writes`), committed with the `WATCH`ed versions
+    /// as read checks. `None`: a command failed at a primary (`INCRBY` on text), and the caller
+    /// evaluates them the slow way, where the failing command answers an error and the others
+    /// still apply, as in Redis.
+    async fn attempt_direct(
+        &mut self,
+        cmds: &[DataCmd],
+        writes: Vec<Write>,
+        watched: &BTreeMap<Key, Version>,
+    ) -> Result<Option<Attempt>, Reply> {
+        self.check_sizes(&writes)?;
+        let reads = watched.iter().map(|(key, version)| ReadCheck { key: key.clone(), version: *version }).collect();
+        match self.call(Request::Txn { reads, writes }).await? {
+            Response::Committed { writes: resolved, .. } => {
+                let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
+                Ok(Some(Attempt::Done(exec::direct_replies(cmds, value))))
+            }
+            Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => Ok(None),
+            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } if watched.contains_key(&key) => {
+                Ok(Some(Attempt::WatchFailed))
+            }
+            other => self.failure(other).map(|why| Some(Attempt::Conflict(why))),
         }
     }
 
@@ -374,21 +414,47 @@ impl Session {
 
     /// The current value and version of `key`, as its primary holds it.
     async fn read(&mut self, key: &Key) -> Result<(Option<Value>, Version), Reply> {
-        match self.call(Request::Get { key: key.clone() }).await? {
-            Response::Value { value, version } => Ok((value, version)),
-            Response::Unavailable { why } => Err(err(format!("ERR unavailable: {why}"))),
-            other => Err(err(format!("ERR unexpected response {other:?}"))),
+        let mut read = self.read_all(std::slice::from_ref(key)).await?;
+        Ok(read.remove(0))
+    }
+
+    /// The current value and version of every key of `keys`, in order: the reads are sent
+    /// together, so they cost one round trip to the primaries, not one each.
+    async fn read_all(&mut self, keys: &[Key]) -> Result<Vec<(Option<Value>, Version)>, Reply> {
+        let mut pending = Vec::with_capacity(keys.len());
+        for key in keys {
+            pending.push(self.send(Request::Get { key: key.clone() }).await?);
         }
+        let mut read = Vec::with_capacity(keys.len());
+        for rx in pending {
+            read.push(match self.answer(rx).await? {
+                Response::Value { value, version } => (value, version),
+                Response::Unavailable { why } => return Err(err(format!("ERR unavailable: {why}"))),
+                other => return Err(err(format!("ERR unexpected response {other:?}"))),
+            });
+        }
+        Ok(read)
     }
 
     /// Hands a request to this connection's near vnode and waits for its answer.
     async fn call(&mut self, request: Request) -> Result<Response, Reply> {
+        let rx = self.send(request).await?;
+        self.answer(rx).await
+    }
+
+    /// Hands a request to this connection's near vnode; its answer comes on the channel returned.
+    async fn send(&mut self, request: Request) -> Result<oneshot::Receiver<Response>, Reply> {
         self.next_req += 1;
         let (reply, rx) = oneshot::channel();
         let cmd = VnodeCmd::Client { client: self.id, req: self.next_req, request, reply };
         if self.near.send(cmd).await.is_err() {
             return Err(err("ERR the node is shutting down"));
         }
+        Ok(rx)
+    }
+
+    /// Waits for the answer to a request `send` handed over, at most `client_timeout`.
+    async fn answer(&self, rx: oneshot::Receiver<Response>) -> Result<Response, Reply> {
         match tokio::time::timeout(self.shared.cfg.client_timeout, rx).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(_)) => Err(err("ERR the node is shutting down (a write in flight may or may not have committed)")),
@@ -400,6 +466,26 @@ impl Session {
 }
 
 /// What the client hears when conflicting transactions were in the way of every attempt.
+/// Whether a read-only transaction's reads (`keys`, at the versions in `checks`) are atomic
+/// without a commit: every key `WATCH`ed was read now, and every key read now was read before by
+/// this session (`seen`) at the version read now.
+///
+/// Why that is enough: versions only grow, so key k held one value from its earlier read (at
+/// instant s_k) to its read now (r_k). Every earlier read ended before any read now began, so
+/// at t = min(r_k) — an instant inside this command — every key held the value read: the reads
+/// are one snapshot, at t, as the commit's read checks would have shown. Nothing is revealed
+/// that this client was not answered before, so real-time safety holds as for the reads.
+fn unchanged_since_seen(
+    keys: &[Key],
+    checks: &BTreeMap<Key, Version>,
+    watched: &BTreeMap<Key, Version>,
+    seen: &BTreeMap<Key, Version>,
+) -> bool {
+    let read_now = |key: &Key| keys.contains(key);
+    let as_seen = |key: &Key| checks.get(key).is_some_and(|v| seen.get(key) == Some(v));
+    !keys.is_empty() && watched.keys().all(read_now) && keys.iter().all(as_seen)
+}
+
 fn conflicts_exhausted() -> Reply {
     err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again"))
 }
@@ -433,4 +519,40 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn versions(pairs: &[(&str, Version)]) -> BTreeMap<Key, Version> {
+        pairs.iter().map(|(k, v)| (k.as_bytes().to_vec(), *v)).collect()
+    }
+
+    fn keys(names: &[&str]) -> Vec<Key> {
+        names.iter().map(|k| k.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn reads_of_keys_unchanged_since_the_watch_need_no_commit() {
+        let seen = versions(&[("a", 3), ("b", 7)]);
+        assert!(unchanged_since_seen(&keys(&["a", "b"]), &versions(&[("a", 3), ("b", 7)]), &BTreeMap::new(), &seen));
+    }
+
+    #[test]
+    fn a_key_moved_or_never_seen_needs_the_commit() {
+        let seen = versions(&[("a", 3), ("b", 7)]);
+        let none = BTreeMap::new();
+        assert!(!unchanged_since_seen(&keys(&["a", "b"]), &versions(&[("a", 3), ("b", 8)]), &none, &seen));
+        assert!(!unchanged_since_seen(&keys(&["a", "c"]), &versions(&[("a", 3), ("c", 1)]), &none, &seen));
+        assert!(!unchanged_since_seen(&[], &none, &none, &seen));
+    }
+
+    #[test]
+    fn a_watched_key_not_read_again_needs_the_commit() {
+        // WATCH a b; MULTI; GET b; EXEC — `a` may have moved: only the commit's check tells.
+        let watched = versions(&[("a", 3), ("b", 7)]);
+        let checks = versions(&[("a", 3), ("b", 7)]);
+        assert!(!unchanged_since_seen(&keys(&["b"]), &checks, &watched, &watched));
+    }
 }
