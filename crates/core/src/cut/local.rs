@@ -52,6 +52,16 @@ impl CutState {
     }
 }
 
+/// How a prepared branch ended here, as the cut classifies it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BranchEnd {
+    /// Committed, stamped with the cut it came after (`None`: before every running cut).
+    Committed {
+        tx_cut: Option<CutId>,
+    },
+    RolledBack,
+}
+
 impl Vnode {
     /// Recovery under the consistent strategy: `cut` is the newest cut the log started. Its END is
     /// not logged, so it may still run elsewhere: this vnode goes on colouring its messages and
@@ -98,24 +108,17 @@ impl Vnode {
     }
 
     /// Seed 000 §7: classify a transaction of `waiting` as it finishes here.
-    /// `committed` is `Some(tx_cut)` for a commit, `None` for a rollback.
-    pub(crate) fn cut_tx_finished(
-        &mut self,
-        branch: &Branch,
-        committed: Option<Option<CutId>>,
-        recovered: bool,
-        read_only: bool,
-    ) {
+    pub(crate) fn cut_tx_finished(&mut self, branch: &Branch, end: BranchEnd, recovered: bool, read_only: bool) {
         let Some(c) = self.cut.running.as_mut() else { return };
         if c.outcome.is_some() || read_only || !c.waiting.remove(branch) {
             return;
         }
         let tx = &branch.tx;
-        match committed {
+        match end {
             _ if recovered => c.outcome = Some(false),
-            None => {}
-            Some(tx_cut) if tx_cut == Some(c.id) => drop(c.after.insert(tx.clone())),
-            Some(_) => drop(c.before.insert(tx.clone())),
+            BranchEnd::RolledBack => {}
+            BranchEnd::Committed { tx_cut } if tx_cut == Some(c.id) => drop(c.after.insert(tx.clone())),
+            BranchEnd::Committed { .. } => drop(c.before.insert(tx.clone())),
         }
         if c.outcome == Some(false) {
             self.answer_cut_process();

@@ -4,6 +4,7 @@
 //! Invariant (write-ahead): a `PrepareAck` leaves only after this vnode's `TxPrepared` (or, for a
 //! 1PC first committer, `TxCommitted`) is durable — enforced by the outbox.
 
+use crate::cut::local::BranchEnd;
 use crate::ids::{Branch, CutId, Key, Role, TxId, VnodeId};
 use crate::io::Timer;
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
@@ -307,18 +308,20 @@ impl Vnode {
         let p = self.part.prepared.remove(branch).expect("finishing a prepared branch");
         self.part.note_finished(branch);
         let tx = &branch.tx;
-        let commit_cut = match &decision {
-            Decision::Commit { tx_cut } => Some(*tx_cut),
-            Decision::Abort(_) => None,
+        let end = match &decision {
+            Decision::Commit { tx_cut } => BranchEnd::Committed { tx_cut: *tx_cut },
+            Decision::Abort(_) => BranchEnd::RolledBack,
         };
         if !p.read_only {
-            let record = match commit_cut {
-                Some(tx_cut) => Record::TxCommitted { branch: branch.clone(), tx_cut, writes: vec![] },
-                None => Record::TxRolledBack { tx: tx.clone(), branch: Some(branch.clone()) },
+            let record = match end {
+                BranchEnd::Committed { tx_cut } => {
+                    Record::TxCommitted { branch: branch.clone(), tx_cut, writes: vec![] }
+                }
+                BranchEnd::RolledBack => Record::TxRolledBack { tx: tx.clone(), branch: Some(branch.clone()) },
             };
             self.out.append(record);
         }
-        if let Some(tx_cut) = commit_cut {
+        if let BranchEnd::Committed { tx_cut } = end {
             self.apply_committed(&p.rec.writes, tx_cut);
         } else if !p.read_only {
             // Only with its record: tombstones are what the log says (a checkpoint holds them).
@@ -328,7 +331,7 @@ impl Vnode {
             self.locks.release(k, branch);
         }
         self.reads_after_finish(branch, &p.locked);
-        self.cut_tx_finished(branch, commit_cut, p.recovered, p.read_only);
+        self.cut_tx_finished(branch, end, p.recovered, p.read_only);
         self.pass_on(&p, decision);
     }
 
