@@ -12,25 +12,28 @@
 #               it, restore_command + recovery_target_name), against Waymark's `snapshot restore`
 #               of a comparable log volume (RESTORE_MB of 4000-byte values, default 120)
 #
-#   bench/peers.sh [-c CLIENTS] [-s SECONDS] [-o OUT_DIR] [-m RESTORE_MB]
+#   bench/peers.sh [-c CLIENTS] [-s SECONDS] [-o OUT_DIR] [-m RESTORE_MB] [-r ROUNDS]
 #
 # Installs postgresql, redis-server and redis-tools from Debian if missing (needs root), builds
 # the release binary if missing. Every server it starts runs on 127.0.0.1 on a free port in a
 # temporary directory and is stopped by pid on exit, also on failure or Ctrl-C. Each phase runs
-# SECONDS (default 15); the whole script takes about 8 minutes and about 3 × RESTORE_MB × 4 of
-# disk at most (removed at the end). OUT_DIR (default bench/out) gets the JSON reports and the
+# SECONDS (default 15); Waymark's comparisons with and without cuts run ROUNDS times (default 3)
+# on one cluster, every other round in reverse order, and their ratio is the median of the
+# rounds' (two identical runs on a shared machine differ by more than a cut costs). The whole
+# script takes about 12 minutes and about 3 × RESTORE_MB × 4 of disk at most (removed at the end). OUT_DIR (default bench/out) gets the JSON reports and the
 # charts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-clients=8 seconds=15 out=bench/out restore_mb=120
-while getopts "c:s:o:m:" opt; do
+clients=8 seconds=15 out=bench/out restore_mb=120 rounds=3
+while getopts "c:s:o:m:r:" opt; do
   case $opt in
-    c) clients=$OPTARG ;; s) seconds=$OPTARG ;; o) out=$OPTARG ;; m) restore_mb=$OPTARG ;;
-    *) echo "usage: $0 [-c clients] [-s seconds] [-o out_dir] [-m restore_mb]" >&2; exit 2 ;;
+    c) clients=$OPTARG ;; s) seconds=$OPTARG ;; o) out=$OPTARG ;; m) restore_mb=$OPTARG ;; r) rounds=$OPTARG ;;
+    *) echo "usage: $0 [-c clients] [-s seconds] [-o out_dir] [-m restore_mb] [-r rounds]" >&2; exit 2 ;;
   esac
 done
 [ "$seconds" -ge 3 ] && [ "$seconds" -le 120 ] || { echo "-s must be in 3..120" >&2; exit 2; }
+[ "$rounds" -ge 1 ] && [ "$rounds" -le 9 ] || { echo "-r must be in 1..9" >&2; exit 2; }
 [ "$restore_mb" -ge 10 ] && [ "$restore_mb" -le 1000 ] || { echo "-m must be in 10..1000" >&2; exit 2; }
 
 # --- tools ---------------------------------------------------------------------------------------
@@ -204,9 +207,9 @@ kill "$redis_pid"; wait "$redis_pid" 2>/dev/null || true; redis_pid=""
 
 # --- Waymark -------------------------------------------------------------------------------------
 for w in bank set; do
-  echo "Waymark: bench --workload $w, without cuts, with a cut every 1 s and every 100 ms"
-  timeout $((seconds * 4 + 180)) "$waymark" bench --start-hosts 3 --replicas 2 --workload "$w" \
-    --clients "$clients" --seconds "$seconds" --cut-every 1s,100ms --compare-cuts \
+  echo "Waymark: bench --workload $w, without cuts, with a cut every 1 s and every 100 ms, $rounds rounds"
+  timeout $(((seconds + 3) * 3 * rounds + 180)) "$waymark" bench --start-hosts 3 --replicas 2 --workload "$w" \
+    --clients "$clients" --seconds "$seconds" --cut-every 1s,100ms --compare-cuts --rounds "$rounds" \
     --json "$out/waymark-$w.json" --chart "$out/waymark-$w.png" >"$work/waymark-$w.out" 2>"$work/waymark-$w.err" ||
     { cat "$work/waymark-$w.out" "$work/waymark-$w.err" >&2; echo "waymark bench --workload $w failed" >&2; }
   cat "$work/waymark-$w.out"
@@ -264,12 +267,27 @@ def waymark(workload):
         rep = json.load(open(f"{out}/waymark-{workload}.json"))
     except (OSError, ValueError):
         return {}
-    return {r["label"]: dict(tps=r["throughput_per_s"], worst=r["worst_over_median"], p99=r["latency_ms"]["p99"],
-                             max=r["latency_ms"]["max"], cuts=r["cuts"]) for r in rep["runs"]}
+    # Over the rounds: mean throughput, the worst of the worst seconds, the median p99, the max;
+    # the ratio with cuts is the median of the rounds' ratios (each against its own round).
+    out_ = {}
+    for label in dict.fromkeys(r["label"].split(" #")[0] for r in rep["runs"]):
+        rs = [r for r in rep["runs"] if r["label"].split(" #")[0] == label]
+        out_[label] = dict(tps=statistics.mean(r["throughput_per_s"] for r in rs),
+                           worst=min(r["worst_over_median"] for r in rs),
+                           p99=statistics.median(r["latency_ms"]["p99"] for r in rs),
+                           max=max(r["latency_ms"]["max"] for r in rs), rounds=len(rs))
+    for o in rep.get("over_rounds", []):
+        label = "cuts 1s" if o["cut_every_ms"] == 1000 else "cuts 100ms" if o["cut_every_ms"] == 100 else None
+        if label in out_:
+            out_[label]["ratio"] = o["throughput_median"]
+            out_[label]["spread"] = (o["throughput_min"], o["throughput_max"])
+    return out_
 
 rows = []
 def row(system, base_name, base, with_name, w, target):
-    ratio = w["tps"] / base["tps"] if base and w and base["tps"] else None
+    ratio = w.get("ratio") if w else None
+    if ratio is None:
+        ratio = w["tps"] / base["tps"] if base and w and base["tps"] else None
     rows.append((system, base_name, base, with_name, w, ratio, target))
 
 p_base, p_rp = pg("pg_base"), pg("pg_rp")
@@ -325,6 +343,11 @@ for system, _, base, with_name, w, ratio, target in rows:
           f"{f(w['worst'], '.3f'):>12}{w['p99']:>9.2f}{w['max']:>9.1f}{f(w['max'] / w['p99'] if w['p99'] else None, '.2f'):>9}")
 wb, ws = waymark("bank").get("no cuts"), waymark("set").get("no cuts")
 print()
+for wl in ("bank", "set"):
+    for label, w in waymark(wl).items():
+        if "spread" in w:
+            lo, hi = w["spread"]
+            print(f"Waymark {wl}, {label}: ratio {w['ratio']:.3f}x, the median of {w['rounds']} rounds' ratios (from {lo:.3f}x to {hi:.3f}x)")
 if wb:
     print(f"Waymark bank / PostgreSQL bank (no recovery points): {wb['tps'] / p_base['tps']:.3f}x (target ≥ 1.0)")
 if ws:

@@ -75,3 +75,36 @@ fn bench_runs_the_bank_with_cuts_and_reports_json_and_a_chart() {
         assert!(!alive, "{host} (pid {}) still runs", pid.trim());
     }
 }
+
+/// `--rounds 2 --compare-cuts`: four runs on one cluster, the second round in reverse order, and
+/// the median of the rounds' ratios in the report.
+#[test]
+fn bench_repeats_a_comparison_in_alternating_rounds_and_reports_the_median_ratio() {
+    let tmp = temp_dir();
+    let json = tmp.path().join("bench.json");
+    let args = ["bench", "--start-hosts", "3", "--seconds", "1", "--warmup", "200ms", "--clients", "2"];
+    let more = ["--workload", "set", "--cut-every", "500ms", "--compare-cuts", "--rounds", "2", "--json"];
+    let args: Vec<String> =
+        args.iter().chain(&more).map(|s| s.to_string()).chain([json.display().to_string()]).collect();
+    let out = run_waymark(&args, BENCH_WITHIN);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "waymark bench failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("cuts every 500ms, 2 rounds: throughput"), "{stdout}");
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let runs = report["runs"].as_array().expect("runs");
+    let shape: Vec<(u64, bool)> =
+        runs.iter().map(|r| (r["round"].as_u64().unwrap_or(0), r["cut_every_ms"].is_null())).collect();
+    assert_eq!(shape, vec![(1, true), (1, false), (2, false), (2, true)], "rounds and order");
+    assert_eq!(report["ratios"].as_array().map(Vec::len), Some(2), "one ratio a round");
+    assert_eq!(report["over_rounds"][0]["rounds"].as_u64(), Some(2));
+}
+
+#[test]
+fn bench_refuses_rounds_without_a_comparison() {
+    let args = ["bench", "--start-hosts", "3", "--rounds", "2"].map(String::from);
+    let out = run_waymark(&args, CLI_WITHIN);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds"), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -15,6 +15,17 @@ use super::order::{AlterSeq, MetaVersion, Term};
 use crate::ids::VnodeId;
 use std::collections::BTreeSet;
 
+/// Where this vnode's own copy of the alteration in flight stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum OwnCopy {
+    /// Written, not yet read back and applied.
+    Pending,
+    /// Read back intact and applied by the host.
+    Applied,
+    /// Read back damaged, refused by the host, or the branch given up.
+    Failed,
+}
+
 /// The alteration in flight through this vnode.
 #[derive(Debug, Hash)]
 pub(super) struct InFlight {
@@ -23,11 +34,12 @@ pub(super) struct InFlight {
     id: ProposalId,
     record: AlterRecord,
     md5: Md5Sum,
-    /// What the host said when it acted on it (`AlterInput::Applied`); `Some(false)` once failed.
-    applied: Option<bool>,
+    /// This vnode's own copy: what the host said when it acted on it (`AlterInput::Applied`).
+    own: OwnCopy,
     /// Working children that have not confirmed yet.
     /// Invariant: filled once, when this vnode applied its copy and forwarded it; only shrinks.
     waiting: BTreeSet<VnodeId>,
+    /// The branch failed: its own copy, or a child confirmed `ok: false`.
     failed: bool,
     /// Leaves of this branch that applied it, this one included.
     applied_count: u64,
@@ -44,7 +56,7 @@ impl InFlight {
             id,
             record,
             md5,
-            applied: None,
+            own: OwnCopy::Pending,
             waiting: BTreeSet::new(),
             failed: false,
             applied_count: 0,
@@ -55,7 +67,9 @@ impl InFlight {
 
     pub(super) fn fail(&mut self) {
         self.failed = true;
-        self.applied.get_or_insert(false);
+        if self.own == OwnCopy::Pending {
+            self.own = OwnCopy::Failed;
+        }
     }
 
     /// A working child's confirmation; one that is not waited for (a duplicate, a late one from a
@@ -121,7 +135,7 @@ impl AlterNode {
         let intact = md5_of(bytes) == f.md5 || self.cfg.breaks.skip_md5;
         let Some(OrderedRecord { at: MetaVersion { term, .. }, record }) = read_back.filter(|_| intact) else {
             f.failed = true;
-            f.applied = Some(false);
+            f.own = OwnCopy::Failed;
             let term = f.at.term;
             self.first_of_term_lost(term);
             return self.finish();
@@ -147,7 +161,7 @@ impl AlterNode {
 
     pub(super) fn on_applied(&mut self, seq: AlterSeq, ok: bool) {
         let Some(f) = self.in_flight.as_mut().filter(|f| f.at.seq == seq) else { return };
-        f.applied = Some(ok);
+        f.own = if ok { OwnCopy::Applied } else { OwnCopy::Failed };
         // Only leaves (store vnodes) are counted: a manager and the secondary standing in for it
         // may both be alive for a moment, and the cut process needs every store vnode, by name.
         let leaf = self.cfg.children.is_empty() && self.cfg.secondary_of.is_none();
@@ -169,7 +183,7 @@ impl AlterNode {
     fn maybe_finish(&mut self) {
         let Some(f) = self.in_flight.as_ref() else { return };
         let children_done = f.waiting.is_empty() || self.confirms_early();
-        if f.applied.is_some() && children_done {
+        if f.own != OwnCopy::Pending && children_done {
             self.finish();
         }
     }
@@ -178,7 +192,7 @@ impl AlterNode {
     pub(super) fn finish(&mut self) {
         let early = self.confirms_early();
         let f = self.in_flight.take().expect("in flight");
-        let ok = !f.failed && f.applied == Some(true);
+        let ok = !f.failed && f.own == OwnCopy::Applied;
         debug_assert!(!ok || f.waiting.is_empty() || early, "confirmed ok with children waiting");
         let applied = f.applied_count;
         match self.parent().cloned() {

@@ -31,8 +31,7 @@ pub(crate) struct LocalCut {
     pub(crate) waiting: BTreeSet<Branch>,
     pub(crate) before: BTreeSet<TxId>,
     pub(crate) after: BTreeSet<TxId>,
-    /// `None` while waiting; `Some(true)` after `CutFinish`; `Some(false)` when it failed.
-    pub(crate) outcome: Option<bool>,
+    pub(crate) outcome: LocalOutcome,
     /// The cut process asked for the outcome (phase FINISH); answer it once known.
     pub(crate) asked_by: Option<VnodeId>,
 }
@@ -49,6 +48,28 @@ impl CutState {
 
     fn is_known(&self, cut: CutId) -> bool {
         self.last_finished >= Some(cut) || self.running.as_ref().is_some_and(|c| c.id >= cut)
+    }
+}
+
+/// Where a local cut stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum LocalOutcome {
+    /// Transactions of `waiting` are still to finish.
+    Waiting,
+    /// `CutFinish` appended: this vnode's part of the cut is whole.
+    Finished,
+    /// The local cut failed (a recovered transaction, real-time safety gave up, lost in a crash).
+    Failed,
+}
+
+impl LocalOutcome {
+    /// The answer to the cut process's FINISH, once there is one.
+    pub(crate) fn known(self) -> Option<bool> {
+        match self {
+            LocalOutcome::Waiting => None,
+            LocalOutcome::Finished => Some(true),
+            LocalOutcome::Failed => Some(false),
+        }
     }
 }
 
@@ -74,7 +95,8 @@ impl Vnode {
     pub(crate) fn resume_cut_after_restart(&mut self, cut: CutId) {
         self.cut.note_started(cut);
         let (waiting, before, after) = Default::default();
-        self.cut.running = Some(LocalCut { id: cut, waiting, before, after, outcome: Some(false), asked_by: None });
+        self.cut.running =
+            Some(LocalCut { id: cut, waiting, before, after, outcome: LocalOutcome::Failed, asked_by: None });
         // Replies stamped `cut` need not be held: if the cut is ever declared successful, this
         // vnode answered its FINISH ok before the crash, and FINISH is asked only once every vnode
         // started the cut; if not, the cut fails (the local cut is lost) and no restore shows it.
@@ -97,7 +119,7 @@ impl Vnode {
             waiting,
             before: BTreeSet::new(),
             after: BTreeSet::new(),
-            outcome: None,
+            outcome: LocalOutcome::Waiting,
             asked_by: None,
         };
         self.cut.running = Some(local);
@@ -110,17 +132,17 @@ impl Vnode {
     /// Seed 000 §7: classify a transaction of `waiting` as it finishes here.
     pub(crate) fn cut_tx_finished(&mut self, branch: &Branch, end: BranchEnd, recovered: bool, read_only: bool) {
         let Some(c) = self.cut.running.as_mut() else { return };
-        if c.outcome.is_some() || read_only || !c.waiting.remove(branch) {
+        if c.outcome != LocalOutcome::Waiting || read_only || !c.waiting.remove(branch) {
             return;
         }
         let tx = &branch.tx;
         match end {
-            _ if recovered => c.outcome = Some(false),
+            _ if recovered => c.outcome = LocalOutcome::Failed,
             BranchEnd::RolledBack => {}
             BranchEnd::Committed { tx_cut } if tx_cut == Some(c.id) => drop(c.after.insert(tx.clone())),
             BranchEnd::Committed { .. } => drop(c.before.insert(tx.clone())),
         }
-        if c.outcome == Some(false) {
+        if c.outcome == LocalOutcome::Failed {
             self.answer_cut_process();
         }
         self.maybe_finish_cut();
@@ -128,7 +150,7 @@ impl Vnode {
 
     fn maybe_finish_cut(&mut self) {
         let Some(c) = self.cut.running.as_ref() else { return };
-        if c.outcome.is_none() && c.waiting.is_empty() {
+        if c.outcome == LocalOutcome::Waiting && c.waiting.is_empty() {
             if self.cfg.breaks.fail_every_cut {
                 let cut = c.id;
                 return self.fail_local_cut(cut);
@@ -142,17 +164,17 @@ impl Vnode {
         let c = self.cut.running.as_mut().expect("a running cut");
         debug_assert!(c.waiting.is_empty() || self.cfg.breaks.finish_early, "CutFinish with transactions in flight");
         let finish = CutFinish { cut: c.id, before: c.before.clone(), after: c.after.clone() };
-        c.outcome = Some(true);
+        c.outcome = LocalOutcome::Finished;
         self.out.append(Record::CutFinish(finish));
         self.answer_cut_process();
     }
 
     fn answer_cut_process(&mut self) {
-        if let Some((cut, Some(ok))) = self.cut.running.as_ref().map(|c| (c.id, c.outcome)) {
+        if let Some((cut, Some(ok))) = self.cut.running.as_ref().map(|c| (c.id, c.outcome.known())) {
             self.tree_local_cut_over(cut, ok);
         }
         let Some(c) = self.cut.running.as_mut() else { return };
-        let (Some(ok), Some(to)) = (c.outcome, c.asked_by.clone()) else { return };
+        let (Some(ok), Some(to)) = (c.outcome.known(), c.asked_by.clone()) else { return };
         c.asked_by = None;
         let cut = c.id;
         self.send_cut(&to, CutMsg::Finished { cut, ok });
@@ -160,8 +182,8 @@ impl Vnode {
 
     /// The local cut `cut` can no longer be trusted here (real-time safety gave up on it).
     pub(crate) fn fail_local_cut(&mut self, cut: CutId) {
-        if let Some(c) = self.cut.running.as_mut().filter(|c| c.id == cut && c.outcome != Some(false)) {
-            c.outcome = Some(false);
+        if let Some(c) = self.cut.running.as_mut().filter(|c| c.id == cut && c.outcome != LocalOutcome::Failed) {
+            c.outcome = LocalOutcome::Failed;
             self.answer_cut_process();
         }
     }

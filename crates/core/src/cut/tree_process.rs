@@ -131,7 +131,7 @@ impl Vnode {
                 self.cut_started_everywhere(cut);
                 applied(true)
             }
-            Phase::Finish => match self.cut.running.as_ref().filter(|c| c.id == cut).map(|c| c.outcome) {
+            Phase::Finish => match self.cut.running.as_ref().filter(|c| c.id == cut).map(|c| c.outcome.known()) {
                 Some(Some(ok)) => applied(ok),
                 Some(None) => {
                     self.tree.as_mut().expect("tree role").finish_pending = Some(PendingFinish { seq, cut });

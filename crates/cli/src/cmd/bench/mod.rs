@@ -33,6 +33,8 @@ use workload::Workload;
 const CLIENTS_MAX: usize = 1_024;
 const PIPELINE_MAX: usize = 10_000;
 /// Shortest interval between cuts.
+/// --rounds: each round is a run per interval and one without cuts.
+const ROUNDS_MAX: u32 = 20;
 const CUT_EVERY_MIN: Duration = Duration::from_millis(1);
 /// How often the progress bar is redrawn.
 const PROGRESS_TICK: Duration = Duration::from_millis(200);
@@ -96,6 +98,11 @@ pub struct BenchArgs {
     /// Run without cuts, then with each --cut-every, and print the ratios.
     #[arg(long)]
     compare_cuts: bool,
+    /// With --compare-cuts: repeat the comparison this many times on the same cluster, every
+    /// other round in reverse order, and report each ratio's median over the rounds — on a
+    /// noisy machine two identical runs differ by more than a cut costs.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
     /// bank: accounts (on distinct partitions while there are partitions left).
     #[arg(long, default_value_t = 64)]
     accounts: usize,
@@ -182,6 +189,9 @@ fn check(args: &BenchArgs) -> Result<()> {
     if args.compare_cuts && args.cut_every.is_empty() {
         bail!("--compare-cuts needs --cut-every");
     }
+    if args.rounds == 0 || args.rounds > ROUNDS_MAX || (args.rounds > 1 && !args.compare_cuts) {
+        bail!("--rounds must be in 1..={ROUNDS_MAX}, and more than 1 only with --compare-cuts");
+    }
     let sources = [args.start_hosts.is_some(), !args.redis.is_empty()].iter().filter(|s| **s).count();
     if sources > 1 {
         bail!("give one of --start-hosts N, --dir D, or --redis ADDR,...");
@@ -263,8 +273,14 @@ fn run_all(args: &BenchArgs, target: &mut Tested) -> Result<Report> {
         plan.insert(0, None);
     }
     let mut runs = vec![];
-    for cut_every in plan {
-        runs.push(one_run(args, target, &work, cut_every)?);
+    for round in 1..=args.rounds {
+        // Every other round backwards, so that a cluster that speeds up or slows down as it runs
+        // favours neither the runs with cuts nor the run without.
+        let order: Vec<Option<Duration>> =
+            if round % 2 == 0 { plan.iter().rev().copied().collect() } else { plan.clone() };
+        for cut_every in order {
+            runs.push(one_run(args, target, &work, cut_every, round)?);
+        }
     }
     let setup = Setup {
         workload: args.workload,
@@ -284,11 +300,13 @@ fn one_run(
     target: &mut Tested,
     work: &Workload,
     cut_every: Option<Duration>,
+    round: u32,
 ) -> Result<stats::RunStats> {
     let label = match cut_every {
         Some(d) => format!("cuts {}", every_text(d.as_secs_f64() * 1000.0)),
         None => "no cuts".into(),
     };
+    let label = if args.rounds > 1 { format!("{label} #{round}") } else { label };
     let recorder = Arc::new(stats::Recorder::new(args.seconds));
     let held_before = held::scrape(&target.metrics);
     let start = Arc::new(workload::Start::new(args.clients));
@@ -321,6 +339,7 @@ fn one_run(
         None => vec![],
     };
     let mut run = recorder.summary(label, cut_every, cuts);
+    run.round = round;
     if let (Some(before), Some(after)) = (held_before, held::scrape(&target.metrics)) {
         run.held = Some(held::HeldReplies::between(before, after));
     }

@@ -21,9 +21,10 @@ pub struct Setup {
     pub machine_cores: usize,
 }
 
-/// A run with cuts against the run without.
+/// A run with cuts against the run without of the same round.
 #[derive(Clone, Debug, Serialize)]
 pub struct Ratio {
+    pub round: u32,
     pub cut_every_ms: f64,
     pub throughput: f64,
     /// The target for `throughput`: cuts every second cost ≤ 2%, every 100 ms ≤ 5%.
@@ -33,11 +34,24 @@ pub struct Ratio {
     pub p99_ratio: f64,
 }
 
+/// One interval's throughput ratio over every round (`--rounds`): the median, and the spread.
+#[derive(Clone, Debug, Serialize)]
+pub struct RatioOverRounds {
+    pub cut_every_ms: f64,
+    pub rounds: usize,
+    pub throughput_median: f64,
+    pub throughput_min: f64,
+    pub throughput_max: f64,
+    pub throughput_target: Option<f64>,
+}
+
 #[derive(Serialize)]
 pub struct Report {
     pub setup: Setup,
     pub runs: Vec<RunStats>,
     pub ratios: Vec<Ratio>,
+    /// With more than one round: each interval's ratios summed up.
+    pub over_rounds: Vec<RatioOverRounds>,
 }
 
 /// Targets: ≥ 0.95× the median second, max ≤ 2× p99.
@@ -46,25 +60,25 @@ const MAX_OVER_P99_MAX: f64 = 2.0;
 
 impl Report {
     pub fn new(setup: Setup, runs: Vec<RunStats>) -> Report {
-        let base = runs.iter().find(|r| r.cut_every_ms.is_none());
-        let ratios = match base {
-            None => vec![],
-            Some(base) => runs
-                .iter()
-                .filter_map(|r| {
-                    let every = r.cut_every_ms?;
-                    Some(Ratio {
-                        cut_every_ms: every,
-                        throughput: div(r.throughput_per_s, base.throughput_per_s),
-                        throughput_target: throughput_target(every),
-                        worst_over_median: r.worst_over_median,
-                        max_over_p99: div(r.latency_ms.max, r.latency_ms.p99),
-                        p99_ratio: div(r.latency_ms.p99, base.latency_ms.p99),
-                    })
-                })
-                .collect(),
-        };
-        Report { setup, runs, ratios }
+        let ratios: Vec<Ratio> = runs.iter().filter_map(|r| Self::ratio(&runs, r)).collect();
+        let rounds = runs.iter().map(|r| r.round).max().unwrap_or(1);
+        let over_rounds = if rounds > 1 { over_rounds(&ratios) } else { vec![] };
+        Report { setup, runs, ratios, over_rounds }
+    }
+
+    /// Run `r` (with cuts) against the run without cuts of its round.
+    fn ratio(runs: &[RunStats], r: &RunStats) -> Option<Ratio> {
+        let every = r.cut_every_ms?;
+        let base = runs.iter().find(|b| b.cut_every_ms.is_none() && b.round == r.round)?;
+        Some(Ratio {
+            round: r.round,
+            cut_every_ms: every,
+            throughput: div(r.throughput_per_s, base.throughput_per_s),
+            throughput_target: throughput_target(every),
+            worst_over_median: r.worst_over_median,
+            max_over_p99: div(r.latency_ms.max, r.latency_ms.p99),
+            p99_ratio: div(r.latency_ms.p99, base.latency_ms.p99),
+        })
     }
 
     pub fn print(&self) {
@@ -122,8 +136,9 @@ impl Report {
                 Some(t) => format!(" (target ≥ {t:.2}: {})", verdict(r.throughput >= t)),
                 None => String::new(),
             };
+            let round = if self.over_rounds.is_empty() { String::new() } else { format!(", round {}", r.round) };
             println!(
-                "cuts every {}: throughput {:.3}x of no cuts{target}; worst second {:.3}x the median (target ≥ {WORST_OVER_MEDIAN_MIN}: {}); max latency {:.2}x p99 (target ≤ {MAX_OVER_P99_MAX}: {}); p99 {:.2}x of no cuts",
+                "cuts every {}{round}: throughput {:.3}x of no cuts{target}; worst second {:.3}x the median (target ≥ {WORST_OVER_MEDIAN_MIN}: {}); max latency {:.2}x p99 (target ≤ {MAX_OVER_P99_MAX}: {}); p99 {:.2}x of no cuts",
                 every_text(r.cut_every_ms),
                 r.throughput,
                 r.worst_over_median,
@@ -131,6 +146,20 @@ impl Report {
                 r.max_over_p99,
                 verdict(r.max_over_p99 <= MAX_OVER_P99_MAX),
                 r.p99_ratio,
+            );
+        }
+        for o in &self.over_rounds {
+            let target = match o.throughput_target {
+                Some(t) => format!(" (target ≥ {t:.2}: {})", verdict(o.throughput_median >= t)),
+                None => String::new(),
+            };
+            println!(
+                "cuts every {}, {} rounds: throughput {:.3}x of no cuts, the median of the rounds' ratios (from {:.3}x to {:.3}x){target}",
+                every_text(o.cut_every_ms),
+                o.rounds,
+                o.throughput_median,
+                o.throughput_min,
+                o.throughput_max,
             );
         }
         for r in &self.runs {
@@ -163,6 +192,33 @@ fn throughput_target(every_ms: f64) -> Option<f64> {
     }
 }
 
+/// Each interval's throughput ratios over the rounds, in the order the intervals first appear.
+fn over_rounds(ratios: &[Ratio]) -> Vec<RatioOverRounds> {
+    let mut intervals: Vec<f64> = vec![];
+    for r in ratios {
+        if !intervals.contains(&r.cut_every_ms) {
+            intervals.push(r.cut_every_ms);
+        }
+    }
+    intervals
+        .into_iter()
+        .map(|every| {
+            let mut t: Vec<f64> = ratios.iter().filter(|r| r.cut_every_ms == every).map(|r| r.throughput).collect();
+            t.sort_by(f64::total_cmp);
+            let mid = t.len() / 2;
+            let median = if t.len() % 2 == 1 { t[mid] } else { (t[mid - 1] + t[mid]) / 2.0 };
+            RatioOverRounds {
+                cut_every_ms: every,
+                rounds: t.len(),
+                throughput_median: median,
+                throughput_min: t[0],
+                throughput_max: t[t.len() - 1],
+                throughput_target: throughput_target(every),
+            }
+        })
+        .collect()
+}
+
 fn div(a: f64, b: f64) -> f64 {
     if b == 0.0 {
         0.0
@@ -184,5 +240,33 @@ pub fn every_text(ms: f64) -> String {
         format!("{}s", ms / 1000.0)
     } else {
         format!("{ms}ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ratio(round: u32, every: f64, throughput: f64) -> Ratio {
+        let (worst_over_median, max_over_p99, p99_ratio) = (1.0, 1.0, 1.0);
+        let throughput_target = throughput_target(every);
+        Ratio { round, cut_every_ms: every, throughput, throughput_target, worst_over_median, max_over_p99, p99_ratio }
+    }
+
+    #[test]
+    fn each_interval_gets_the_median_of_its_rounds_ratios() {
+        let ratios = [ratio(1, 1000.0, 0.90), ratio(1, 100.0, 0.80), ratio(2, 100.0, 1.00), ratio(2, 1000.0, 1.10)];
+        let ratios = [&ratios[..], &[ratio(3, 1000.0, 0.97), ratio(3, 100.0, 0.95)]].concat();
+        let o = over_rounds(&ratios);
+        assert_eq!(o.len(), 2);
+        assert_eq!((o[0].cut_every_ms, o[0].rounds, o[0].throughput_median), (1000.0, 3, 0.97));
+        assert_eq!((o[0].throughput_min, o[0].throughput_max), (0.90, 1.10));
+        assert_eq!((o[1].cut_every_ms, o[1].throughput_median, o[1].throughput_target), (100.0, 0.95, Some(0.95)));
+        let even = over_rounds(&ratios[..4]);
+        assert!(
+            (even[0].throughput_median - 1.0).abs() < 1e-9,
+            "the mean of the middle two: {}",
+            even[0].throughput_median
+        );
     }
 }

@@ -142,6 +142,7 @@ impl Recorder {
         let q = |p: f64| if run.is_empty() { 0.0 } else { ms(run.value_at_quantile(p)) };
         RunStats {
             label,
+            round: 1,
             cut_every_ms: cut_every.map(|d| d.as_secs_f64() * 1000.0),
             seconds_measured: seconds.len() as u64,
             committed,
@@ -237,6 +238,8 @@ pub struct SecondStats {
 #[derive(Clone, Debug, Serialize)]
 pub struct RunStats {
     pub label: String,
+    /// Which round of `--rounds` (1 without it).
+    pub round: u32,
     pub cut_every_ms: Option<f64>,
     pub seconds_measured: u64,
     pub committed: u64,
