@@ -1,16 +1,19 @@
-//! The real driver of one vnode (DESIGN §2, §7): a thread that owns the state machine and carries
-//! out every `Output` — `Append` to the vnode's WAL writer thread, `Send` to the router, `Reply`
-//! to the waiting client, `SetTimer` to its timer queue, and secondary parents to the host. Inputs
-//! come from its command queue (envelopes, client requests), its WAL writer (durability, read-back
-//! alterations) and its timers. It adds no protocol logic: the same `step` the simulator drives.
+//! The real driver of one vnode (DESIGN §2, §7): a thread that owns the state machine and its log
+//! and carries out every `Output` — `Append` to the log, `Send` to the router, `Reply` to the
+//! waiting client, `SetTimer` to its timer queue, and secondary parents to the host. Inputs come
+//! from its command queue (envelopes, client requests), its timers and its log (durability,
+//! read-back alterations). It adds no protocol logic: the same `step` the simulator drives.
 //!
-//! The write-ahead contract is the core's own (its outbox holds every send and reply until the
-//! records before it are durable); the driver's part is to report durability only after the sync.
+//! One turn of the loop: a batch of inputs (up to `DRAIN_MAX` queued commands, or the due timers),
+//! then one sync of everything the batch appended (group commit), then the steps of what that
+//! made durable. The write-ahead contract is the core's own (its outbox holds every send and reply
+//! until the records before it are durable); the driver's part is to report durability only after
+//! the sync.
 
 use crate::clock;
 use crate::router::Router;
 use crate::storage::checkpoint::Image;
-use crate::storage::wal_thread::{WalCmd, WalEvent, WalThread};
+use crate::storage::log_writer::{CheckpointWritten, LogWriter};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +37,7 @@ pub enum VnodeCmd {
         reply: oneshot::Sender<Response>,
     },
     Inspect(oneshot::Sender<VnodeStatus>),
-    /// Export a cut's files into a snapshot (handed to the vnode's WAL writer, which owns the log).
+    /// Export a cut's files into a snapshot (from the vnode's log, in the log's order).
     Export {
         cut: waymark_core::CutId,
         from: Option<waymark_wal::Position>,
@@ -159,8 +162,9 @@ pub struct VnodeHandle {
 
 pub struct DriverSetup {
     pub id: VnodeId,
-    pub wal: WalThread,
-    pub wal_events: mpsc::UnboundedReceiver<WalEvent>,
+    pub log: LogWriter,
+    /// Where the log's checkpoint helper threads say they finished.
+    pub checkpoints: mpsc::UnboundedReceiver<CheckpointWritten>,
     pub router: Arc<Router>,
     pub host_events: mpsc::UnboundedSender<HostEvent>,
     pub checkpoint_every: Duration,
@@ -176,13 +180,13 @@ pub fn spawn<M: Machine>(machine: M, setup: DriverSetup) -> std::io::Result<Vnod
     let name = format!("vnode {}", setup.id);
     let join = std::thread::Builder::new().name(name).spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
-        let WalThread { tx: wal_tx, join: wal_join } = setup.wal;
-        let mut d = Driver::new(machine, setup.id, wal_tx, setup.router, setup.host_events);
-        rt.block_on(d.run(inbox, setup.wal_events, setup.checkpoint_every, setup.stop));
-        let router = d.router.clone();
-        router.remove_local(&d.id);
-        drop(d); // the last sender of the WAL queue: the writer syncs and ends
-        let _ = wal_join.join();
+        let mut d = Driver::new(machine, setup.id, setup.log, setup.router, setup.host_events);
+        rt.block_on(d.run(inbox, setup.checkpoints, setup.checkpoint_every, setup.stop));
+        d.router.remove_local(&d.id);
+        // What the vnode appended last becomes durable before the thread ends.
+        if let Err(error) = d.log.sync() {
+            tracing::error!(vnode = %d.id, "the last sync of the log failed: {error}");
+        }
     })?;
     Ok(VnodeHandle { id, tx, stop, join })
 }
@@ -199,7 +203,7 @@ struct TimerKey {
 struct Driver<M> {
     machine: M,
     id: VnodeId,
-    wal: mpsc::Sender<WalCmd>,
+    log: LogWriter,
     router: Arc<Router>,
     host: mpsc::UnboundedSender<HostEvent>,
     timers: BTreeMap<TimerKey, Timer>,
@@ -215,7 +219,7 @@ impl<M: Machine> Driver<M> {
     fn new(
         machine: M,
         id: VnodeId,
-        wal: mpsc::Sender<WalCmd>,
+        log: LogWriter,
         router: Arc<Router>,
         host: mpsc::UnboundedSender<HostEvent>,
     ) -> Self {
@@ -223,7 +227,7 @@ impl<M: Machine> Driver<M> {
         Driver {
             machine,
             id,
-            wal,
+            log,
             router,
             host,
             timers: BTreeMap::new(),
@@ -238,54 +242,55 @@ impl<M: Machine> Driver<M> {
     async fn run(
         &mut self,
         mut inbox: mpsc::Receiver<VnodeCmd>,
-        mut wal_events: mpsc::UnboundedReceiver<WalEvent>,
+        mut checkpoints: mpsc::UnboundedReceiver<CheckpointWritten>,
         checkpoint_every: Duration,
         stop: CancellationToken,
     ) {
-        self.step(Input::Restarted).await;
+        self.step(Input::Restarted);
+        self.sync_log();
         let mut checkpoint = tokio::time::interval(checkpoint_every);
         checkpoint.tick().await;
         while !self.failed {
             let next_timer = self.timers.keys().next().map(|k| clock::instant_of(k.at_us));
             let sleep = tokio::time::sleep_until(next_timer.unwrap_or_else(clock::far_future).into());
+            // Steps of the last sync may have appended: sync again before waiting for anything.
+            let unsynced = self.log.unsynced();
             tokio::select! {
                 biased;
                 _ = stop.cancelled() => break,
-                Some(ev) = wal_events.recv() => self.on_wal_event(ev).await,
-                _ = sleep, if next_timer.is_some() => self.fire_timers().await,
+                _ = std::future::ready(()), if unsynced => {}
+                Some(written) = checkpoints.recv() => self.checkpoint_written(written),
+                _ = sleep, if next_timer.is_some() => self.fire_timers(),
                 cmd = inbox.recv() => match cmd {
-                    Some(cmd) => self.on_commands(cmd, &mut inbox).await,
+                    Some(cmd) => self.on_commands(cmd, &mut inbox),
                     None => break,
                 },
-                _ = checkpoint.tick() => self.checkpoint().await,
+                _ = checkpoint.tick() => self.checkpoint(),
             }
+            self.sync_log();
         }
     }
 
-    async fn on_commands(&mut self, first: VnodeCmd, inbox: &mut mpsc::Receiver<VnodeCmd>) {
-        self.on_command(first).await;
+    fn on_commands(&mut self, first: VnodeCmd, inbox: &mut mpsc::Receiver<VnodeCmd>) {
+        self.on_command(first);
         for _ in 1..DRAIN_MAX {
             match inbox.try_recv() {
-                Ok(cmd) => self.on_command(cmd).await,
+                Ok(cmd) => self.on_command(cmd),
                 Err(_) => break,
             }
         }
     }
 
-    async fn on_command(&mut self, cmd: VnodeCmd) {
+    fn on_command(&mut self, cmd: VnodeCmd) {
         match cmd {
-            VnodeCmd::Deliver(env) => self.step(Input::Message(env)).await,
+            VnodeCmd::Deliver(env) => self.step(Input::Message(env)),
             VnodeCmd::Client { client, req, request, reply } => {
                 self.replies.insert(ClientRequest { client, req }, reply);
-                self.step(Input::Client { client, req, request }).await;
+                self.step(Input::Client { client, req, request });
             }
             VnodeCmd::Export { cut, from, dest, reply } => {
-                // In the log's order: every record appended before this request is exported first.
-                if let Err(mpsc::error::SendError(WalCmd::Export { reply, .. })) =
-                    self.wal.send(WalCmd::Export { cut, from, dest, reply }).await
-                {
-                    let _ = reply.send(Err("the vnode's log writer stopped".into()));
-                }
+                let exported = self.log.export(cut, from, &dest);
+                let _ = reply.send(exported);
             }
             VnodeCmd::Inspect(tx) => {
                 let mut status = self.machine.status();
@@ -295,37 +300,55 @@ impl<M: Machine> Driver<M> {
         }
     }
 
-    async fn on_wal_event(&mut self, ev: WalEvent) {
-        match ev {
-            WalEvent::Durable(lsn) => self.step(Input::WalDurable(lsn)).await,
-            WalEvent::ReadBack { seq, bytes } => self.step(Input::AlterPersisted { seq, bytes }).await,
-            WalEvent::Checkpointed { bytes, took_ms, segments_removed } => {
-                self.checkpoints += 1;
-                crate::telemetry::checkpointed(bytes, took_ms);
-                tracing::debug!(vnode = %self.id, bytes, took_ms, segments_removed, "checkpoint written");
-            }
-            WalEvent::Failed(error) => {
-                tracing::error!(vnode = %self.id, "write-ahead log failed, stopping: {error}");
-                self.failed = true;
-                let _ = self.host.send(HostEvent::Fatal { vnode: self.id.clone(), error });
-            }
+    /// Group commit: one sync for everything appended since the last, then the steps of what it
+    /// made durable (durability first, then the alterations read back, in the order appended).
+    fn sync_log(&mut self) {
+        if let Err(error) = self.log.sync() {
+            return self.log_failed(error);
+        }
+        let Some(progress) = self.log.take_progress() else { return };
+        self.step(Input::WalDurable(progress.durable));
+        for r in progress.read_back {
+            self.step(Input::AlterPersisted { seq: r.seq, bytes: r.bytes });
         }
     }
 
-    async fn fire_timers(&mut self) {
+    /// A node with a broken disk stops rather than lie.
+    fn log_failed(&mut self, error: String) {
+        if self.failed {
+            return;
+        }
+        tracing::error!(vnode = %self.id, "write-ahead log failed, stopping: {error}");
+        self.failed = true;
+        let _ = self.host.send(HostEvent::Fatal { vnode: self.id.clone(), error });
+    }
+
+    fn checkpoint_written(&mut self, written: CheckpointWritten) {
+        match self.log.truncate(&written) {
+            Ok(segments_removed) => {
+                self.checkpoints += 1;
+                crate::telemetry::checkpointed(written.bytes, written.took_ms);
+                let (bytes, took_ms) = (written.bytes, written.took_ms);
+                tracing::debug!(vnode = %self.id, bytes, took_ms, segments_removed, "checkpoint written");
+            }
+            Err(error) => self.log_failed(error),
+        }
+    }
+
+    fn fire_timers(&mut self) {
         let now = clock::now_us();
         while let Some(entry) = self.timers.first_entry() {
             if entry.key().at_us > now {
                 break;
             }
             let timer = entry.remove();
-            self.step(Input::Timer(timer)).await;
+            self.step(Input::Timer(timer));
         }
     }
 
     /// A checkpoint when the log grew since the last one: the image is taken in this step, so it
-    /// stands for exactly the records appended so far; the WAL thread writes it.
-    async fn checkpoint(&mut self) {
+    /// stands for exactly the records appended so far; a helper thread of the log writes it.
+    fn checkpoint(&mut self) {
         let appended = self.machine.appended();
         if appended == self.checkpointed_at {
             return;
@@ -338,12 +361,12 @@ impl<M: Machine> Driver<M> {
         if took_ms >= 10.0 {
             tracing::info!(vnode = %self.id, took_ms, "a checkpoint's image took long to take");
         }
-        if self.wal.send(WalCmd::Checkpoint(image)).await.is_err() {
-            self.failed = true;
+        if let Err(error) = self.log.checkpoint(image) {
+            self.log_failed(error);
         }
     }
 
-    async fn step(&mut self, input: Input) {
+    fn step(&mut self, input: Input) {
         let outputs = self.machine.step(clock::now_us(), input);
         for stall_us in self.machine.take_commit_stalls_us() {
             crate::telemetry::blocking_stall(stall_us);
@@ -355,15 +378,15 @@ impl<M: Machine> Driver<M> {
             crate::telemetry::alteration_answered(a.ok, a.attempts);
         }
         for o in outputs {
-            self.carry_out(o).await;
+            self.carry_out(o);
         }
     }
 
-    async fn carry_out(&mut self, o: Output) {
+    fn carry_out(&mut self, o: Output) {
         match o {
             Output::Append(record) => {
-                if self.wal.send(WalCmd::Append(record)).await.is_err() {
-                    self.failed = true;
+                if let Err(error) = self.log.append(&record) {
+                    self.log_failed(error);
                 }
             }
             Output::Send(env) => self.router.send(env),

@@ -2,14 +2,15 @@
 //! — the very ones the simulator drives — over real threads, files and sockets.
 //!
 //! ```text
-//!  redis clients ─▶ resp/ ─▶ store vnode (driver thread) ─▶ WAL writer thread ─▶ disk
-//!                              │  ▲                              │ Durable, read-back
-//!                              ▼  │                              ▼
-//!                         router ◀┴──────────────────────── peer links (net/) ◀─▶ other hosts
+//!  redis clients ─▶ resp/ ─▶ store vnode (driver thread: step, append, sync) ─▶ disk
+//!                              │  ▲
+//!                              ▼  │
+//!                         router ◀┴──── peer links (net/) ◀─▶ other hosts
 //! ```
 //! - `config`: the host's TOML file; `topology`: the tree, placement and genesis every host derives.
-//! - `driver`: a vnode's thread — carries out its outputs, feeds it durability, timers, messages.
-//! - `storage`: the WAL writer thread (group commit, read-back, checkpoints) and checkpoint files.
+//! - `driver`: a vnode's thread — carries out its outputs, syncs its log once per batch of inputs,
+//!   feeds it durability, timers, messages.
+//! - `storage`: the vnode's log writer (group commit, read-back, checkpoints) and checkpoint files.
 //! - `net`: authenticated, framed peer links; `router`: local queue or peer link.
 //! - `resp`: the Redis front end; `admin`: the HTTP API and status page; `node`: the process that
 //!   runs them all; `telemetry`: the metrics `/metrics` renders.

@@ -1,5 +1,5 @@
-//! One host's process (DESIGN §7): its store and manager vnodes (each a driver thread with a WAL
-//! writer thread), the peer links, the Redis front end and the admin API. It starts every vnode
+//! One host's process (DESIGN §7): its store and manager vnodes (each a driver thread that also
+//! writes and syncs the vnode's log), the peer links, the Redis front end and the admin API. It starts every vnode
 //! from its checkpoint and log, then serves until shutdown, starting and stopping secondary parents
 //! when a vnode asks (seed 004), and stops — fail-stop — if a vnode's log breaks.
 
@@ -11,8 +11,8 @@ use crate::net::peer::{self, LinkContext, LinkStats, Peer};
 use crate::resp;
 use crate::router::Router;
 use crate::storage::checkpoint::Image;
+use crate::storage::log_writer::{LogSetup, LogWriter};
 use crate::storage::recover::{self, StorageError};
-use crate::storage::wal_thread::{self, WalSetup};
 use crate::topology::{Topology, TopologyError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -302,24 +302,14 @@ impl Host {
         }
         tracing::info!(vnode = %id, records = opened.records.len(), checkpoint = opened.image.is_some(), "recovered");
         let machine = build(opened.image, &opened.records);
-        // The WAL writer counts appends from where the machine's log positions stand.
+        // The log writer counts appends from where the machine's log positions stand.
         let base = machine.appended();
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
         let limits = &self.cfg().limits;
-        let wal = wal_thread::spawn(WalSetup {
-            name: id.to_string(),
-            wal: opened.wal,
-            dir,
-            base,
-            fsync: self.cfg().fsync,
-            queue_max: limits.vnode_queue_max,
-            events: events_tx,
-        })
-        .map_err(NodeError::Thread)?;
+        let (log, checkpoints) = LogWriter::open(LogSetup { wal: opened.wal, dir, base, fsync: self.cfg().fsync });
         let setup = DriverSetup {
             id: id.clone(),
-            wal,
-            wal_events: events_rx,
+            log,
+            checkpoints,
             router: self.shared.router.clone(),
             host_events: self.events_tx.clone(),
             checkpoint_every: self.cfg().checkpoint_every,

@@ -1,0 +1,248 @@
+//! A vnode's log writer (DESIGN §7), run on the vnode's own thread: it owns the vnode's
+//! `waymark-wal` log, appends what the vnode's steps emit, and group-commits — the driver handles a
+//! batch of inputs, appending as it goes, then calls `sync` once: one `fdatasync` for everything the
+//! batch appended. What became durable (and the alteration records read back after the sync: seed
+//! 004 point 4, the record is read after write and its md5 compared) waits in `take_progress` for
+//! the driver to step. One thread for both, because a hand-over per batch to a writer thread and
+//! back cost two context switches per durable write, and the vnode waits for that sync anyway (its
+//! outbox holds every send and reply behind the records before it).
+//!
+//! Checkpoints: with the vnode's image, the writer seals the active segment, so the checkpoint
+//! stands exactly for the sealed segments; a helper thread writes the file and says so on the
+//! `CheckpointWritten` channel, then the sealed segments before it are removed (`truncate`, unless
+//! pinned: a kept snapshot still needs them).
+//!
+//! Snapshots (`cut_files`): the writer notes each cut's base and end as it appends `CutStart` and
+//! `CutFinish` (under `versions`: the cut's first record, and `VersionsSkip`), and exports a cut's
+//! files on request (`export`), sealing the segment that holds the cut's end then — it owns the
+//! log, so the segments it links cannot be removed meanwhile.
+//!
+//! Invariant: `reported <= durable <= appended`; `take_progress` reports a durable position only
+//! after the records before it are synced (or, with `fsync = "never"`, handed to the OS).
+
+use super::checkpoint::{self, Image};
+use super::cut_files::CutFiles;
+use crate::config::FsyncPolicy;
+use crate::snapshot::export::export_vnode;
+use crate::snapshot::manifest::VnodeFiles;
+use std::path::PathBuf;
+use std::time::Instant;
+use tokio::sync::mpsc;
+use waymark_core::alter::AlterSeq;
+use waymark_core::{CutId, Lsn, Record};
+use waymark_wal::{Position, Wal};
+
+/// A checkpoint file the helper thread finished: the segments before `resume_at` may go.
+#[derive(Debug)]
+pub struct CheckpointWritten {
+    pub resume_at: Position,
+    pub bytes: u64,
+    pub took_ms: u64,
+}
+
+/// An alteration record as the log gave it back after the sync.
+#[derive(Debug)]
+pub struct ReadBack {
+    pub seq: AlterSeq,
+    pub bytes: Vec<u8>,
+}
+
+/// What the syncs since the last `take_progress` made durable, for the vnode to step.
+#[derive(Debug)]
+pub struct Progress {
+    /// The records `..durable` are durable.
+    pub durable: Lsn,
+    /// In the order they were appended.
+    pub read_back: Vec<ReadBack>,
+}
+
+/// What a vnode's log writer starts with.
+pub struct LogSetup {
+    pub wal: Wal,
+    /// The vnode's directory (the checkpoint goes there).
+    pub dir: PathBuf,
+    /// The vnode was rebuilt from this many records: its next append is the `base`-th.
+    pub base: Lsn,
+    pub fsync: FsyncPolicy,
+}
+
+pub struct LogWriter {
+    wal: Wal,
+    dir: PathBuf,
+    fsync: FsyncPolicy,
+    appended: Lsn,
+    durable: Lsn,
+    /// How far the driver was told (`take_progress`).
+    reported: Lsn,
+    cuts: CutFiles,
+    /// Alteration records appended since the last sync, to read back after it.
+    to_read_back: Vec<Position>,
+    /// Read back after a sync, not yet taken by the driver.
+    read_back: Vec<ReadBack>,
+    checkpoints: mpsc::UnboundedSender<CheckpointWritten>,
+}
+
+impl LogWriter {
+    /// The writer, and where its checkpoint helper threads say they finished.
+    pub fn open(setup: LogSetup) -> (LogWriter, mpsc::UnboundedReceiver<CheckpointWritten>) {
+        let LogSetup { wal, dir, base, fsync } = setup;
+        let (checkpoints, written) = mpsc::unbounded_channel();
+        let cuts = CutFiles::open(&dir);
+        let w = LogWriter {
+            wal,
+            dir,
+            fsync,
+            appended: base,
+            durable: base,
+            reported: base,
+            cuts,
+            to_read_back: vec![],
+            read_back: vec![],
+            checkpoints,
+        };
+        (w, written)
+    }
+
+    /// Records appended and not yet synced.
+    pub fn unsynced(&self) -> bool {
+        self.durable < self.appended
+    }
+
+    pub fn append(&mut self, record: &Record) -> Result<(), String> {
+        let at = self.wal.append(record.kind(), &record.encode()).map_err(|e| format!("appending: {e}"))?;
+        self.appended = Lsn(self.appended.0 + 1);
+        match record {
+            Record::Alteration { .. } => self.to_read_back.push(at),
+            Record::CutStart { cut } => self.cuts.on_cut_start(*cut, self.wal.first_position())?,
+            Record::CutFinish(f) => self.cuts.on_cut_finish(f.cut),
+            // `versions`: a vnode's first record of a cut is its phase 1 (`VersionsLocalState`) or,
+            // before it, the first prepare of a transaction after the cut (`VersionsSideSeen`);
+            // everything before either is in the cut. It ends with `VersionsSkip`.
+            Record::VersionsSideSeen { cut } | Record::VersionsLocalState { cut, .. } => {
+                self.cuts.on_cut_first_record(*cut, self.wal.first_position())?
+            }
+            Record::VersionsSkip { cut, .. } => self.cuts.on_cut_finish(*cut),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Group commit: one sync for everything appended since the last one.
+    pub fn sync(&mut self) -> Result<(), String> {
+        if !self.unsynced() {
+            return Ok(());
+        }
+        let done = match self.fsync {
+            FsyncPolicy::Always => {
+                let begun = Instant::now();
+                let synced = self.wal.sync().map(|_| ());
+                crate::telemetry::wal_synced(begun.elapsed());
+                synced
+            }
+            FsyncPolicy::Never => self.wal.flush().map(|_| ()),
+        };
+        done.map_err(|e| format!("syncing: {e}"))?;
+        assert!(self.appended >= self.durable, "the log's durable end passed its appended end");
+        self.durable = self.appended;
+        for at in std::mem::take(&mut self.to_read_back) {
+            self.read_back_one(at)?;
+        }
+        if let Some(cut) = self.cuts.take_finish_pending() {
+            // The cut ends here; its export seals the segment holding this end (rolling the
+            // active one then, not now: a cut no snapshot is made of costs no segment).
+            self.cuts.finished(cut, self.wal.appended());
+        }
+        Ok(())
+    }
+
+    /// What became durable since the last call, if anything did.
+    pub fn take_progress(&mut self) -> Option<Progress> {
+        assert!(self.reported <= self.durable && self.durable <= self.appended);
+        if self.reported == self.durable && self.read_back.is_empty() {
+            return None;
+        }
+        self.reported = self.durable;
+        Some(Progress { durable: self.durable, read_back: std::mem::take(&mut self.read_back) })
+    }
+
+    /// A cut's files into a snapshot's vnode directory, every record appended so far synced first
+    /// (in the log's order: what the vnode appended before the request is exported).
+    pub fn export(&mut self, cut: CutId, from: Option<Position>, dest: &std::path::Path) -> Result<VnodeFiles, String> {
+        self.sync()?;
+        self.export_synced(cut, from, dest)
+    }
+
+    fn export_synced(
+        &mut self,
+        cut: CutId,
+        from: Option<Position>,
+        dest: &std::path::Path,
+    ) -> Result<VnodeFiles, String> {
+        let vnode = self.dir.display().to_string();
+        let end = self
+            .cuts
+            .finish_of(cut)
+            .ok_or_else(|| format!("{vnode}: {cut} did not finish here (or finished before this process started)"))?;
+        // A snapshot links sealed segments: everything up to the cut's end is sealed now. The
+        // segments may hold records after the end; a restore stops at the cut's `CutFinish`.
+        let upto =
+            self.wal.seal_through(end).map_err(|e| format!("{vnode}: sealing the log through {cut}'s end: {e}"))?;
+        let (checkpoint, from) = match from {
+            Some(from) => (None, from),
+            None => {
+                let base = self.cuts.base(cut).ok_or_else(|| format!("{vnode}: no base kept for {cut}"))?;
+                (base.checkpoint.clone(), base.from)
+            }
+        };
+        if from < self.wal.first_position() {
+            return Err(format!(
+                "{vnode}: the log from {from} was removed (it starts at {}); take a full snapshot",
+                self.wal.first_position()
+            ));
+        }
+        let files = export_vnode(&mut self.wal, &self.dir, checkpoint.as_deref(), from, upto, dest)
+            .map_err(|e| e.to_string())?;
+        self.cuts.exported(upto)?;
+        Ok(files)
+    }
+
+    /// Seed 004 point 4: the alteration as the log gives it back, not as it was handed over.
+    fn read_back_one(&mut self, at: Position) -> Result<(), String> {
+        let read = self.wal.read_at(at).map_err(|e| format!("reading back at {at}: {e}"))?;
+        match Record::decode(read.kind, &read.payload) {
+            Ok(Record::Alteration { seq, bytes }) => self.read_back.push(ReadBack { seq, bytes }),
+            // A record that does not decode is damage: the alteration is not confirmed and times
+            // out, and the vnode clones its parent's metadata.
+            other => tracing::error!(at = %at, "alteration read back as {other:?}"),
+        }
+        Ok(())
+    }
+
+    /// With the vnode's image of every record appended so far: syncs them, seals the active
+    /// segment so the image stands for exactly the sealed log, then writes the file in the
+    /// background (a large store takes a while; appends go on meanwhile).
+    pub fn checkpoint(&mut self, image: Image) -> Result<(), String> {
+        self.sync()?;
+        let resume_at = self.wal.roll_segment().map_err(|e| format!("rolling for a checkpoint: {e}"))?;
+        let (dir, done) = (self.dir.clone(), self.checkpoints.clone());
+        let spawned = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
+            let begun = Instant::now();
+            match checkpoint::write(&dir, &image, resume_at) {
+                Ok(bytes) => {
+                    let took_ms = begun.elapsed().as_millis() as u64;
+                    let _ = done.send(CheckpointWritten { resume_at, bytes, took_ms });
+                }
+                Err(e) => tracing::error!("checkpoint failed (the log is kept whole): {e}"),
+            }
+        });
+        spawned.map(drop).map_err(|e| format!("starting the checkpoint writer: {e}"))
+    }
+
+    /// Removes the sealed segments wholly before the written checkpoint, keeping what is pinned;
+    /// how many it removed.
+    pub fn truncate(&mut self, written: &CheckpointWritten) -> Result<usize, String> {
+        let upto = self.cuts.pinned_from().map_or(written.resume_at, |p| p.min(written.resume_at));
+        let removed = self.wal.truncate_before(upto).map_err(|e| format!("removing old segments: {e}"))?;
+        Ok(removed.len())
+    }
+}
