@@ -4,6 +4,7 @@
 //! drawn per message in `World::send` (`net::Mishap`).
 
 use crate::slot::{Direction, Resident, Slot};
+use crate::tree::host::TreeHost;
 use crate::world::{Event, World};
 use rand::seq::SliceRandom;
 use rand::Rng;

@@ -62,7 +62,7 @@ pub struct SeedReport {
     /// Transactions refused by the `versions` guard (`AbortReason::SnapshotOrder`).
     pub snapshot_order_aborts: u64,
     pub metrics: CutMetrics,
-    pub tree: crate::tree_mode::TreeStats,
+    pub tree: crate::tree::stats::TreeStats,
     pub violations: Vec<Violation>,
 }
 
@@ -193,7 +193,7 @@ pub struct Summary {
     pub violations: u64,
     /// Every seed's cut metrics, merged.
     pub metrics: CutMetrics,
-    pub tree: crate::tree_mode::TreeStats,
+    pub tree: crate::tree::stats::TreeStats,
     pub first_failure: Option<FirstFailure>,
 }
 

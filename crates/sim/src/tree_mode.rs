@@ -10,12 +10,16 @@
 use crate::checkers::tree_answered::Incarnation;
 use crate::history::{CutRun, CutWindow, DeclaredCut};
 use crate::slot::{Resident, Slot};
-use crate::tree::build::{build_over, Timing};
+use crate::tree::build::build_over;
+use crate::tree::genesis::genesis;
+use crate::tree::host::TreeHost;
 use crate::tree::manager::ManagerNode;
+use crate::tree::stats::TreeStats;
+use crate::tree::timing::timing;
 use crate::tree::vnode::corrupt;
 use crate::world::{CutRequest, Event, World, OPERATOR, SYNC_MAX_US};
 use rand::Rng;
-use waymark_core::alter::cluster::{self, Setting, VnodeEntry};
+use waymark_core::alter::cluster::Setting;
 use waymark_core::alter::{AlterConfig, AlterMsg, AlterSeq, Answered, MetaVersion, Metadata, Term};
 use waymark_core::cut::operator::{CutPhase, Phase};
 use waymark_core::cut::tree_process::cut_of;
@@ -23,64 +27,9 @@ use waymark_core::{
     Body, Breaks, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
 };
 
-pub const HOP_US: u64 = 1_000;
-
-/// The cut operator's alterations, by how they were answered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OperatorAlterations {
-    pub answered_ok: u64,
-    pub answered_failed: u64,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct TreeStats {
-    pub failovers: u64,
-    pub switch_backs: u64,
-    pub retried: u64,
-    pub alterations_ok: u64,
-    pub alterations_failed: u64,
-    /// Of those, the cut operator's (the liveness floor's).
-    pub operator_alterations: OperatorAlterations,
-    pub manager_crashes: u64,
-    pub md5_corruptions: u64,
-    pub secondaries_started: u64,
-    pub secondaries_stopped: u64,
-    /// Vnodes restarted because their parent said so (boot loading by parent).
-    pub boots_by_parent: u64,
-    /// Root terms won (each new root orders `root` = its name and term first).
-    pub root_terms: u64,
-    /// Of those, won by a secondary root standing in for a dead primary.
-    pub secondary_root_terms: u64,
-    /// Messages sent around a dead link through the reachability graph.
-    pub relayed: u64,
-}
-
-impl TreeStats {
-    pub fn add(&mut self, o: &TreeStats) {
-        self.failovers += o.failovers;
-        self.switch_backs += o.switch_backs;
-        self.retried += o.retried;
-        self.alterations_ok += o.alterations_ok;
-        self.alterations_failed += o.alterations_failed;
-        self.operator_alterations.answered_ok += o.operator_alterations.answered_ok;
-        self.operator_alterations.answered_failed += o.operator_alterations.answered_failed;
-        self.manager_crashes += o.manager_crashes;
-        self.md5_corruptions += o.md5_corruptions;
-        self.secondaries_started += o.secondaries_started;
-        self.secondaries_stopped += o.secondaries_stopped;
-        self.boots_by_parent += o.boots_by_parent;
-        self.root_terms += o.root_terms;
-        self.secondary_root_terms += o.secondary_root_terms;
-        self.relayed += o.relayed;
-    }
-}
-
 /// Leaf configs for the store vnodes (in order) and the managers above them, down until booted.
 pub fn shape(stores: &[VnodeId], fanout: usize, breaks: Breaks) -> (Vec<AlterConfig>, Vec<AlterConfig>) {
-    let heartbeat_interval_us = 20 * HOP_US;
-    let heartbeat_timeout_us = 3 * heartbeat_interval_us;
-    let timing = Timing { hop_us: HOP_US, sync_us: SYNC_MAX_US, heartbeat_interval_us, heartbeat_timeout_us, breaks };
-    let mut configs = build_over(stores.to_vec(), fanout, &timing).configs;
+    let mut configs = build_over(stores.to_vec(), fanout, &timing(SYNC_MAX_US, true, breaks)).configs;
     let managers = configs.split_off(stores.len());
     (configs, managers)
 }
@@ -90,47 +39,9 @@ impl World {
         Slot::manager(m, self.nodes.len())
     }
 
-    /// The manager named `id`, if the world has one.
-    pub(crate) fn manager_named(&self, id: &VnodeId) -> Option<usize> {
-        match self.resident(*self.index.get(id)?) {
-            Resident::Manager(m) => Some(m),
-            Resident::Store(_) => None,
-        }
-    }
-
     /// The root: the one primary manager without a parent.
     pub(crate) fn root_manager(&self) -> usize {
         self.managers.iter().position(|m| m.cfg.parents.is_empty() && m.cfg.secondary_of.is_none()).expect("a root")
-    }
-
-    /// Seed 004: the assisting child's host starts a secondary parent in the primary's place.
-    pub(crate) fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: Term) {
-        let Some(of_m) = self.manager_named(of) else { return };
-        let cfg = self.managers[of_m].cfg.secondary(id.clone());
-        let m = match self.manager_named(&id) {
-            Some(m) if self.managers[m].vnode.is_some() => return,
-            Some(m) => m,
-            None => {
-                self.managers.push(ManagerNode::new(cfg.clone(), TreeImage::default(), 0));
-                self.was_primary.push(true);
-                let m = self.managers.len() - 1;
-                self.index.insert(id, self.manager_slot(m));
-                m
-            }
-        };
-        self.tree_stats.secondaries_started += 1;
-        // A fresh log on the assisting child's copy: a secondary parent keeps no history.
-        let mg = &mut self.managers[m];
-        (mg.cfg, mg.base, mg.log, mg.durable) = (cfg, TreeImage { metadata, term }, vec![], 0);
-        self.restart_manager(m);
-    }
-
-    pub(crate) fn stop_secondary(&mut self, id: &VnodeId) {
-        let Some(m) = self.manager_named(id) else { return };
-        if self.managers[m].stop() {
-            self.tree_stats.secondaries_stopped += 1;
-            self.operator_lost(m);
-        }
     }
 
     /// Secondary parents still running (none may be, once every primary is back).
@@ -151,9 +62,9 @@ impl World {
     }
 
     pub(crate) fn genesis(&self) -> Metadata {
-        let leaves: Vec<AlterConfig> = self.nodes.iter().filter_map(|n| n.cfg.tree.clone()).collect();
-        let managers: Vec<AlterConfig> = self.managers.iter().map(|m| m.cfg.clone()).collect();
-        genesis(&leaves, &managers, &self.placement, self.cfg.real_time_safety)
+        let leaves = self.nodes.iter().filter_map(|n| n.cfg.tree.as_ref());
+        let managers = self.managers.iter().map(|m| &m.cfg);
+        bank_genesis(leaves.chain(managers), &self.placement, self.cfg.real_time_safety)
     }
 
     /// Feeds one input to manager `m` and carries out its outputs, as the server's driver does.
@@ -163,7 +74,7 @@ impl World {
         let outputs = v.step(now, input);
         let answered = v.take_answered();
         let primary = v.alter().follows_primary_parent();
-        self.note_parent(self.manager_slot(m), primary);
+        self.followed.note(self.manager_slot(m).index(), primary, &mut self.tree_stats);
         for a in answered {
             self.on_answered(a);
         }
@@ -188,7 +99,9 @@ impl World {
                 let instance = self.managers[m].instance;
                 self.schedule(at_us.max(self.now_us), Event::ManagerTimer { m, instance, timer });
             }
-            Output::StartSecondaryParent { id, of, metadata, term } => self.start_secondary(id, &of, metadata, term),
+            Output::StartSecondaryParent { id, of, metadata, term } => {
+                self.start_secondary(id, &of, TreeImage { metadata, term })
+            }
             Output::StopSecondaryParent { id } => self.stop_secondary(&id),
         }
     }
@@ -261,15 +174,6 @@ impl World {
         self.manager_step(m, Input::WalDurable(Lsn(upto as u64)));
         if more {
             self.request_manager_sync(m);
-        }
-    }
-
-    pub(crate) fn note_parent(&mut self, tree_node: Slot, primary: bool) {
-        let was = std::mem::replace(&mut self.was_primary[tree_node.index()], primary);
-        match (was, primary) {
-            (true, false) => self.tree_stats.failovers += 1,
-            (false, true) => self.tree_stats.switch_backs += 1,
-            _ => {}
         }
     }
 
@@ -398,52 +302,11 @@ impl World {
         }
     }
 
-    /// Seed 004, boot loading by parent: a crashed tree vnode's host comes back and asks the
-    /// vnode's primary parent which vnodes to start on it; it asks again while no answer comes.
-    /// The root has no parent: its host starts it from its own log.
-    pub(crate) fn host_back(&mut self, tree_node: Slot) {
-        if self.is_stopping() || self.tree_node_up(tree_node) {
-            return;
-        }
-        let (id, parent) = match self.resident(tree_node) {
-            Resident::Manager(m) => (self.managers[m].cfg.id.clone(), self.managers[m].cfg.parents.first().cloned()),
-            Resident::Store(i) => {
-                let cfg = self.nodes[i].cfg.tree.as_ref().expect("a store vnode of the tree");
-                (cfg.id.clone(), cfg.parents.first().cloned())
-            }
-        };
-        let Some(parent) = parent else { return self.boot_tree_node(tree_node) };
-        let msg = AlterMsg::HostAlive { host: id.host.clone() };
-        self.send(tree_node, Envelope { from: id, to: parent, cut: None, body: Body::Alter(msg) });
-        self.schedule(self.now_us + 100_000, Event::HostBack { tree_node });
-    }
-
     /// A message for a vnode that is down reaches its host's agent: the parent's `StartVnodes`.
     pub(crate) fn deliver_to_host_agent(&mut self, env: Envelope) {
-        let Body::Alter(AlterMsg::StartVnodes { vnodes }) = env.body else {
-            self.messages_lost += 1;
-            return;
-        };
-        for id in vnodes {
-            let Some(&tree_node) = self.index.get(&id) else { continue };
-            if !self.tree_node_up(tree_node) {
-                self.tree_stats.boots_by_parent += 1;
-                self.boot_tree_node(tree_node);
-            }
-        }
-    }
-
-    fn tree_node_up(&self, tree_node: Slot) -> bool {
-        match self.resident(tree_node) {
-            Resident::Manager(m) => self.managers[m].vnode.is_some(),
-            Resident::Store(i) => self.nodes[i].vnode.is_some(),
-        }
-    }
-
-    fn boot_tree_node(&mut self, tree_node: Slot) {
-        match self.resident(tree_node) {
-            Resident::Manager(m) => self.restart_manager(m),
-            Resident::Store(i) => self.restart(i),
+        match env.body {
+            Body::Alter(AlterMsg::StartVnodes { vnodes }) => self.boot_by_parent(&vnodes),
+            _ => self.messages_lost += 1,
         }
     }
 
@@ -485,10 +348,95 @@ impl World {
     }
 }
 
-/// The metadata the cluster is created with: vnodes with their parents, states, hosts, and the
-/// partition placement in use.
-pub fn genesis(leaves: &[AlterConfig], managers: &[AlterConfig], placement: &Placement, real_time: bool) -> Metadata {
-    let vnodes = leaves.iter().chain(managers).map(VnodeEntry::of);
+/// The metadata the bank world is created with: the tree's vnodes (none without `--tree`), whether
+/// replies are held for real-time safety, and the partition placement in use.
+pub fn bank_genesis<'a>(
+    vnodes: impl IntoIterator<Item = &'a AlterConfig>,
+    placement: &Placement,
+    real_time: bool,
+) -> Metadata {
     let config = [Setting::new("real_time_safety", if real_time { "on" } else { "off" })];
-    cluster::genesis(&config, vnodes, Some(placement))
+    genesis(&config, vnodes, Some(placement))
+}
+
+/// The bank world's tree vnodes live in slots: store vnodes, then managers and secondary parents.
+impl TreeHost for World {
+    type At = Slot;
+
+    fn tree_stats(&mut self) -> &mut TreeStats {
+        &mut self.tree_stats
+    }
+
+    fn tree_stopping(&self) -> bool {
+        self.is_stopping()
+    }
+
+    fn tree_vnode(&self, id: &VnodeId) -> Option<Slot> {
+        self.index.get(id).copied()
+    }
+
+    fn tree_config(&self, at: Slot) -> &AlterConfig {
+        match self.resident(at) {
+            Resident::Manager(m) => &self.managers[m].cfg,
+            Resident::Store(i) => self.nodes[i].cfg.tree.as_ref().expect("a store vnode of the tree"),
+        }
+    }
+
+    fn tree_running(&self, at: Slot) -> bool {
+        match self.resident(at) {
+            Resident::Manager(m) => self.managers[m].vnode.is_some(),
+            Resident::Store(i) => self.nodes[i].vnode.is_some(),
+        }
+    }
+
+    fn boot_tree_vnode(&mut self, at: Slot) {
+        match self.resident(at) {
+            Resident::Manager(m) => self.restart_manager(m),
+            Resident::Store(i) => self.restart(i),
+        }
+    }
+
+    fn stop_secondary_at(&mut self, at: Slot) -> bool {
+        let m = self.secondary_manager(at);
+        let ran = self.managers[m].stop();
+        if ran {
+            self.operator_lost(m);
+        }
+        ran
+    }
+
+    fn add_secondary(&mut self, cfg: AlterConfig) -> Slot {
+        let id = cfg.id.clone();
+        self.managers.push(ManagerNode::new(cfg, TreeImage::default(), 0));
+        self.followed.add();
+        let slot = self.manager_slot(self.managers.len() - 1);
+        self.index.insert(id, slot);
+        slot
+    }
+
+    fn start_secondary_at(&mut self, at: Slot, cfg: AlterConfig, image: TreeImage) {
+        let m = self.secondary_manager(at);
+        let mg = &mut self.managers[m];
+        (mg.cfg, mg.base, mg.log, mg.durable) = (cfg, image, vec![], 0);
+        self.restart_manager(m);
+    }
+
+    fn send_alter(&mut self, from: Slot, to: &VnodeId, msg: AlterMsg) {
+        let id = self.tree_config(from).id.clone();
+        self.send(from, Envelope { from: id, to: to.clone(), cut: None, body: Body::Alter(msg) });
+    }
+
+    fn host_back_later(&mut self, at: Slot, after_us: u64) {
+        self.schedule(self.now_us + after_us, Event::HostBack { tree_node: at });
+    }
+}
+
+impl World {
+    /// The manager a secondary parent's slot holds: secondary parents are managers, never stores.
+    fn secondary_manager(&self, at: Slot) -> usize {
+        match self.resident(at) {
+            Resident::Manager(m) => m,
+            Resident::Store(i) => panic!("store vnode {i} is no secondary parent"),
+        }
+    }
 }

@@ -11,6 +11,9 @@ use crate::net::{Mishap, Network};
 use crate::queue::EventQueue;
 use crate::slot::{Resident, Slot};
 use crate::trace::Trace;
+use crate::tree::followed::FollowedParents;
+use crate::tree::host::TreeHost;
+use crate::tree::stats::TreeStats;
 use crate::workloads::{append::Append, bank::Bank, Workload};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,7 +99,7 @@ pub enum Event {
         seq: AlterSeq,
         bytes: Vec<u8>,
     },
-    /// A crashed tree vnode's host is back (`tree_mode::host_back`).
+    /// A crashed tree vnode's host is back (`tree::host::TreeHost::host_back`).
     HostBack {
         tree_node: Slot,
     },
@@ -184,8 +187,9 @@ pub struct World {
     pub checkpoint_mismatches: Vec<String>,
     /// `--tree`: the manager vnodes (the operator runs on one of them).
     pub managers: Vec<crate::tree::manager::ManagerNode>,
-    pub(crate) was_primary: Vec<bool>,
-    pub tree_stats: crate::tree_mode::TreeStats,
+    /// `--tree`: which parent each tree vnode followed, by slot.
+    pub(crate) followed: FollowedParents,
+    pub tree_stats: TreeStats,
     /// `--tree`: the manager the cut request in flight was sent to.
     pub(crate) cut_entry: Option<usize>,
     /// `--tree`: what the checkers at the moment of an answer or a term need (`tree_answered`).
@@ -201,7 +205,7 @@ impl World {
             true => crate::tree_mode::shape(&ids, cfg.fanout.max(2), cfg.breaks),
             false => (vec![], vec![]),
         };
-        let genesis = crate::tree_mode::genesis(&leaves, &managers, &placement, cfg.real_time_safety);
+        let genesis = crate::tree_mode::bank_genesis(leaves.iter().chain(&managers), &placement, cfg.real_time_safety);
         let nodes: Vec<Node> = ids
             .iter()
             .enumerate()
@@ -222,7 +226,7 @@ impl World {
             .into_iter()
             .map(|cfg| crate::tree::manager::ManagerNode::new(cfg, waymark_core::TreeImage::default(), leaves_count))
             .collect();
-        let was_primary = vec![true; nodes.len() + managers.len()];
+        let followed = FollowedParents::new(nodes.len() + managers.len());
         let workload: Box<dyn Workload> = match cfg.workload {
             WorkloadKind::Bank => Box::new(Bank),
             WorkloadKind::Append => Box::<Append>::default(),
@@ -262,7 +266,7 @@ impl World {
             commit_stalls_us: vec![],
             checkpoint_mismatches: vec![],
             managers,
-            was_primary,
+            followed,
             tree_stats: Default::default(),
             cut_entry: None,
             answers: Default::default(),
@@ -357,7 +361,7 @@ impl World {
         self.held_replies_us.extend(v.take_hold_durations_us());
         self.commit_stalls_us.extend(v.take_commit_stalls_us());
         if let Some(primary) = v.tree().map(|a| a.follows_primary_parent()) {
-            self.note_parent(Slot::store(node), primary);
+            self.followed.note(Slot::store(node).index(), primary, &mut self.tree_stats);
         }
         for out in outputs {
             self.carry_out(node, out);
@@ -383,7 +387,9 @@ impl World {
                 let instance = self.nodes[node].instance;
                 self.schedule(at_us.max(self.now_us), Event::Timer { node, instance, timer });
             }
-            Output::StartSecondaryParent { id, of, metadata, term } => self.start_secondary(id, &of, metadata, term),
+            Output::StartSecondaryParent { id, of, metadata, term } => {
+                self.start_secondary(id, &of, waymark_core::TreeImage { metadata, term })
+            }
             Output::StopSecondaryParent { id } => self.stop_secondary(&id),
         }
     }

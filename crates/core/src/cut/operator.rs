@@ -41,11 +41,13 @@ impl Phase {
         }
     }
 
+    /// Every phase, in the order a cut goes through them (an ending either way last).
+    pub const ALL: [Phase; 5] =
+        [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }];
+
     /// The phase a metadata value names; `None` for anything else.
     pub fn parse(value: &[u8]) -> Option<Phase> {
-        [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }]
-            .into_iter()
-            .find(|p| p.value().as_bytes() == value)
+        Phase::ALL.into_iter().find(|p| p.value().as_bytes() == value)
     }
 
     /// The phase after this one when it was applied everywhere.
@@ -54,6 +56,16 @@ impl Phase {
             Phase::Start => Phase::Started,
             Phase::Started => Phase::Finish,
             Phase::Finish | Phase::End { .. } => Phase::End { ok: true },
+        }
+    }
+
+    /// The phase to propose once this one (not an END) was answered: the next one if it was
+    /// applied `everywhere`, else `END:failed` — one phase missed makes the cut no snapshot.
+    pub fn after(self, everywhere: bool) -> Phase {
+        debug_assert!(!matches!(self, Phase::End { .. }), "nothing follows an END");
+        match everywhere {
+            true => self.next(),
+            false => Phase::End { ok: false },
         }
     }
 
@@ -71,9 +83,7 @@ impl Phase {
     /// The cut and phase an operator's proposal number stands for (`Proposal::n`); `None` for
     /// numbers the operator does not make (a manager's own proposals).
     pub fn of_proposal(n: u64) -> Option<CutPhase> {
-        let phase = [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }]
-            .into_iter()
-            .find(|p| p.code() == n % 8)?;
+        let phase = Phase::ALL.into_iter().find(|p| p.code() == n % 8)?;
         (n < 1 << 63).then_some(CutPhase { cut: CutId(n / 8), phase })
     }
 
@@ -259,10 +269,11 @@ impl CutOperator {
                 assert_eq!(ended.ok, ended.failure.is_none(), "a failed cut says why, an ok one does not");
                 Some(Step::Ended(ended))
             }
-            phase if everywhere => Some(Step::Propose(self.propose(now_us, phase.next()))),
-            _ => {
-                p.failure = Some(failure);
-                Some(Step::Propose(self.propose(now_us, Phase::End { ok: false })))
+            phase => {
+                if !everywhere {
+                    p.failure = Some(failure);
+                }
+                Some(Step::Propose(self.propose(now_us, phase.after(everywhere))))
             }
         }
     }

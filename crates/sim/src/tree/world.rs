@@ -1,26 +1,29 @@
 //! The tree world: `AlterNode`s for every vnode of the tree, a network with latency and partitions,
 //! a disk per vnode (what survives a crash), and the operator's proposals and cut processes.
 
-use super::build::{build, Timing};
+use super::build::build;
+use super::followed::FollowedParents;
+use super::genesis::genesis;
+use super::host::TreeHost;
+use super::stats::TreeStats;
+use super::timing::{timing, HOP_US};
 use super::vnode::TreeVnode;
 pub use crate::checkers::tree_alterations::ProposalOutcome;
 use crate::checkers::tree_applied::{self, AppliedRecord};
 use crate::checkers::{tree_alterations, tree_convergence, tree_parents, tree_states, Violation};
 use crate::hash::Fnv;
 use crate::queue::EventQueue;
-use crate::tree_mode::TreeStats;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
-use waymark_core::alter::cluster::{self, Setting, VnodeEntry};
+use waymark_core::alter::cluster::Setting;
 use waymark_core::alter::{
-    AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterSeq, AlterTimer, MetaVersion, Metadata, ProposalId,
-    Term,
+    AlterConfig, AlterInput, AlterMsg, AlterNode, AlterOutput, AlterRecord, AlterSeq, AlterTimer, MetaVersion,
+    Metadata, ProposalId,
 };
 use waymark_core::cut::operator::Phase;
-use waymark_core::CutId;
-use waymark_core::VnodeId;
+use waymark_core::{CutId, TreeImage, VnodeId};
 
 #[derive(Clone, Debug)]
 pub struct TreeConfig {
@@ -178,8 +181,8 @@ pub struct TreeWorld {
     now_us: u64,
     events: EventQueue<Ev>,
     nodes: Vec<TreeVnode>,
-    /// Whether each vnode followed its primary parent at its last step (failovers, switch-backs).
-    was_primary: Vec<bool>,
+    /// Which parent each vnode followed at its last step (failovers, switch-backs).
+    followed: FollowedParents,
     index: BTreeMap<VnodeId, usize>,
     /// Directions a split cuts: what `from` sends to `to` is lost.
     blocked: BTreeSet<Link>,
@@ -199,8 +202,6 @@ pub struct TreeWorld {
     ordered: BTreeMap<MetaVersion, AlterRecord>,
     applied: Vec<AppliedRecord>,
 }
-
-const HOP_US: u64 = 1_000;
 
 /// A direction between two tree vnodes, by index in `TreeWorld::nodes`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -227,22 +228,11 @@ struct CutRun {
 impl TreeWorld {
     pub fn new(cfg: TreeConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-        let heartbeat_interval_us = if cfg.heartbeats { 20 * HOP_US } else { u64::MAX / 4 };
-        let shape = build(
-            cfg.leaves,
-            cfg.fanout,
-            &Timing {
-                hop_us: HOP_US,
-                sync_us: 0,
-                heartbeat_interval_us,
-                heartbeat_timeout_us: 3 * heartbeat_interval_us,
-                breaks: cfg.breaks,
-            },
-        );
+        let shape = build(cfg.leaves, cfg.fanout, &timing(0, cfg.heartbeats, cfg.breaks));
         let index: BTreeMap<VnodeId, usize> =
             shape.configs.iter().enumerate().map(|(i, c)| (c.id.clone(), i)).collect();
         let root = shape.configs.len() - 1;
-        let was_primary = vec![true; shape.configs.len()];
+        let followed = FollowedParents::new(shape.configs.len());
         let nodes = shape.configs.into_iter().map(TreeVnode::new).collect();
         let report = TreeReport { seed: cfg.seed, ..TreeReport::default() };
         TreeWorld {
@@ -251,7 +241,7 @@ impl TreeWorld {
             now_us: 0,
             events: EventQueue::default(),
             nodes,
-            was_primary,
+            followed,
             index,
             blocked: BTreeSet::new(),
             first_manager: shape.first_manager,
@@ -382,7 +372,7 @@ impl TreeWorld {
         }
         match ev {
             Ev::Deliver { to, msg: AlterMsg::StartVnodes { vnodes }, .. } if self.nodes[to].alter.is_none() => {
-                self.boot(&vnodes)
+                self.boot_by_parent(&vnodes)
             }
             Ev::Deliver { from, to, msg } => {
                 let from_id = self.nodes[from].cfg.id.clone();
@@ -428,11 +418,7 @@ impl TreeWorld {
         let Some(a) = self.nodes[node].alter.as_mut() else { return };
         let outputs = a.step(now, input);
         let primary = a.follows_primary_parent();
-        match (std::mem::replace(&mut self.was_primary[node], primary), primary) {
-            (true, false) => self.report.tree.failovers += 1,
-            (false, true) => self.report.tree.switch_backs += 1,
-            _ => {}
-        }
+        self.followed.note(node, primary, &mut self.report.tree);
         for o in outputs {
             self.nodes[node].keep(&o);
             self.carry_out(node, o);
@@ -469,7 +455,7 @@ impl TreeWorld {
             }
             AlterOutput::Done { id, ok, attempts, .. } => self.on_done(node, id, ok, attempts),
             AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
-                self.start_secondary(id, &of, metadata, term)
+                self.start_secondary(id, &of, TreeImage { metadata, term })
             }
             AlterOutput::StopSecondaryParent { id } => self.stop_secondary(&id),
             AlterOutput::SetTimer { timer, at_us } => self.schedule(at_us, Ev::Timer { node, instance, timer }),
@@ -528,7 +514,7 @@ impl TreeWorld {
             (_, Phase::End { .. }) => self.report.cuts_failed += 1,
             _ => {
                 // A failed phase ends the cut as failed; otherwise go on to the next phase.
-                let phase = if ok { step.phase.next() } else { Phase::End { ok: false } };
+                let phase = step.phase.after(ok);
                 let next = CutStep { phase, ..step };
                 self.propose(node, phase.record(step.cut), Some(next));
             }
@@ -552,36 +538,6 @@ impl TreeWorld {
         self.step(node, AlterInput::Propose { n, record });
     }
 
-    /// The assisting child's host starts a secondary parent: the primary's place in the tree,
-    /// the assisting child's metadata.
-    fn start_secondary(&mut self, id: VnodeId, of: &VnodeId, metadata: Metadata, term: Term) {
-        let of_cfg = self.nodes[self.index[of]].cfg.clone();
-        let cfg = of_cfg.secondary(id.clone());
-        let node = match self.index.get(&id) {
-            Some(&n) if self.nodes[n].alter.is_some() => return,
-            Some(&n) => n,
-            None => {
-                self.nodes.push(TreeVnode::new(cfg.clone()));
-                self.was_primary.push(true);
-                self.index.insert(id, self.nodes.len() - 1);
-                self.nodes.len() - 1
-            }
-        };
-        self.report.tree.secondaries_started += 1;
-        let v = &mut self.nodes[node];
-        (v.cfg, v.disk, v.disk_term) = (cfg, metadata, term);
-        self.restart(node);
-    }
-
-    fn stop_secondary(&mut self, id: &VnodeId) {
-        if let Some(&n) = self.index.get(id) {
-            if let Some(a) = self.nodes[n].stop() {
-                self.report.tree.relayed += a.relayed();
-                self.report.tree.secondaries_stopped += 1;
-            }
-        }
-    }
-
     /// A whole host goes down: its configured vnodes crash (and come back by boot loading), the
     /// secondary parents it runs stop.
     fn crash_host(&mut self, host: &str, down_us: u64) {
@@ -596,8 +552,7 @@ impl TreeWorld {
     }
 
     fn crash(&mut self, node: usize, down_us: u64) {
-        if let Some(a) = self.nodes[node].stop() {
-            self.report.tree.relayed += a.relayed();
+        if self.stop(node) {
             // An initiator's proposals die with it: nobody is left to be answered.
             let me = self.nodes[node].cfg.id.clone();
             for (id, outcome) in self.proposals.iter_mut() {
@@ -617,35 +572,17 @@ impl TreeWorld {
         }
     }
 
-    /// The vnode list with parents (what boot loading by parent reads), states and hosts.
+    /// Stops the vnode, keeping what it relayed; whether it ran.
+    fn stop(&mut self, node: usize) -> bool {
+        let Some(a) = self.nodes[node].stop() else { return false };
+        self.report.tree.relayed += a.relayed();
+        true
+    }
+
+    /// The genesis: the tree's vnodes and its fan-out, no placement (no data here).
     fn genesis(&self) -> Metadata {
-        let vnodes = self.nodes.iter().map(|v| VnodeEntry::of(&v.cfg));
-        cluster::genesis(&[Setting::new("fanout", &self.cfg.fanout.to_string())], vnodes, None)
-    }
-
-    /// Seed 004: the host agent asks the vnode's parent which vnodes to start; asks again later
-    /// if no answer came (the parent may be down or cut off).
-    fn host_back(&mut self, node: usize) {
-        if self.stopping || self.nodes[node].alter.is_some() {
-            return;
-        }
-        let Some(parent) = self.nodes[node].cfg.parents.first().cloned() else {
-            self.report.root_restarts += 1;
-            return self.restart(node); // the root: its host starts it from its own log
-        };
-        let host = self.nodes[node].cfg.id.host.clone();
-        self.send(node, &parent, AlterMsg::HostAlive { host });
-        self.schedule(self.now_us + 100_000, Ev::HostBack { node });
-    }
-
-    fn boot(&mut self, vnodes: &[VnodeId]) {
-        for id in vnodes {
-            let Some(&n) = self.index.get(id) else { continue };
-            if self.nodes[n].alter.is_none() {
-                self.report.tree.boots_by_parent += 1;
-                self.restart(n);
-            }
-        }
+        let fanout = self.cfg.fanout.to_string();
+        genesis(&[Setting::new("fanout", &fanout)], self.nodes.iter().map(|v| &v.cfg), None)
     }
 
     /// Cuts `side` off from the rest; `one_way`: only what `side` sends is lost (it still hears).
@@ -672,6 +609,65 @@ impl TreeWorld {
                 self.restart(node);
             }
         }
+    }
+}
+
+/// The tree world's vnodes live at their index in `TreeWorld::nodes`.
+impl TreeHost for TreeWorld {
+    type At = usize;
+
+    fn tree_stats(&mut self) -> &mut TreeStats {
+        &mut self.report.tree
+    }
+
+    fn tree_stopping(&self) -> bool {
+        self.stopping
+    }
+
+    fn tree_vnode(&self, id: &VnodeId) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    fn tree_config(&self, node: usize) -> &AlterConfig {
+        &self.nodes[node].cfg
+    }
+
+    fn tree_running(&self, node: usize) -> bool {
+        self.nodes[node].alter.is_some()
+    }
+
+    fn boot_tree_vnode(&mut self, node: usize) {
+        self.restart(node);
+    }
+
+    fn boot_root(&mut self, root: usize) {
+        self.report.root_restarts += 1;
+        self.restart(root);
+    }
+
+    fn stop_secondary_at(&mut self, node: usize) -> bool {
+        self.stop(node)
+    }
+
+    fn add_secondary(&mut self, cfg: AlterConfig) -> usize {
+        self.index.insert(cfg.id.clone(), self.nodes.len());
+        self.nodes.push(TreeVnode::new(cfg));
+        self.followed.add();
+        self.nodes.len() - 1
+    }
+
+    fn start_secondary_at(&mut self, node: usize, cfg: AlterConfig, image: TreeImage) {
+        let v = &mut self.nodes[node];
+        (v.cfg, v.disk, v.disk_term) = (cfg, image.metadata, image.term);
+        self.restart(node);
+    }
+
+    fn send_alter(&mut self, from: usize, to: &VnodeId, msg: AlterMsg) {
+        self.send(from, to, msg);
+    }
+
+    fn host_back_later(&mut self, node: usize, after_us: u64) {
+        self.schedule(self.now_us + after_us, Ev::HostBack { node });
     }
 }
 

@@ -1,0 +1,52 @@
+//! The tree's counters, kept alike by both drivers of the tree (`--tree` and `--tree-only`) and
+//! summed over seeds for the summaries.
+
+/// The cut operator's alterations, by how they were answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OperatorAlterations {
+    pub answered_ok: u64,
+    pub answered_failed: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TreeStats {
+    pub failovers: u64,
+    pub switch_backs: u64,
+    pub retried: u64,
+    pub alterations_ok: u64,
+    pub alterations_failed: u64,
+    /// Of those, the cut operator's (the liveness floor's).
+    pub operator_alterations: OperatorAlterations,
+    pub manager_crashes: u64,
+    pub md5_corruptions: u64,
+    pub secondaries_started: u64,
+    pub secondaries_stopped: u64,
+    /// Vnodes restarted because their parent said so (boot loading by parent).
+    pub boots_by_parent: u64,
+    /// Root terms won (each new root orders `root` = its name and term first).
+    pub root_terms: u64,
+    /// Of those, won by a secondary root standing in for a dead primary.
+    pub secondary_root_terms: u64,
+    /// Messages sent around a dead link through the reachability graph.
+    pub relayed: u64,
+}
+
+impl TreeStats {
+    pub fn add(&mut self, o: &TreeStats) {
+        self.failovers += o.failovers;
+        self.switch_backs += o.switch_backs;
+        self.retried += o.retried;
+        self.alterations_ok += o.alterations_ok;
+        self.alterations_failed += o.alterations_failed;
+        self.operator_alterations.answered_ok += o.operator_alterations.answered_ok;
+        self.operator_alterations.answered_failed += o.operator_alterations.answered_failed;
+        self.manager_crashes += o.manager_crashes;
+        self.md5_corruptions += o.md5_corruptions;
+        self.secondaries_started += o.secondaries_started;
+        self.secondaries_stopped += o.secondaries_stopped;
+        self.boots_by_parent += o.boots_by_parent;
+        self.root_terms += o.root_terms;
+        self.secondary_root_terms += o.secondary_root_terms;
+        self.relayed += o.relayed;
+    }
+}
