@@ -170,7 +170,7 @@ impl TreeImage {
     fn apply_alteration(&mut self, at: MetaVersion, record: &AlterRecord) {
         // Invariant: the vnode applied it on top of the metadata the records before it rebuild.
         let next = at.seq == self.metadata.seq().next() && at.term >= self.metadata.term();
-        debug_assert!(next, "applied {at} on top of {}", self.metadata.version());
+        assert!(next, "applied {at} on top of {}", self.metadata.version());
         if next {
             self.metadata.apply(at, record);
         }

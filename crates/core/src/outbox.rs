@@ -60,7 +60,7 @@ impl Outbox {
 
     /// A send or a reply: released once everything appended so far is durable.
     pub fn promise(&mut self, output: Output) {
-        debug_assert!(matches!(output, Output::Send(_) | Output::Reply { .. }));
+        assert!(matches!(output, Output::Send(_) | Output::Reply { .. }));
         if self.release_early || (self.durable >= self.hold_line && self.held.is_empty()) {
             self.ready.push(output);
         } else {
@@ -77,7 +77,7 @@ impl Outbox {
 
     /// Outputs that promise nothing to anyone (timers, host actions): out at once.
     pub fn timer(&mut self, output: Output) {
-        debug_assert!(!matches!(output, Output::Send(_) | Output::Reply { .. } | Output::Append(_)));
+        assert!(!matches!(output, Output::Send(_) | Output::Reply { .. } | Output::Append(_)));
         self.ready.push(output);
     }
 

@@ -173,7 +173,7 @@ impl Vnode {
     }
 
     pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
-        debug_assert!(now_us >= self.now_us, "time went backwards: {now_us} < {}", self.now_us);
+        assert!(now_us >= self.now_us, "time went backwards: {now_us} < {}", self.now_us);
         self.now_us = now_us;
         match input {
             Input::Restarted => self.on_restarted(),

@@ -88,7 +88,7 @@ impl InFlight {
 impl AlterNode {
     /// Invariant (produced here, relied on by `on_clone` and `order_next`): one in flight.
     pub(super) fn begin(&mut self, at: MetaVersion, id: ProposalId, record: AlterRecord, md5: Md5Sum) {
-        debug_assert!(self.in_flight.is_none(), "one alteration in flight at a time");
+        assert!(self.in_flight.is_none(), "one alteration in flight at a time");
         let bytes = record.encode(at);
         self.in_flight = Some(InFlight::new(at, id, record, md5));
         self.out.push(AlterOutput::Persist { seq: at.seq, bytes });
@@ -154,7 +154,7 @@ impl AlterNode {
             self.send(c, msg);
         }
         let f = self.in_flight.as_mut().expect("in flight");
-        debug_assert!(f.waiting.is_empty(), "`waiting` is filled once");
+        assert!(f.waiting.is_empty(), "`waiting` is filled once");
         f.waiting = children.into_iter().collect();
         self.timer(AlterTimer::Confirm(seq), self.cfg.confirm_timeout_us);
     }
@@ -193,7 +193,7 @@ impl AlterNode {
         let early = self.confirms_early();
         let f = self.in_flight.take().expect("in flight");
         let ok = !f.failed && f.own == OwnCopy::Applied;
-        debug_assert!(!ok || f.waiting.is_empty() || early, "confirmed ok with children waiting");
+        assert!(!ok || f.waiting.is_empty() || early, "confirmed ok with children waiting");
         let applied = f.applied_count;
         match self.parent().cloned() {
             Some(parent) => self.send(&parent, AlterMsg::Confirm { term: f.at.term, seq: f.at.seq, ok, applied }),

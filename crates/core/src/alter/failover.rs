@@ -50,7 +50,7 @@ impl AlterNode {
     /// On every heartbeat tick: notice a dead parent, or (as a secondary) an empty branch.
     pub(super) fn check_parents(&mut self) {
         let f = &self.failover;
-        debug_assert!(f.secondary.is_none() || f.election.is_none(), "an election while a secondary is followed");
+        assert!(f.secondary.is_none() || f.election.is_none(), "an election while a secondary is followed");
         if self.cfg.secondary_of.is_some() && self.children_seen_us.values().all(|s| self.silent(*s)) {
             let id = self.cfg.id.clone();
             return self.out.push(AlterOutput::StopSecondaryParent { id });

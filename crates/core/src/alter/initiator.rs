@@ -65,7 +65,7 @@ impl AlterNode {
     /// Bounded retries with doubling back-off; then a clear failure.
     pub(super) fn retry(&mut self, id: ProposalId) {
         let Some(p) = self.initiator.proposals.get_mut(&id) else { return };
-        debug_assert!(p.attempts <= self.cfg.retries_max + 1, "attempts beyond the limit");
+        assert!(p.attempts <= self.cfg.retries_max + 1, "attempts beyond the limit");
         if p.attempts > self.cfg.retries_max {
             let attempts = p.attempts;
             self.initiator.proposals.remove(&id);

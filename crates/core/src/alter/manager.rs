@@ -111,7 +111,7 @@ impl ManagerVnode {
     }
 
     pub fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
-        debug_assert!(now_us >= self.now_us, "time went backwards: {now_us} < {}", self.now_us);
+        assert!(now_us >= self.now_us, "time went backwards: {now_us} < {}", self.now_us);
         self.now_us = now_us;
         let alter_input = match input {
             Input::Restarted => {
@@ -183,7 +183,7 @@ impl ManagerVnode {
             // The operator's proposals move the cut process on; proposals a manager makes itself
             // (its children's states, hosts) are retried inside the alteration role.
             AlterOutput::Done { id, ok, attempts, applied, seq } => {
-                debug_assert_eq!(&id.initiator, self.alter.id(), "a manager is told only of its own proposals");
+                assert_eq!(&id.initiator, self.alter.id(), "a manager is told only of its own proposals");
                 let step = self.operator.as_mut().and_then(|o| o.on_done(self.now_us, id.n, ok, applied));
                 if self.answered.len() == ANSWERED_MAX {
                     self.answered.pop_front();

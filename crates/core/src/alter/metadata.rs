@@ -132,7 +132,7 @@ impl Metadata {
 
     /// The same metadata as a vnode keeping `view` holds it (a leaf view cannot be widened).
     pub fn project(&self, view: View) -> Metadata {
-        debug_assert!(view == View::Leaf || self.view == View::Full, "a leaf view cannot be widened");
+        assert!(view == View::Leaf || self.view == View::Full, "a leaf view cannot be widened");
         let records = self.records.iter().filter(|(k, _)| view.keeps(k)).map(|(k, v)| (k.clone(), v.clone()));
         let recent = self.recent.clone();
         Metadata { view, term: self.term, seq: self.seq, records: Arc::new(records.collect()), recent }
@@ -177,8 +177,8 @@ impl Metadata {
     /// Applies the alteration at `at`, which must be the next one, and says what it did. Every
     /// copy applies the same sequence, so every copy makes the same verdicts.
     pub fn apply(&mut self, at: MetaVersion, record: &AlterRecord) -> Applied {
-        debug_assert_eq!(at.seq, self.seq.next(), "alterations apply in order");
-        debug_assert!(at.term >= self.term, "terms never go back");
+        assert_eq!(at.seq, self.seq.next(), "alterations apply in order");
+        assert!(at.term >= self.term, "terms never go back");
         self.term = at.term;
         self.seq = at.seq;
         if let Some(verdict) = self.verdict_before(record) {
@@ -216,7 +216,7 @@ impl Metadata {
         if recent.len() > RECENT_PROPOSALS_MAX {
             recent.pop_front();
         }
-        debug_assert!(self.recent.len() <= RECENT_PROPOSALS_MAX);
+        assert!(self.recent.len() <= RECENT_PROPOSALS_MAX);
     }
 
     /// md5 of the whole metadata: equal sums, equal metadata.

@@ -132,7 +132,7 @@ impl AlterNode {
     }
 
     pub fn step(&mut self, now_us: u64, input: AlterInput) -> Vec<AlterOutput> {
-        debug_assert!(now_us >= self.now_us, "time went backwards");
+        assert!(now_us >= self.now_us, "time went backwards");
         self.now_us = now_us;
         match input {
             AlterInput::Started { metadata, term } => self.on_started(metadata, term),

@@ -247,7 +247,7 @@ impl AlterNode {
             self.set_metadata(m.clone());
             self.out.push(AlterOutput::PersistClone { metadata: m });
         }
-        debug_assert!(self.in_flight.is_none(), "a root in a campaign orders nothing");
+        assert!(self.in_flight.is_none(), "a root in a campaign orders nothing");
         let record = AlterRecord::set("root", format!("{} term {term}", self.cfg.id));
         // The term's first record is its `root` record, right on the copy adopted; proposals queued
         // during the campaign (own reports, retries) wait behind it. Queued behind them, it came
@@ -294,7 +294,7 @@ impl AlterNode {
         if !self.root.queue.iter().any(|q| q.id == id) {
             self.root.queue.push_back(Queued { id, record });
         }
-        debug_assert!(self.root.queue.len() <= QUEUE_MAX);
+        assert!(self.root.queue.len() <= QUEUE_MAX);
         self.order_next();
     }
 

@@ -117,7 +117,7 @@ impl Vnode {
     /// "everything committed before, nothing inside" (`cut::restore`).
     fn blocking_write_marker(&mut self, cut: CutId) {
         assert_eq!(self.blocking.paused, Some(cut), "a marker is written only while paused for its cut");
-        debug_assert!(self.blocking_drained(), "{cut}: a marker with transactions prepared");
+        assert!(self.blocking_drained(), "{cut}: a marker with transactions prepared");
         self.out.append(Record::CutStart { cut });
         self.cut.note_started(cut);
         let empty = BTreeSet::new();

@@ -162,7 +162,7 @@ impl Vnode {
     /// Seed 000 §8.1.
     fn write_cut_finish(&mut self) {
         let c = self.cut.running.as_mut().expect("a running cut");
-        debug_assert!(c.waiting.is_empty() || self.cfg.breaks.finish_early, "CutFinish with transactions in flight");
+        assert!(c.waiting.is_empty() || self.cfg.breaks.finish_early, "CutFinish with transactions in flight");
         let finish = CutFinish { cut: c.id, before: c.before.clone(), after: c.after.clone() };
         c.outcome = LocalOutcome::Finished;
         self.out.append(Record::CutFinish(finish));

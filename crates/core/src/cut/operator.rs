@@ -62,7 +62,7 @@ impl Phase {
     /// The phase to propose once this one (not an END) was answered: the next one if it was
     /// applied `everywhere`, else `END:failed` — one phase missed makes the cut no snapshot.
     pub fn after(self, everywhere: bool) -> Phase {
-        debug_assert!(!matches!(self, Phase::End { .. }), "nothing follows an END");
+        assert!(!matches!(self, Phase::End { .. }), "nothing follows an END");
         match everywhere {
             true => self.next(),
             false => Phase::End { ok: false },

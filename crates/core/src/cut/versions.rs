@@ -400,7 +400,7 @@ impl Vnode {
         let Some(map) = c.map.clone().filter(|_| c.awaited.is_empty()) else { return };
         if !c.map_logged {
             c.map_logged = true;
-            debug_assert!(c.awaited.is_empty(), "VersionsMap while a branch below the map is awaited");
+            assert!(c.awaited.is_empty(), "VersionsMap while a branch below the map is awaited");
             self.out.append(Record::VersionsMap { cut, map });
         }
         let Some(c) = self.versions.running.as_mut() else { return };

@@ -94,7 +94,7 @@ impl Vnode {
 
     fn send_one_phase(&mut self, tx: &TxId, by: BTreeMap<VnodeId, Work>, chain: Vec<VnodeId>) {
         let (primary, (reads, writes)) = by.into_iter().next().expect("one primary");
-        debug_assert_eq!(chain[0], primary);
+        assert_eq!(chain[0], primary);
         let first_committer = chain.last().expect("chain is never empty").clone();
         let msg = TxnMsg::Prepare {
             tx: tx.clone(),
