@@ -158,7 +158,9 @@ impl LogWriter {
     /// What became durable since the last call, if anything did.
     pub fn take_progress(&mut self) -> Option<Progress> {
         assert!(self.reported <= self.durable && self.durable <= self.appended);
-        if self.reported == self.durable && self.read_back.is_empty() {
+        if self.reported == self.durable {
+            // Read-backs are made only by a sync that moved `durable`.
+            assert!(self.read_back.is_empty(), "alterations read back without a sync");
             return None;
         }
         self.reported = self.durable;
