@@ -78,10 +78,14 @@ pub struct Breaks {
     /// A root that wins a campaign queues its `root` record behind the proposals queued during
     /// the campaign instead of ordering it first in its term (`alter/root.rs`, `maybe_win`).
     pub root_record_queued: bool,
+    /// `versions` strategy: a hop of a one-phase chain takes a transaction below the running
+    /// cut's map that reached it after the map did (its near crashed and forgot it), so it can
+    /// commit after this hop's map and before the map of the hops before it.
+    pub versions_late_one_phase: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 27] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -108,6 +112,7 @@ impl Breaks {
         "one-phase-forward-before-durable",
         "started-notice-at-start",
         "root-record-queued",
+        "versions-late-one-phase",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -139,6 +144,7 @@ impl Breaks {
             "one-phase-forward-before-durable" => &mut self.one_phase_forward_before_durable,
             "started-notice-at-start" => &mut self.started_notice_at_start,
             "root-record-queued" => &mut self.root_record_queued,
+            "versions-late-one-phase" => &mut self.versions_late_one_phase,
             _ => return false,
         };
         *flag = true;
@@ -175,6 +181,7 @@ impl fmt::Display for Breaks {
             self.one_phase_forward_before_durable,
             self.started_notice_at_start,
             self.root_record_queued,
+            self.versions_late_one_phase,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -68,11 +68,23 @@ impl Outbox {
         }
     }
 
-    /// A message that promises nothing about this vnode's records, so it need not wait for them:
-    /// a 2PC primary's `Prepare` to its backups (`txn/participant.rs` says why). Out at once.
-    pub fn send_unheld(&mut self, output: Output) {
-        assert!(matches!(output, Output::Send(_)), "only a message can leave unheld");
+    /// A send or reply that promises nothing about this vnode's records, so it need not wait for
+    /// them: a near's `Prepare`, a 2PC primary's `Prepare` to its backups (`txn/participant.rs`
+    /// says why), a near's answer to a 1PC transaction (`txn/near.rs`). Out at once.
+    pub fn unheld(&mut self, output: Output) {
+        assert!(matches!(output, Output::Send(_) | Output::Reply { .. }), "only a message or reply leaves unheld");
         self.ready.push(output);
+    }
+
+    /// A promise about the records up to `upto` only, not those appended after it: out at once
+    /// when they are durable, else held like any promise (behind everything appended so far —
+    /// coarser than needed, and never wrong).
+    pub fn promise_upto(&mut self, upto: Lsn, output: Output) {
+        assert!(upto <= self.appended, "a promise about {upto:?}, beyond appended {:?}", self.appended);
+        if self.durable >= upto {
+            return self.unheld(output);
+        }
+        self.promise(output);
     }
 
     /// Outputs that promise nothing to anyone (timers, host actions): out at once.
@@ -138,6 +150,20 @@ mod tests {
         assert_eq!(o.take(), vec![reply()]);
         o.promise(reply());
         assert_eq!(o.take(), vec![reply()], "nothing pending: leaves at once");
+    }
+
+    #[test]
+    fn a_promise_about_durable_records_does_not_wait_for_later_ones() {
+        let mut o = Outbox::default();
+        o.append(Record::Boot { incarnation: 0 });
+        o.durable(Lsn(1));
+        o.take();
+        o.append(Record::Boot { incarnation: 1 });
+        o.promise_upto(Lsn(1), reply());
+        o.promise_upto(Lsn(2), reply());
+        assert_eq!(o.take(), vec![Output::Append(Record::Boot { incarnation: 1 }), reply()], "only the first leaves");
+        o.durable(Lsn(2));
+        assert_eq!(o.take(), vec![reply()]);
     }
 
     #[test]

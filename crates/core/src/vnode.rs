@@ -304,10 +304,17 @@ impl Vnode {
     }
 
     /// Sends a transaction message that promises nothing about this vnode's own records
-    /// (`Outbox::send_unheld`): it does not wait for them to be durable.
+    /// (`Outbox::unheld`): it does not wait for them to be durable.
     pub(crate) fn send_txn_unheld(&mut self, to: &VnodeId, msg: TxnMsg) {
         let env = self.txn_envelope(to, msg);
-        self.out.send_unheld(Output::Send(env));
+        self.out.unheld(Output::Send(env));
+    }
+
+    /// Sends a transaction message that promises only what this vnode logged up to `upto`
+    /// (`Outbox::promise_upto`).
+    pub(crate) fn send_txn_upto(&mut self, upto: Lsn, to: &VnodeId, msg: TxnMsg) {
+        let env = self.txn_envelope(to, msg);
+        self.out.promise_upto(upto, Output::Send(env));
     }
 
     fn txn_envelope(&mut self, to: &VnodeId, msg: TxnMsg) -> Envelope {

@@ -37,7 +37,8 @@ fn one_phase_timed_out_then_cut(breaks: Breaks) -> (Cluster, TxId) {
 /// and logs the map after: the cut is declared successful and restores it on one replica only.
 #[test]
 fn seed_002_problem_2_a_near_that_forgets_a_timed_out_one_phase_transaction_splits_the_cut() {
-    let breaks = Breaks { versions_forget_one_phase: true, ..Breaks::default() };
+    // Both defences off: the near's (keep it active) and the backup's (refuse it after the map).
+    let breaks = Breaks { versions_forget_one_phase: true, versions_late_one_phase: true, ..Breaks::default() };
     let (mut c, tx) = one_phase_timed_out_then_cut(breaks);
     let backup = c.ids[2].clone();
     c.deliver_all_but(prepare_to(&backup));
@@ -48,6 +49,23 @@ fn seed_002_problem_2_a_near_that_forgets_a_timed_out_one_phase_transaction_spli
     assert_eq!(c.cut_outcome(), Some(true));
     assert_eq!(c.restored_with(1, CutId(1), &tx), Some(true), "the primary restores it");
     assert_eq!(c.restored_with(2, CutId(1), &tx), Some(false), "the backup does not");
+}
+
+/// The second defence, for a near that forgot the transaction all the same (it crashed): the
+/// backup, which logged the map before the `Prepare` reached it, refuses it, and the primary rolls
+/// it back. The cut succeeds and restores it nowhere.
+#[test]
+fn a_backup_refuses_a_one_phase_transaction_that_reaches_it_after_the_map() {
+    let breaks = Breaks { versions_forget_one_phase: true, ..Breaks::default() };
+    let (mut c, tx) = one_phase_timed_out_then_cut(breaks);
+    let backup = c.ids[2].clone();
+    c.deliver_all_but(prepare_to(&backup));
+    assert!(c.logs[2].iter().any(|r| matches!(r, Record::VersionsMap { .. })), "the backup logged the map");
+    c.deliver_all_but(|_| false);
+    assert!(c.logs[2].iter().any(|r| matches!(r, Record::TxRolledBack { tx: t, .. } if *t == tx)), "refused durably");
+    assert_eq!(c.cut_outcome(), Some(true));
+    assert_eq!(c.restored_with(1, CutId(1), &tx), Some(false), "the primary rolled it back");
+    assert_eq!(c.restored_with(2, CutId(1), &tx), Some(false), "the backup never took it");
 }
 
 /// The fix: a near keeps a one-phase transaction it timed out on active (phase 1 waits for it)

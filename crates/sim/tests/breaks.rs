@@ -19,9 +19,9 @@ fn first_caught(name: &str, workload: WorkloadKind, cuts: bool) -> Option<(u64, 
 }
 
 /// The first seed below 200 on which `checker` reports a violation saying `saying`, with break
-/// `name` on.
+/// `name` on (besides any `base` has on).
 fn first_caught_by(name: &str, checker: &str, saying: &str, base: SimConfig) -> Option<(u64, String)> {
-    let mut breaks = Breaks::default();
+    let mut breaks = base.breaks;
     assert!(breaks.enable(name), "unknown break {name}");
     (0..200).find_map(|seed| {
         let cfg = SimConfig { seed, breaks, ..base.clone() };
@@ -115,10 +115,30 @@ fn answering_gets_at_once_is_caught_by_the_real_time_order_through_reads() {
 
 /// So are failed `WATCH`es: an abort telling a client that a key moved on, answered before every
 /// vnode started the cut the moving write is after, lets it send a transaction the cut keeps.
+/// Rare since a near's 1PC answer leaves without waiting for its log (seeds 443 and 446 of 600;
+/// it was within 200 before): pinned to seed 446, with the ignored scan to find another.
 #[test]
 fn answering_watch_failures_at_once_is_caught_by_the_real_time_order_through_aborts() {
-    let cfg = read_edges_config();
-    assert_caught_saying("unheld-watch-failures", "real-time", "failed WATCH", cfg);
+    let mut breaks = Breaks::default();
+    breaks.enable("unheld-watch-failures");
+    let cfg = SimConfig { seed: 446, ..read_edges_config() };
+    let r = run_seed(&SimConfig { breaks, ..cfg.clone() });
+    let caught = r.violations.iter().find(|v| v.checker == "real-time" && v.evidence.contains("failed WATCH"));
+    assert!(caught.is_some(), "seed 446 no longer shows it: find another with the ignored scan below");
+    let r = run_seed(&cfg);
+    assert!(r.violations.is_empty(), "the same run with the abort held: {:?}", r.violations);
+}
+
+#[test]
+#[ignore = "a scan of up to 600 two-second runs: minutes"]
+fn answering_watch_failures_at_once_is_caught_within_600_seeds() {
+    let mut breaks = Breaks::default();
+    breaks.enable("unheld-watch-failures");
+    let caught = (0..600).find(|&seed| {
+        let r = run_seed(&SimConfig { seed, breaks, ..read_edges_config() });
+        r.violations.iter().any(|v| v.checker == "real-time" && v.evidence.contains("failed WATCH"))
+    });
+    assert!(caught.is_some(), "--break unheld-watch-failures went unnoticed for 600 seeds");
 }
 
 /// One replica (no backup to wait for), cuts starting up to 300 ms apart, 2 s of appends.
@@ -254,21 +274,24 @@ fn seed_002_without_the_guard_is_caught_by_the_cut_restore() {
 fn seed_002_problem_2_a_forgotten_one_phase_transaction_is_caught_by_the_cut_restore() {
     let mut cfg = with_versions_cuts(WorkloadKind::Bank);
     (cfg.vnodes, cfg.replicas, cfg.duration_us) = (4, 3, 1_000_000);
+    // The second defence, a hop refusing a transaction that reaches it after the map, covers a
+    // forgotten transaction too: take both away to see the hole.
+    cfg.breaks.versions_late_one_phase = true;
     assert_caught_saying("versions-forget-one-phase", "cut-restore", "(atomicity)", cfg);
 }
 
 /// The operator's `StartedEverywhere` notice lets store vnodes release held replies a tree round
 /// early; sent with START instead of after it, it releases them before every vnode started the
-/// cut. One replica, 8 clients, 2 s of appends on the tree: caught at seed 57 (the scan below
+/// cut. One replica, 8 clients, 2 s of appends on the tree: caught at seed 166 (57 before a near's `Prepare` left unheld; the scan below
 /// found it; rare, because the notice only wins when START reaches the leaves far apart).
 #[test]
 fn a_started_notice_sent_with_start_is_caught_by_the_real_time_order() {
     let mut breaks = Breaks::default();
     breaks.enable("started-notice-at-start");
-    let r = run_seed(&SimConfig { breaks, ..started_notice_config(57) });
+    let r = run_seed(&SimConfig { breaks, ..started_notice_config(166) });
     let caught = r.violations.iter().find(|v| v.checker == "real-time");
-    assert!(caught.is_some(), "seed 57 no longer shows it: find another with the ignored scan below");
-    let r = run_seed(&started_notice_config(57));
+    assert!(caught.is_some(), "seed 166 no longer shows it: find another with the ignored scan below");
+    let r = run_seed(&started_notice_config(166));
     assert!(r.violations.is_empty(), "the same run with the notice where it belongs: {:?}", r.violations);
 }
 

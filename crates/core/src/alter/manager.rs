@@ -282,7 +282,7 @@ impl ManagerVnode {
         for to in placement.vnodes() {
             let body = Body::Cut(CutMsg::StartedEverywhere { cut });
             let env = Envelope { from: self.alter.id().clone(), to, cut: None, body };
-            self.out.send_unheld(Output::Send(env));
+            self.out.unheld(Output::Send(env));
         }
     }
 

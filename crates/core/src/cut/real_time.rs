@@ -13,7 +13,7 @@
 //! Invariant: a reply about cut C leaves only when `started_upto >= C`, or C was refused here.
 
 use crate::ids::{ClientId, CutId, Key};
-use crate::io::{Response, Timer};
+use crate::io::{Output, Response, Timer};
 use crate::store::ResolvedWrite;
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, VecDeque};
@@ -76,15 +76,44 @@ impl RealTime {
 impl Vnode {
     /// Replies to a client about something stamped `cut` (a commit, or a value written by it).
     pub(crate) fn reply_revealing(&mut self, cut: Option<CutId>, client: ClientId, req: u64, response: Response) {
+        if let Some(response) = self.hold_revealing(cut, client, req, response) {
+            self.reply(client, req, response);
+        }
+    }
+
+    /// `reply_revealing` for a reply that promises nothing about this vnode's log (a near's answer
+    /// to a 1PC transaction, decided and logged down its chain): when real-time safety does not
+    /// hold it, it leaves at once. One it held is released like any reply, held behind the log.
+    pub(crate) fn reply_revealing_unheld(
+        &mut self,
+        cut: Option<CutId>,
+        client: ClientId,
+        req: u64,
+        response: Response,
+    ) {
+        if let Some(response) = self.hold_revealing(cut, client, req, response) {
+            self.out.unheld(Output::Reply { client, req, response });
+        }
+    }
+
+    /// Holds the reply if it reveals a cut not yet started everywhere; else gives it back.
+    fn hold_revealing(
+        &mut self,
+        cut: Option<CutId>,
+        client: ClientId,
+        req: u64,
+        response: Response,
+    ) -> Option<Response> {
         let hold = if self.cfg.real_time_safety { self.rt.needs_hold(cut) } else { None };
         let Some(cut) = hold else {
             debug_assert!(!self.cfg.real_time_safety || self.rt.needs_hold(cut).is_none());
-            return self.reply(client, req, response);
+            return Some(response);
         };
         if !self.rt.held.iter().any(|h| h.cut == cut) {
             self.set_timer(Timer::HeldReplies(cut), self.cfg.timeouts.held_reply_timeout_us);
         }
         self.rt.held.push_back(Held { cut, since_us: self.now_us, client, req, response });
+        None
     }
 
     /// Applies committed writes, remembering which values reveal a cut not yet started everywhere.

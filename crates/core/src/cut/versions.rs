@@ -41,14 +41,15 @@
 //!   with the skip set, that is iff the restore filter excludes it.
 //! - `VersionsMap{C}` is appended only once every branch below the map that was prepared here when
 //!   the map arrived has finished (a later prepare below it is of a transaction its near had
-//!   finished — aborted, or resolved by its first committer — and never commits here).
+//!   finished — aborted, or resolved by its first committer — and never commits here; or, one
+//!   phase, of one a crashed near forgot, and this vnode refuses it: `versions_too_late`).
 //! - A vnode that restarts during a cut answers every later phase of it with a failure: its
 //!   collections were in memory (seed 002 problem 3). So does one that prepared a transaction of
 //!   the cut's after side before restarting, even if phase 1 had not reached it: the guard's
 //!   memory of which keys that side read or wrote is lost (`VersionsSideSeen`).
 
 use crate::ids::{Branch, CutId, Key, TxId, VnodeId};
-use crate::message::{CutMsg, TxnMsg};
+use crate::message::{CutMsg, PrepareWrites, TxnMsg};
 use crate::record::Record;
 use crate::store::{ReadCheck, Write};
 use crate::vnode::Vnode;
@@ -183,6 +184,27 @@ impl Vnode {
             }
             let side = self.versions.sides.entry(tx.clone()).or_insert(cut);
             *side = (*side).max(cut);
+        }
+    }
+
+    /// A key of a one-phase transaction that reaches this hop of its chain only after the running
+    /// cut's map did, with a version below it: it must not commit, or it would be included on
+    /// the hops before this one (their phase 2 awaited it) and not here (committed after this
+    /// vnode's map). Its near normally keeps such a transaction active in phase 1, so the map
+    /// cannot exist yet; a near that crashed forgot it (seed 504 of the matrix, versions, append).
+    /// Refusing aborts it on the whole chain: this hop decides it, or the hops before it roll
+    /// back on its refusal.
+    pub(crate) fn versions_too_late(&self, tx: &TxId, writes: &PrepareWrites) -> Option<Key> {
+        if !self.versions_on() || self.cfg.breaks.versions_late_one_phase {
+            return None;
+        }
+        let map = self.versions.running.as_ref()?.map.as_ref()?;
+        if !map.below(tx) {
+            return None;
+        }
+        match writes {
+            PrepareWrites::Unresolved(ws) => ws.first().map(|w| w.key.clone()),
+            PrepareWrites::Resolved(ws) => ws.first().map(|w| w.key.clone()),
         }
     }
 

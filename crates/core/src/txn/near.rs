@@ -105,7 +105,7 @@ impl Vnode {
             downstream: chain[1..].to_vec(),
             after: vec![],
         };
-        self.send_txn(&primary, msg);
+        self.send_prepare(&primary, msg);
     }
 
     fn send_two_phase(&mut self, tx: &TxId, by: BTreeMap<VnodeId, Work>) {
@@ -119,8 +119,26 @@ impl Vnode {
                 downstream: vec![],
                 after: vec![],
             };
-            self.send_txn(&primary, msg);
+            self.send_prepare(&primary, msg);
         }
+    }
+
+    /// A near's `Prepare` leaves at once, not after the records this vnode appended before it.
+    ///
+    /// Why it may: it promises nothing about this vnode's log. The near logs nothing for a
+    /// transaction before deciding it (presumed abort), and what the client read to build it
+    /// (its `WATCH`ed versions) reached the client only once durable. If this vnode crashes before
+    /// its pending records are durable, it forgets the transaction: in 2PC it is the first
+    /// committer and answers any participant that asks with `Aborted`; in 1PC the chain may
+    /// commit on its own, as it may when the near crashes after the `Prepare` left, and the
+    /// client, whose connection died with the near, never heard an answer. Holding it would put
+    /// the near's group commit in series before every primary's: under load a near always has
+    /// records syncing, so each transaction would wait for one more fsync.
+    fn send_prepare(&mut self, primary: &VnodeId, msg: TxnMsg) {
+        // Clients are served only once `Boot` is durable: a transaction id, which carries the
+        // incarnation, can never be reused by a restart that lost its `Boot`.
+        assert!(self.booted, "a transaction before the vnode booted");
+        self.send_txn_unheld(primary, msg);
     }
 
     pub(crate) fn near_on_prepare_ack(
@@ -143,7 +161,7 @@ impl Vnode {
                 if ntx.one_phase {
                     let ntx = self.near.txs.remove(&tx).expect("present");
                     let response = Response::Committed { tx, writes: ntx.writes };
-                    self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
+                    self.reply_revealing_unheld(tx_cut, ntx.client, ntx.req, response);
                 } else if all_prepared {
                     self.near_commit(tx);
                 }

@@ -5,7 +5,7 @@
 //! 1PC first committer, `TxCommitted`) is durable — enforced by the outbox.
 
 use crate::cut::local::BranchEnd;
-use crate::ids::{Branch, CutId, Key, Role, TxId, VnodeId};
+use crate::ids::{Branch, CutId, Key, Lsn, Role, TxId, VnodeId};
 use crate::io::Timer;
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::{Prepared, Record};
@@ -39,6 +39,9 @@ pub(crate) struct PreparedTx {
     pub(crate) pending: BTreeSet<VnodeId>,
     /// Rebuilt from the log after a crash (seed 000 §7.1: finishing it fails a running cut).
     pub(crate) recovered: bool,
+    /// Where this branch's `TxPrepared` is in the log (`Lsn(0)` when nothing was logged or the
+    /// branch was rebuilt from the log: durable either way).
+    pub(crate) prepared_at: Lsn,
     pub(crate) backoff_us: u64,
 }
 
@@ -89,6 +92,11 @@ impl Vnode {
         }
         if self.blocking_refuses_prepares() {
             return self.refuse_durably(branch, AbortReason::CutMarkerWritten);
+        }
+        if one_phase {
+            if let Some(key) = self.versions_too_late(&tx, &writes) {
+                return self.refuse_durably(branch, AbortReason::SnapshotOrder { key });
+            }
         }
         if let PrepareWrites::Unresolved(ws) = &writes {
             if let Some(key) = self.versions_guard(&reads, ws) {
@@ -177,9 +185,7 @@ impl Vnode {
     fn prepare(&mut self, rec: Prepared, locked: Vec<Key>) {
         let branch = rec.branch();
         let read_only = rec.writes.is_empty();
-        if !read_only {
-            self.out.append(Record::TxPrepared(rec.clone()));
-        }
+        let prepared_at = if read_only { Lsn(0) } else { self.out.append(Record::TxPrepared(rec.clone())) };
         let pending: BTreeSet<VnodeId> = match (rec.one_phase, read_only) {
             (true, _) => rec.downstream.iter().take(1).cloned().collect(),
             (false, false) => rec.downstream.iter().cloned().collect(),
@@ -192,7 +198,7 @@ impl Vnode {
             self.send_txn(&rec.upstream, ack);
         }
         let backoff_us = self.cfg.timeouts.in_doubt_timeout_us;
-        let p = PreparedTx { rec, read_only, locked, pending, recovered: false, backoff_us };
+        let p = PreparedTx { rec, read_only, locked, pending, recovered: false, prepared_at, backoff_us };
         self.part.prepared.insert(branch.clone(), p);
         self.set_timer(Timer::InDoubt(branch), backoff_us);
     }
@@ -335,6 +341,12 @@ impl Vnode {
         self.pass_on(&p, decision);
     }
 
+    ///
+    /// In 1PC the answer up the chain waits only for this branch's `TxPrepared`, not for the
+    /// outcome record just appended: the first committer down the chain logged the decision
+    /// durably before answering, so a crash that loses this vnode's outcome leaves the branch in
+    /// doubt here, its keys locked (reads wait), until the first committer answers it again.
+    /// Waiting would add this vnode's fsync, in series, to every 1PC write.
     fn pass_on(&mut self, p: &PreparedTx, decision: Decision) {
         let tx = p.rec.tx.clone();
         if p.rec.one_phase {
@@ -342,7 +354,8 @@ impl Vnode {
                 Decision::Commit { tx_cut } => (Ok(p.rec.writes.clone()), tx_cut),
                 Decision::Abort(reason) => (Err(reason), None),
             };
-            return self.send_txn(&p.rec.upstream, TxnMsg::PrepareAck { tx, role: p.rec.role, result, tx_cut });
+            let ack = TxnMsg::PrepareAck { tx, role: p.rec.role, result, tx_cut };
+            return self.send_txn_upto(p.prepared_at, &p.rec.upstream, ack);
         }
         let (commit, tx_cut) = match decision {
             Decision::Commit { tx_cut } => (true, tx_cut),

@@ -61,9 +61,9 @@ pub struct BenchArgs {
     /// --start-hosts: partitions.
     #[arg(long, default_value_t = 64)]
     partitions: u32,
-    /// --start-hosts: store vnodes per host. Two by default: a vnode releases each message and
-    /// reply only once everything it logged before is durable, so with one vnode per host every
-    /// hop of every transaction waits behind the host's whole fsync queue. Two logs per host
+    /// --start-hosts: store vnodes per host. Two by default: a vnode releases most messages and
+    /// replies only once everything it logged before is durable, so with one vnode per host
+    /// most hops of a transaction wait behind the host's whole fsync queue. Two logs per host
     /// (one per core here) measured 1.35–2.0× the `set` and 1.7–2.0× the `bank` throughput of
     /// one, alternating runs on 2 cores; four gave nothing more.
     #[arg(long, default_value_t = 2)]
