@@ -36,6 +36,8 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 const LOG_TAIL_LINES: usize = 40;
 /// `cluster init` writes at most 64 hosts.
 const HOSTS_MAX: u32 = 64;
+/// Clusters `Cluster::start` writes and starts before giving up on finding its ports free.
+const START_ATTEMPTS_MAX: usize = 3;
 
 /// Polls `probe` until it answers `Ok`, at most for `within` and `within / POLL_INTERVAL` tries;
 /// panics with `what` and the last answer if it never does.
@@ -181,16 +183,55 @@ impl Cluster {
     }
 
     /// Writes the cluster, spawns every host and waits until each one serves.
+    ///
+    /// `cluster init` picks ports that were free when it looked; tests run in parallel, and
+    /// another process (a connection's ephemeral port, another test's cluster) can take one
+    /// before the node binds it. A host that then cannot listen exits at once: the whole cluster
+    /// is stopped and written again on new ports, at most `START_ATTEMPTS_MAX` times.
     pub fn start(spec: &Spec) -> Cluster {
-        let mut cluster = Cluster::init(spec);
-        let names: Vec<String> = cluster.hosts.iter().map(|h| h.name.clone()).collect();
-        for name in &names {
-            cluster.spawn(name);
+        for attempt in 1..=START_ATTEMPTS_MAX {
+            let mut cluster = Cluster::init(spec);
+            let names: Vec<String> = cluster.hosts.iter().map(|h| h.name.clone()).collect();
+            for name in &names {
+                cluster.spawn(name);
+            }
+            match names.iter().find_map(|name| cluster.wait_serving_unless_port_taken(name)) {
+                None => return cluster,
+                Some(taken) => eprintln!("attempt {attempt}: {taken}; starting the cluster again on new ports"),
+            }
         }
-        for name in &names {
-            cluster.wait_serving(name);
+        panic!("{START_ATTEMPTS_MAX} clusters in a row found a port taken")
+    }
+
+    /// `wait_serving`, except that a host which exited because a port of its was taken gives
+    /// back what it said instead of failing the test.
+    fn wait_serving_unless_port_taken(&mut self, name: &str) -> Option<String> {
+        let keys = self.key_per_primary();
+        let addr = self.host(name).redis_addr();
+        let password = self.host(name).cfg.password.clone();
+        poll(&format!("{name} serves"), SERVING_WITHIN, || {
+            if let Some(taken) = self.port_taken() {
+                return Ok(Some(taken));
+            }
+            self.assert_running(name);
+            probe_gets(addr, password.as_deref(), &keys).map(|()| None)
+        })
+    }
+
+    /// A host that exited because it could not listen on one of its ports: its log's line.
+    fn port_taken(&mut self) -> Option<String> {
+        for i in 0..self.hosts.len() {
+            let exited = self.nodes[i].as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
+            if !exited {
+                continue;
+            }
+            let log = fs::read_to_string(self.hosts[i].log_file()).unwrap_or_default();
+            if let Some(line) = log.lines().find(|l| l.contains("cannot listen on")) {
+                self.nodes[i] = None;
+                return Some(format!("{}: {line}", self.hosts[i].name));
+            }
         }
-        cluster
+        None
     }
 
     pub fn dir(&self) -> &Path {
