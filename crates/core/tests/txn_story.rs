@@ -57,3 +57,46 @@ fn a_primary_that_crashes_before_its_prepare_is_durable_leaves_its_backup_a_bran
     }
     assert!(!matches!(c.heard(ClientId(1))[..], [Response::Committed { .. }]));
 }
+
+/// A near's `Prepare` promises nothing about the near's log, so it does not wait behind records
+/// the near appended for other transactions: here node000 holds an unsynced `TxPrepared` (it is
+/// the primary of another transaction) when its client's transaction arrives.
+#[test]
+fn a_near_sends_its_prepare_while_its_own_records_sync() {
+    let mut c = Cluster::new(3, 2, CutStrategy::Consistent, Breaks::default()).with_explicit_sync();
+    let (mine, other) = (c.key_with_chain(&[0, 1]), c.key_with_chain(&[1, 2]));
+    let near = c.ids[0].clone();
+    c.client_set(1, &mine);
+    assert!(c.deliver(prepare_to(&near)));
+    assert!(c.unsynced(0), "node000's TxPrepared for node001's transaction is not durable yet");
+    let tx = c.client_set(0, &other);
+    assert!(c.unsynced(0));
+    let primary = c.ids[1].clone();
+    assert!(c.inflight.iter().any(|e| e.from == near && prepare_to(&primary)(e)), "{tx:?} left at once");
+}
+
+/// A 1PC primary answers up the chain once its `TxPrepared` is durable, not its `TxCommitted`:
+/// the first committer logged the decision. The case that makes it safe: the primary crashes
+/// with its outcome record unsynced, after the client heard `Committed`. Its branch is in doubt
+/// again, and the first committer's answer commits it.
+#[test]
+fn a_one_phase_primary_answers_before_its_outcome_is_durable_and_a_crash_leaves_the_branch_in_doubt() {
+    let mut c = Cluster::new(3, 2, CutStrategy::Consistent, Breaks::default()).with_explicit_sync();
+    let key = c.key_with_chain(&[1, 2]);
+    let tx = c.client_set(0, &key);
+    let (primary, backup) = (c.ids[1].clone(), c.ids[2].clone());
+    assert!(c.deliver(prepare_to(&primary)));
+    c.sync(1);
+    assert!(c.deliver(prepare_to(&backup)));
+    c.sync(2);
+    assert!(c.deliver(|e| e.from == backup && e.to == primary), "the first committer's answer");
+    assert!(c.unsynced(1), "node001's TxCommitted is not durable yet");
+    assert!(c.deliver(ack_from("node001")), "node001 answered up the chain all the same");
+    assert!(matches!(c.heard(ClientId(1))[..], [Response::Committed { .. }]));
+
+    c.crash_and_restart(1);
+    assert!(!c.committed_on(1, &tx), "its outcome record was lost in the crash");
+    assert!(c.fire(1, |t| matches!(t, Timer::InDoubt(b) if b.tx == tx)), "node001 asks about its branch");
+    c.settle();
+    assert!(c.committed_on(1, &tx), "the first committer's word commits it again");
+}
