@@ -313,13 +313,9 @@ impl Cluster {
     /// Waits until `name` answers a `GET` of a key of every primary: its vnodes recovered, and it
     /// reaches every primary over its peer links.
     pub fn wait_serving(&mut self, name: &str) {
-        let keys = self.key_per_primary();
-        let addr = self.host(name).redis_addr();
-        let password = self.host(name).cfg.password.clone();
-        poll(&format!("{name} serves"), SERVING_WITHIN, || {
-            self.assert_running(name);
-            probe_gets(addr, password.as_deref(), &keys)
-        })
+        if let Some(taken) = self.wait_serving_unless_port_taken(name) {
+            panic!("{taken}");
+        }
     }
 
     /// The topology every host derives from the config.
