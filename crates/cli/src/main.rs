@@ -4,6 +4,12 @@
 
 mod cmd;
 
+/// glibc's malloc was ~9% of a node's CPU under the bank workload (many small, short-lived
+/// allocations moving between the vnode threads and the runtime's), and its arena growth and page
+/// faults a third of a restore's replay (docs/BENCHMARKS.md); mimalloc is made for that pattern.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
