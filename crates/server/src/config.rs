@@ -68,7 +68,8 @@ pub struct Limits {
     pub bulk_max_bytes: usize,
     /// Largest frame on a peer link; checked before the frame is read.
     pub frame_max_bytes: usize,
-    /// Envelopes queued for one peer; beyond it they are dropped like a broken connection would.
+    /// Frames waiting to be written to one peer; beyond it envelopes are dropped like a broken
+    /// connection would (`net/outgoing.rs`).
     pub peer_queue_max: usize,
     /// Commands queued for one vnode.
     pub vnode_queue_max: usize,

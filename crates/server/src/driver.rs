@@ -213,6 +213,8 @@ struct Driver<M> {
     checkpointed_at: Lsn,
     checkpoints: u64,
     failed: bool,
+    /// Envelopes for other hosts were queued since the last `flush_peers`.
+    to_peers: bool,
 }
 
 impl<M: Machine> Driver<M> {
@@ -236,6 +238,7 @@ impl<M: Machine> Driver<M> {
             checkpointed_at,
             checkpoints: 0,
             failed: false,
+            to_peers: false,
         }
     }
 
@@ -248,6 +251,7 @@ impl<M: Machine> Driver<M> {
     ) {
         self.step(Input::Restarted);
         self.sync_log();
+        self.flush_peers();
         let mut checkpoint = tokio::time::interval(checkpoint_every);
         checkpoint.tick().await;
         while !self.failed {
@@ -267,7 +271,9 @@ impl<M: Machine> Driver<M> {
                 },
                 _ = checkpoint.tick() => self.checkpoint(),
             }
+            self.flush_peers();
             self.sync_log();
+            self.flush_peers();
         }
     }
 
@@ -378,18 +384,27 @@ impl<M: Machine> Driver<M> {
             crate::telemetry::alteration_answered(a.ok, a.attempts);
         }
         for o in outputs {
-            self.carry_out(o);
+            self.to_peers |= self.carry_out(o);
         }
     }
 
-    fn carry_out(&mut self, o: Output) {
+    /// What the steps since the last call sent to other hosts leaves together, written from this
+    /// thread: before a sync (which may take milliseconds) and after the steps it released.
+    fn flush_peers(&mut self) {
+        if std::mem::take(&mut self.to_peers) {
+            self.router.flush();
+        }
+    }
+
+    /// Returns whether an envelope was queued for another host.
+    fn carry_out(&mut self, o: Output) -> bool {
         match o {
             Output::Append(record) => {
                 if let Err(error) = self.log.append(&record) {
                     self.log_failed(error);
                 }
             }
-            Output::Send(env) => self.router.send(env),
+            Output::Send(env) => return self.router.queue(env),
             Output::Reply { client, req, response } => {
                 if let Some(tx) = self.replies.remove(&ClientRequest { client, req }) {
                     let _ = tx.send(response);
@@ -406,5 +421,6 @@ impl<M: Machine> Driver<M> {
                 let _ = self.host.send(HostEvent::StopSecondary { id });
             }
         }
+        false
     }
 }

@@ -7,6 +7,7 @@ use crate::admin;
 use crate::config::NodeConfig;
 use crate::driver::{self, DriverSetup, HostEvent, Machine, VnodeCmd, VnodeHandle, VnodeStatus};
 use crate::net::auth::Identity;
+use crate::net::outgoing::Outgoing;
 use crate::net::peer::{self, LinkContext, LinkStats, Peer};
 use crate::resp;
 use crate::router::Router;
@@ -228,13 +229,13 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     result
 }
 
-fn peer_queues(cfg: &NodeConfig) -> (Vec<Peer>, HashMap<String, mpsc::Sender<waymark_core::Envelope>>) {
+fn peer_queues(cfg: &NodeConfig) -> (Vec<Peer>, HashMap<String, Arc<Outgoing>>) {
     let mut peers = vec![];
     let mut senders = HashMap::new();
     for h in cfg.cluster.hosts.iter().filter(|h| h.name != cfg.host) {
-        let (tx, rx) = mpsc::channel(cfg.limits.peer_queue_max);
-        senders.insert(h.name.clone(), tx);
-        peers.push(Peer { host: h.name.clone(), addr: h.peer, queue: rx });
+        let out = Arc::new(Outgoing::new(cfg.limits.peer_queue_max, cfg.limits.frame_max_bytes));
+        senders.insert(h.name.clone(), out.clone());
+        peers.push(Peer { host: h.name.clone(), addr: h.peer, out });
     }
     (peers, senders)
 }

@@ -2,10 +2,15 @@
 //! host named in `to` (DESIGN §7). Vnode threads send without ever waiting — a full queue drops the
 //! envelope, as a broken connection would, and the protocols survive that — so no vnode can block
 //! another. Peer readers deliver with back-pressure instead: a busy vnode slows its senders' TCP.
+//!
+//! Envelopes for a peer are encoded by the sending thread into the peer's buffer (`queue`) and
+//! written by it when it calls `flush` — a vnode's driver once per turn, for all its steps sent.
 
 use crate::driver::VnodeCmd;
+use crate::net::outgoing::{Dropped, Outgoing};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::RwLock;
 use tokio::sync::mpsc;
 use waymark_core::{Envelope, VnodeId};
@@ -14,8 +19,10 @@ use waymark_core::{Envelope, VnodeId};
 pub struct RouterStats {
     /// Envelopes dropped because the receiving vnode's queue was full.
     pub dropped_local: AtomicU64,
-    /// Envelopes dropped because a peer link's queue was full (or the peer unreachable).
+    /// Envelopes dropped because a peer link's backlog was full, or the peer unreachable.
     pub dropped_peer: AtomicU64,
+    /// Envelopes dropped because their frame was larger than `limits.frame_max_bytes`.
+    pub dropped_too_big: AtomicU64,
     /// Envelopes for a vnode this host does not run (e.g. a secondary parent that stopped).
     pub unknown_vnode: AtomicU64,
 }
@@ -23,12 +30,12 @@ pub struct RouterStats {
 pub struct Router {
     host: String,
     local: RwLock<HashMap<VnodeId, mpsc::Sender<VnodeCmd>>>,
-    peers: HashMap<String, mpsc::Sender<Envelope>>,
+    peers: HashMap<String, Arc<Outgoing>>,
     pub stats: RouterStats,
 }
 
 impl Router {
-    pub fn new(host: String, peers: HashMap<String, mpsc::Sender<Envelope>>) -> Self {
+    pub fn new(host: String, peers: HashMap<String, Arc<Outgoing>>) -> Self {
         Router { host, local: RwLock::default(), peers, stats: RouterStats::default() }
     }
 
@@ -48,18 +55,39 @@ impl Router {
         self.local.read().expect("router lock").get(id).cloned()
     }
 
-    /// From a vnode: never waits.
+    /// From anywhere: queues and writes at once. Never waits.
     pub fn send(&self, env: Envelope) {
-        if env.to.host == self.host {
-            return self.send_local(env);
+        if self.queue(env) {
+            self.flush();
         }
-        match self.peers.get(&env.to.host) {
-            Some(link) => {
-                if link.try_send(env).is_err() {
-                    self.stats.dropped_peer.fetch_add(1, Ordering::Relaxed);
-                }
+    }
+
+    /// From a vnode's step: a local envelope is delivered, a remote one waits in its peer's buffer
+    /// for `flush`. Returns whether it went to a peer. Never waits.
+    pub fn queue(&self, env: Envelope) -> bool {
+        if env.to.host == self.host {
+            self.send_local(env);
+            return false;
+        }
+        let Some(out) = self.peers.get(&env.to.host) else {
+            self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed);
+            return false;
+        };
+        match out.push(&env) {
+            Ok(()) => {}
+            Err(Dropped::TooBig) => {
+                self.stats.dropped_too_big.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(to = %env.to, "an envelope larger than limits.frame_max_bytes was dropped");
             }
-            None => drop(self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed)),
+            Err(Dropped::NoLink | Dropped::Full) => drop(self.stats.dropped_peer.fetch_add(1, Ordering::Relaxed)),
+        }
+        true
+    }
+
+    /// Writes what waits for every peer, as far as the sockets take it now.
+    pub fn flush(&self) {
+        for out in self.peers.values() {
+            out.flush();
         }
     }
 

@@ -157,6 +157,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
         "router": {
             "dropped_local": router.dropped_local.load(Ordering::Relaxed),
             "dropped_peer": router.dropped_peer.load(Ordering::Relaxed),
+            "dropped_too_big": router.dropped_too_big.load(Ordering::Relaxed),
             "unknown_vnode": router.unknown_vnode.load(Ordering::Relaxed),
         },
     }))

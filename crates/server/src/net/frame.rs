@@ -36,6 +36,19 @@ pub fn encode<T: Serialize>(value: &T) -> Bytes {
     buf.into_inner().freeze()
 }
 
+/// Appends one whole frame — the length the codec reads, the version, the payload — to `buf`, and
+/// returns the length the receiver checks against its frame limit (version and payload).
+pub fn encode_into<T: Serialize>(buf: &mut BytesMut, value: &T) -> usize {
+    let start = buf.len();
+    buf.put_u32(0);
+    buf.put_u8(PROTOCOL_VERSION);
+    postcard::to_io(value, (&mut *buf).writer()).expect("writing to memory cannot fail");
+    let len = buf.len() - start - 4;
+    let len_field = u32::try_from(len).unwrap_or(u32::MAX);
+    buf[start..start + 4].copy_from_slice(&len_field.to_be_bytes());
+    len
+}
+
 pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, FrameError> {
     let (&version, payload) = frame.split_first().ok_or(FrameError::Empty)?;
     if version != PROTOCOL_VERSION {
@@ -58,6 +71,27 @@ mod tests {
             body: Body::Alter(waymark_core::alter::AlterMsg::Alive),
         };
         assert_eq!(decode::<Envelope>(&encode(&env)).unwrap(), env);
+    }
+
+    #[test]
+    fn a_frame_encoded_into_a_buffer_is_what_the_codec_reads() {
+        use tokio_util::codec::Decoder;
+        let env = Envelope {
+            from: VnodeId::new("store0", "a"),
+            to: VnodeId::new("store1", "b"),
+            cut: None,
+            body: Body::Alter(waymark_core::alter::AlterMsg::Alive),
+        };
+        let mut buf = BytesMut::new();
+        let first = encode_into(&mut buf, &env);
+        let second = encode_into(&mut buf, &env);
+        assert_eq!((first, second), (encode(&env).len(), encode(&env).len()));
+        let mut codec = LengthDelimitedCodec::builder().length_field_type::<u32>().new_codec();
+        for _ in 0..2 {
+            let frame = codec.decode(&mut buf).unwrap().expect("a whole frame");
+            assert_eq!(decode::<Envelope>(&frame).unwrap(), env);
+        }
+        assert!(buf.is_empty());
     }
 
     #[test]

@@ -1,29 +1,32 @@
 //! Peer links (DESIGN §7): one TCP connection per pair of hosts — the host whose name sorts first
 //! dials, the other accepts — authenticated (`auth.rs`) before any envelope is accepted, then
-//! carrying envelopes both ways in frames (`frame.rs`). FIFO per connection; a broken connection
-//! loses what was in flight, and the dialer reconnects with capped, doubling back-off.
+//! carrying envelopes both ways in frames (`frame.rs`). The senders write their frames themselves
+//! (`outgoing.rs`); the link's task reads, and writes what the socket did not take at once. FIFO per
+//! connection; a broken connection loses what was in flight, and the dialer reconnects with capped,
+//! doubling back-off.
 //!
 //! A frame that is too big, does not decode, or claims to come from another host closes that link
 //! only, logged with the peer's address; nothing in it is applied.
 
 use super::auth::{self, Identity};
 use super::frame::{self, PeerFramed};
+use super::outgoing::Outgoing;
 use crate::router::Router;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 use waymark_core::Envelope;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Envelopes written before one flush.
-const WRITE_BATCH_MAX: usize = 1_024;
 
 #[derive(Default)]
 pub struct LinkStats {
@@ -43,11 +46,11 @@ pub struct LinkContext {
     pub shutdown: CancellationToken,
 }
 
-/// One remote host: where to reach it, and the queue of envelopes for it.
+/// One remote host: where to reach it, and what waits to be written to it.
 pub struct Peer {
     pub host: String,
     pub addr: SocketAddr,
-    pub queue: mpsc::Receiver<Envelope>,
+    pub out: Arc<Outgoing>,
 }
 
 /// Starts the listener and one link task per peer.
@@ -116,7 +119,8 @@ async fn dialing(ctx: LinkContext, mut peer: Peer) {
             }
             Err(e) => tracing::debug!(peer = %peer.host, addr = %peer.addr, "cannot link: {e}"),
         }
-        discard_queued(&mut peer.queue);
+        // What was sent during the last back-off goes out on the next connection; older is lost.
+        peer.out.discard();
         tokio::select! {
             _ = ctx.shutdown.cancelled() => return,
             _ = tokio::time::sleep(backoff) => {}
@@ -151,7 +155,7 @@ async fn accepting(ctx: LinkContext, mut peer: Peer, mut accepted: mpsc::Receive
                 _ = ctx.shutdown.cancelled() => return,
                 c = accepted.recv() => match c { Some(c) => c, None => return },
                 // While the peer is away, what is queued for it is lost, as on a broken link.
-                _ = tokio::time::sleep(BACKOFF_MAX) => { discard_queued(&mut peer.queue); continue; }
+                _ = tokio::time::sleep(BACKOFF_MAX) => { peer.out.discard(); continue; }
             },
         };
         ctx.stats.connects.fetch_add(1, Ordering::Relaxed);
@@ -183,35 +187,17 @@ impl std::fmt::Display for Why {
     }
 }
 
-/// Carries envelopes both ways until the connection breaks, shutdown, or a new connection.
+/// Carries envelopes both ways until the connection breaks, shutdown, or a new connection. While
+/// it runs, the senders write to this connection; when it ends, what waits for it is dropped.
 async fn run(
     ctx: &LinkContext,
     peer: &mut Peer,
     framed: PeerFramed,
     replacement: Option<&mut mpsc::Receiver<(PeerFramed, SocketAddr)>>,
 ) -> Why {
-    let (mut sink, mut stream) = framed.split();
-    let queue = &mut peer.queue;
-    let write = async {
-        while let Some(env) = queue.recv().await {
-            let mut batch = vec![env];
-            while batch.len() < WRITE_BATCH_MAX {
-                match queue.try_recv() {
-                    Ok(env) => batch.push(env),
-                    Err(_) => break,
-                }
-            }
-            for env in &batch {
-                if let Err(e) = sink.feed(frame::encode(env)).await {
-                    return Why::Failed(format!("write: {e}"));
-                }
-            }
-            if let Err(e) = sink.flush().await {
-                return Why::Failed(format!("write: {e}"));
-            }
-        }
-        Why::Shutdown
-    };
+    let (mut stream, conn) = split(framed);
+    peer.out.attach(conn.clone());
+    let write = async { Why::Failed(format!("write: {}", peer.out.write_backlog(&conn).await)) };
     let (host, addr) = (peer.host.clone(), peer.addr);
     let read = async {
         loop {
@@ -240,20 +226,32 @@ async fn run(
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
+    let why = tokio::select! {
         _ = ctx.shutdown.cancelled() => Why::Shutdown,
         w = write => w,
         r = read => r,
         c = replaced => c,
-    }
+    };
+    peer.out.detach();
+    why
+}
+
+/// The authenticated connection as a reader of frames (keeping what the handshake read ahead) and
+/// a writer the senders share.
+fn split(
+    framed: PeerFramed,
+) -> (FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>, Arc<OwnedWriteHalf>) {
+    let parts = framed.into_parts();
+    // The handshake's frames were flushed before it ended (`auth.rs` sends with `SinkExt::send`).
+    debug_assert!(parts.write_buf.is_empty(), "the handshake left bytes unwritten");
+    let (read, write) = parts.io.into_split();
+    let mut reader = FramedRead::new(read, parts.codec);
+    reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
+    (reader, Arc::new(write))
 }
 
 fn malformed(ctx: &LinkContext, host: &str, addr: SocketAddr, e: String) -> Why {
     ctx.stats.malformed_frames.fetch_add(1, Ordering::Relaxed);
     tracing::warn!(peer = %host, %addr, "malformed frame: {e}; closing this link");
     Why::Failed(format!("malformed frame: {e}"))
-}
-
-fn discard_queued(queue: &mut mpsc::Receiver<Envelope>) {
-    while queue.try_recv().is_ok() {}
 }
