@@ -111,6 +111,13 @@ impl Outbox {
         self.appended
     }
 
+    /// Whether a send or reply waits for records to become durable. While none does, a driver may
+    /// put off syncing (a bounded while): what is appended then promises nothing to anyone yet,
+    /// and any promise made later waits behind it.
+    pub fn awaits_durable(&self) -> bool {
+        !self.held.is_empty()
+    }
+
     pub fn is_durable(&self) -> bool {
         self.durable >= self.appended
     }
@@ -164,6 +171,18 @@ mod tests {
         assert_eq!(o.take(), vec![Output::Append(Record::Boot { incarnation: 1 }), reply()], "only the first leaves");
         o.durable(Lsn(2));
         assert_eq!(o.take(), vec![reply()]);
+    }
+
+    #[test]
+    fn records_nothing_waits_for_can_wait_and_a_later_promise_waits_behind_them() {
+        let mut o = Outbox::default();
+        o.append(Record::Boot { incarnation: 0 });
+        assert!(!o.awaits_durable(), "a record alone promises nothing yet: its sync may wait");
+        o.promise(reply());
+        assert!(o.awaits_durable(), "a promise behind it: the sync is due");
+        o.durable(Lsn(1));
+        assert!(!o.awaits_durable());
+        assert_eq!(o.take(), vec![Output::Append(Record::Boot { incarnation: 0 }), reply()]);
     }
 
     #[test]

@@ -125,6 +125,11 @@ impl Vnode {
         self.out.appended()
     }
 
+    /// Whether an output waits for the log to be durable (`Outbox::awaits_durable`).
+    pub fn awaits_durable(&self) -> bool {
+        self.out.awaits_durable()
+    }
+
     pub fn id(&self) -> &VnodeId {
         &self.cfg.id
     }

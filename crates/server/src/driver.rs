@@ -25,6 +25,10 @@ use waymark_core::{ClientId, ClientRequest, Input, Lsn, Output, Request, Respons
 /// Commands handled before the driver looks at its other inputs again.
 const DRAIN_MAX: usize = 256;
 
+/// How long records nothing waits for may go unsynced (a backup's `TxCommitted`, say): they
+/// join the next sync something does wait for, or are synced alone after this.
+const SYNC_PUT_OFF_MAX: Duration = Duration::from_millis(5);
+
 /// Envelopes are the common command and move once through the queue: boxing them would cost an
 /// allocation per message for nothing.
 #[allow(clippy::large_enum_variant)]
@@ -98,6 +102,11 @@ pub struct VnodeStatus {
 pub trait Machine: Send + 'static {
     fn step(&mut self, now_us: u64, input: Input) -> Vec<Output>;
     fn appended(&self) -> Lsn;
+    /// Whether an output waits for the log to be durable; while none does, the driver may put
+    /// off its sync for up to `SYNC_PUT_OFF_MAX`.
+    fn awaits_durable(&self) -> bool {
+        true
+    }
     fn image(&self) -> Image;
     fn status(&self) -> VnodeStatus;
     /// How this vnode's own metadata proposals ended since the last call (managers only).
@@ -120,6 +129,9 @@ impl Machine for Vnode {
     }
     fn appended(&self) -> Lsn {
         Vnode::appended(self)
+    }
+    fn awaits_durable(&self) -> bool {
+        Vnode::awaits_durable(self)
     }
     fn image(&self) -> Image {
         Image::Store(Vnode::image(self))
@@ -257,12 +269,15 @@ impl<M: Machine> Driver<M> {
         while !self.failed {
             let next_timer = self.timers.keys().next().map(|k| clock::instant_of(k.at_us));
             let sleep = tokio::time::sleep_until(next_timer.unwrap_or_else(clock::far_future).into());
-            // Steps of the last sync may have appended: sync again before waiting for anything.
-            let unsynced = self.log.unsynced();
+            // Steps of the last sync may have appended what something waits for: sync again
+            // before waiting for anything. Else records nothing waits for wait a bounded while.
+            let due = self.sync_due();
+            let put_off = self.log.unsynced() && !due;
+            let put_off_left = SYNC_PUT_OFF_MAX.saturating_sub(self.log.unsynced_for());
             tokio::select! {
                 biased;
                 _ = stop.cancelled() => break,
-                _ = std::future::ready(()), if unsynced => {}
+                _ = std::future::ready(()), if due => {}
                 Some(written) = checkpoints.recv() => self.checkpoint_written(written),
                 _ = sleep, if next_timer.is_some() => self.fire_timers(),
                 cmd = inbox.recv() => match cmd {
@@ -270,10 +285,13 @@ impl<M: Machine> Driver<M> {
                     None => break,
                 },
                 _ = checkpoint.tick() => self.checkpoint(),
+                _ = tokio::time::sleep(put_off_left), if put_off => {}
             }
             self.flush_peers();
-            self.sync_log();
-            self.flush_peers();
+            if self.sync_due() {
+                self.sync_log();
+                self.flush_peers();
+            }
         }
     }
 
@@ -304,6 +322,17 @@ impl<M: Machine> Driver<M> {
                 let _ = tx.send(status);
             }
         }
+    }
+
+    /// A sync is due when records are unsynced and something waits for them — an output of the
+    /// vnode, an alteration to read back, a cut's end — or the oldest has waited
+    /// `SYNC_PUT_OFF_MAX`. Putting off the others saves a sync whenever one that is waited for
+    /// comes first: on two cores shared by three nodes, each costs ~60 µs of CPU.
+    fn sync_due(&self) -> bool {
+        self.log.unsynced()
+            && (self.machine.awaits_durable()
+                || self.log.sync_wanted_by_log()
+                || self.log.unsynced_for() >= SYNC_PUT_OFF_MAX)
     }
 
     /// Group commit: one sync for everything appended since the last, then the steps of what it

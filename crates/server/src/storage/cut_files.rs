@@ -104,6 +104,10 @@ impl CutFiles {
         self.finish_pending = Some(cut);
     }
 
+    pub fn finish_pending(&self) -> bool {
+        self.finish_pending.is_some()
+    }
+
     /// The `CutFinish` pending is durable: the caller tells where the log ends now (`finished`).
     pub fn take_finish_pending(&mut self) -> Option<CutId> {
         self.finish_pending.take()

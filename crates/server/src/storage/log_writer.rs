@@ -79,6 +79,8 @@ pub struct LogWriter {
     to_read_back: Vec<Position>,
     /// Read back after a sync, not yet taken by the driver.
     read_back: Vec<ReadBack>,
+    /// When the oldest record not yet synced was appended.
+    unsynced_since: Option<Instant>,
     checkpoints: mpsc::UnboundedSender<CheckpointWritten>,
 }
 
@@ -98,6 +100,7 @@ impl LogWriter {
             cuts,
             to_read_back: vec![],
             read_back: vec![],
+            unsynced_since: None,
             checkpoints,
         };
         (w, written)
@@ -108,9 +111,21 @@ impl LogWriter {
         self.durable < self.appended
     }
 
+    /// How long the oldest record not yet synced has waited (zero when all are synced).
+    pub fn unsynced_for(&self) -> std::time::Duration {
+        self.unsynced_since.map(|t| t.elapsed()).unwrap_or_default()
+    }
+
+    /// Records whose sync the driver learns from, whatever the vnode awaits: alterations to read
+    /// back, the end of a cut.
+    pub fn sync_wanted_by_log(&self) -> bool {
+        !self.to_read_back.is_empty() || self.cuts.finish_pending()
+    }
+
     pub fn append(&mut self, record: &Record) -> Result<(), String> {
         let at = self.wal.append(record.kind(), &record.encode()).map_err(|e| format!("appending: {e}"))?;
         self.appended = Lsn(self.appended.0 + 1);
+        self.unsynced_since.get_or_insert_with(Instant::now);
         match record {
             Record::Alteration { .. } => self.to_read_back.push(at),
             Record::CutStart { cut } => self.cuts.on_cut_start(*cut, self.wal.first_position())?,
@@ -144,6 +159,7 @@ impl LogWriter {
         done.map_err(|e| format!("syncing: {e}"))?;
         assert!(self.appended >= self.durable, "the log's durable end passed its appended end");
         self.durable = self.appended;
+        self.unsynced_since = None;
         for at in std::mem::take(&mut self.to_read_back) {
             self.read_back_one(at)?;
         }
