@@ -81,7 +81,7 @@ import collections, sys
 kinds = [
     ("log fsync", ["LogWriter::sync", "Wal::sync"]),
     ("log append", ["LogWriter::append"]),
-    ("peer link: write", ["peer::run::{{closure}}::{{closure}}", "sink::"]),
+    ("peer link: write", ["Outgoing::", "Router::flush", "peer::run::{{closure}}::{{closure}}", "sink::"]),
     ("peer link: read, decode, hand to a vnode", ["Router::deliver", "frame::decode", "codec::framed_impl"]),
     ("vnode thread: route a message", ["Router::send"]),
     ("Redis sessions", ["resp::"]),
