@@ -55,13 +55,6 @@ impl Router {
         self.local.read().expect("router lock").get(id).cloned()
     }
 
-    /// From anywhere: queues and writes at once. Never waits.
-    pub fn send(&self, env: Envelope) {
-        if self.queue(env) {
-            self.flush();
-        }
-    }
-
     /// From a vnode's step: a local envelope is delivered, a remote one waits in its peer's buffer
     /// for `flush`. Returns whether it went to a peer. Never waits.
     pub fn queue(&self, env: Envelope) -> bool {
