@@ -29,11 +29,16 @@ pub fn framed(stream: TcpStream, frame_max_bytes: usize) -> PeerFramed {
     Framed::new(stream, codec)
 }
 
+/// A frame's payload, for a codec that adds the length: the version, then the value.
 pub fn encode<T: Serialize>(value: &T) -> Bytes {
-    let mut buf = BytesMut::with_capacity(128).writer();
-    buf.get_mut().put_u8(PROTOCOL_VERSION);
-    postcard::to_io(value, &mut buf).expect("writing to memory cannot fail");
-    buf.into_inner().freeze()
+    let mut buf = BytesMut::with_capacity(128);
+    put_payload(&mut buf, value);
+    buf.freeze()
+}
+
+fn put_payload<T: Serialize>(buf: &mut BytesMut, value: &T) {
+    buf.put_u8(PROTOCOL_VERSION);
+    postcard::to_io(value, buf.writer()).expect("writing to memory cannot fail");
 }
 
 /// Appends one whole frame — the length the codec reads, the version, the payload — to `buf`, and
@@ -41,8 +46,7 @@ pub fn encode<T: Serialize>(value: &T) -> Bytes {
 pub fn encode_into<T: Serialize>(buf: &mut BytesMut, value: &T) -> usize {
     let start = buf.len();
     buf.put_u32(0);
-    buf.put_u8(PROTOCOL_VERSION);
-    postcard::to_io(value, (&mut *buf).writer()).expect("writing to memory cannot fail");
+    put_payload(buf, value);
     let len = buf.len() - start - 4;
     let len_field = u32::try_from(len).unwrap_or(u32::MAX);
     buf[start..start + 4].copy_from_slice(&len_field.to_be_bytes());

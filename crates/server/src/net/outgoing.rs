@@ -168,6 +168,16 @@ mod tests {
     use waymark_core::{Body, VnodeId};
 
     const FRAME_MAX_BYTES: usize = 1 << 20;
+    /// How long a test waits for the next frame (or the end) before it fails rather than hangs.
+    const FRAME_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+    type Reader = FramedRead<TcpStream, LengthDelimitedCodec>;
+
+    /// The next frame, or `None` at the end of the connection; a test failure after `FRAME_WITHIN`.
+    async fn next_frame(reader: &mut Reader) -> Option<bytes::BytesMut> {
+        let next = tokio::time::timeout(FRAME_WITHIN, reader.next()).await;
+        next.expect("a frame or the end within FRAME_WITHIN").map(|f| f.expect("a well-formed frame"))
+    }
 
     fn envelope(n: u32) -> Envelope {
         Envelope {
@@ -179,7 +189,7 @@ mod tests {
     }
 
     /// A connected pair on 127.0.0.1: the writing half for an `Outgoing`, and a frame reader.
-    async fn pair() -> (Arc<OwnedWriteHalf>, FramedRead<TcpStream, LengthDelimitedCodec>) {
+    async fn pair() -> (Arc<OwnedWriteHalf>, Reader) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let dialed = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (accepted, _) = listener.accept().await.unwrap();
@@ -197,7 +207,7 @@ mod tests {
         out.flush();
         let (conn, mut reader) = pair().await;
         out.attach(conn);
-        let frame = reader.next().await.unwrap().unwrap();
+        let frame = next_frame(&mut reader).await.unwrap();
         assert_eq!(frame::decode::<Envelope>(&frame).unwrap(), envelope(1));
     }
 
@@ -212,7 +222,7 @@ mod tests {
         assert_eq!(out.push(&envelope(3)), Err(Dropped::Full));
         out.flush();
         for n in 0..3 {
-            let frame = reader.next().await.unwrap().unwrap();
+            let frame = next_frame(&mut reader).await.unwrap();
             assert_eq!(frame::decode::<Envelope>(&frame).unwrap(), envelope(n));
         }
         // Written: the limit counts what waits, so there is room again.
@@ -228,7 +238,7 @@ mod tests {
         out.detach();
         drop(out);
         // Nothing was written: the reader sees the connection close with no frame.
-        assert!(reader.next().await.is_none());
+        assert!(next_frame(&mut reader).await.is_none());
     }
 
     /// Senders on other threads write while the socket takes it; when the receiver stops reading,
@@ -260,7 +270,7 @@ mod tests {
         assert!(!out.lock().buf.is_empty(), "the socket took all {FRAMES} frames: make the test bigger");
         let read_all = async {
             for n in 0..FRAMES {
-                let frame = reader.next().await.unwrap().unwrap();
+                let frame = next_frame(&mut reader).await.unwrap();
                 assert_eq!(frame::decode::<Envelope>(&frame).unwrap(), envelope(n));
             }
         };
