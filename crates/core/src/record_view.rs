@@ -1,6 +1,6 @@
 //! What the restore filter reads of a record, decoded from a log frame's payload without copying
-//! the keys and values a commit carries: a snapshot's replay meets every write in the log once and
-//! copies only those it restores, into the store.
+//! the keys and values a prepare or a commit carries: a snapshot's replay meets every write in the
+//! log once and copies only what it keeps of those it restores.
 //!
 //! The bytes are those of [`Record::encode`] (postcard). The borrowed types below mirror
 //! `Record`'s first variants field for field and in order, because postcard names a variant by its
@@ -38,10 +38,10 @@ impl WriteRef<'_> {
 /// The records the restore filter acts on; everything else is `Other`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordView<'a> {
-    /// A branch prepared here. Its writes are owned: the filter keeps them until the branch ends.
+    /// A branch prepared here. The filter copies what it keeps of its writes until the branch ends.
     Prepared {
         branch: Branch,
-        writes: Vec<ResolvedWrite>,
+        writes: Vec<WriteRef<'a>>,
     },
     /// A branch committed here, with the writes of a 1PC first committer (else none).
     Committed {
@@ -63,7 +63,9 @@ impl<'a> RecordView<'a> {
     /// The view of a decoded record (the simulator's and the tests' logs).
     pub fn of(record: &'a Record) -> RecordView<'a> {
         match record {
-            Record::TxPrepared(p) => RecordView::Prepared { branch: p.branch(), writes: p.writes.clone() },
+            Record::TxPrepared(p) => {
+                RecordView::Prepared { branch: p.branch(), writes: p.writes.iter().map(WriteRef::from).collect() }
+            }
             Record::TxCommitted { branch, writes, .. } => RecordView::Committed {
                 branch: Cow::Borrowed(branch),
                 writes: writes.iter().map(WriteRef::from).collect(),
@@ -123,7 +125,8 @@ enum Mirror<'a> {
     Boot {
         _incarnation: u32,
     },
-    TxPrepared(PreparedMirror),
+    #[serde(borrow)]
+    TxPrepared(PreparedMirror<'a>),
     TxCommitted {
         branch: Branch,
         _tx_cut: Option<CutId>,
@@ -139,9 +142,10 @@ enum Mirror<'a> {
 /// `record::Prepared` field for field; the fields the filter does not read are decoded (and so
 /// checked) all the same.
 #[derive(Deserialize)]
-struct PreparedMirror {
+struct PreparedMirror<'a> {
     tx: TxId,
-    writes: Vec<ResolvedWrite>,
+    #[serde(borrow)]
+    writes: Vec<WriteRef<'a>>,
     _first_committer: VnodeId,
     upstream: VnodeId,
     _downstream: Vec<VnodeId>,

@@ -153,11 +153,44 @@ impl Store {
         self.entries.is_empty()
     }
 
+    /// Splits the store into the entries whose key `first` accepts and the others (nothing is copied).
+    pub fn split_by(self, mut first: impl FnMut(&Key) -> bool) -> (Store, Store) {
+        type Entries = Vec<(Key, Entry)>;
+        let (a, b): (Entries, Entries) = self.entries.into_iter().partition(|(k, _)| first(k));
+        // Each side is in key order: collecting it builds the map without searching it.
+        (Store { entries: a.into_iter().collect() }, Store { entries: b.into_iter().collect() })
+    }
+
+    /// The same keys and versions with each value replaced by its [`value_digest`].
+    pub fn digested(&self) -> Store {
+        let digest =
+            |e: &Entry| Entry { value: e.value.as_deref().map(|v| value_digest(v).to_vec()), version: e.version };
+        Store { entries: self.entries.iter().map(|(k, e)| (k.clone(), digest(e))).collect() }
+    }
+
+    /// Moves every entry of `other`, whose keys this store does not hold, into it.
+    pub fn absorb_disjoint(&mut self, other: Store) {
+        for (key, entry) in other.entries {
+            let clash = self.entries.insert(key, entry);
+            assert!(clash.is_none(), "absorb_disjoint: the stores share a key");
+        }
+    }
+
     /// Keeps only the keys for which `keep` holds (used to compare one partition's replicas).
     pub fn filtered(&self, mut keep: impl FnMut(&Key) -> bool) -> Store {
         let entries = self.entries.iter().filter(|(k, _)| keep(k)).map(|(k, e)| (k.clone(), e.clone())).collect();
         Store { entries }
     }
+}
+
+/// What stands for a value where only its identity matters (comparing replicas): its length and
+/// CRC-32C, 8 bytes. Two values with the same digest are equal but for a 2^-32 chance.
+pub fn value_digest(value: &[u8]) -> [u8; 8] {
+    let len = u32::try_from(value.len()).unwrap_or(u32::MAX);
+    let mut d = [0; 8];
+    d[..4].copy_from_slice(&len.to_le_bytes());
+    d[4..].copy_from_slice(&crc32c::crc32c(value).to_le_bytes());
+    d
 }
 
 /// Sets `e` to `value` at `version` if that is newer; whether it was.

@@ -6,7 +6,10 @@
 
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
-use waymark_core::cut::restore::{find_finish, Checkpoint, CutReplay, Replayed, RestoreError, Restored, Step};
+use std::sync::Arc;
+use waymark_core::cut::restore::{
+    find_finish, Checkpoint, CutReplay, KeepWhole, Replayed, RestoreError, Restored, Step,
+};
 use waymark_core::record::{CutFinish, Prepared};
 use waymark_core::{Branch, CutId, Record, RecordView, ResolvedWrite, Role, Store, TxId, VnodeId};
 
@@ -44,7 +47,7 @@ fn reference(base: Checkpoint, log: &[Record], target: &CutFinish) -> Result<Res
                 if f != target {
                     return Err(RestoreError::FinishMismatch { cut: target.cut });
                 }
-                return Ok(Restored { store, included });
+                return Ok(Restored { store, digests: Default::default(), included });
             }
             _ => {}
         }
@@ -68,22 +71,52 @@ fn run(mut replay: CutReplay, log: &[Record]) -> Result<Replayed, RestoreError> 
     replay.finish()
 }
 
+/// `replay`, keeping whole only what `whole` says if it says anything.
+fn keeping(replay: CutReplay, whole: &Option<KeepWhole>) -> CutReplay {
+    match whole {
+        Some(whole) => replay.keeping_whole(whole.clone()),
+        None => replay,
+    }
+}
+
 /// A replay that seeks its finish, and runs again toward it when it says so.
 fn seeking(base: &Checkpoint, log: &[Record]) -> Result<Restored, RestoreError> {
-    match run(CutReplay::seeking(base.clone(), CUT), log)? {
+    seeking_with(base, log, &None)
+}
+
+fn seeking_with(base: &Checkpoint, log: &[Record], whole: &Option<KeepWhole>) -> Result<Restored, RestoreError> {
+    match run(keeping(CutReplay::seeking(base.clone(), CUT), whole), log)? {
         Replayed::Restored(r) => Ok(r),
-        Replayed::Again(finish) => match run(CutReplay::toward(base.clone(), finish, Default::default()), log)? {
-            Replayed::Restored(r) => Ok(r),
-            Replayed::Again(_) => panic!("a replay toward a known finish asked again"),
-        },
+        Replayed::Again(finish) => {
+            match run(keeping(CutReplay::toward(base.clone(), finish, Default::default()), whole), log)? {
+                Replayed::Restored(r) => Ok(r),
+                Replayed::Again(_) => panic!("a replay toward a known finish asked again"),
+            }
+        }
     }
 }
 
 fn toward(base: &Checkpoint, log: &[Record], target: &CutFinish) -> Result<Restored, RestoreError> {
-    match run(CutReplay::toward(base.clone(), target.clone(), Default::default()), log)? {
+    toward_with(base, log, target, &None)
+}
+
+fn toward_with(
+    base: &Checkpoint,
+    log: &[Record],
+    target: &CutFinish,
+    whole: &Option<KeepWhole>,
+) -> Result<Restored, RestoreError> {
+    match run(keeping(CutReplay::toward(base.clone(), target.clone(), Default::default()), whole), log)? {
         Replayed::Restored(r) => Ok(r),
         Replayed::Again(_) => panic!("a replay toward a known finish asked again"),
     }
+}
+
+/// What a replay keeping whole the keys `whole` accepts should end in: `full` split by key, the
+/// other side's values digested.
+fn split(full: Restored, whole: &KeepWhole) -> Restored {
+    let (store, rest) = full.store.split_by(|k| whole(k));
+    Restored { store, digests: rest.digested(), included: full.included }
 }
 
 fn vnode(i: u8) -> VnodeId {
@@ -172,6 +205,22 @@ proptest! {
         let expected = reference(base.clone(), &log, &target);
         prop_assert_eq!(&toward(&base, &log, &target), &expected);
         prop_assert_eq!(&seeking(&base, &log), &expected);
+    }
+
+    /// Keeping some keys whole moves the others to `digests`, with their versions and their values'
+    /// digests, and changes nothing else: not the whole keys, not what is included, not the errors.
+    #[test]
+    fn a_replay_keeping_some_keys_whole_digests_exactly_the_others(
+        base in base(),
+        log in log(),
+        whole_keys in proptest::collection::btree_set(0u8..4, 0..4),
+    ) {
+        let Some(target) = find_finish(&log, CUT).cloned() else { return Ok(()) };
+        let whole: KeepWhole = Arc::new(move |k: &[u8]| k.get(1).is_some_and(|k| whole_keys.contains(k)));
+        let expected = reference(base.clone(), &log, &target).map(|r| split(r, &whole));
+        let whole = Some(whole);
+        prop_assert_eq!(&toward_with(&base, &log, &target, &whole), &expected);
+        prop_assert_eq!(&seeking_with(&base, &log, &whole), &expected);
     }
 }
 

@@ -478,7 +478,7 @@ fn assert_streaming_replays_as_reading_all(root: &Path, increment: Option<u32>) 
             let counts = (log.log_bytes, log.records.len() as u64);
             replay_to_cut(&chain, &vnode, log).map(|r| (r, counts))
         });
-        let new = stream_to_cut(&chain, &vnode).map(|s| (s.restored, (s.log_bytes, s.records)));
+        let new = stream_to_cut(&chain, &vnode, None).map(|s| (s.restored, (s.log_bytes, s.records)));
         match (old, new) {
             (Ok(old), Ok(new)) => assert_eq!(old, new, "{vnode}"),
             (Err(old), Err(new)) => assert_eq!(old.to_string(), new.to_string(), "{vnode}"),

@@ -7,8 +7,9 @@ use crate::breaks::Breaks;
 use crate::ids::{Branch, CutId, TxId};
 use crate::record::{CutFinish, Record};
 use crate::record_view::{RecordView, WriteRef};
-use crate::store::{ResolvedWrite, Store};
+use crate::store::{value_digest, ResolvedWrite, Store};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The state a log segment starts from: committed data, plus the write sets of transactions that
 /// were prepared and not yet finished there (their commit may lie inside the cut window).
@@ -33,7 +34,10 @@ pub enum RestoreError {
 /// A vnode's state at a cut, and the transactions that made it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Restored {
+    /// The keys kept whole (all of them unless the replay was told [`CutReplay::keeping_whole`]).
     pub store: Store,
+    /// The other keys, each value replaced by its [`value_digest`]: the same keys and versions.
+    pub digests: Store,
     /// Transactions committed here that the cut includes.
     pub included: BTreeSet<TxId>,
 }
@@ -90,7 +94,12 @@ pub struct CutReplay {
     /// Known up front (`toward`), or from the log's first `CutFinish{cut}` on (`seeking`).
     target: Option<CutFinish>,
     seeking: bool,
+    /// Invariant: holds only keys `whole` accepts, with their values.
     store: Store,
+    /// Invariant: holds only keys `whole` rejects, with value digests (as do `prepared` and `held`).
+    digests: Store,
+    /// `None`: every key whole.
+    whole: Option<KeepWhole>,
     prepared: BTreeMap<Branch, Vec<ResolvedWrite>>,
     included: BTreeSet<TxId>,
     window: Window,
@@ -103,6 +112,11 @@ pub struct CutReplay {
     again: bool,
     breaks: Breaks,
 }
+
+/// Which keys a replay keeps whole, value and version; the others' values it keeps only as a
+/// [`value_digest`]. A restore compares a partition's replicas but writes out one copy, so the
+/// other replicas' values need not be held: their digests show whether they agree.
+pub type KeepWhole = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 /// A commit inside the cut's window, waiting for the `CutFinish` that decides it (`seeking`).
 struct HeldCommit {
@@ -152,6 +166,8 @@ impl CutReplay {
             seeking: target.is_none(),
             target,
             store,
+            digests: Store::default(),
+            whole: None,
             prepared,
             included: BTreeSet::new(),
             window: Window::BeforeStart,
@@ -163,6 +179,54 @@ impl CutReplay {
         }
     }
 
+    /// A replay that keeps whole only the keys `whole` accepts (before its first record): the
+    /// base's other keys, and every write to them from here on, keep a digest of their value.
+    pub fn keeping_whole(mut self, whole: KeepWhole) -> CutReplay {
+        assert_eq!(self.index, 0, "what a replay keeps is decided before its first record");
+        let (store, digested) = std::mem::take(&mut self.store).split_by(|k| whole(k));
+        self.store = store;
+        self.digests = digested.digested();
+        for writes in self.prepared.values_mut() {
+            for w in writes.iter_mut().filter(|w| !whole(&w.key)) {
+                w.value = w.value.as_deref().map(|v| value_digest(v).to_vec());
+            }
+        }
+        self.whole = Some(whole);
+        self
+    }
+
+    fn is_whole(&self, key: &[u8]) -> bool {
+        self.whole.as_ref().is_none_or(|whole| whole(key))
+    }
+
+    /// A write as this replay holds it: whole, or with a digest for its value.
+    fn own(&self, w: WriteRef<'_>) -> ResolvedWrite {
+        if self.is_whole(w.key) {
+            return w.to_owned_write();
+        }
+        let value = w.value.map(|v| value_digest(v).to_vec());
+        ResolvedWrite { key: w.key.to_vec(), value, version: w.version }
+    }
+
+    /// Applies a write borrowed from the log to the store that holds its key.
+    fn apply_ref(&mut self, w: WriteRef<'_>) {
+        if self.is_whole(w.key) {
+            self.store.apply_ref(w.key, w.value, w.version);
+        } else {
+            let digest = w.value.map(value_digest);
+            self.digests.apply_ref(w.key, digest.as_ref().map(|d| &d[..]), w.version);
+        }
+    }
+
+    /// Applies a write held by this replay (see [`CutReplay::own`]) to the store that holds its key.
+    fn apply_owned(&mut self, w: ResolvedWrite) {
+        if self.is_whole(&w.key) {
+            self.store.apply_owned(w);
+        } else {
+            self.digests.apply_owned(w);
+        }
+    }
+
     /// Feeds the next record of the log. Once `Finished`, further records are not looked at.
     pub fn step(&mut self, record: RecordView<'_>) -> Result<Step, RestoreError> {
         if self.finished {
@@ -171,7 +235,10 @@ impl CutReplay {
         let index = self.index;
         self.index += 1;
         match record {
-            RecordView::Prepared { branch, writes } => drop(self.prepared.insert(branch, writes)),
+            RecordView::Prepared { branch, writes } => {
+                let writes = writes.into_iter().map(|w| self.own(w)).collect();
+                drop(self.prepared.insert(branch, writes));
+            }
             RecordView::RolledBack { branch: Some(branch) } => drop(self.prepared.remove(branch.as_ref())),
             RecordView::Committed { branch, writes } => self.commit(&branch, writes, index)?,
             RecordView::CutStart { cut } if cut == self.cut => self.window = Window::Inside,
@@ -196,7 +263,7 @@ impl CutReplay {
                 return Ok(Replayed::Again(target));
             }
         }
-        Ok(Replayed::Restored(Restored { store: self.store, included: self.included }))
+        Ok(Replayed::Restored(Restored { store: self.store, digests: self.digests, included: self.included }))
     }
 
     fn commit(&mut self, branch: &Branch, inline: Vec<WriteRef<'_>>, index: usize) -> Result<(), RestoreError> {
@@ -215,7 +282,8 @@ impl CutReplay {
             (Window::BeforeStart, None) => true,
             (Window::Inside, Some(target)) => target.before.contains(tx),
             (Window::Inside, None) => {
-                self.held.push(HeldCommit { tx: tx.clone(), writes: writes.into_owned() });
+                let writes = self.own_all(writes);
+                self.held.push(HeldCommit { tx: tx.clone(), writes });
                 return Ok(());
             }
         };
@@ -225,25 +293,36 @@ impl CutReplay {
         Ok(())
     }
 
+    /// A commit's writes as this replay holds them.
+    fn own_all(&self, writes: CommitWrites<'_>) -> Vec<ResolvedWrite> {
+        match writes {
+            CommitWrites::Inline(ws) => ws.into_iter().map(|w| self.own(w)).collect(),
+            CommitWrites::Prepared(ws) => ws,
+        }
+    }
+
     /// Applies a kept commit's writes and counts it included.
     fn keep(&mut self, tx: TxId, writes: CommitWrites<'_>) {
         if self.window == Window::Inside && self.breaks.restore_stale_values {
-            let store = &self.store;
-            let stale = |w: ResolvedWrite| ResolvedWrite { value: store.get(&w.key).value, ..w };
-            let writes: Vec<ResolvedWrite> = writes.into_owned().into_iter().map(stale).collect();
+            let writes = self.own_all(writes);
+            let stale = |w: ResolvedWrite| {
+                let holder = if self.is_whole(&w.key) { &self.store } else { &self.digests };
+                ResolvedWrite { value: holder.get(&w.key).value, ..w }
+            };
+            let writes: Vec<ResolvedWrite> = writes.into_iter().map(stale).collect();
             for w in writes {
-                self.store.apply_owned(w);
+                self.apply_owned(w);
             }
         } else {
             match writes {
                 CommitWrites::Inline(ws) => {
                     for w in ws {
-                        self.store.apply_ref(w.key, w.value, w.version);
+                        self.apply_ref(w);
                     }
                 }
                 CommitWrites::Prepared(ws) => {
                     for w in ws {
-                        self.store.apply_owned(w);
+                        self.apply_owned(w);
                     }
                 }
             }
@@ -270,15 +349,6 @@ impl CutReplay {
         }
         self.finished = true;
         Ok(Step::Finished)
-    }
-}
-
-impl CommitWrites<'_> {
-    fn into_owned(self) -> Vec<ResolvedWrite> {
-        match self {
-            CommitWrites::Inline(ws) => ws.into_iter().map(WriteRef::to_owned_write).collect(),
-            CommitWrites::Prepared(ws) => ws,
-        }
     }
 }
 

@@ -74,7 +74,7 @@ pub fn restore_to_versions_cut<'a>(
                 if *map != target.map {
                     return Err(RestoreError::FinishMismatch { cut: target.cut });
                 }
-                return Ok(Restored { store, included });
+                return Ok(Restored { store, digests: Default::default(), included });
             }
             _ => {}
         }

@@ -149,6 +149,7 @@ fn check_replay(chain: &Chain) -> Vec<Problem> {
                     vnode: v.vnode.clone(),
                     partitions,
                     store: r.store,
+                    digests: r.digests,
                     included: r.included,
                     log_bytes,
                     records,

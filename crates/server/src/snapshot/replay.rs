@@ -11,7 +11,9 @@ use super::chain::Chain;
 use super::manifest::VnodeFiles;
 use crate::storage::checkpoint::{self, CheckpointError, Image};
 use std::path::{Path, PathBuf};
-use waymark_core::cut::restore::{self, find_finish, restore_to_cut, CutReplay, Replayed, RestoreError, Restored};
+use waymark_core::cut::restore::{
+    self, find_finish, restore_to_cut, CutReplay, KeepWhole, Replayed, RestoreError, Restored,
+};
 use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
 use waymark_core::{CutId, CutStrategy, Record, RecordView};
 use waymark_wal::{FrameScanner, Position, Reader, WalError};
@@ -145,9 +147,11 @@ pub struct Streamed {
 /// and the errors with their precedence, are those of [`read_vnode_log`] then [`replay_to_cut`]
 /// (every frame is checked and decoded, to the end of the log, before the filter's verdict).
 ///
-/// A cut of the `versions` strategy is replayed from the log held whole: its filter is not built
-/// to stream (the comparison strategy is not where restore speed is measured).
-pub fn stream_to_cut(chain: &Chain, vnode: &str) -> Result<Streamed, ReplayError> {
+/// With `whole`, only the keys it accepts keep their values; the others keep digests
+/// ([`CutReplay::keeping_whole`]). A cut of the `versions` strategy is replayed from the log held
+/// whole, every key whole: its filter is not built to stream (the comparison strategy is not where
+/// restore speed is measured).
+pub fn stream_to_cut(chain: &Chain, vnode: &str, whole: Option<KeepWhole>) -> Result<Streamed, ReplayError> {
     if chain.target().manifest.strategy == CutStrategy::Versions {
         let log = read_vnode_log(chain, vnode)?;
         let (log_bytes, records) = (log.log_bytes, log.records.len() as u64);
@@ -155,13 +159,17 @@ pub fn stream_to_cut(chain: &Chain, vnode: &str) -> Result<Streamed, ReplayError
         return Ok(Streamed { restored, log_bytes, records });
     }
     let cut = CutId(chain.target().manifest.cut);
-    let first = stream_once(chain, vnode, |base| CutReplay::seeking(base, cut))?;
+    let keeping = |replay: CutReplay| match &whole {
+        Some(whole) => replay.keeping_whole(whole.clone()),
+        None => replay,
+    };
+    let first = stream_once(chain, vnode, |base| keeping(CutReplay::seeking(base, cut)))?;
     let (outcome, log_bytes, records) = first;
     let restored = match outcome {
         Replayed::Restored(restored) => restored,
         // The finish excludes a commit the first pass applied: a second pass knows the finish.
         Replayed::Again(finish) => {
-            match stream_once(chain, vnode, |base| CutReplay::toward(base, finish, Default::default()))?.0 {
+            match stream_once(chain, vnode, |base| keeping(CutReplay::toward(base, finish, Default::default())))?.0 {
                 Replayed::Restored(restored) => restored,
                 Replayed::Again(_) => unreachable!("a replay toward a known finish never asks again"),
             }

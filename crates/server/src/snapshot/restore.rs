@@ -3,6 +3,10 @@
 //! partition the data of its replicas, which must agree; then, for a new cluster of any shape with
 //! the same partition count, a checkpoint per store vnode holding exactly its partitions' keys
 //! (values and versions kept), which its first start accepts over an empty log.
+//!
+//! One replica of each partition is replayed whole; the others keep only their keys, versions and
+//! value digests (`store::value_digest`), which is all the agreement check needs. A restore holds
+//! one copy of the data, not one per replica, and writes no more memory than it restores.
 
 use super::chain::{chain_problems, Chain, Problem};
 use super::replay::{stream_to_cut, ReplayError, Streamed};
@@ -11,7 +15,9 @@ use crate::topology::Topology;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
+use waymark_core::cut::restore::KeepWhole;
 use waymark_core::{PartitionId, Placement, ResolvedWrite, Store, TxId, VnodeImage};
 use waymark_wal::segment::HEADER_BYTES;
 use waymark_wal::{Options, Position, Wal, WalError};
@@ -42,7 +48,10 @@ fn list(problems: &[Problem]) -> String {
 pub struct VnodeState {
     pub vnode: String,
     pub partitions: Vec<u32>,
+    /// The keys of the partitions whose whole replica this vnode is, with their values.
     pub store: Store,
+    /// Its other keys, with the digests of their values.
+    pub digests: Store,
     pub included: BTreeSet<TxId>,
     pub log_bytes: u64,
     pub records: u64,
@@ -51,10 +60,35 @@ pub struct VnodeState {
 /// Reported as each vnode finishes: its name, log bytes and records replayed.
 pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 
-/// Replays every vnode of the chain, `threads` at a time (at least one). Results are in the
-/// target manifest's vnode order.
-pub fn replay_all(chain: &Chain, threads: usize, progress: Progress) -> Vec<Result<VnodeState, ReplayError>> {
+/// Per partition, the replica replayed whole: the first vnode holding it in the target manifest's
+/// order, which is the order [`Replicas`] is offered their data in.
+fn whole_replicas(chain: &Chain) -> BTreeMap<u32, String> {
+    let mut whole = BTreeMap::new();
+    for v in &chain.target().manifest.vnodes {
+        for &p in &v.partitions {
+            whole.entry(p).or_insert_with(|| v.vnode.clone());
+        }
+    }
+    whole
+}
+
+/// Which keys `vnode`'s replay keeps whole: those of the partitions whose whole replica it is.
+fn keep_whole(placement: &Arc<Placement>, whole: &BTreeMap<u32, String>, vnode: &str) -> KeepWhole {
+    let mine: BTreeSet<u32> = whole.iter().filter(|(_, v)| *v == vnode).map(|(&p, _)| p).collect();
+    let placement = placement.clone();
+    Arc::new(move |key: &[u8]| mine.contains(&placement.partition_of(key).0))
+}
+
+/// Replays every vnode of the chain, `threads` at a time (at least one), each keeping whole the
+/// partitions it is the whole replica of. Results are in the target manifest's vnode order.
+pub fn replay_all(
+    chain: &Chain,
+    placement: &Placement,
+    threads: usize,
+    progress: Progress,
+) -> Vec<Result<VnodeState, ReplayError>> {
     let vnodes = chain.target().manifest.vnodes.clone();
+    let (placement, whole) = (Arc::new(placement.clone()), whole_replicas(chain));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<VnodeState, ReplayError>>>> =
         Mutex::new(vnodes.iter().map(|_| None).collect());
@@ -63,7 +97,8 @@ pub fn replay_all(chain: &Chain, threads: usize, progress: Progress) -> Vec<Resu
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(v) = vnodes.get(i) else { return };
-                let result = replay_one(chain, &v.vnode, v.partitions.clone());
+                let keep = keep_whole(&placement, &whole, &v.vnode);
+                let result = replay_one(chain, &v.vnode, v.partitions.clone(), keep);
                 if let Ok(state) = &result {
                     progress(&state.vnode, state.log_bytes, state.records);
                 }
@@ -75,30 +110,31 @@ pub fn replay_all(chain: &Chain, threads: usize, progress: Progress) -> Vec<Resu
     results.into_iter().map(|r| r.expect("every vnode was taken by a thread")).collect()
 }
 
-fn replay_one(chain: &Chain, vnode: &str, partitions: Vec<u32>) -> Result<VnodeState, ReplayError> {
-    let Streamed { restored, log_bytes, records } = stream_to_cut(chain, vnode)?;
+fn replay_one(chain: &Chain, vnode: &str, partitions: Vec<u32>, keep: KeepWhole) -> Result<VnodeState, ReplayError> {
+    let Streamed { restored, log_bytes, records } = stream_to_cut(chain, vnode, Some(keep))?;
     Ok(VnodeState {
         vnode: vnode.into(),
         partitions,
         store: restored.store,
+        digests: restored.digests,
         included: restored.included,
         log_bytes,
         records,
     })
 }
 
-/// Per partition, its replicas' data restricted to its keys; with a problem for each replica whose
-/// data differs from the first replica's (named by a digest of each side).
+/// Per partition, the data of its first replica offered (its whole replica), restricted to its keys;
+/// with a problem for each replica whose keys, versions or value digests differ from the first's.
 pub fn partition_data(
     chain: &Chain,
     placement: &Placement,
     states: &[VnodeState],
 ) -> (BTreeMap<u32, Store>, Vec<Problem>) {
-    let mut data = Replicas::default();
+    let mut data = Replicas::new(&chain.target().dir);
     for state in states {
         for &p in &state.partitions {
-            let mine = state.store.filtered(|k| placement.partition_of(k) == PartitionId(p));
-            data.offer(chain, &state.vnode, p, mine);
+            let of_p = |k: &Vec<u8>| placement.partition_of(k) == PartitionId(p);
+            data.offer(&state.vnode, p, state.store.filtered(of_p), state.digests.filtered(of_p));
         }
     }
     data.into_parts()
@@ -110,29 +146,50 @@ pub fn into_partition_data(
     placement: &Placement,
     states: Vec<VnodeState>,
 ) -> (BTreeMap<u32, Store>, Vec<Problem>) {
-    let mut data = Replicas::default();
+    let mut data = Replicas::new(&chain.target().dir);
     for state in states {
-        let mut parts = state.store.into_partitions(|k| placement.partition_of(k).0);
+        let mut whole = state.store.into_partitions(|k| placement.partition_of(k).0);
+        let mut digests = state.digests.into_partitions(|k| placement.partition_of(k).0);
         for &p in &state.partitions {
-            data.offer(chain, &state.vnode, p, parts.remove(&p).unwrap_or_default());
+            let (mine, my_digests) = (whole.remove(&p).unwrap_or_default(), digests.remove(&p).unwrap_or_default());
+            data.offer(&state.vnode, p, mine, my_digests);
         }
     }
     data.into_parts()
 }
 
-/// Per partition the first replica's data (and whose it is), and the replicas that differ from it.
-#[derive(Default)]
+/// Per partition the first replica's data, and the replicas that differ from it.
 struct Replicas {
-    data: BTreeMap<u32, (String, Store)>,
+    /// The target snapshot's directory, where problems point.
+    dir: PathBuf,
+    data: BTreeMap<u32, FirstReplica>,
     problems: Vec<Problem>,
 }
 
+/// A partition's first replica offered: whose it is, its data, and that data digested (what the
+/// other replicas are compared with).
+struct FirstReplica {
+    vnode: String,
+    data: Store,
+    digests: Store,
+}
+
 impl Replicas {
-    fn offer(&mut self, chain: &Chain, vnode: &str, p: u32, mine: Store) {
+    fn new(dir: &Path) -> Replicas {
+        Replicas { dir: dir.to_owned(), data: BTreeMap::new(), problems: vec![] }
+    }
+
+    /// A replica of partition `p`: the keys `vnode` kept whole, and those it kept as digests. The
+    /// first replica offered must hold them all whole.
+    fn offer(&mut self, vnode: &str, p: u32, whole: Store, digested: Store) {
+        let first = !self.data.contains_key(&p);
+        assert!(!first || digested.is_empty(), "partition {p}: its first replica ({vnode}) was not replayed whole");
+        let mut mine = whole.digested();
+        mine.absorb_disjoint(digested);
         match self.data.get(&p) {
-            None => drop(self.data.insert(p, (vnode.to_owned(), mine))),
-            Some((first, theirs)) if *theirs != mine => self.problems.push(Problem::new(
-                chain.target().dir.join(vnode),
+            None => drop(self.data.insert(p, FirstReplica { vnode: vnode.to_owned(), data: whole, digests: mine })),
+            Some(FirstReplica { vnode: first, digests: theirs, .. }) if *theirs != mine => self.problems.push(Problem::new(
+                self.dir.join(vnode),
                 format!(
                     "partition {p}: replica data differs from {first}'s ({} keys, digest {:08x} vs {} keys, digest {:08x})",
                     mine.len(),
@@ -146,7 +203,7 @@ impl Replicas {
     }
 
     fn into_parts(self) -> (BTreeMap<u32, Store>, Vec<Problem>) {
-        (self.data.into_iter().map(|(p, (_, store))| (p, store)).collect(), self.problems)
+        (self.data.into_iter().map(|(p, first)| (p, first.data)).collect(), self.problems)
     }
 }
 
@@ -169,7 +226,7 @@ pub fn rebuild(chain: &Chain, threads: usize, progress: Progress) -> Result<Rebu
         return Err(RestoreError::Inconsistent(problems));
     }
     let placement = chain.placement().map_err(|p| RestoreError::Inconsistent(vec![p]))?;
-    let states = replay_all(chain, threads, progress).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let states = replay_all(chain, &placement, threads, progress).into_iter().collect::<Result<Vec<_>, _>>()?;
     let log_bytes = states.iter().map(|s| s.log_bytes).sum();
     let records = states.iter().map(|s| s.records).sum();
     let (partitions, problems) = into_partition_data(chain, &placement, states);
@@ -234,4 +291,53 @@ fn write_vnode(dir: &Path, image: VnodeImage) -> Result<(), RestoreError> {
     wal.close().map_err(|source| RestoreError::Wal { dir: wal_dir, source })?;
     checkpoint::write(dir, &Image::Store(image), RESTORED_RESUME_AT)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use waymark_core::store::value_digest;
+
+    fn store(entries: &[(&str, &str, u64)]) -> Store {
+        let mut s = Store::default();
+        for &(k, v, version) in entries {
+            s.apply(&ResolvedWrite { key: k.into(), value: Some(v.into()), version });
+        }
+        s
+    }
+
+    fn digests(entries: &[(&str, &str, u64)]) -> Store {
+        let mut s = Store::default();
+        for &(k, v, version) in entries {
+            s.apply(&ResolvedWrite { key: k.into(), value: Some(value_digest(v.as_bytes()).to_vec()), version });
+        }
+        s
+    }
+
+    #[test]
+    fn a_replica_kept_as_digests_agrees_with_the_whole_one_and_the_data_is_the_whole_ones() {
+        let mut r = Replicas::new(Path::new("snap"));
+        r.offer("store0@a", 0, store(&[("k", "v1", 1), ("j", "w", 2)]), Store::default());
+        r.offer("store0@b", 0, Store::default(), digests(&[("k", "v1", 1), ("j", "w", 2)]));
+        let (data, problems) = r.into_parts();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(data[&0], store(&[("k", "v1", 1), ("j", "w", 2)]));
+    }
+
+    #[test]
+    fn a_replica_whose_value_differs_at_the_same_version_is_a_problem() {
+        let mut r = Replicas::new(Path::new("snap"));
+        r.offer("store0@a", 0, store(&[("k", "v1", 1)]), Store::default());
+        r.offer("store0@b", 0, Store::default(), digests(&[("k", "v2", 1)]));
+        let (_, problems) = r.into_parts();
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].what.contains("partition 0: replica data differs from store0@a's"), "{problems:?}");
+    }
+
+    #[test]
+    #[should_panic(expected = "was not replayed whole")]
+    fn a_first_replica_with_digests_is_refused() {
+        let mut r = Replicas::new(Path::new("snap"));
+        r.offer("store0@b", 0, Store::default(), digests(&[("k", "v1", 1)]));
+    }
 }

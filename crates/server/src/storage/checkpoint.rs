@@ -54,7 +54,11 @@ fn io<'a>(file: &'a Path, action: &'static str) -> impl FnOnce(std::io::Error) -
 /// Writes a checkpoint into `dir` durably, replacing the previous one.
 pub fn write(dir: &Path, image: &Image, resume_at: Position) -> Result<u64, CheckpointError> {
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
-    let payload = postcard::to_stdvec(image).expect("images always serialize");
+    // Sized first, so that an image of gigabytes is written into one allocation, not copied each
+    // time a growing buffer doubles.
+    let size = postcard::experimental::serialized_size(image).expect("images always serialize");
+    let payload = postcard::to_extend(image, Vec::with_capacity(size)).expect("images always serialize");
+    debug_assert_eq!(payload.len(), size);
     let mut header = Vec::with_capacity(HEADER_BYTES);
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&resume_at.segment.to_le_bytes());
