@@ -148,6 +148,7 @@ fn check_replay(chain: &Chain) -> Vec<Problem> {
                 states.push(VnodeState {
                     vnode: v.vnode.clone(),
                     partitions,
+                    whole: v.partitions.iter().copied().collect(),
                     store: r.store,
                     digests: r.digests,
                     included: r.included,

@@ -9,6 +9,7 @@
 //! one copy of the data, not one per replica, and writes no more memory than it restores.
 
 use super::chain::{chain_problems, Chain, Problem};
+use super::manifest::VnodeFiles;
 use super::replay::{stream_to_cut, ReplayError, Streamed};
 use crate::storage::checkpoint::{self, CheckpointError, Image};
 use crate::topology::Topology;
@@ -48,7 +49,9 @@ fn list(problems: &[Problem]) -> String {
 pub struct VnodeState {
     pub vnode: String,
     pub partitions: Vec<u32>,
-    /// The keys of the partitions whose whole replica this vnode is, with their values.
+    /// The partitions whose whole replica this vnode is ([`whole_replicas`]).
+    pub whole: BTreeSet<u32>,
+    /// The keys of those partitions, with their values.
     pub store: Store,
     /// Its other keys, with the digests of their values.
     pub digests: Store,
@@ -60,21 +63,24 @@ pub struct VnodeState {
 /// Reported as each vnode finishes: its name, log bytes and records replayed.
 pub type Progress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 
-/// Per partition, the replica replayed whole: the first vnode holding it in the target manifest's
-/// order, which is the order [`Replicas`] is offered their data in.
-fn whole_replicas(chain: &Chain) -> BTreeMap<u32, String> {
+/// Per partition, the replica replayed whole: of the vnodes holding it, the one with the fewest
+/// partitions chosen so far (the first in the target manifest's order on a tie), so that every
+/// vnode's replay keeps about as many values as another's.
+pub fn whole_replicas(vnodes: &[VnodeFiles]) -> BTreeMap<u32, String> {
+    let partitions: BTreeSet<u32> = vnodes.iter().flat_map(|v| v.partitions.iter().copied()).collect();
+    let mut chosen = vec![0usize; vnodes.len()];
     let mut whole = BTreeMap::new();
-    for v in &chain.target().manifest.vnodes {
-        for &p in &v.partitions {
-            whole.entry(p).or_insert_with(|| v.vnode.clone());
-        }
+    for p in partitions {
+        let holders = (0..vnodes.len()).filter(|&i| vnodes[i].partitions.contains(&p));
+        let i = holders.min_by_key(|&i| (chosen[i], i)).expect("a partition named by some vnode");
+        chosen[i] += 1;
+        whole.insert(p, vnodes[i].vnode.clone());
     }
     whole
 }
 
 /// Which keys `vnode`'s replay keeps whole: those of the partitions whose whole replica it is.
-fn keep_whole(placement: &Arc<Placement>, whole: &BTreeMap<u32, String>, vnode: &str) -> KeepWhole {
-    let mine: BTreeSet<u32> = whole.iter().filter(|(_, v)| *v == vnode).map(|(&p, _)| p).collect();
+fn keep_whole(placement: &Arc<Placement>, mine: BTreeSet<u32>) -> KeepWhole {
     let placement = placement.clone();
     Arc::new(move |key: &[u8]| mine.contains(&placement.partition_of(key).0))
 }
@@ -88,7 +94,7 @@ pub fn replay_all(
     progress: Progress,
 ) -> Vec<Result<VnodeState, ReplayError>> {
     let vnodes = chain.target().manifest.vnodes.clone();
-    let (placement, whole) = (Arc::new(placement.clone()), whole_replicas(chain));
+    let (placement, whole) = (Arc::new(placement.clone()), whole_replicas(&chain.target().manifest.vnodes));
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<VnodeState, ReplayError>>>> =
         Mutex::new(vnodes.iter().map(|_| None).collect());
@@ -97,8 +103,8 @@ pub fn replay_all(
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(v) = vnodes.get(i) else { return };
-                let keep = keep_whole(&placement, &whole, &v.vnode);
-                let result = replay_one(chain, &v.vnode, v.partitions.clone(), keep);
+                let mine = whole.iter().filter(|(_, w)| **w == v.vnode).map(|(&p, _)| p).collect();
+                let result = replay_one(chain, &v.vnode, v.partitions.clone(), &placement, mine);
                 if let Ok(state) = &result {
                     progress(&state.vnode, state.log_bytes, state.records);
                 }
@@ -110,11 +116,19 @@ pub fn replay_all(
     results.into_iter().map(|r| r.expect("every vnode was taken by a thread")).collect()
 }
 
-fn replay_one(chain: &Chain, vnode: &str, partitions: Vec<u32>, keep: KeepWhole) -> Result<VnodeState, ReplayError> {
+fn replay_one(
+    chain: &Chain,
+    vnode: &str,
+    partitions: Vec<u32>,
+    placement: &Arc<Placement>,
+    whole: BTreeSet<u32>,
+) -> Result<VnodeState, ReplayError> {
+    let keep = keep_whole(placement, whole.clone());
     let Streamed { restored, log_bytes, records } = stream_to_cut(chain, vnode, Some(keep))?;
     Ok(VnodeState {
         vnode: vnode.into(),
         partitions,
+        whole,
         store: restored.store,
         digests: restored.digests,
         included: restored.included,
@@ -123,8 +137,8 @@ fn replay_one(chain: &Chain, vnode: &str, partitions: Vec<u32>, keep: KeepWhole)
     })
 }
 
-/// Per partition, the data of its first replica offered (its whole replica), restricted to its keys;
-/// with a problem for each replica whose keys, versions or value digests differ from the first's.
+/// Per partition, the data of its whole replica, restricted to its keys; with a problem for each
+/// replica whose keys, versions or value digests differ from the first replica's.
 pub fn partition_data(
     chain: &Chain,
     placement: &Placement,
@@ -134,7 +148,8 @@ pub fn partition_data(
     for state in states {
         for &p in &state.partitions {
             let of_p = |k: &Vec<u8>| placement.partition_of(k) == PartitionId(p);
-            data.offer(&state.vnode, p, state.store.filtered(of_p), state.digests.filtered(of_p));
+            let whole = state.whole.contains(&p);
+            data.offer(&state.vnode, p, whole, state.store.filtered(of_p), state.digests.filtered(of_p));
         }
     }
     data.into_parts()
@@ -152,43 +167,45 @@ pub fn into_partition_data(
         let mut digests = state.digests.into_partitions(|k| placement.partition_of(k).0);
         for &p in &state.partitions {
             let (mine, my_digests) = (whole.remove(&p).unwrap_or_default(), digests.remove(&p).unwrap_or_default());
-            data.offer(&state.vnode, p, mine, my_digests);
+            data.offer(&state.vnode, p, state.whole.contains(&p), mine, my_digests);
         }
     }
     data.into_parts()
 }
 
-/// Per partition the first replica's data, and the replicas that differ from it.
+/// Per partition the first replica offered (what the others are compared with), the data of its
+/// whole replica, and the replicas that differ from the first.
 struct Replicas {
     /// The target snapshot's directory, where problems point.
     dir: PathBuf,
-    data: BTreeMap<u32, FirstReplica>,
+    first: BTreeMap<u32, FirstReplica>,
+    data: BTreeMap<u32, Store>,
     problems: Vec<Problem>,
 }
 
-/// A partition's first replica offered: whose it is, its data, and that data digested (what the
-/// other replicas are compared with).
+/// A partition's first replica offered: whose it is, and its data digested.
 struct FirstReplica {
     vnode: String,
-    data: Store,
     digests: Store,
 }
 
 impl Replicas {
     fn new(dir: &Path) -> Replicas {
-        Replicas { dir: dir.to_owned(), data: BTreeMap::new(), problems: vec![] }
+        Replicas { dir: dir.to_owned(), first: BTreeMap::new(), data: BTreeMap::new(), problems: vec![] }
     }
 
-    /// A replica of partition `p`: the keys `vnode` kept whole, and those it kept as digests. The
-    /// first replica offered must hold them all whole.
-    fn offer(&mut self, vnode: &str, p: u32, whole: Store, digested: Store) {
-        let first = !self.data.contains_key(&p);
-        assert!(!first || digested.is_empty(), "partition {p}: its first replica ({vnode}) was not replayed whole");
+    /// A replica of partition `p`: the keys `vnode` kept whole, and those it kept as digests. A
+    /// replica `is_whole` (replayed whole for `p`) kept none as digests; its data is the partition's.
+    fn offer(&mut self, vnode: &str, p: u32, is_whole: bool, whole: Store, digested: Store) {
+        assert!(!is_whole || digested.is_empty(), "partition {p}: {vnode} was to replay it whole");
         let mut mine = whole.digested();
         mine.absorb_disjoint(digested);
-        match self.data.get(&p) {
-            None => drop(self.data.insert(p, FirstReplica { vnode: vnode.to_owned(), data: whole, digests: mine })),
-            Some(FirstReplica { vnode: first, digests: theirs, .. }) if *theirs != mine => self.problems.push(Problem::new(
+        if is_whole && !self.data.contains_key(&p) {
+            self.data.insert(p, whole);
+        }
+        match self.first.get(&p) {
+            None => drop(self.first.insert(p, FirstReplica { vnode: vnode.to_owned(), digests: mine })),
+            Some(FirstReplica { vnode: first, digests: theirs }) if *theirs != mine => self.problems.push(Problem::new(
                 self.dir.join(vnode),
                 format!(
                     "partition {p}: replica data differs from {first}'s ({} keys, digest {:08x} vs {} keys, digest {:08x})",
@@ -202,8 +219,12 @@ impl Replicas {
         }
     }
 
+    /// Per partition its whole replica's data. Every partition offered had a whole replica.
     fn into_parts(self) -> (BTreeMap<u32, Store>, Vec<Problem>) {
-        (self.data.into_iter().map(|(p, first)| (p, first.data)).collect(), self.problems)
+        for p in self.first.keys() {
+            assert!(self.data.contains_key(p), "partition {p}: no replica of it was replayed whole");
+        }
+        (self.data, self.problems)
     }
 }
 
@@ -317,8 +338,8 @@ mod tests {
     #[test]
     fn a_replica_kept_as_digests_agrees_with_the_whole_one_and_the_data_is_the_whole_ones() {
         let mut r = Replicas::new(Path::new("snap"));
-        r.offer("store0@a", 0, store(&[("k", "v1", 1), ("j", "w", 2)]), Store::default());
-        r.offer("store0@b", 0, Store::default(), digests(&[("k", "v1", 1), ("j", "w", 2)]));
+        r.offer("store0@b", 0, false, Store::default(), digests(&[("k", "v1", 1), ("j", "w", 2)]));
+        r.offer("store0@a", 0, true, store(&[("k", "v1", 1), ("j", "w", 2)]), Store::default());
         let (data, problems) = r.into_parts();
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(data[&0], store(&[("k", "v1", 1), ("j", "w", 2)]));
@@ -327,17 +348,42 @@ mod tests {
     #[test]
     fn a_replica_whose_value_differs_at_the_same_version_is_a_problem() {
         let mut r = Replicas::new(Path::new("snap"));
-        r.offer("store0@a", 0, store(&[("k", "v1", 1)]), Store::default());
-        r.offer("store0@b", 0, Store::default(), digests(&[("k", "v2", 1)]));
+        r.offer("store0@a", 0, true, store(&[("k", "v1", 1)]), Store::default());
+        r.offer("store0@b", 0, false, Store::default(), digests(&[("k", "v2", 1)]));
         let (_, problems) = r.into_parts();
         assert_eq!(problems.len(), 1);
         assert!(problems[0].what.contains("partition 0: replica data differs from store0@a's"), "{problems:?}");
     }
 
+    fn vnode(name: &str, partitions: &[u32]) -> VnodeFiles {
+        let at = Position::new(0, HEADER_BYTES);
+        VnodeFiles {
+            vnode: name.into(),
+            partitions: partitions.to_vec(),
+            checkpoint: None,
+            from: at,
+            upto: at,
+            segments: vec![],
+        }
+    }
+
     #[test]
-    #[should_panic(expected = "was not replayed whole")]
-    fn a_first_replica_with_digests_is_refused() {
+    fn whole_replicas_are_spread_evenly_over_the_vnodes_holding_each_partition() {
+        // Three hosts, two replicas, six partitions: each pair of vnodes shares two partitions.
+        let vnodes = [vnode("a", &[0, 1, 2, 3]), vnode("b", &[0, 1, 4, 5]), vnode("c", &[2, 3, 4, 5])];
+        let whole = whole_replicas(&vnodes);
+        assert_eq!(whole.len(), 6);
+        for v in &vnodes {
+            assert_eq!(whole.values().filter(|w| **w == v.vnode).count(), 2, "{whole:?}");
+            assert!(whole.iter().filter(|(_, w)| **w == v.vnode).all(|(p, _)| v.partitions.contains(p)));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "no replica of it was replayed whole")]
+    fn a_partition_without_a_whole_replica_is_refused() {
         let mut r = Replicas::new(Path::new("snap"));
-        r.offer("store0@b", 0, Store::default(), digests(&[("k", "v1", 1)]));
+        r.offer("store0@b", 0, false, Store::default(), digests(&[("k", "v1", 1)]));
+        r.into_parts();
     }
 }
