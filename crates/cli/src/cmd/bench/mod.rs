@@ -61,13 +61,14 @@ pub struct BenchArgs {
     /// --start-hosts: partitions.
     #[arg(long, default_value_t = 64)]
     partitions: u32,
-    /// --start-hosts: store vnodes per host. Two by default: a vnode releases most messages and
-    /// replies only once everything it logged before is durable, so with one vnode per host
-    /// most hops of a transaction wait behind the host's whole fsync queue. Two logs per host
-    /// (one per core here) measured 1.35–2.0× the `set` and 1.7–2.0× the `bank` throughput of
-    /// one, alternating runs on 2 cores; four gave nothing more.
-    #[arg(long, default_value_t = 2)]
+    /// --start-hosts: store vnodes per host; one by default, as `cluster init` writes (fewer,
+    /// fuller group commits: docs/BENCHMARKS.md, 2026-12-04).
+    #[arg(long, default_value_t = 1)]
     stores: u32,
+    /// --start-hosts: `node.threads` of every host (1: each host on one thread; 0, the default: a
+    /// runtime worker per core and a thread per vnode).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
     /// --start-hosts: `always` (fsync per group commit) or `never`.
     #[arg(long, default_value = "always")]
     fsync: String,
@@ -212,6 +213,7 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
         let spec = Spec {
             fsync: args.fsync.clone(),
             stores: args.stores,
+            threads: (args.threads > 0).then_some(args.threads),
             strategy: args.strategy,
             wal_preallocate: args.wal_preallocate,
             ..Spec::local(hosts, args.replicas.min(hosts as usize), args.partitions)
