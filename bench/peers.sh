@@ -7,7 +7,8 @@
 #   Redis       redis-benchmark -t set with appendfsync always, without and with BGSAVE in a loop
 #   Waymark     waymark bench --workload bank and --workload set on a 3-host cluster (R=2, fsync
 #               always), without cuts, with a cut every second and every 100 ms; the bank with
-#               cuts every second under the `blocking` and `versions` strategies (or why not)
+#               cuts every second under the `blocking` and `versions` strategies (or why not);
+#               and like for like with the peers, bank and set on one host with one copy
 #   Restore     PostgreSQL's PITR replay of the WAL archived during its phase (base backup before
 #               it, restore_command + recovery_target_name), against Waymark's `snapshot restore`
 #               of a comparable log volume (RESTORE_MB of 4000-byte values, default 120)
@@ -228,6 +229,16 @@ for strategy in blocking versions; do
   fi
 done
 
+# Like for like with the peers, which run on one host with one copy: Waymark on one host with one
+# copy (one store vnode, so a transfer commits in one phase on it), fsync always, no cuts.
+for w in bank set; do
+  echo "Waymark: bench --workload $w on one host, one copy"
+  timeout $((seconds * 2 + 120)) "$waymark" bench --start-hosts 1 --replicas 1 --workload "$w" \
+    --clients "$clients" --seconds "$seconds" --json "$out/waymark-$w-one-host.json" \
+    >"$work/waymark-$w-one-host.out" 2>"$work/waymark-$w-one-host.err" ||
+    { rm -f "$out/waymark-$w-one-host.json"; echo "  the one-host $w run failed: $(head -c 300 "$work/waymark-$w-one-host.err")"; }
+done
+
 # Restore: a full snapshot of an empty cluster, RESTORE_MB of 4000-byte SETs, an increment, then
 # `snapshot restore` of the increment (which replays the whole log of the chain).
 echo "Waymark restore: $restore_mb MB of 4000-byte SETs, snapshot, snapshot restore"
@@ -352,6 +363,12 @@ if wb:
     print(f"Waymark bank / PostgreSQL bank (no recovery points): {wb['tps'] / p_base['tps']:.3f}x (target ≥ 1.0)")
 if ws:
     print(f"Waymark SET / Redis SET (AOF always, no BGSAVE):      {ws['tps'] / r_base['tps']:.3f}x (target ≥ 0.5)")
+for wl, peer, base in (("bank", "PostgreSQL bank", p_base), ("set", "Redis SET (AOF always)", r_base)):
+    one = strategy_run(f"{wl}-one-host")
+    if one:
+        print(f"Waymark {wl} on one host, one copy: {one['tps']:.1f}/s, p99 {one['p99']:.2f} ms; {one['tps'] / base['tps']:.3f}x {peer}")
+    else:
+        print(f"Waymark {wl} on one host, one copy: not measured (see its run's output above)")
 wc = waymark("bank").get("cuts 1s")
 for strategy in ("blocking", "versions"):
     run = strategy_run(strategy)
