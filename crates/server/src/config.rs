@@ -32,21 +32,6 @@ pub enum FsyncPolicy {
     Never,
 }
 
-/// What a node runs on (`node.threads`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Threads {
-    /// One thread for everything: the client sessions, the peer links and every vnode's driver
-    /// (its steps, log appends and syncs) take turns on it, handing work to each other without a
-    /// system call. For hosts that share their cores with other nodes, as a local cluster's do.
-    One,
-    /// The runtime's workers (this many, or one per core) for client sessions and peer links, and
-    /// a thread of its own for each vnode.
-    Workers(Option<usize>),
-}
-
-/// The most runtime workers `node.threads` may ask for.
-pub const THREADS_MAX: usize = 1_024;
-
 #[derive(Clone, Debug)]
 pub struct HostConfig {
     pub name: String,
@@ -103,7 +88,6 @@ pub struct NodeConfig {
     pub fsync: FsyncPolicy,
     /// `waymark_wal::Options::preallocate` for every vnode's log.
     pub wal_preallocate: bool,
-    pub threads: Threads,
     pub secret: Vec<u8>,
     pub password: Option<Vec<u8>>,
     pub checkpoint_every: Duration,
@@ -203,10 +187,6 @@ pub mod raw {
         pub fsync: Option<String>,
         /// Preallocate each WAL segment (default true); off only to measure what it saves.
         pub wal_preallocate: Option<bool>,
-        /// 1: everything on one thread; N: N runtime workers and a thread per vnode (default:
-        /// a worker per core).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        pub threads: Option<usize>,
         pub checkpoint_every: Option<String>,
         pub client_timeout: Option<String>,
         pub snapshot_dir: Option<String>,
@@ -268,12 +248,6 @@ impl Checker<'_> {
             "never" => FsyncPolicy::Never,
             other => return Err(self.bad("node.fsync", format!("`{other}` is neither \"always\" nor \"never\""))),
         };
-        let threads = match n.threads {
-            None => Threads::Workers(None),
-            Some(1) => Threads::One,
-            Some(n) if (2..=THREADS_MAX).contains(&n) => Threads::Workers(Some(n)),
-            Some(n) => return Err(self.bad("node.threads", format!("{n} is not in 1..={THREADS_MAX}"))),
-        };
         Ok(NodeConfig {
             file: self.file.into(),
             data_dir: self.relative(&n.data_dir),
@@ -285,7 +259,6 @@ impl Checker<'_> {
             cluster,
             fsync,
             wal_preallocate: n.wal_preallocate.unwrap_or(true),
-            threads,
             secret,
             password,
             limits,

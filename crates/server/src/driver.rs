@@ -169,30 +169,7 @@ pub struct VnodeHandle {
     pub id: VnodeId,
     pub tx: mpsc::Sender<VnodeCmd>,
     pub stop: CancellationToken,
-    pub running: Running,
-}
-
-/// Where a driver runs: a thread of its own, or a task of the node's runtime.
-pub enum Running {
-    Thread(std::thread::JoinHandle<()>),
-    Task(tokio::task::JoinHandle<()>),
-}
-
-impl Running {
-    pub fn is_finished(&self) -> bool {
-        match self {
-            Running::Thread(t) => t.is_finished(),
-            Running::Task(t) => t.is_finished(),
-        }
-    }
-
-    /// Waits for the driver to end (its last sync done).
-    pub async fn ended(self) {
-        match self {
-            Running::Thread(t) => drop(tokio::task::spawn_blocking(move || t.join()).await),
-            Running::Task(t) => drop(t.await),
-        }
-    }
+    pub join: std::thread::JoinHandle<()>,
 }
 
 pub struct DriverSetup {
@@ -205,34 +182,25 @@ pub struct DriverSetup {
     pub checkpoint_every: Duration,
     pub queue_max: usize,
     pub stop: CancellationToken,
-    /// Run as a task of the calling runtime rather than on a thread of its own.
-    pub on_runtime: bool,
 }
 
-/// Starts the vnode's driver; it steps `Restarted` first.
+/// Starts the vnode's thread; it steps `Restarted` first.
 pub fn spawn<M: Machine>(machine: M, setup: DriverSetup) -> std::io::Result<VnodeHandle> {
     let (tx, inbox) = mpsc::channel(setup.queue_max);
     setup.router.add_local(setup.id.clone(), tx.clone());
     let (id, stop) = (setup.id.clone(), setup.stop.clone());
-    let mut d = Driver::new(machine, setup.id, setup.log, setup.router, setup.host_events);
-    let run = async move {
-        d.run(inbox, setup.checkpoints, setup.checkpoint_every, setup.stop).await;
+    let name = format!("vnode {}", setup.id);
+    let join = std::thread::Builder::new().name(name).spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
+        let mut d = Driver::new(machine, setup.id, setup.log, setup.router, setup.host_events);
+        rt.block_on(d.run(inbox, setup.checkpoints, setup.checkpoint_every, setup.stop));
         d.router.remove_local(&d.id);
-        // What the vnode appended last becomes durable before the driver ends.
+        // What the vnode appended last becomes durable before the thread ends.
         if let Err(error) = d.log.sync() {
             tracing::error!(vnode = %d.id, "the last sync of the log failed: {error}");
         }
-    };
-    let running = if setup.on_runtime {
-        Running::Task(tokio::spawn(run))
-    } else {
-        let name = format!("vnode {id}");
-        Running::Thread(std::thread::Builder::new().name(name).spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
-            rt.block_on(run)
-        })?)
-    };
-    Ok(VnodeHandle { id, tx, stop, running })
+    })?;
+    Ok(VnodeHandle { id, tx, stop, join })
 }
 
 /// Where a timer sits in the driver's queue: when it is due, then the order it was set in (two

@@ -1,11 +1,10 @@
-//! One host's process (DESIGN §7): its store and manager vnodes (each a driver that also writes
-//! and syncs the vnode's log: a thread of its own, or with `node.threads = 1` a task beside
-//! everything else), the peer links, the Redis front end and the admin API. It starts every vnode
+//! One host's process (DESIGN §7): its store and manager vnodes (each a driver thread that also
+//! writes and syncs the vnode's log), the peer links, the Redis front end and the admin API. It starts every vnode
 //! from its checkpoint and log, then serves until shutdown, starting and stopping secondary parents
 //! when a vnode asks (seed 004), and stops — fail-stop — if a vnode's log breaks.
 
 use crate::admin;
-use crate::config::{NodeConfig, Threads};
+use crate::config::NodeConfig;
 use crate::driver::{self, DriverSetup, HostEvent, Machine, VnodeCmd, VnodeHandle, VnodeStatus};
 use crate::net::auth::Identity;
 use crate::net::outgoing::Outgoing;
@@ -317,7 +316,6 @@ impl Host {
             checkpoint_every: self.cfg().checkpoint_every,
             queue_max: limits.vnode_queue_max,
             stop: self.stop.child_token(),
-            on_runtime: self.cfg().threads == Threads::One,
         };
         driver::spawn(machine, setup).map_err(NodeError::Thread)
     }
@@ -361,7 +359,7 @@ impl Host {
     /// Seed 004: this host's vnode was elected assisting child; start the secondary parent `id`
     /// in place of `of`, from the assisting child's metadata, on a fresh log.
     fn start_secondary(&mut self, id: VnodeId, of: VnodeId, metadata: waymark_core::alter::Metadata, term: Term) {
-        if self.vnodes.get(&id).is_some_and(|h| !h.running.is_finished()) {
+        if self.vnodes.get(&id).is_some_and(|h| !h.join.is_finished()) {
             return;
         }
         let Some(cfg) = self.shared.topology.tree_config(&of).map(|c| c.secondary(id.clone())) else {
@@ -389,8 +387,11 @@ impl Host {
     async fn stop_all(&mut self) {
         self.stop.cancel();
         let handles: Vec<VnodeHandle> = self.vnodes.drain().map(|(_, h)| h).collect();
-        for h in handles {
-            h.running.ended().await;
-        }
+        let _ = tokio::task::spawn_blocking(move || {
+            for h in handles {
+                let _ = h.join.join();
+            }
+        })
+        .await;
     }
 }

@@ -106,17 +106,3 @@ fn every_strategy_is_a_cluster_setting() {
         assert_eq!(cfg.cluster.strategy.name(), strategy);
     }
 }
-
-#[test]
-fn threads_default_to_a_worker_per_core_and_one_means_everything_on_one_thread() {
-    use waymark_server::config::Threads;
-    let (_dir, file) = setup();
-    let with = |threads: &str| GOOD.replace("[node]\n", &format!("[node]\n{threads}\n"));
-    assert_eq!(NodeConfig::parse(&file, GOOD).expect("default").threads, Threads::Workers(None));
-    assert_eq!(NodeConfig::parse(&file, &with("threads = 1")).expect("one").threads, Threads::One);
-    assert_eq!(NodeConfig::parse(&file, &with("threads = 4")).expect("four").threads, Threads::Workers(Some(4)));
-    for wrong in ["threads = 0", "threads = 5000"] {
-        let e = error_of(&with(wrong));
-        assert!(e.contains("node.threads") && e.contains("waymark.toml"), "{e}");
-    }
-}

@@ -54,10 +54,6 @@ pub enum ClusterCmd {
         /// Also write a client password (`DIR/password`); clients must `AUTH` with it.
         #[arg(long)]
         password: bool,
-        /// `node.threads` of every host: 1 runs a host on one thread; 0 leaves it out (a runtime
-        /// worker per core and a thread per vnode).
-        #[arg(long, default_value_t = 0)]
-        threads: usize,
     },
     /// Start every host of DIR in the background; returns once the cluster serves.
     Start {
@@ -78,18 +74,7 @@ pub enum ClusterCmd {
 
 pub fn run(cmd: ClusterCmd) -> Result<()> {
     match cmd {
-        ClusterCmd::Init {
-            hosts,
-            dir,
-            replicas,
-            partitions,
-            stores,
-            fsync,
-            strategy,
-            checkpoint_every,
-            password,
-            threads,
-        } => {
+        ClusterCmd::Init { hosts, dir, replicas, partitions, stores, fsync, strategy, checkpoint_every, password } => {
             let replicas = replicas.unwrap_or(2.min(hosts as usize));
             let strategy = strategy.parse()?;
             let spec = Spec {
@@ -102,7 +87,6 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 wal_preallocate: true,
                 checkpoint_every,
                 password,
-                threads: (threads > 0).then_some(threads),
             };
             init(&dir, &spec)
         }
@@ -125,14 +109,11 @@ pub struct Spec {
     pub wal_preallocate: bool,
     pub checkpoint_every: String,
     pub password: bool,
-    /// `node.threads`, left out when `None`.
-    pub threads: Option<usize>,
 }
 
 impl Spec {
     /// `cluster init`'s defaults for everything but the shape (what `--hosts/--replicas/--partitions`
-    /// alone would give): one store per host, fsync always, a checkpoint every 30 s, no password,
-    /// `node.threads` left to its default.
+    /// alone would give): one store per host, fsync always, a checkpoint every 30 s, no password.
     pub fn local(hosts: u32, replicas: usize, partitions: u32) -> Spec {
         Spec {
             hosts,
@@ -144,7 +125,6 @@ impl Spec {
             wal_preallocate: true,
             checkpoint_every: "30s".into(),
             password: false,
-            threads: None,
         }
     }
 }
@@ -247,7 +227,6 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             fsync: Some(spec.fsync.clone()),
             // Written only when off, so a default config does not spell out the default.
             wal_preallocate: (!spec.wal_preallocate).then_some(false),
-            threads: spec.threads,
             checkpoint_every: Some(spec.checkpoint_every.clone()),
             client_timeout: None,
             snapshot_dir: Some("../snapshots".into()),

@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use std::path::Path;
 use tokio_util::sync::CancellationToken;
-use waymark_server::config::{NodeConfig, Threads};
+use waymark_server::config::NodeConfig;
 
 pub fn run(config: &Path) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
@@ -14,12 +14,7 @@ pub fn run(config: &Path) -> Result<()> {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     let cfg = NodeConfig::load(config)?;
     let me = cfg.this_host().clone();
-    let runtime = match cfg.threads {
-        Threads::One => tokio::runtime::Builder::new_current_thread().enable_all().build(),
-        Threads::Workers(Some(n)) => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build(),
-        Threads::Workers(None) => tokio::runtime::Runtime::new(),
-    };
-    let runtime = runtime.context("starting the async runtime")?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(shutdown.clone()));

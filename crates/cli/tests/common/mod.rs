@@ -69,16 +69,13 @@ pub struct Spec {
     pub password: bool,
     /// How often each vnode writes a checkpoint (`cluster init`'s default: 30s).
     pub checkpoint_every: &'static str,
-    /// `node.threads` (0, `cluster init`'s default: a runtime worker per core and a thread per
-    /// vnode; 1: each host on one thread).
-    pub threads: usize,
 }
 
 impl Spec {
     /// `hosts` hosts, `replicas` copies of each of 16 partitions, fsync always, no password,
-    /// checkpoints every 30 s, a thread per vnode.
+    /// checkpoints every 30 s.
     pub fn new(hosts: u32, replicas: usize) -> Spec {
-        Spec { hosts, replicas, partitions: 16, fsync: "always", password: false, checkpoint_every: "30s", threads: 0 }
+        Spec { hosts, replicas, partitions: 16, fsync: "always", password: false, checkpoint_every: "30s" }
     }
 
     /// For tests where durability is not what is tested.
@@ -89,11 +86,6 @@ impl Spec {
 
     pub fn with_password(mut self) -> Spec {
         self.password = true;
-        self
-    }
-
-    pub fn threads(mut self, threads: usize) -> Spec {
-        self.threads = threads;
         self
     }
 
@@ -111,7 +103,6 @@ impl Spec {
             ("--partitions", self.partitions.to_string()),
             ("--fsync", self.fsync.to_string()),
             ("--checkpoint-every", self.checkpoint_every.to_string()),
-            ("--threads", self.threads.to_string()),
         ] {
             args.extend([flag.to_string(), value]);
         }

@@ -65,10 +65,6 @@ pub struct BenchArgs {
     /// fuller group commits: docs/BENCHMARKS.md, 2026-12-04).
     #[arg(long, default_value_t = 1)]
     stores: u32,
-    /// --start-hosts: `node.threads` of every host (1: each host on one thread; 0, the default: a
-    /// runtime worker per core and a thread per vnode).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
     /// --start-hosts: `always` (fsync per group commit) or `never`.
     #[arg(long, default_value = "always")]
     fsync: String,
@@ -213,7 +209,6 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
         let spec = Spec {
             fsync: args.fsync.clone(),
             stores: args.stores,
-            threads: (args.threads > 0).then_some(args.threads),
             strategy: args.strategy,
             wal_preallocate: args.wal_preallocate,
             ..Spec::local(hosts, args.replicas.min(hosts as usize), args.partitions)
