@@ -82,10 +82,13 @@ pub struct Breaks {
     /// cut's map that reached it after the map did (its near crashed and forgot it), so it can
     /// commit after this hop's map and before the map of the hops before it.
     pub versions_late_one_phase: bool,
+    /// A primary answers a near's GET at once, before the records it appended are durable: with one
+    /// replica it is the first committer, and a crash can lose a value a client was shown.
+    pub reads_before_commit_durable: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 27] = [
+    pub const NAMES: [&'static str; 28] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -113,6 +116,7 @@ impl Breaks {
         "started-notice-at-start",
         "root-record-queued",
         "versions-late-one-phase",
+        "reads-before-commit-durable",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -145,6 +149,7 @@ impl Breaks {
             "started-notice-at-start" => &mut self.started_notice_at_start,
             "root-record-queued" => &mut self.root_record_queued,
             "versions-late-one-phase" => &mut self.versions_late_one_phase,
+            "reads-before-commit-durable" => &mut self.reads_before_commit_durable,
             _ => return false,
         };
         *flag = true;
@@ -182,6 +187,7 @@ impl fmt::Display for Breaks {
             self.started_notice_at_start,
             self.root_record_queued,
             self.versions_late_one_phase,
+            self.reads_before_commit_durable,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

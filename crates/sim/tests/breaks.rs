@@ -183,6 +183,16 @@ fn one_phase_forward_before_durable_is_caught() {
     eprintln!("--break one-phase-forward-before-durable: caught at seed {seed}: {v}");
 }
 
+/// A read answered at once, before the records before it are durable: with one replica the primary
+/// is the first committer, a crash takes back the commit the read showed, and a GET sent later
+/// reads an older version.
+#[test]
+fn answering_reads_before_the_commit_they_read_is_durable_is_caught_by_read_monotonic() {
+    let mut cfg = SimConfig::new(0, WorkloadKind::Append);
+    (cfg.vnodes, cfg.replicas, cfg.clients) = (1, 1, 8);
+    assert_caught_by("reads-before-commit-durable", "read-monotonic", cfg);
+}
+
 /// A restore whose included set is right but whose bytes are not: only the serial replay of the
 /// included transactions notices.
 #[test]

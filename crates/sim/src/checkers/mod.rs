@@ -9,6 +9,7 @@ pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
 pub mod liveness;
+pub mod read_monotonic;
 pub mod read_recency;
 pub mod real_time;
 pub mod replicas;
@@ -86,6 +87,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(cuts.violations);
     out.extend(liveness::check(w));
     out.extend(read_recency::check(w));
+    out.extend(read_monotonic::check(w));
     if w.cfg.tree {
         out.extend(w.answers.violations.iter().cloned());
         let metadata = w.tree_metadata();
