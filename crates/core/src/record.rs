@@ -2,7 +2,7 @@
 
 use crate::alter::{AlterSeq, Term};
 use crate::cut::versions::{SnapshotVersions, TxVersion};
-use crate::ids::{Branch, CutId, Role, TxId, VnodeId};
+use crate::ids::{Branch, CutId, Key, Role, TxId, VnodeId};
 use crate::store::ResolvedWrite;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -70,6 +70,10 @@ pub struct Prepared {
     pub role: Role,
     /// 1PC: the transactions this one was evaluated after (`txn::locks`).
     pub after: Vec<TxId>,
+    /// A primary's keys locked for the transaction's reads and not written here: a restart locks
+    /// them again with the written ones, so a crash cannot let a write in under a read this
+    /// vnode validated and acknowledged (`txn::recovery`).
+    pub read_locks: Vec<Key>,
 }
 
 impl Prepared {

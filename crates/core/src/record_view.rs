@@ -152,6 +152,7 @@ struct PreparedMirror<'a> {
     _one_phase: bool,
     role: Role,
     _after: Vec<TxId>,
+    _read_locks: Vec<&'a [u8]>,
 }
 
 #[cfg(test)]
@@ -182,6 +183,7 @@ mod tests {
             one_phase: true,
             role: Role::Backup,
             after: vec![b.tx.clone()],
+            read_locks: vec![b"r".to_vec()],
         };
         vec![
             Record::Boot { incarnation: 3 },

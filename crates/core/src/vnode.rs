@@ -106,11 +106,11 @@ impl Vnode {
 
     /// What replaying every record this vnode appended so far would rebuild: a checkpoint's image.
     pub fn image(&self) -> VnodeImage {
-        let prepared = self.part.prepared.iter().filter(|(_, p)| !p.read_only);
+        // Every prepared branch is logged, read-only ones too (their read locks).
         VnodeImage {
             summary: self.logged.clone(),
             store: self.store.clone(),
-            prepared: prepared.map(|(b, p)| (b.clone(), p.rec.clone())).collect(),
+            prepared: self.part.prepared.iter().map(|(b, p)| (b.clone(), p.rec.clone())).collect(),
             decided: self.near.decided.clone(),
             tombstones: match self.cfg.breaks.checkpoint_without_tombstones {
                 false => self.part.tombstones.clone(),

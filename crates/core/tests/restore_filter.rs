@@ -32,6 +32,7 @@ fn prepared(seq: u32, w: ResolvedWrite) -> Record {
         one_phase: false,
         role: Role::Primary,
         after: vec![],
+        read_locks: vec![],
     })
 }
 

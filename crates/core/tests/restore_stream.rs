@@ -153,6 +153,7 @@ fn record() -> impl Strategy<Value = Record> {
             one_phase: false,
             role: b.role,
             after: vec![],
+            read_locks: vec![],
         })),
         5 => (b.clone(), writes()).prop_map(|(branch, writes)| Record::TxCommitted { branch, tx_cut: None, writes }),
         1 => proptest::option::of(b).prop_map(|branch| Record::TxRolledBack { tx: tx(0), branch }),

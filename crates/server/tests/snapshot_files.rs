@@ -118,6 +118,7 @@ impl Fixture {
                     one_phase: false,
                     role: b.role,
                     after: vec![],
+                    read_locks: vec![],
                 }));
             }
         }

@@ -158,8 +158,9 @@ fn versions_beside_the_tree_runs_on_the_coordinator_and_finds_no_violation() {
 fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix_keeps_it_whole() {
     // Re-found after the 2PC primary began preparing its backups while it syncs (the earlier
     // seeds 518, 11, 106 no longer reach the case), then after the near's `Prepare` began to
-    // leave unheld (311, 51, 246 no longer did): 793 of 3 vnodes, 132 and 146 of 4/3.
-    for (seed, vnodes, replicas) in [(793, 3, 2), (132, 4, 3), (146, 4, 3)] {
+    // leave unheld (311, 51, 246 no longer did), then after read-only branches began to be logged
+    // (793, 132, 146 no longer did): 28 of 3 vnodes, 128 and 132 of 4/3.
+    for (seed, vnodes, replicas) in [(28, 3, 2), (128, 4, 3), (132, 4, 3)] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.vnodes, cfg.replicas) = (vnodes, replicas);
         cfg.cuts = true;
@@ -183,13 +184,14 @@ fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix
 /// the map (`Vnode::versions_too_late`); break `versions-late-one-phase` takes the refusal out.
 #[test]
 fn versions_refuses_a_one_phase_transaction_that_reaches_a_hop_after_the_map() {
-    let mut cfg = SimConfig::new(504, WorkloadKind::Append);
+    // Seed 504 until read-only branches began to be logged; 5289 of 9 000 matrix seeds since.
+    let mut cfg = SimConfig::new(5289, WorkloadKind::Append);
     (cfg.vnodes, cfg.replicas, cfg.cuts) = (12, 2, true);
     cfg.strategy = waymark_core::CutStrategy::Versions;
     assert_seed_passes(cfg.clone());
     cfg.breaks.versions_late_one_phase = true;
     let r = waymark_sim::run_seed(&cfg);
-    assert!(r.faults.crashes > 0, "seed 504 crashes the near");
+    assert!(r.faults.crashes > 0, "seed 5289 crashes the near");
     let split = r.violations.iter().any(|v| v.checker == "cut-restore" && v.evidence.contains("(atomicity)"));
     assert!(split, "{}: {:?}", reproduce(&cfg), r.violations);
 }

@@ -2,7 +2,8 @@
 //! first committer's word. A participant that hears nothing asks the first committer.
 //!
 //! Invariant (write-ahead): a `PrepareAck` leaves only after this vnode's `TxPrepared` (or, for a
-//! 1PC first committer, `TxCommitted`) is durable — enforced by the outbox.
+//! 1PC first committer, `TxCommitted`) is durable — enforced by the outbox. A branch that only
+//! validated reads is logged too, with the keys it locked, so a restart locks them again.
 
 use crate::cut::local::BranchEnd;
 use crate::ids::{Branch, CutId, Key, Lsn, Role, TxId, VnodeId};
@@ -32,15 +33,15 @@ const FINISHED_KEPT: usize = 1 << 16;
 #[derive(Debug, Hash)]
 pub(crate) struct PreparedTx {
     pub(crate) rec: Prepared,
-    /// A primary that only validated reads: nothing logged, nothing to replicate.
+    /// A primary that only validated reads: logged (its read locks), nothing to replicate.
     pub(crate) read_only: bool,
     pub(crate) locked: Vec<Key>,
     /// Downstream vnodes whose `PrepareAck` is awaited.
     pub(crate) pending: BTreeSet<VnodeId>,
     /// Rebuilt from the log after a crash (seed 000 §7.1: finishing it fails a running cut).
     pub(crate) recovered: bool,
-    /// Where this branch's `TxPrepared` is in the log (`Lsn(0)` when nothing was logged or the
-    /// branch was rebuilt from the log: durable either way).
+    /// Where this branch's `TxPrepared` is in the log (`Lsn(0)` when the branch was rebuilt from
+    /// the log: durable).
     pub(crate) prepared_at: Lsn,
     pub(crate) backoff_us: u64,
 }
@@ -131,12 +132,22 @@ impl Vnode {
                 }
             }
         };
-        let mut rec =
-            Prepared { tx, writes: resolved, first_committer, upstream: from, downstream, one_phase, role, after };
+        let mut rec = Prepared {
+            tx,
+            writes: resolved,
+            first_committer,
+            upstream: from,
+            downstream,
+            one_phase,
+            role,
+            after,
+            read_locks: vec![],
+        };
         if one_phase && rec.downstream.is_empty() {
             return self.commit_as_first_committer(rec);
         }
         let locked = if is_primary { self.lock(&rec.branch(), &reads, &rec.writes) } else { vec![] };
+        rec.read_locks = locked.iter().filter(|k| !rec.writes.iter().any(|w| &w.key == *k)).cloned().collect();
         if !one_phase && is_primary {
             rec.downstream = self.backups_of(&rec.writes);
         }
@@ -182,10 +193,14 @@ impl Vnode {
         self.send_txn(&rec.upstream, ack);
     }
 
+    /// Every branch is logged before it is acknowledged, a read-only one too: its record carries
+    /// the keys it locked for reads, which a crash would otherwise release while the near still
+    /// counts the acknowledgement — a write could then commit under a read this vnode validated,
+    /// and the near commit the stale read (`tests/txn_story.rs`, found by the simulator).
     fn prepare(&mut self, rec: Prepared, locked: Vec<Key>) {
         let branch = rec.branch();
         let read_only = rec.writes.is_empty();
-        let prepared_at = if read_only { Lsn(0) } else { self.out.append(Record::TxPrepared(rec.clone())) };
+        let prepared_at = self.out.append(Record::TxPrepared(rec.clone()));
         let pending: BTreeSet<VnodeId> = match (rec.one_phase, read_only) {
             (true, _) => rec.downstream.iter().take(1).cloned().collect(),
             (false, false) => rec.downstream.iter().cloned().collect(),
@@ -318,7 +333,7 @@ impl Vnode {
             Decision::Commit { tx_cut } => BranchEnd::Committed { tx_cut: *tx_cut },
             Decision::Abort(_) => BranchEnd::RolledBack,
         };
-        if !p.read_only {
+        {
             let record = match end {
                 BranchEnd::Committed { tx_cut } => {
                     Record::TxCommitted { branch: branch.clone(), tx_cut, writes: vec![] }
@@ -329,8 +344,8 @@ impl Vnode {
         }
         if let BranchEnd::Committed { tx_cut } = end {
             self.apply_committed(&p.rec.writes, tx_cut);
-        } else if !p.read_only {
-            // Only with its record: tombstones are what the log says (a checkpoint holds them).
+        } else {
+            // With its record: tombstones are what the log says (a checkpoint holds them).
             self.part.tombstones.insert(tx.clone());
         }
         for k in &p.locked {

@@ -21,8 +21,8 @@ impl Vnode {
         self.part.tombstones = tombstones;
         for (branch, rec) in prepared {
             let in_doubt = PreparedTx {
+                read_only: rec.writes.is_empty(),
                 rec,
-                read_only: false,
                 locked: vec![],
                 pending: BTreeSet::new(),
                 recovered: true,
@@ -43,13 +43,14 @@ impl Vnode {
         self.relock_in_doubt();
     }
 
-    /// Keys of in-doubt transactions stay locked on their primary until the outcome is known.
+    /// Keys of in-doubt transactions stay locked on their primary until the outcome is known: the
+    /// written ones and those locked for reads.
     fn relock_in_doubt(&mut self) {
         let me = self.cfg.id.clone();
         for (branch, p) in self.part.prepared.iter_mut() {
             let placement = &self.cfg.placement;
-            let keys: Vec<_> =
-                p.rec.writes.iter().map(|w| w.key.clone()).filter(|k| placement.primary_of(k) == &me).collect();
+            let written = p.rec.writes.iter().map(|w| w.key.clone()).filter(|k| placement.primary_of(k) == &me);
+            let keys: Vec<_> = written.chain(p.rec.read_locks.iter().cloned()).collect();
             for k in &keys {
                 self.locks.acquire(k, branch);
             }
