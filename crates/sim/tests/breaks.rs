@@ -43,6 +43,21 @@ fn assert_caught_saying(name: &str, checker: &str, saying: &str, base: SimConfig
     }
 }
 
+/// A rare break pinned to the seed that shows it: with break `name` on, `cfg`'s run has a
+/// violation `shows` picks; with it off, the same run has none.
+fn assert_caught_at(name: &str, cfg: SimConfig, shows: impl Fn(&waymark_sim::checkers::Violation) -> bool) {
+    let mut breaks = cfg.breaks;
+    assert!(breaks.enable(name), "unknown break {name}");
+    let r = run_seed(&SimConfig { breaks, ..cfg.clone() });
+    assert!(
+        r.violations.iter().any(shows),
+        "seed {} no longer shows --break {name}: find another with its scan",
+        cfg.seed
+    );
+    let r = run_seed(&cfg);
+    assert!(r.violations.is_empty(), "seed {} without --break {name}: {:?}", cfg.seed, r.violations);
+}
+
 fn with_cuts(workload: WorkloadKind) -> SimConfig {
     let mut cfg = SimConfig::new(0, workload);
     cfg.cuts = true;
@@ -120,14 +135,8 @@ fn answering_gets_at_once_is_caught_by_the_real_time_order_through_reads() {
 /// seed 38, with the ignored scan to find another.
 #[test]
 fn answering_watch_failures_at_once_is_caught_by_the_real_time_order_through_aborts() {
-    let mut breaks = Breaks::default();
-    breaks.enable("unheld-watch-failures");
     let cfg = SimConfig { seed: 38, ..read_edges_config() };
-    let r = run_seed(&SimConfig { breaks, ..cfg.clone() });
-    let caught = r.violations.iter().find(|v| v.checker == "real-time" && v.evidence.contains("failed WATCH"));
-    assert!(caught.is_some(), "seed 38 no longer shows it: find another with the ignored scan below");
-    let r = run_seed(&cfg);
-    assert!(r.violations.is_empty(), "the same run with the abort held: {:?}", r.violations);
+    assert_caught_at("unheld-watch-failures", cfg, |v| v.checker == "real-time" && v.evidence.contains("failed WATCH"));
 }
 
 #[test]
@@ -174,13 +183,7 @@ fn no_dependency_check_is_caught() {
 /// the ignored scan to find another.
 #[test]
 fn one_phase_forward_before_durable_is_caught() {
-    let mut breaks = Breaks::default();
-    breaks.enable("one-phase-forward-before-durable");
-    let cfg = SimConfig::new(346, WorkloadKind::Bank);
-    let r = run_seed(&SimConfig { breaks, ..cfg.clone() });
-    assert!(!r.violations.is_empty(), "seed 346 no longer shows it: find another with the ignored scan below");
-    let r = run_seed(&cfg);
-    assert!(r.violations.is_empty(), "the same run with the prepare held: {:?}", r.violations);
+    assert_caught_at("one-phase-forward-before-durable", SimConfig::new(346, WorkloadKind::Bank), |_| true);
 }
 
 #[test]
@@ -310,13 +313,7 @@ fn seed_002_problem_2_a_forgotten_one_phase_transaction_is_caught_by_the_cut_res
 /// below finds it; rare, because the notice only wins when START reaches the leaves far apart).
 #[test]
 fn a_started_notice_sent_with_start_is_caught_by_the_real_time_order() {
-    let mut breaks = Breaks::default();
-    breaks.enable("started-notice-at-start");
-    let r = run_seed(&SimConfig { breaks, ..started_notice_config(852) });
-    let caught = r.violations.iter().find(|v| v.checker == "real-time");
-    assert!(caught.is_some(), "seed 852 no longer shows it: find another with the ignored scan below");
-    let r = run_seed(&started_notice_config(852));
-    assert!(r.violations.is_empty(), "the same run with the notice where it belongs: {:?}", r.violations);
+    assert_caught_at("started-notice-at-start", started_notice_config(852), |v| v.checker == "real-time");
 }
 
 #[test]
