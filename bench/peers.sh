@@ -334,9 +334,10 @@ def waymark_restore():
     m = re.search(r"replayed ([\d.]+) MB of log, (\d+) records in ([\d.]+) s \(([\d.]+) MB/s", text)
     return m and dict(mb=float(m.group(1)), records=int(m.group(2)), s=float(m.group(3)), rate=float(m.group(4)))
 
-def strategy_run(strategy):
+def single_run(name):
+    """The first run of one `waymark bench --json` report: a strategy's, or the one-host runs."""
     try:
-        rep = json.load(open(f"{out}/waymark-{strategy}.json"))
+        rep = json.load(open(f"{out}/waymark-{name}.json"))
     except (OSError, ValueError):
         return None
     r = rep["runs"][0]
@@ -364,14 +365,14 @@ if wb:
 if ws:
     print(f"Waymark SET / Redis SET (AOF always, no BGSAVE):      {ws['tps'] / r_base['tps']:.3f}x (target ≥ 0.5)")
 for wl, peer, base in (("bank", "PostgreSQL bank", p_base), ("set", "Redis SET (AOF always)", r_base)):
-    one = strategy_run(f"{wl}-one-host")
+    one = single_run(f"{wl}-one-host")
     if one:
         print(f"Waymark {wl} on one host, one copy: {one['tps']:.1f}/s, p99 {one['p99']:.2f} ms; {one['tps'] / base['tps']:.3f}x {peer}")
     else:
         print(f"Waymark {wl} on one host, one copy: not measured (see its run's output above)")
 wc = waymark("bank").get("cuts 1s")
 for strategy in ("blocking", "versions"):
-    run = strategy_run(strategy)
+    run = single_run(strategy)
     if wc and run:
         print(f"Waymark bank, cut / 1 s, {strategy}: {run['tps']:.1f}/s, worst second {run['worst']:.3f}x, p99 {run['p99']:.2f} ms,"
               f" max {run['max']:.1f} ms; consistent / {strategy}: {wc['tps'] / run['tps']:.3f}x")

@@ -333,15 +333,11 @@ impl Vnode {
             Decision::Commit { tx_cut } => BranchEnd::Committed { tx_cut: *tx_cut },
             Decision::Abort(_) => BranchEnd::RolledBack,
         };
-        {
-            let record = match end {
-                BranchEnd::Committed { tx_cut } => {
-                    Record::TxCommitted { branch: branch.clone(), tx_cut, writes: vec![] }
-                }
-                BranchEnd::RolledBack => Record::TxRolledBack { tx: tx.clone(), branch: Some(branch.clone()) },
-            };
-            self.out.append(record);
-        }
+        let record = match end {
+            BranchEnd::Committed { tx_cut } => Record::TxCommitted { branch: branch.clone(), tx_cut, writes: vec![] },
+            BranchEnd::RolledBack => Record::TxRolledBack { tx: tx.clone(), branch: Some(branch.clone()) },
+        };
+        self.out.append(record);
         if let BranchEnd::Committed { tx_cut } = end {
             self.apply_committed(&p.rec.writes, tx_cut);
         } else {

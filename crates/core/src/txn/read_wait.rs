@@ -69,22 +69,22 @@ impl Vnode {
     fn answer_read(&mut self, reader: Reader, key: &Key) {
         let e = self.store.get(key);
         let writer_cut = self.rt.read_reveals(key, &self.cfg.breaks);
+        // Break `reads-before-commit-durable` answers without waiting for this vnode's log.
+        let unheld = self.cfg.breaks.reads_before_commit_durable;
         match reader {
-            Reader::Client { client, req } if self.cfg.breaks.reads_before_commit_durable => {
-                let response = Response::Value { value: e.value, version: e.version };
-                self.reply_revealing_unheld(writer_cut, client, req, response)
-            }
             Reader::Client { client, req } => {
                 let response = Response::Value { value: e.value, version: e.version };
-                self.reply_revealing(writer_cut, client, req, response)
-            }
-            Reader::Near { from, req } if self.cfg.breaks.reads_before_commit_durable => {
-                let reply = TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut };
-                self.send_txn_unheld(&from, reply)
+                match unheld {
+                    true => self.reply_revealing_unheld(writer_cut, client, req, response),
+                    false => self.reply_revealing(writer_cut, client, req, response),
+                }
             }
             Reader::Near { from, req } => {
                 let reply = TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut };
-                self.send_txn(&from, reply)
+                match unheld {
+                    true => self.send_txn_unheld(&from, reply),
+                    false => self.send_txn(&from, reply),
+                }
             }
         }
     }
