@@ -126,6 +126,41 @@ fn cluster_start_serves_every_host_and_cluster_stop_ends_them_all() {
     assert!(running.is_empty(), "still running after cluster stop: {running:?}");
 }
 
+/// Another program takes a port `cluster init` gave a host before the host first starts (the
+/// race of tests and demos run side by side): `cluster start` moves the whole cluster to new ports
+/// and serves, rather than failing or talking to the other program.
+#[test]
+fn cluster_start_moves_the_cluster_to_new_ports_when_another_program_holds_one() {
+    let dir = temp_dir();
+    let init = run_waymark(&args(&["cluster", "init", "--hosts", "3", "--fsync", "never"], dir.path()), INIT_WITHIN);
+    assert!(init.status.success(), "cluster init: {}", String::from_utf8_lossy(&init.stderr));
+    let mut cluster = Cluster::open(dir);
+    let mut guard = PidFileGuard::new(&cluster);
+    let held_peer = std::net::TcpListener::bind(cluster.host("node2").peer_addr()).expect("node2's peer port is free");
+    let held_redis = std::net::TcpListener::bind(cluster.host("node3").redis_addr()).expect("node3's port is free");
+
+    let start = run_waymark(&args(&["cluster", "start"], cluster.dir()), START_WITHIN);
+    guard.read();
+    let printed = String::from_utf8_lossy(&start.stdout);
+    assert!(start.status.success(), "cluster start: {}{printed}", String::from_utf8_lossy(&start.stderr));
+    assert!(printed.contains("moving the cluster to new ports"), "cluster start did not say it moved:\n{printed}");
+
+    cluster.reload_configs();
+    let held = [held_peer.local_addr().unwrap(), held_redis.local_addr().unwrap()];
+    for h in &cluster.hosts {
+        for addr in [h.peer_addr(), h.redis_addr(), h.admin_addr()] {
+            assert!(!held.contains(&addr), "{} still has the held port {addr}", h.name);
+        }
+    }
+    let mut node3 = cluster.redis("node3");
+    redis::cmd("SET").arg("moved").arg("yes").exec(&mut node3).expect("SET on node3");
+    let mut node2 = cluster.redis("node2");
+    assert_eq!(redis::cmd("GET").arg("moved").query::<String>(&mut node2).unwrap(), "yes");
+
+    let stop = run_waymark(&args(&["cluster", "stop"], cluster.dir()), STOP_WITHIN);
+    assert!(stop.status.success(), "cluster stop: {}", String::from_utf8_lossy(&stop.stderr));
+}
+
 #[test]
 fn cluster_init_refuses_a_directory_that_is_not_empty() {
     let dir = temp_dir();

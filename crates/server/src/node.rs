@@ -31,6 +31,8 @@ pub enum NodeError {
     Storage(#[from] StorageError),
     #[error("cannot listen on {addr} ({what}): {source}")]
     Listen { addr: std::net::SocketAddr, what: &'static str, source: std::io::Error },
+    #[error("cannot write {file}: {source}")]
+    Listening { file: PathBuf, source: std::io::Error },
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
     #[error("{dir}: {source}")]
@@ -200,11 +202,58 @@ struct Host {
     stop: CancellationToken,
 }
 
+/// The file in the data directory where a node says, once it holds all three of its ports, which
+/// process holds them: `cluster start` trusts a probe's answer only from its own process, since a
+/// port it was given may have been taken by another program before the node could bind it.
+pub const LISTENING_FILE: &str = "listening";
+
+/// The host's three listening sockets, bound before anything else starts: a port that is taken
+/// stops the node at once, before it recovers a log or links to a peer.
+struct Listeners {
+    peer: tokio::net::TcpListener,
+    redis: tokio::net::TcpListener,
+    admin: tokio::net::TcpListener,
+}
+
+impl Listeners {
+    async fn bind(cfg: &NodeConfig) -> Result<Listeners, NodeError> {
+        let me = cfg.this_host();
+        let bind = |addr, what| async move {
+            tokio::net::TcpListener::bind(addr).await.map_err(|source| NodeError::Listen { addr, what, source })
+        };
+        Ok(Listeners {
+            peer: bind(me.peer, "peer links").await?,
+            redis: bind(me.redis, "redis clients").await?,
+            admin: bind(me.admin, "admin http").await?,
+        })
+    }
+
+    /// Writes `LISTENING_FILE`: this process's pid, then the three addresses it holds.
+    fn publish(&self, data_dir: &std::path::Path) -> Result<(), NodeError> {
+        let file = data_dir.join(LISTENING_FILE);
+        let addr = |l: &tokio::net::TcpListener| l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let text = format!(
+            "pid {}\npeer {}\nredis {}\nadmin {}\n",
+            std::process::id(),
+            addr(&self.peer),
+            addr(&self.redis),
+            addr(&self.admin)
+        );
+        let partial = data_dir.join(format!("{LISTENING_FILE}.partial"));
+        std::fs::write(&partial, text)
+            .and_then(|()| std::fs::rename(&partial, &file))
+            .map_err(|source| NodeError::Listening { file, source })
+    }
+}
+
 /// Runs the host until `shutdown` (or a fatal error).
 pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), NodeError> {
     let topology = Topology::new(&cfg.cluster)?;
     let vnodes_dir = cfg.data_dir.join("vnodes");
     std::fs::create_dir_all(&vnodes_dir).map_err(|source| NodeError::Dir { dir: vnodes_dir.clone(), source })?;
+    let _ = std::fs::remove_file(cfg.data_dir.join(LISTENING_FILE));
+    let listeners = Listeners::bind(&cfg).await?;
+    listeners.publish(&cfg.data_dir)?;
     let (peers, senders) = peer_queues(&cfg);
     let router = Arc::new(Router::new(cfg.host.clone(), senders));
     let (events_tx, mut events) = mpsc::unbounded_channel();
@@ -217,7 +266,7 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     let shared = Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default() };
     let mut host = Host { shared: Arc::new(shared), vnodes: HashMap::new(), events_tx, stop };
     host.start_vnodes()?;
-    host.start_front_ends(peers).await?;
+    host.start_front_ends(listeners, peers);
     tracing::info!(host = %host.shared.cfg.host, "node started: {} vnodes", host.vnodes.len());
     let result = loop {
         tokio::select! {
@@ -320,9 +369,8 @@ impl Host {
         driver::spawn(machine, setup).map_err(NodeError::Thread)
     }
 
-    async fn start_front_ends(&mut self, peers: Vec<Peer>) -> Result<(), NodeError> {
+    fn start_front_ends(&mut self, listeners: Listeners, peers: Vec<Peer>) {
         let cfg = self.cfg().clone();
-        let me = cfg.this_host().clone();
         let identity =
             Identity { cluster: cfg.cluster.name.clone(), host: cfg.host.clone(), secret: cfg.secret.clone() };
         let ctx = LinkContext {
@@ -333,18 +381,12 @@ impl Host {
             stats: self.shared.links.clone(),
             shutdown: self.stop.clone(),
         };
-        let listen_err = |addr, what| move |source| NodeError::Listen { addr, what, source };
-        peer::start(ctx, me.peer, peers).await.map_err(listen_err(me.peer, "peer links"))?;
-        resp::server::start(self.shared.clone(), me.redis, self.stop.clone())
-            .await
-            .map_err(listen_err(me.redis, "redis clients"))?;
-        admin::start(self.shared.clone(), me.admin, self.stop.clone())
-            .await
-            .map_err(listen_err(me.admin, "admin http"))?;
+        peer::start(ctx, listeners.peer, peers);
+        resp::server::start(self.shared.clone(), listeners.redis, self.stop.clone());
+        admin::start(self.shared.clone(), listeners.admin, self.stop.clone());
         if let Some(schedule) = cfg.schedule {
             tokio::spawn(crate::snapshot::schedule::run(self.shared.clone(), schedule, self.stop.clone()));
         }
-        Ok(())
     }
 
     fn on_event(&mut self, ev: HostEvent) -> Result<(), NodeError> {

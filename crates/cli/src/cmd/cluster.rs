@@ -2,6 +2,7 @@
 //! `cockroach demo` or `tiup playground` give one — each host a background `waymark node` process
 //! with its config, data, log and pid file under `DIR/<host>/`, one cluster secret in `DIR/secret`.
 
+use super::node::EXIT_PORT_TAKEN;
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use std::collections::BTreeSet;
@@ -15,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use waymark_core::{CutStrategy, PartitionId, VnodeId};
 use waymark_server::config::{raw, NodeConfig};
+use waymark_server::node::LISTENING_FILE;
 use waymark_server::topology::Topology;
 
 const CONFIG_FILE: &str = "waymark.toml";
@@ -174,7 +176,7 @@ fn write_cluster(dir: &Path, spec: &Spec) -> Result<Vec<raw::Host>> {
     if spec.password {
         write_secret(&dir.join("password"))?;
     }
-    let ports = free_ports(3 * spec.hosts as usize)?;
+    let ports = pick_ports(3 * spec.hosts as usize)?;
     let hosts: Vec<raw::Host> = (0..spec.hosts as usize)
         .map(|i| raw::Host {
             name: format!("node{}", i + 1),
@@ -248,13 +250,82 @@ fn write_secret(file: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Ports the OS has free now: all listeners are held until every port is chosen, so none repeats.
-fn free_ports(n: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<_>>()
-        .context("finding free ports")?;
-    listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+/// Where `cluster init` looks for ports when the kernel's ephemeral range cannot be read.
+const EPHEMERAL_LOW_DEFAULT: u16 = 32_768;
+/// The lowest port `cluster init` gives out: above the registered ports most services use.
+const PICKED_PORT_MIN: u16 = 10_000;
+/// Random candidates tried before `pick_ports` gives up (each one costs a bind).
+const PORT_CANDIDATES_MAX: usize = 10_000;
+
+/// `n` distinct ports free now, drawn at random below the kernel's ephemeral range
+/// (`net.ipv4.ip_local_port_range`). A port from that range can be taken at any moment by any
+/// program's outgoing connection, and `bind(0)` hands the same ones to everybody; below it, only
+/// a program that chose the very same port could, so clusters and tests started at once on one
+/// machine rarely meet, and `cluster start` moves a cluster that does (`EXIT_PORT_TAKEN`).
+/// All listeners are held until every port is chosen, so none repeats.
+pub fn pick_ports(n: usize) -> Result<Vec<u16>> {
+    let ephemeral_low = ephemeral_range_low().unwrap_or(EPHEMERAL_LOW_DEFAULT);
+    if ephemeral_low <= PICKED_PORT_MIN + 1_000 {
+        // Almost every port is ephemeral here: let the kernel choose, as before.
+        let listeners: Vec<TcpListener> = (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<std::io::Result<_>>()
+            .context("finding free ports")?;
+        return listeners.iter().map(|l| Ok(l.local_addr()?.port())).collect();
+    }
+    let mut held: Vec<TcpListener> = vec![];
+    for _ in 0..PORT_CANDIDATES_MAX {
+        if held.len() == n {
+            break;
+        }
+        let port = rand::Rng::gen_range(&mut rand::thread_rng(), PICKED_PORT_MIN..ephemeral_low);
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            held.push(listener);
+        }
+    }
+    if held.len() < n {
+        bail!("found only {} free ports of {n} in {PICKED_PORT_MIN}..{ephemeral_low}", held.len());
+    }
+    held.iter().map(|l| Ok(l.local_addr()?.port())).collect()
+}
+
+/// The first port of the kernel's ephemeral range, if it can be read.
+fn ephemeral_range_low() -> Option<u16> {
+    let text = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Gives every host of the cluster in `dir` new ports and rewrites its config. Only for a cluster
+/// none of whose hosts runs, and whose hosts all listen on 127.0.0.1 (the clusters `init` writes):
+/// every host's config names every host's ports, and a running host would keep the old ones.
+fn move_to_new_ports(dir: &Path) -> Result<()> {
+    let hosts = hosts_of(dir)?;
+    let ports = pick_ports(3 * hosts.len())?;
+    for (host_dir, _) in &hosts {
+        let file = host_dir.join(CONFIG_FILE);
+        let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let mut cfg: raw::Config = toml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+        for (i, h) in cfg.cluster.hosts.iter_mut().enumerate() {
+            for addr in [&h.peer, &h.redis, &h.admin] {
+                if !addr.starts_with("127.0.0.1:") {
+                    bail!(
+                        "{}: host {} listens on {addr}, not 127.0.0.1: choose its ports by hand",
+                        file.display(),
+                        h.name
+                    );
+                }
+            }
+            h.peer = format!("127.0.0.1:{}", ports[3 * i]);
+            h.redis = format!("127.0.0.1:{}", ports[3 * i + 1]);
+            h.admin = format!("127.0.0.1:{}", ports[3 * i + 2]);
+        }
+        let header: String =
+            text.lines().take_while(|l| l.starts_with('#') || l.is_empty()).map(|l| l.to_owned() + "\n").collect();
+        let body = toml::to_string(&cfg).context("rendering the config")?;
+        fs::write(&file, header + &body).with_context(|| format!("writing {}", file.display()))?;
+        NodeConfig::load(&file).with_context(|| format!("checking {}", file.display()))?;
+    }
+    Ok(())
 }
 
 /// The hosts of a cluster directory, with their configs, in name order.
@@ -279,9 +350,42 @@ pub fn hosts_of(dir: &Path) -> Result<Vec<(PathBuf, NodeConfig)>> {
     Ok(out)
 }
 
+/// How many times `start` writes a cluster again on new ports when one of its ports was taken.
+const START_ATTEMPTS_MAX: u32 = 5;
+
 pub fn start(dir: &Path) -> Result<()> {
     let dir = dir.canonicalize().with_context(|| format!("{} does not exist", dir.display()))?;
-    let hosts = hosts_of(&dir)?;
+    for attempt in 1..=START_ATTEMPTS_MAX {
+        match start_once(&dir) {
+            Err(e) if attempt < START_ATTEMPTS_MAX => match e.downcast_ref::<PortTaken>() {
+                // A port can only be changed while no host runs: each host's config names them all.
+                Some(taken) if hosts_of(&dir)?.iter().all(|(host_dir, _)| running_pid(host_dir).is_none()) => {
+                    say!(
+                        "  {taken}; moving the cluster to new ports (attempt {} of {START_ATTEMPTS_MAX})",
+                        attempt + 1
+                    );
+                    move_to_new_ports(&dir)?;
+                }
+                _ => return Err(e),
+            },
+            result => return result,
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// A host exited because another program holds one of its ports (`EXIT_PORT_TAKEN`).
+#[derive(Debug, thiserror::Error)]
+#[error("{host} could not listen: {line}")]
+pub struct PortTaken {
+    pub host: String,
+    /// The node's own words, from its log.
+    pub line: String,
+}
+
+/// Starts every host of `dir` that does not run, and waits until each serves.
+fn start_once(dir: &Path) -> Result<()> {
+    let hosts = hosts_of(dir)?;
     let exe = std::env::current_exe().context("locating the waymark binary")?;
     // The nodes this call starts, by host: their handles tell at once (and for sure) if one exits.
     let mut started: Vec<Option<Child>> = vec![];
@@ -300,11 +404,20 @@ pub fn start(dir: &Path) -> Result<()> {
         }
     }
     let deadline = Instant::now() + START_TIMEOUT;
-    for ((host_dir, cfg), child) in hosts.iter().zip(&mut started) {
-        if let Err(e) = wait_serving(host_dir, cfg, child.as_mut(), deadline) {
-            kill_all(&mut started);
-            return Err(e);
+    let mut starting: Vec<Starting> = hosts
+        .iter()
+        .zip(&mut started)
+        .map(|((host_dir, cfg), child)| Starting { host_dir, cfg, child: child.as_mut() })
+        .collect();
+    if let Err(e) = wait_all_serving(&mut starting, deadline) {
+        drop(starting);
+        kill_all(&mut started);
+        for (host_dir, _) in &hosts {
+            if running_pid(host_dir).is_none() {
+                let _ = fs::remove_file(host_dir.join(PID_FILE));
+            }
         }
+        return Err(e);
     }
     say!("cluster in {} serves:", dir.display());
     for (host_dir, cfg) in &hosts {
@@ -340,28 +453,75 @@ pub fn spawn_node(exe: &Path, host_dir: &Path) -> Result<Child> {
     Ok(child)
 }
 
+/// A host `start` waits for: `child` is its node if this `start` spawned it.
+pub struct Starting<'a> {
+    pub host_dir: &'a Path,
+    pub cfg: &'a NodeConfig,
+    pub child: Option<&'a mut Child>,
+}
+
+impl Starting<'_> {
+    /// Fails if the node is gone: a `PortTaken` if it exited with `EXIT_PORT_TAKEN`. Else its pid.
+    /// The child's handle, not `running_pid`, says whether a spawned node exited: just after a
+    /// spawn, `/proc/<pid>/cmdline` can still be empty and a live node would look gone.
+    fn running(&mut self) -> Result<u32> {
+        let Some(child) = self.child.as_mut() else {
+            return running_pid(self.host_dir).with_context(|| {
+                format!("{} stopped while starting; its log:\n{}", self.host_dir.display(), log_tail(self.host_dir))
+            });
+        };
+        let Some(status) = child.try_wait()? else { return Ok(child.id()) };
+        if status.code() == Some(EXIT_PORT_TAKEN) {
+            let log = fs::read_to_string(self.host_dir.join(LOG_FILE)).unwrap_or_default();
+            let line = log.lines().rev().find(|l| l.contains("cannot listen on")).unwrap_or("a port is taken");
+            return Err(PortTaken { host: self.cfg.host.clone(), line: line.trim().to_string() }.into());
+        }
+        bail!("{} exited while starting ({status}); its log:\n{}", self.host_dir.display(), log_tail(self.host_dir))
+    }
+}
+
 /// Waits until the host answers a read through the cluster (its vnodes booted, its peers linked).
-/// `child`: the node, if this `start` spawned it. Its handle, not `running_pid`, says whether it
-/// exited: just after a spawn, `/proc/<pid>/cmdline` can still be empty (the new program's
-/// arguments are not in place yet), and a live node would look gone.
-pub fn wait_serving(host_dir: &Path, cfg: &NodeConfig, mut child: Option<&mut Child>, deadline: Instant) -> Result<()> {
-    let keys = probe_keys(cfg)?;
+pub fn wait_serving(host_dir: &Path, cfg: &NodeConfig, child: Option<&mut Child>, deadline: Instant) -> Result<()> {
+    wait_all_serving(&mut [Starting { host_dir, cfg, child }], deadline)
+}
+
+/// Waits until every host answers a read through the cluster, failing as soon as one is gone.
+///
+/// A host is probed only once its `LISTENING_FILE` names its own pid: until then its Redis port
+/// may belong to another program, whose answer would say nothing of this host.
+pub fn wait_all_serving(hosts: &mut [Starting], deadline: Instant) -> Result<()> {
+    let keys = match hosts.first() {
+        Some(h) => probe_keys(h.cfg)?,
+        None => return Ok(()),
+    };
+    let mut serving = vec![false; hosts.len()];
     let mut last = String::from("no answer yet");
     while Instant::now() < deadline {
-        let exited = match child.as_mut() {
-            Some(c) => c.try_wait()?.map(|status| status.to_string()),
-            None => running_pid(host_dir).is_none().then(|| "stopped".to_string()),
-        };
-        if let Some(how) = exited {
-            bail!("{} exited while starting ({how}); its log:\n{}", host_dir.display(), log_tail(host_dir));
+        for (host, served) in hosts.iter_mut().zip(&mut serving) {
+            let pid = host.running()?;
+            if !*served && listening_pid(host.cfg) == Some(pid) {
+                match probe(host.cfg, &keys) {
+                    Ok(()) => *served = true,
+                    Err(e) => last = format!("{}: {e}", host.cfg.host),
+                }
+            }
         }
-        match probe(cfg, &keys) {
-            Ok(()) => return Ok(()),
-            Err(e) => last = e.to_string(),
+        if serving.iter().all(|s| *s) {
+            return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    bail!("{} did not serve within {START_TIMEOUT:?} ({last}); its log:\n{}", host_dir.display(), log_tail(host_dir))
+    let waiting: Vec<&Starting> = hosts.iter().zip(&serving).filter(|(_, s)| !**s).map(|(h, _)| h).collect();
+    let logs: String =
+        waiting.iter().map(|h| format!("--- {} ---\n{}\n", h.host_dir.display(), log_tail(h.host_dir))).collect();
+    let names: Vec<&str> = waiting.iter().map(|h| h.cfg.host.as_str()).collect();
+    bail!("{} did not serve within {START_TIMEOUT:?} ({last}); logs:\n{logs}", names.join(", "))
+}
+
+/// The pid the node wrote into its data directory once it held its ports.
+fn listening_pid(cfg: &NodeConfig) -> Option<u32> {
+    let text = fs::read_to_string(cfg.data_dir.join(LISTENING_FILE)).ok()?;
+    text.lines().next()?.strip_prefix("pid ")?.trim().parse().ok()
 }
 
 /// For each store vnode that is a primary, a key of its partitions: reading them all through a host

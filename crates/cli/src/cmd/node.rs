@@ -6,8 +6,29 @@ use anyhow::{Context, Result};
 use std::path::Path;
 use tokio_util::sync::CancellationToken;
 use waymark_server::config::NodeConfig;
+use waymark_server::node::NodeError;
 
+/// The exit status of a node that could not listen because another program holds one of its
+/// ports (98 is Linux's EADDRINUSE): `cluster start` then writes the cluster again on new ports.
+pub const EXIT_PORT_TAKEN: i32 = 98;
+
+/// Runs the node; a port already in use ends the process with `EXIT_PORT_TAKEN`.
 pub fn run(config: &Path) -> Result<()> {
+    let result = serve(config);
+    if let Err(e) = &result {
+        let taken = e.chain().any(|cause| {
+            matches!(cause.downcast_ref::<NodeError>(),
+                Some(NodeError::Listen { source, .. }) if source.kind() == std::io::ErrorKind::AddrInUse)
+        });
+        if taken {
+            eprintln!("Error: {e:#}");
+            std::process::exit(EXIT_PORT_TAKEN);
+        }
+    }
+    result
+}
+
+fn serve(config: &Path) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     use std::io::IsTerminal;
     let ansi = std::io::stderr().is_terminal();

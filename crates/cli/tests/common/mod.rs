@@ -38,6 +38,8 @@ const LOG_TAIL_LINES: usize = 40;
 const HOSTS_MAX: u32 = 64;
 /// Clusters `Cluster::start` writes and starts before giving up on finding its ports free.
 const START_ATTEMPTS_MAX: usize = 3;
+/// A node's exit status when one of its ports is taken (`waymark node`'s `EXIT_PORT_TAKEN`).
+const EXIT_PORT_TAKEN: i32 = 98;
 
 /// Polls `probe` until it answers `Ok`, at most for `within` and `within / POLL_INTERVAL` tries;
 /// panics with `what` and the last answer if it never does.
@@ -214,28 +216,48 @@ impl Cluster {
                 return Ok(Some(taken));
             }
             self.assert_running(name);
+            // Until the node says it holds its ports, the Redis port may be another program's.
+            if self.listening_pid(name) != Some(self.pid(name)) {
+                return Err(format!("{name} does not hold its ports yet"));
+            }
             probe_gets(addr, password.as_deref(), &keys).map(|()| None)
         })
     }
 
-    /// A host that exited because it could not listen on one of its ports: its log's line.
+    /// The pid `name`'s node wrote into its data directory once it held its three ports.
+    fn listening_pid(&self, name: &str) -> Option<u32> {
+        let file = self.host(name).cfg.data_dir.join(waymark_server::node::LISTENING_FILE);
+        let text = fs::read_to_string(file).ok()?;
+        text.lines().next()?.strip_prefix("pid ")?.trim().parse().ok()
+    }
+
+    /// A host that exited because another program holds one of its ports (the node's exit status
+    /// 98, `EXIT_PORT_TAKEN`): its log's line.
     fn port_taken(&mut self) -> Option<String> {
         for i in 0..self.hosts.len() {
-            let exited = self.nodes[i].as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))));
-            if !exited {
+            let taken = self.nodes[i]
+                .as_mut()
+                .is_some_and(|c| matches!(c.try_wait(), Ok(Some(status)) if status.code() == Some(EXIT_PORT_TAKEN)));
+            if !taken {
                 continue;
             }
+            self.nodes[i] = None;
             let log = fs::read_to_string(self.hosts[i].log_file()).unwrap_or_default();
-            if let Some(line) = log.lines().find(|l| l.contains("cannot listen on")) {
-                self.nodes[i] = None;
-                return Some(format!("{}: {line}", self.hosts[i].name));
-            }
+            let line = log.lines().rev().find(|l| l.contains("cannot listen on")).unwrap_or("exit status 98");
+            return Some(format!("{}: {line}", self.hosts[i].name));
         }
         None
     }
 
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Reads every host's config again (after `cluster start` moved the cluster to new ports).
+    pub fn reload_configs(&mut self) {
+        for h in &mut self.hosts {
+            h.cfg = NodeConfig::load(&h.config_file).unwrap_or_else(|e| panic!("{} is not valid: {e}", h.name));
+        }
     }
 
     pub fn host(&self, name: &str) -> &Host {

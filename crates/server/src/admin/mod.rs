@@ -20,7 +20,6 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 /// How long `POST /cuts` waits for the cut process to end.
 const CUT_WAIT: Duration = Duration::from_secs(60);
 
-pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToken) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+/// Serves the admin API on `listener` (bound by the node) until `stop`.
+pub fn start(shared: Arc<Shared>, listener: tokio::net::TcpListener, stop: CancellationToken) {
     let app = Router::new()
         .route("/", get(|| async { Html(page::STATUS_PAGE) }))
         .route("/status", get(status))
@@ -47,7 +46,6 @@ pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToke
             tracing::error!("admin http: {e}");
         }
     });
-    Ok(())
 }
 
 type Refusal = (StatusCode, String);

@@ -53,9 +53,8 @@ pub struct Peer {
     pub out: Arc<Outgoing>,
 }
 
-/// Starts the listener and one link task per peer.
-pub async fn start(ctx: LinkContext, listen: SocketAddr, peers: Vec<Peer>) -> std::io::Result<()> {
-    let listener = TcpListener::bind(listen).await?;
+/// Starts the accept loop on `listener` (bound by the node) and one link task per peer.
+pub fn start(ctx: LinkContext, listener: TcpListener, peers: Vec<Peer>) {
     let mut accepted = std::collections::HashMap::new();
     for peer in peers {
         if ctx.me.host < peer.host {
@@ -67,7 +66,6 @@ pub async fn start(ctx: LinkContext, listen: SocketAddr, peers: Vec<Peer>) -> st
         }
     }
     tokio::spawn(listen_loop(ctx, listener, accepted));
-    Ok(())
 }
 
 async fn listen_loop(

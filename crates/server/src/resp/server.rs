@@ -6,7 +6,6 @@
 use super::session::{Next, Session};
 use crate::node::Shared;
 use bytes::{Buf, BytesMut};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,8 +17,8 @@ use waymark_resp::{Limits, Reply, RequestParser};
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 
-pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToken) -> std::io::Result<()> {
-    let listener = TcpListener::bind(addr).await?;
+/// Serves Redis clients on `listener` (bound by the node) until `stop`.
+pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(shared.cfg.limits.clients_max));
     tokio::spawn(async move {
         loop {
@@ -48,7 +47,6 @@ pub async fn start(shared: Arc<Shared>, addr: SocketAddr, stop: CancellationToke
             });
         }
     });
-    Ok(())
 }
 
 async fn refuse(mut stream: TcpStream) {
