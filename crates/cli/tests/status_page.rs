@@ -86,6 +86,15 @@ fn post(cluster: &Cluster, host: &str, path: &str, body: serde_json::Value) -> s
     answer.into_json().unwrap_or_else(|e| panic!("POST {path}: not JSON: {e}"))
 }
 
+/// The host of the tree's root, as `/topology` shows it.
+fn root_host(cluster: &Cluster) -> String {
+    let topology = http_get(cluster.host("node1").admin_addr(), "/topology").expect("GET /topology");
+    let topology: serde_json::Value = serde_json::from_str(&topology).expect("/topology is JSON");
+    let tree = topology["tree"].as_array().expect("the tree");
+    let root = tree.iter().find(|v| v["parents"].as_array().is_some_and(Vec::is_empty)).expect("a root");
+    root["host"].as_str().expect("the root's host").to_string()
+}
+
 #[test]
 fn the_status_page_shows_the_tree_and_a_snapshot() {
     let cluster = Cluster::start(&Spec::new(3, 2).fsync_never());
@@ -138,9 +147,11 @@ fn metrics_count_commits_fsyncs_and_cut_phases() {
         "no held replies gauge:\n{metrics}"
     );
 
-    let report = post(&cluster, "node1", "/cuts", serde_json::json!({}));
+    // A cut is run by the host of the tree's root.
+    let root_host = root_host(&cluster);
+    let report = post(&cluster, &root_host, "/cuts", serde_json::json!({}));
     assert_eq!(report["ok"], true, "the cut failed: {report}");
-    let metrics = http_get(cluster.host("node1").admin_addr(), "/metrics").expect("GET /metrics");
+    let metrics = http_get(cluster.host(&root_host).admin_addr(), "/metrics").expect("GET /metrics");
     for phase in ["start", "started", "finish", "end"] {
         let count = format!("waymark_cut_phase_duration_seconds_count{{phase=\"{phase}\"}} 1");
         assert!(metrics.contains(&count), "{count} missing:\n{metrics}");
@@ -157,13 +168,10 @@ fn metrics_count_commits_fsyncs_and_cut_phases() {
 #[test]
 fn a_cut_with_a_host_down_fails_and_says_why() {
     let mut cluster = Cluster::start(&Spec::new(3, 2).fsync_never());
-    let topology = http_get(cluster.host("node1").admin_addr(), "/topology").expect("GET /topology");
-    let topology: serde_json::Value = serde_json::from_str(&topology).expect("/topology is JSON");
-    let tree = topology["tree"].as_array().expect("the tree");
-    let root = tree.iter().find(|v| v["parents"].as_array().is_some_and(Vec::is_empty)).expect("a root");
+    let root = root_host(&cluster);
     // Stop a host that does not run the root, so the cut is not also waiting for a new root.
-    let down = ["node3", "node2", "node1"].into_iter().find(|h| root["host"] != *h).expect("a host");
-    let asked = ["node1", "node2"].into_iter().find(|h| *h != down).expect("a host that runs");
+    let down = ["node3", "node2", "node1"].into_iter().find(|h| root != *h).expect("a host");
+    let asked = root.as_str();
     cluster.kill(down);
     let report = post(&cluster, asked, "/cuts", serde_json::json!({}));
     assert_eq!(report["ok"], false, "a cut succeeded with {down} down: {report}");

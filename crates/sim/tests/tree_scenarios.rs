@@ -111,3 +111,33 @@ fn a_crash_of_a_whole_host_leaves_the_root_a_majority_and_alterations_go_on() {
     assert_eq!(ok, Some(true));
     assert!(at < 1_200_000, "answered while the host was down (at {at} us)");
 }
+
+/// Issue 30: with three hosts of one store vnode each (`cluster init --hosts 3`), every host runs
+/// one of the root's children and the root must share a host. It shared node1 with
+/// `store0@node1`: 4 voters, and a crash of node1 left 2, no majority, so no alteration (no cut,
+/// no failover) until node1 came back. The voters are now one per host, so the crash of any one
+/// host — the root's included — leaves a majority, and an alteration proposed meanwhile is answered ok.
+#[test]
+fn with_three_hosts_the_crash_of_any_one_host_leaves_the_root_a_majority() {
+    for host in ["node00000", "node00001", "node00002"] {
+        let survivor = if host == "node00000" { "store0@node00001" } else { "store0@node00000" };
+        let cfg = TreeConfig {
+            leaves: 3,
+            fanout: 16,
+            faults: false,
+            proposals: 0,
+            cut_processes: 0,
+            duration_us: 2_000_000,
+            scenario: vec![
+                (200_000, Scripted::CrashHost { host: host.into(), down_us: 1_500_000 }),
+                (400_000, Scripted::Propose { vnode: v(survivor), record: set("config/during") }),
+            ],
+            ..TreeConfig::new(7)
+        };
+        let r = TreeWorld::new(cfg).run();
+        assert!(r.violations.is_empty(), "{host}: {:?}", r.violations);
+        let (ok, at) = outcome(&r, "config/during");
+        assert_eq!(ok, Some(true), "{host} down: the alteration was not answered ok");
+        assert!(at < 1_700_000, "{host} down: answered only once it was back (at {at} us)");
+    }
+}

@@ -23,8 +23,6 @@ use waymark_server::snapshot::create::{CreateRequest, Created};
 
 const SNAPSHOT: &str = "demo";
 const BALANCE: i64 = 1_000;
-/// The host killed in the middle (it runs no manager vnode, so cuts are still proposed).
-const VICTIM: &str = "node3";
 
 pub struct Options {
     pub dir: Option<PathBuf>,
@@ -140,8 +138,8 @@ fn spawn_client(
     })
 }
 
-/// A full snapshot, then an increment every second; `VICTIM` is killed halfway and restarted
-/// two seconds later.
+/// A full snapshot, then an increment every second; the victim (`victim`) is killed halfway and
+/// restarted two seconds later.
 fn take_snapshots(dir: &Path, seconds: u64) -> Result<Vec<Attempt>> {
     let admin = Admin::for_cluster(dir)?;
     let begun = Instant::now();
@@ -180,27 +178,35 @@ fn wait_until(t: Instant) {
     }
 }
 
-fn victim_dir(dir: &Path) -> Result<PathBuf> {
+/// The host killed in the middle: the last one that runs no manager vnode, so that the snapshots
+/// are still asked of the root's host while it is down (they fail cleanly: a cut needs every
+/// store vnode).
+fn victim(dir: &Path) -> Result<(String, PathBuf)> {
     let hosts = cluster::hosts_of(dir)?;
-    let (host_dir, _) = hosts.into_iter().find(|(_, c)| c.host == VICTIM).context("the demo cluster has node3")?;
-    Ok(host_dir)
+    let topology = waymark_server::topology::Topology::new(&hosts[0].1.cluster)?;
+    let (host_dir, cfg) = hosts
+        .into_iter()
+        .rev()
+        .find(|(_, c)| topology.managers_on(&c.host).next().is_none())
+        .context("every host of the demo cluster runs a manager vnode")?;
+    Ok((cfg.host, host_dir))
 }
 
 fn kill_victim(dir: &Path) -> Result<()> {
-    let host_dir = victim_dir(dir)?;
-    let pid = cluster::running_pid(&host_dir).context("node3 is not running")?;
+    let (name, host_dir) = victim(dir)?;
+    let pid = cluster::running_pid(&host_dir).with_context(|| format!("{name} is not running"))?;
     cluster::kill_and_wait(pid, &host_dir);
-    println!("  killed {VICTIM} (pid {pid}) with SIGKILL");
+    println!("  killed {name} (pid {pid}) with SIGKILL");
     Ok(())
 }
 
 fn restart_victim(dir: &Path) -> Result<()> {
-    let host_dir = victim_dir(dir)?;
+    let (name, host_dir) = victim(dir)?;
     let exe = std::env::current_exe()?;
     let mut child = cluster::spawn_node(&exe, &host_dir)?;
     let cfg = waymark_server::config::NodeConfig::load(&host_dir.join("waymark.toml"))?;
     cluster::wait_serving(&host_dir, &cfg, Some(&mut child), Instant::now() + Duration::from_secs(60))?;
-    println!("  restarted {VICTIM} (pid {})", child.id());
+    println!("  restarted {name} (pid {})", child.id());
     Ok(())
 }
 

@@ -4,8 +4,8 @@
 //!
 //! A parent's heartbeat is not a lease: during a split a secondary root and the primary may both
 //! think the root's children are theirs. So the root's children vote, as in Raft:
-//! - the *voters* are the primary root and its configured children; a majority of them is needed
-//!   for anything;
+//! - the *voters* are the primary root and its configured children, one per host over three hosts
+//!   or more (`root_voters`); a majority of them is needed for anything;
 //! - a root (the primary when it starts, or a secondary started by an assisting child) claims a
 //!   term higher than any it knows; a child promises itself to at most one root per term, durably
 //!   (`PersistTerm`), and refuses alterations of lower terms;
@@ -29,6 +29,30 @@ use super::node::AlterNode;
 use super::order::{AlterSeq, MetaVersion, Term};
 use crate::ids::VnodeId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The voters of a root's terms, from the primary root and its configured children.
+///
+/// Over three hosts or more, one per host — the first child on each host, and the root only if no
+/// child runs on its host — so that one host's crash takes at most one vote and the others stay a
+/// majority: with three hosts, the root and `store0@node1` both voted from node1, and killing node1
+/// left 2 of 4 voters, so no alteration (no cut, no failover) until it came back. Over one or two
+/// hosts no choice survives the loss of every host, and every configured vnode votes as before
+/// (the host with fewer votes can be lost).
+///
+/// Invariant: a function of the configuration alone, so the primary root, its secondaries and
+/// every copy of the config count the same voters and the same majority.
+pub fn root_voters(primary_root: &VnodeId, children: &[VnodeId]) -> Vec<VnodeId> {
+    let all: Vec<&VnodeId> = children.iter().chain([primary_root]).collect();
+    let mut per_host: Vec<VnodeId> = vec![];
+    for v in &all {
+        if !per_host.iter().any(|p| p.host == v.host) {
+            per_host.push((*v).clone());
+        }
+    }
+    let voters = if per_host.len() >= 3 { per_host } else { all.into_iter().cloned().collect() };
+    debug_assert!(!voters.is_empty(), "a root has at least itself as a voter");
+    voters
+}
 
 /// Proposals the root holds waiting to be ordered; beyond this it refuses new ones.
 pub const QUEUE_MAX: usize = 1_024;
@@ -94,21 +118,21 @@ impl AlterNode {
     }
 
     fn is_voter(&self, v: &VnodeId) -> bool {
-        v == self.primary_root() || self.cfg.children.contains(v)
+        root_voters(self.primary_root(), &self.cfg.children).contains(v)
     }
 
-    /// More than half of the voters: the primary root and its configured children.
+    /// More than half of the voters (`root_voters`).
     fn majority(&self) -> usize {
-        let voters = self.cfg.children.len() + 1;
-        voters / 2 + 1
+        root_voters(self.primary_root(), &self.cfg.children).len() / 2 + 1
     }
 
-    /// Whether the voters in `oks`, with the primary root's own vote when this is it, are a majority.
+    /// Whether the voters in `oks`, with the primary root's own vote when this is it and it
+    /// votes, are a majority.
     pub(super) fn quorum(&self, oks: &BTreeSet<VnodeId>) -> bool {
         if self.cfg.breaks.root_without_quorum {
             return true;
         }
-        let own = (self.cfg.secondary_of.is_none()) as usize;
+        let own = (self.cfg.secondary_of.is_none() && self.is_voter(&self.cfg.id)) as usize;
         own + oks.iter().filter(|v| self.is_voter(v) && **v != self.cfg.id).count() >= self.majority()
     }
 

@@ -1,9 +1,10 @@
 //! The shape of the cluster tree (seed 004): store vnodes as leaves, grouped `fanout` at a time
 //! under manager vnodes (`managerL@<host of its first child>`, several vnodes per host), up to one
-//! root. The root goes on a host none of its children runs on, when the tree has one: the root
-//! and its children are the voters of the root's term (`root.rs`), and one host crash must not
-//! take two of them — with three voters it left no majority, and no metadata change (no cut)
-//! could be made until that host came back. Each vnode's parent queue is its primary parent, then the secondary parents its siblings'
+//! root. The root goes on a host none of its children runs on, when the tree has one, else on
+//! another host than its first child's: the root and its children are the voters of the root's
+//! term (`root.rs`, one per host over three hosts or more), and one host crash must not take two
+//! of them — with three voters it left no majority, and no metadata change (no cut) could be made
+//! until that host came back. Each vnode's parent queue is its primary parent, then the secondary parents its siblings'
 //! hosts would start. The simulator and the server build their trees here, so both run one shape.
 
 use super::AlterConfig;
@@ -61,10 +62,14 @@ pub fn build_over(leaves: Vec<VnodeId>, fanout: usize, t: &Timing) -> Shape {
     Shape { configs, first_manager, depth }
 }
 
-/// The first host that runs none of the root's `children`; else the first child's.
+/// The first host that runs none of the root's `children`; else the last child's host other than
+/// the first child's (the first child is the first to stand in for the root: one host crash must
+/// not take both); else the first child's (every child on one host).
 fn root_host(children: &[VnodeId], hosts: &[String]) -> String {
     let taken = |h: &String| children.iter().any(|c| &c.host == h);
-    hosts.iter().find(|h| !taken(h)).unwrap_or(&children[0].host).clone()
+    let first = &children[0].host;
+    let other = children.iter().rev().map(|c| &c.host).find(|h| *h != first);
+    hosts.iter().find(|h| !taken(h)).or(other).unwrap_or(first).clone()
 }
 
 fn config(
@@ -120,8 +125,19 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// The root's voters (itself and its children) by host.
-    fn voters_per_host(leaves: usize, fanout: usize) -> BTreeMap<String, usize> {
+    /// The root's voters (`root_voters`) by host, over leaves named `store<i>@node<j>`:
+    /// `stores` store vnodes on each of `hosts` hosts.
+    fn voters_per_host(hosts: usize, stores: usize, fanout: usize) -> BTreeMap<String, usize> {
+        let shape = shape_of(hosts, stores, fanout);
+        let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
+        let mut per_host = BTreeMap::new();
+        for v in crate::alter::root::root_voters(&root.id, &root.children) {
+            *per_host.entry(v.host.clone()).or_insert(0) += 1;
+        }
+        per_host
+    }
+
+    fn shape_of(hosts: usize, stores: usize, fanout: usize) -> Shape {
         let (heartbeat_interval_us, heartbeat_timeout_us) = (20_000, 60_000);
         let t = Timing {
             hop_us: 1_000,
@@ -130,23 +146,49 @@ mod tests {
             heartbeat_timeout_us,
             breaks: Default::default(),
         };
-        let shape = build(leaves, fanout, &t);
-        let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
-        let mut per_host = BTreeMap::new();
-        for v in std::iter::once(&root.id).chain(&root.children) {
-            *per_host.entry(v.host.clone()).or_insert(0) += 1;
+        let leaves = (0..hosts)
+            .flat_map(|h| (0..stores).map(move |s| VnodeId::new(format!("store{s}"), format!("node{}", h + 1))))
+            .collect();
+        build_over(leaves, fanout, &t)
+    }
+
+    #[test]
+    fn the_voters_of_root_terms_sit_on_distinct_hosts_from_three_hosts_on() {
+        for fanout in 2..=6 {
+            for hosts in 3..=24 {
+                for stores in 1..=3 {
+                    let per_host = voters_per_host(hosts, stores, fanout);
+                    let voters: usize = per_host.values().sum();
+                    assert!(per_host.values().all(|n| *n == 1), "{hosts}x{stores}, fan-out {fanout}: {per_host:?}");
+                    // So that the crash of any one host leaves a majority of them.
+                    assert!(voters >= 3, "{hosts}x{stores}, fan-out {fanout}: {per_host:?}");
+                }
+            }
         }
-        per_host
+    }
+
+    #[test]
+    fn the_root_and_its_first_child_run_on_different_hosts_when_there_are_two_hosts() {
+        for fanout in 2..=6 {
+            for hosts in 2..=24 {
+                for stores in 1..=3 {
+                    let shape = shape_of(hosts, stores, fanout);
+                    let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
+                    assert_ne!(root.id.host, root.children[0].host, "{hosts}x{stores}, fan-out {fanout}");
+                }
+            }
+        }
     }
 
     #[test]
     fn the_root_runs_on_a_host_none_of_its_children_runs_on_when_there_is_one() {
         for fanout in 2..=6 {
             for leaves in 2..=40 {
-                let per_host = voters_per_host(leaves, fanout);
-                let voters: usize = per_host.values().sum();
-                if leaves >= voters {
-                    assert!(per_host.values().all(|n| *n == 1), "{leaves} leaves, fan-out {fanout}: {per_host:?}");
+                let shape = shape_of(leaves, 1, fanout);
+                let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
+                let hosts_with_children = root.children.iter().map(|c| &c.host).collect::<std::collections::BTreeSet<_>>();
+                if hosts_with_children.len() < leaves {
+                    assert!(!hosts_with_children.contains(&root.id.host), "{leaves} leaves, fan-out {fanout}");
                 }
             }
         }
