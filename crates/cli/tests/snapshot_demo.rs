@@ -40,9 +40,9 @@ fn the_demo_snapshots_a_live_cluster_through_a_host_crash_and_restores_it_consis
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "the demo failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("verdict: PASS"), "{stdout}");
-    assert!(stdout.contains("failed cleanly"), "a snapshot while node3 was down should fail cleanly:\n{stdout}");
-    let after_return = stdout.split("restarted node3").nth(1).unwrap_or_default();
-    assert!(after_return.contains(" ok"), "a snapshot after node3 returned should succeed:\n{stdout}");
+    assert!(stdout.contains("failed cleanly"), "a snapshot while a host was down should fail cleanly:\n{stdout}");
+    let after_return = stdout.split("\n  restarted ").nth(1).unwrap_or_default();
+    assert!(after_return.contains(" ok"), "a snapshot after the killed host returned should succeed:\n{stdout}");
     assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");
 
     let manifest = std::fs::read_to_string(work.join("cluster/snapshots/demo/manifest.json")).expect("manifest");
@@ -74,7 +74,7 @@ fn the_demo_takes_blocking_snapshots_of_a_live_cluster_and_restores_them_consist
 }
 
 /// Runs the demo on a cluster of `strategy` in `work` and checks what every strategy's run must
-/// show: a pass, a snapshot that succeeds after node3's return, restores whose replicas agree.
+/// show: a pass, a snapshot that succeeds after the killed host's return, restores whose replicas agree.
 fn demo_with_strategy(work: &Path, strategy: &str) -> String {
     let args: Vec<String> =
         ["demo", "--strategy", strategy, "--seconds", "8", "--clients", "4", "--dir", &work.to_string_lossy()]
@@ -84,8 +84,11 @@ fn demo_with_strategy(work: &Path, strategy: &str) -> String {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "the {strategy} demo failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains(&format!("{strategy} cuts")) && stdout.contains("verdict: PASS"), "{stdout}");
-    let after_return = stdout.split("restarted node3").nth(1).unwrap_or_default();
-    assert!(after_return.contains(" ok"), "a {strategy} snapshot after node3 returned should succeed:\n{stdout}");
+    let after_return = stdout.split("\n  restarted ").nth(1).unwrap_or_default();
+    assert!(
+        after_return.contains(" ok"),
+        "a {strategy} snapshot after the killed host returned should succeed:\n{stdout}"
+    );
     assert!(stdout.contains("onto 2 hosts") && stdout.contains("replicas agree"), "{stdout}");
     stdout
 }
@@ -101,7 +104,7 @@ fn the_demo_takes_versions_snapshots_of_a_live_cluster_and_restores_them_consist
     let work = tmp.path().join("demo");
     let _stop = StopClusters(&work);
     let stdout = demo_with_strategy(&work, "versions");
-    // A cut while node3 is down fails, and says which phase went unanswered or was refused.
+    // A cut while a host is down fails, and says which phase went unanswered or was refused.
     let said_why = stdout.contains("in time") || stdout.contains("its local cut failed");
     assert!(stdout.contains("failed cleanly") && said_why, "a failed versions cut should say why:\n{stdout}");
 

@@ -186,7 +186,8 @@ mod tests {
             for leaves in 2..=40 {
                 let shape = shape_of(leaves, 1, fanout);
                 let root = shape.configs.iter().find(|c| c.parents.is_empty()).expect("a root");
-                let hosts_with_children = root.children.iter().map(|c| &c.host).collect::<std::collections::BTreeSet<_>>();
+                let hosts_with_children =
+                    root.children.iter().map(|c| &c.host).collect::<std::collections::BTreeSet<_>>();
                 if hosts_with_children.len() < leaves {
                     assert!(!hosts_with_children.contains(&root.id.host), "{leaves} leaves, fan-out {fanout}");
                 }
