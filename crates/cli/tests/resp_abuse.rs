@@ -125,3 +125,45 @@ fn a_client_that_has_not_authenticated_may_only_authenticate() {
     assert_eq!(client.read_line().unwrap(), "$2");
     assert_eq!(client.read_line().unwrap(), "k2");
 }
+
+/// CVE-2022-36021's shape against `CONFIG GET`: a pattern of stars that a recursive matcher tries
+/// every split of, for ever, on a runtime worker. The matcher is linear now: the answer comes at
+/// once (within the client's 5 s read timeout), and the node serves on.
+#[test]
+fn a_config_get_of_many_stars_answers_at_once_and_the_node_goes_on() {
+    let mut cluster = Cluster::start(&Spec::new(1, 1).fsync_never());
+    let mut con = cluster.redis("node1");
+    let pattern = format!("{}x", "*".repeat(63));
+    let answer: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(&pattern).query(&mut con).expect("CONFIG GET ***…x");
+    assert!(answer.is_empty(), "no setting ends in x: {answer:?}");
+    let matched: Vec<String> =
+        redis::cmd("CONFIG").arg("GET").arg("append*").query(&mut con).expect("CONFIG GET append*");
+    assert_eq!(matched, ["appendonly", "no", "appendfsync", "no"]);
+    redis::cmd("SET").arg("after").arg("1").exec(&mut con).expect("SET after it");
+    cluster.assert_running("node1");
+}
+
+/// `MGET` of one large value repeated: the reply would be hundreds of MiB copied from one value.
+/// It is refused before it is built, that client is disconnected, and another one goes on.
+#[test]
+fn an_mget_repeating_a_large_value_closes_that_client_and_no_other() {
+    let mut cluster = Cluster::start(&Spec::new(1, 1).fsync_never());
+    let mut normal = cluster.redis("node1");
+    let value = vec![b'v'; 1 << 20];
+    redis::cmd("SET").arg("big").arg(&value).exec(&mut normal).expect("SET a 1 MiB value");
+
+    // 300 copies of 1 MiB: past the default limits.reply_max_bytes of 256 MiB.
+    let mut args = vec!["MGET"];
+    args.extend(std::iter::repeat("big").take(300));
+    let mut raw = RawClient::connect(cluster.host("node1").redis_addr()).expect("connect");
+    raw.send(&resp_command(&args)).expect("send the MGET");
+    let line = raw.read_line().expect("an answer to the MGET");
+    assert!(line.starts_with("-ERR the reply would exceed limits.reply_max_bytes"), "{line}");
+    assert!(raw.is_closed_by_server(), "the server kept the connection open after refusing the reply");
+
+    let got: Vec<u8> = redis::cmd("GET").arg("big").query(&mut normal).expect("GET on another connection");
+    assert_eq!(got.len(), value.len());
+    let few: Vec<Vec<u8>> = redis::cmd("MGET").arg("big").arg("big").query(&mut normal).expect("a small MGET");
+    assert_eq!(few.len(), 2);
+    cluster.assert_running("node1");
+}

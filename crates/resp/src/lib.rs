@@ -64,6 +64,7 @@
 //! that checks it.
 
 mod error;
+pub mod glob;
 mod inline;
 mod limits;
 mod parse;

@@ -75,6 +75,12 @@ pub struct Limits {
     pub vnode_queue_max: usize,
     /// Keys in one transaction.
     pub txn_keys_max: usize,
+    /// Largest reply to one command (an `EXEC`'s replies together): a larger one is refused and
+    /// the client disconnected, as Redis's `client-output-buffer-limit` does, so that one client
+    /// repeating a key in an `MGET` cannot make the node copy a value a million times.
+    pub reply_max_bytes: usize,
+    /// Commands queued between `MULTI` and `EXEC`; past it the transaction is refused at `EXEC`.
+    pub multi_queue_max: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -203,6 +209,8 @@ pub mod raw {
         pub peer_queue_max: Option<usize>,
         pub vnode_queue_max: Option<usize>,
         pub txn_keys_max: Option<usize>,
+        pub reply_max_bytes: Option<usize>,
+        pub multi_queue_max: Option<usize>,
     }
 }
 
@@ -216,6 +224,8 @@ impl Default for Limits {
             peer_queue_max: 65_536,
             vnode_queue_max: 65_536,
             txn_keys_max: 1_024,
+            reply_max_bytes: 256 << 20,
+            multi_queue_max: 100_000,
         }
     }
 }
@@ -346,6 +356,8 @@ impl Checker<'_> {
             peer_queue_max: l.peer_queue_max.unwrap_or(d.peer_queue_max),
             vnode_queue_max: l.vnode_queue_max.unwrap_or(d.vnode_queue_max),
             txn_keys_max: l.txn_keys_max.unwrap_or(d.txn_keys_max),
+            reply_max_bytes: l.reply_max_bytes.unwrap_or(d.reply_max_bytes),
+            multi_queue_max: l.multi_queue_max.unwrap_or(d.multi_queue_max),
         };
         let positive = [
             ("limits.clients_max", limits.clients_max),
@@ -354,9 +366,15 @@ impl Checker<'_> {
             ("limits.peer_queue_max", limits.peer_queue_max),
             ("limits.vnode_queue_max", limits.vnode_queue_max),
             ("limits.txn_keys_max", limits.txn_keys_max),
+            ("limits.multi_queue_max", limits.multi_queue_max),
         ];
         if let Some((field, _)) = positive.iter().find(|(_, v)| *v == 0) {
             return Err(self.bad(*field, "must be greater than 0"));
+        }
+        if limits.reply_max_bytes < limits.value_max_bytes.saturating_add(64 << 10) {
+            return Err(
+                self.bad("limits.reply_max_bytes", "must leave room for one value (limits.value_max_bytes + 64 KiB)")
+            );
         }
         // A transaction's prepare carries its values: one value must fit a frame with room to spare.
         if limits.frame_max_bytes < limits.value_max_bytes.saturating_mul(2).max(64 << 10) {

@@ -65,6 +65,13 @@ pub fn direct_replies(cmds: &[DataCmd], resolved: impl Fn(&Key) -> Option<Value>
         .collect()
 }
 
+/// The replies would be larger than the client may be sent (`limits.reply_max_bytes`).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("ERR the reply would exceed limits.reply_max_bytes ({max} bytes): closing the connection")]
+pub struct ReplyTooLarge {
+    pub max: usize,
+}
+
 /// The commands run in order over the values read.
 #[derive(Debug, PartialEq)]
 pub struct Evaluated {
@@ -76,9 +83,25 @@ pub struct Evaluated {
 /// Runs `cmds` over `read` (the current value of every key `keys_to_read` named; `None` if the
 /// key does not exist). A command that fails (`INCR` on text, a value grown past the limit)
 /// answers with its error and writes nothing, as in Redis; the others go on.
-pub fn evaluate(cmds: &[DataCmd], read: &BTreeMap<Key, Option<Value>>, value_max_bytes: usize) -> Evaluated {
+///
+/// The values the replies carry are counted before each reply is built: past `reply_max_bytes`
+/// nothing more is copied and the whole batch is refused (`ReplyTooLarge`).
+pub fn evaluate(
+    cmds: &[DataCmd],
+    read: &BTreeMap<Key, Option<Value>>,
+    value_max_bytes: usize,
+    reply_max_bytes: usize,
+) -> Result<Evaluated, ReplyTooLarge> {
     let mut state = Overlay { values: read.clone(), written: BTreeSet::new() };
-    let replies = cmds.iter().map(|c| state.run(c, value_max_bytes)).collect();
+    let mut reply_bytes = 0usize;
+    let mut replies = Vec::with_capacity(cmds.len());
+    for c in cmds {
+        reply_bytes = reply_bytes.saturating_add(state.reply_bytes(c));
+        if reply_bytes > reply_max_bytes {
+            return Err(ReplyTooLarge { max: reply_max_bytes });
+        }
+        replies.push(state.run(c, value_max_bytes));
+    }
     let writes = state
         .written
         .iter()
@@ -87,7 +110,7 @@ pub fn evaluate(cmds: &[DataCmd], read: &BTreeMap<Key, Option<Value>>, value_max
             None => Write { key: k.clone(), op: WriteOp::Del },
         })
         .collect();
-    Evaluated { replies, writes }
+    Ok(Evaluated { replies, writes })
 }
 
 struct Overlay {
@@ -104,6 +127,17 @@ impl Overlay {
     fn put(&mut self, k: &Key, v: Option<Value>) {
         self.values.insert(k.clone(), v);
         self.written.insert(k.clone());
+    }
+
+    /// About how many bytes `c`'s reply takes on the wire, from the values it would carry (each
+    /// with a 16-byte header), without building it.
+    fn reply_bytes(&self, c: &DataCmd) -> usize {
+        let value = |k: &Key| self.get(k).map_or(0, |v| v.len()) + 16;
+        match c {
+            DataCmd::Get(k) => value(k),
+            DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
+            _ => 16,
+        }
     }
 
     fn run(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
@@ -184,7 +218,8 @@ mod tests {
             DataCmd::Del(vec![k("b"), k("b"), k("c")]),
         ];
         assert_eq!(keys_to_read(&cmds), [k("a"), k("b"), k("c")].into_iter().collect());
-        let e = evaluate(&cmds, &read(&[("a", Some("10")), ("b", None), ("c", None)]), 1 << 20);
+        let e = evaluate(&cmds, &read(&[("a", Some("10")), ("b", None), ("c", None)]), 1 << 20, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(
             e.replies,
             vec![Reply::Integer(15), Reply::Integer(16), Reply::ok(), Reply::bulk("x"), Reply::Integer(1)]
@@ -198,7 +233,7 @@ mod tests {
     #[test]
     fn a_failing_command_answers_its_error_and_writes_nothing_while_the_others_apply() {
         let cmds = vec![DataCmd::IncrBy(k("t"), 1), DataCmd::Append(k("t"), k("!"))];
-        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), 1 << 20);
+        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), 1 << 20, usize::MAX).expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::error("ERR value is not an integer or out of range"), Reply::Integer(5)]);
         assert_eq!(e.writes, vec![Write { key: k("t"), op: WriteOp::Set(k("text!")) }]);
     }
@@ -207,15 +242,18 @@ mod tests {
     fn blind_writes_need_no_read_and_counts_follow_redis() {
         let cmds = vec![DataCmd::MSet(vec![(k("a"), k("1"))]), DataCmd::Exists(vec![k("a"), k("a"), k("z")])];
         assert_eq!(keys_to_read(&cmds), [k("a"), k("z")].into_iter().collect());
-        let e = evaluate(&cmds, &read(&[("a", None), ("z", None)]), 1 << 20);
+        let e =
+            evaluate(&cmds, &read(&[("a", None), ("z", None)]), 1 << 20, usize::MAX).expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::ok(), Reply::Integer(2)]);
     }
 
     #[test]
     fn overflow_and_size_limits_are_errors() {
-        let e = evaluate(&[DataCmd::IncrBy(k("n"), 1)], &read(&[("n", Some("9223372036854775807"))]), 16);
+        let e = evaluate(&[DataCmd::IncrBy(k("n"), 1)], &read(&[("n", Some("9223372036854775807"))]), 16, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::error("ERR increment or decrement would overflow")]);
-        let e = evaluate(&[DataCmd::Append(k("s"), vec![b'x'; 20])], &read(&[("s", None)]), 16);
+        let e = evaluate(&[DataCmd::Append(k("s"), vec![b'x'; 20])], &read(&[("s", None)]), 16, usize::MAX)
+            .expect("within the reply limit");
         assert!(matches!(&e.replies[0], Reply::Error(m) if m.contains("maximum allowed size")));
         assert!(e.writes.is_empty());
     }
@@ -228,7 +266,8 @@ mod tests {
         let after = read(&[("a", Some("95")), ("b", Some("105")), ("c", Some("x"))]);
         let replies = direct_replies(&cmds, |key| after.get(key).cloned().flatten());
         // The same replies as reading first and evaluating here.
-        let e = evaluate(&cmds, &read(&[("a", Some("100")), ("b", Some("100"))]), 1 << 20);
+        let e = evaluate(&cmds, &read(&[("a", Some("100")), ("b", Some("100"))]), 1 << 20, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(replies, e.replies);
         assert_eq!(replies, vec![Reply::Integer(95), Reply::Integer(105), Reply::ok()]);
     }
@@ -238,5 +277,16 @@ mod tests {
         assert_eq!(direct_writes(&[DataCmd::IncrBy(k("a"), 1), DataCmd::IncrBy(k("a"), 1)]), None);
         assert_eq!(direct_writes(&[DataCmd::Set(k("a"), k("x")), DataCmd::Get(k("a"))]), None);
         assert_eq!(direct_writes(&[DataCmd::Append(k("a"), k("x"))]), None);
+    }
+
+    /// `MGET k k k …`: one value read, repeated in the reply. Counted before it is copied.
+    #[test]
+    fn a_reply_past_the_limit_is_refused_before_its_values_are_copied() {
+        let repeats = vec![k("big"); 1_000];
+        let cmds = vec![DataCmd::MGet(repeats)];
+        let read: BTreeMap<Key, Option<Value>> = [(k("big"), Some(vec![b'v'; 4096]))].into_iter().collect();
+        assert_eq!(evaluate(&cmds, &read, 1 << 20, 1 << 20), Err(ReplyTooLarge { max: 1 << 20 }));
+        let e = evaluate(&cmds, &read, 1 << 20, 8 << 20).expect("within 8 MiB");
+        assert!(matches!(&e.replies[0], Reply::Array(values) if values.len() == 1_000));
     }
 }

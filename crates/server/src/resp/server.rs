@@ -17,6 +17,10 @@ use waymark_resp::{Limits, Reply, RequestParser};
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
 
+/// Encoded replies held for one connection before they are written, while more pipelined
+/// commands wait; one reply alone is bounded by `limits.reply_max_bytes`.
+const OUT_FLUSH_BYTES: usize = 1 << 20;
+
 /// Serves Redis clients on `listener` (bound by the node) until `stop`.
 pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(shared.cfg.limits.clients_max));
@@ -81,6 +85,13 @@ async fn serve(shared: Arc<Shared>, mut stream: TcpStream) -> std::io::Result<()
             if let Next::Close = next {
                 stream.write_all(&out).await?;
                 return Ok(());
+            }
+            // Pipelined replies go out as they pile up: a burst of GETs of a large value would
+            // otherwise all wait in memory for the last one. The client reading slowly then
+            // slows only its own connection.
+            if out.len() >= OUT_FLUSH_BYTES {
+                stream.write_all(&out).await?;
+                out.clear();
             }
         }
         if !out.is_empty() {

@@ -37,6 +37,8 @@ pub struct Session {
     multi: Option<(Vec<Cmd>, bool)>,
     /// `WATCH`ed keys and the version each had when watched.
     watched: BTreeMap<Key, Version>,
+    /// A reply was refused for its size (`limits.reply_max_bytes`): the connection closes after it.
+    closing: bool,
 }
 
 /// What the connection does after a reply.
@@ -73,6 +75,7 @@ impl Session {
             name: None,
             multi: None,
             watched: BTreeMap::new(),
+            closing: false,
         }
     }
 
@@ -83,8 +86,17 @@ impl Session {
             return (err("NOAUTH Authentication required."), Next::Continue);
         }
         if let Some((queue, failed)) = self.multi.as_mut() {
+            let full = queue.len() >= self.shared.cfg.limits.multi_queue_max;
             match parsed {
                 Ok(Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch(_) | Cmd::Quit) => {}
+                Ok(_) if full => {
+                    *failed = true;
+                    let max = self.shared.cfg.limits.multi_queue_max;
+                    return (
+                        err(format!("ERR MULTI holds at most {max} commands (limits.multi_queue_max)")),
+                        Next::Continue,
+                    );
+                }
                 Ok(cmd) => {
                     queue.push(cmd);
                     return (Reply::Simple("QUEUED".into()), Next::Continue);
@@ -98,7 +110,10 @@ impl Session {
         match parsed {
             Err(CmdError(e)) => (err(e), Next::Continue),
             Ok(Cmd::Quit) => (Reply::ok(), Next::Close),
-            Ok(cmd) => (self.run(cmd).await, Next::Continue),
+            Ok(cmd) => {
+                let reply = self.run(cmd).await;
+                (reply, if self.closing { Next::Close } else { Next::Continue })
+            }
         }
     }
 
@@ -332,7 +347,15 @@ impl Session {
             checks.insert(key.clone(), version);
             values.insert(key.clone(), value);
         }
-        let evaluated = exec::evaluate(cmds, &values, self.shared.cfg.limits.value_max_bytes);
+        let limits = &self.shared.cfg.limits;
+        let evaluated = match exec::evaluate(cmds, &values, limits.value_max_bytes, limits.reply_max_bytes) {
+            Ok(evaluated) => evaluated,
+            Err(too_large) => {
+                tracing::warn!(client = self.id.0, "{too_large}");
+                self.closing = true;
+                return Err(err(too_large.to_string()));
+            }
+        };
         // One key read and nothing written: the read alone was atomic.
         if evaluated.writes.is_empty() && checks.len() <= 1 && watched.is_empty() {
             return Ok(Attempt::Done(evaluated.replies));
