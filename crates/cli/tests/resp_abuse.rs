@@ -154,7 +154,7 @@ fn an_mget_repeating_a_large_value_closes_that_client_and_no_other() {
 
     // 300 copies of 1 MiB: past the default limits.reply_max_bytes of 256 MiB.
     let mut args = vec!["MGET"];
-    args.extend(std::iter::repeat("big").take(300));
+    args.extend(std::iter::repeat_n("big", 300));
     let mut raw = RawClient::connect(cluster.host("node1").redis_addr()).expect("connect");
     raw.send(&resp_command(&args)).expect("send the MGET");
     let line = raw.read_line().expect("an answer to the MGET");
