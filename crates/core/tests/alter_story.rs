@@ -166,7 +166,7 @@ fn a_message_to_a_child_behind_a_dead_link_is_relayed_by_a_sibling_that_hears_bo
     let out = p.step(4, AlterInput::Persisted { seq: AlterSeq(1), bytes });
     let relayed = sends(&out).into_iter().any(|(to, m)| {
         to == c2
-            && matches!(&m, AlterMsg::Relay { to, msg, .. } if to == &c1 && matches!(**msg, AlterMsg::Alter { .. }))
+            && matches!(&m, AlterMsg::Relay { to, msg, .. } if to == &c1 && matches!(msg.open(), Some(AlterMsg::Alter { .. })))
     });
     assert!(relayed, "the Alter for c1 goes through c2 too: {out:?}");
     assert!(sends(&out).iter().any(|(to, m)| to == &c1 && matches!(m, AlterMsg::Alter { .. })), "and directly");

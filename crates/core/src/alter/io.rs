@@ -171,8 +171,37 @@ pub enum AlterMsg {
     Relay {
         to: VnodeId,
         origin: VnodeId,
-        msg: Box<AlterMsg>,
+        msg: Relayed,
     },
+}
+
+/// The message a `Relay` carries, kept encoded until it arrives.
+///
+/// Why not `Box<AlterMsg>`: a message that holds itself decodes by recursion, and a peer frame of
+/// nested relays (a few bytes each, millions of them in one frame) overflowed the decoder's stack
+/// and aborted the node. Bytes decode without recursion, and `open` decodes one level only.
+///
+/// Invariant: a relay never carries a relay (one hop): `wrap` and `open` both refuse one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Relayed(Vec<u8>);
+
+impl Relayed {
+    /// `msg`, encoded; `None` for a relay (relays are not relayed again).
+    pub fn wrap(msg: &AlterMsg) -> Option<Relayed> {
+        if matches!(msg, AlterMsg::Relay { .. }) {
+            return None;
+        }
+        postcard::to_allocvec(msg).ok().map(Relayed)
+    }
+
+    /// The message carried; `None` if it does not decode, or is itself a relay (only a hostile or
+    /// broken peer sends either: the message is dropped, as a lost one would be).
+    pub fn open(&self) -> Option<AlterMsg> {
+        match postcard::from_bytes::<AlterMsg>(&self.0) {
+            Ok(AlterMsg::Relay { .. }) | Err(_) => None,
+            Ok(msg) => Some(msg),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -280,4 +309,45 @@ pub enum AlterTimer {
     Heartbeat,
     /// No better-placed sibling answered: become the assisting child.
     Election,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn relay(msg: Relayed) -> AlterMsg {
+        AlterMsg::Relay { to: VnodeId::new("store0", "node2"), origin: VnodeId::new("store0", "node1"), msg }
+    }
+
+    #[test]
+    fn a_relay_opens_to_the_message_it_carries_and_never_to_a_relay() {
+        let inner = AlterMsg::Reach { hears: vec![VnodeId::new("store0", "node3")] };
+        let wrapped = Relayed::wrap(&inner).expect("a reach message is relayed");
+        assert_eq!(wrapped.open(), Some(inner));
+        let nested = relay(wrapped);
+        assert_eq!(Relayed::wrap(&nested), None, "a relay is not relayed again");
+        let smuggled = Relayed(postcard::to_allocvec(&nested).expect("encodes"));
+        assert_eq!(smuggled.open(), None, "a relay inside a relay is dropped");
+        assert_eq!(Relayed(vec![0xff; 8]).open(), None, "bytes that are no message are dropped");
+    }
+
+    /// A peer frame of a million relay headers, each where the old layout put the relayed
+    /// message: the old `Box<AlterMsg>` decoded them by recursion and overflowed the stack. It
+    /// decodes here on a thread with a 256 KiB stack, as a relay of some bytes or as an error.
+    #[test]
+    fn a_frame_of_nested_relays_decodes_without_recursion() {
+        let one = postcard::to_allocvec(&relay(Relayed(vec![]))).expect("encodes");
+        // The relay's header: everything before its (empty) payload's length byte.
+        let header = &one[..one.len() - 1];
+        let hostile: Vec<u8> = header.iter().copied().cycle().take(header.len() * 1_000_000).collect();
+        let decoded = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || postcard::from_bytes::<AlterMsg>(&hostile).map(|m| matches!(m, AlterMsg::Relay { .. })))
+            .expect("a thread")
+            .join()
+            .expect("the decoder returned");
+        if let Ok(is_relay) = decoded {
+            assert!(is_relay);
+        }
+    }
 }

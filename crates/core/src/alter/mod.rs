@@ -33,7 +33,7 @@ pub mod report;
 pub mod root;
 pub mod shape;
 
-pub use io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
+pub use io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer, Relayed};
 pub use manager::{Answered, ManagerVnode};
 pub use metadata::{md5_of, AlterRecord, Applied, Md5Sum, Metadata, OrderedRecord, ProposalId, View};
 pub use node::AlterNode;

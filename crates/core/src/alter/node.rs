@@ -209,7 +209,7 @@ impl AlterNode {
             }
             AlterMsg::StartVnodes { .. } => {} // for host agents, not vnodes
             AlterMsg::Reach { hears } => self.on_reach(from, hears),
-            AlterMsg::Relay { to, origin, msg } => self.on_relay(to, origin, *msg),
+            AlterMsg::Relay { to, origin, msg } => self.on_relay(to, origin, msg),
         }
     }
 

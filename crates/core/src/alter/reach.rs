@@ -5,7 +5,7 @@
 //! also sent through up to two neighbours that hear both ends, as `Relay`. The logical path — who
 //! confirms to whom — stays the tree; relays only carry messages, one hop, never further.
 
-use super::io::AlterMsg;
+use super::io::{AlterMsg, Relayed};
 use super::node::AlterNode;
 use crate::ids::VnodeId;
 use std::collections::BTreeMap;
@@ -87,23 +87,27 @@ impl AlterNode {
                 .filter(|y| y != to && self.reports_hearing(y, &me) && self.reports_hearing(y, to))
                 .take(RELAYS_MAX)
                 .collect();
-            for y in relays {
+            // Encoded once for every relay, and only when there is one.
+            let wrapped = if relays.is_empty() { None } else { Relayed::wrap(&msg) };
+            for y in relays.into_iter().filter(|_| wrapped.is_some()) {
                 self.reach.relayed += 1;
-                let relay = AlterMsg::Relay { to: to.clone(), origin: me.clone(), msg: Box::new(msg.clone()) };
-                self.push_send(&y, relay);
+                let msg = wrapped.clone().expect("filtered on");
+                self.push_send(&y, AlterMsg::Relay { to: to.clone(), origin: me.clone(), msg });
             }
         }
         self.push_send(to, msg);
     }
 
     /// A relayed message: deliver it if it is for this vnode, else pass it on (one hop only).
-    pub(super) fn on_relay(&mut self, to: VnodeId, origin: VnodeId, msg: AlterMsg) {
+    /// One that does not open (undecodable, or a relay in a relay) is dropped.
+    pub(super) fn on_relay(&mut self, to: VnodeId, origin: VnodeId, msg: Relayed) {
         if to == self.cfg.id {
-            return self.on_message(origin, msg);
+            if let Some(msg) = msg.open() {
+                self.on_message(origin, msg);
+            }
+            return;
         }
-        if !matches!(msg, AlterMsg::Relay { .. }) {
-            self.push_send(&to, AlterMsg::Relay { to: to.clone(), origin, msg: Box::new(msg) });
-        }
+        self.push_send(&to, AlterMsg::Relay { to: to.clone(), origin, msg });
     }
 
     /// Messages this vnode sent through a relay (for the simulator's summary).
