@@ -370,6 +370,73 @@ fn a_flipped_bit_is_reported_naming_the_file() {
     assert!(rebuild(&load_chain(&f.root, NAME, None).unwrap(), 1, &|_, _, _| {}).is_err());
 }
 
+/// Replaces `file` (a hard link to the live log) by a copy that `damage` changed, as damage on
+/// the snapshot's disk would be.
+fn damage_copy(file: &Path, damage: impl FnOnce(&mut Vec<u8>)) {
+    let mut bytes = fs::read(file).unwrap();
+    damage(&mut bytes);
+    fs::remove_file(file).unwrap();
+    fs::write(file, bytes).unwrap();
+}
+
+/// What `rebuild` says of the chain, which must be refused.
+fn restore_refusal(f: &Fixture) -> String {
+    match rebuild(&load_chain(&f.root, NAME, None).unwrap(), 2, &|_, _, _| {}) {
+        Ok(_) => panic!("a damaged snapshot was restored"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A segment cut short at a record's end reads as a shorter log, which replay alone cannot tell
+/// from a whole one: restore checks the manifest's sizes first and names the file.
+#[test]
+fn restore_refuses_a_truncated_file_naming_it() {
+    let f = fixture();
+    let file = increment_segment(&f, "store0@node1");
+    damage_copy(&file, |bytes| bytes.truncate(bytes.len() / 2));
+    let why = restore_refusal(&f);
+    assert!(why.contains(&file.display().to_string()) && why.contains("the manifest says"), "{why}");
+}
+
+/// One byte changed, the manifest's checksum left as it was: refused by restore against the
+/// manifest before any replay (not only by the record's own checksum once replay reaches it, or
+/// not at all where no record covers the byte), naming the file.
+#[test]
+fn restore_refuses_a_file_whose_checksum_is_not_the_manifests_naming_it() {
+    let f = fixture();
+    let file = increment_segment(&f, "store0@node3");
+    damage_copy(&file, |bytes| {
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x01;
+    });
+    let why = restore_refusal(&f);
+    assert!(why.contains(&file.display().to_string()) && why.contains("the manifest says"), "{why}");
+}
+
+/// A manifest is read from disk: one whose file paths leave the snapshot's directory (`..`, an
+/// absolute path, another vnode's directory) or whose vnode name holds a `/` is refused on reading.
+#[test]
+fn a_manifest_naming_files_outside_its_snapshot_is_refused() {
+    for (vnode, path) in [
+        ("store0@node1", "../../etc/passwd"),
+        ("store0@node1", "/etc/passwd"),
+        ("store0@node1", "store0@node2/wal/x.wal"),
+        ("store0@node1", "store0@node1/../../x"),
+        ("../store0@node1", "../store0@node1/wal/x.wal"),
+        ("store0@node1/..", "store0@node1/wal/x.wal"),
+    ] {
+        let f = fixture();
+        let dir = snapshot_dir(&f.root, NAME, 0);
+        let text = fs::read_to_string(dir.join("manifest.json")).unwrap();
+        let mut manifest: Manifest = serde_json::from_str(&text).unwrap();
+        manifest.vnodes[0].vnode = vnode.into();
+        manifest.vnodes[0].segments[0].path = path.into();
+        write_manifest(&dir, &manifest).unwrap();
+        let err = load_chain(&f.root, NAME, None).err().unwrap_or_else(|| panic!("{vnode} {path}: loaded"));
+        assert!(err.to_string().contains("inside its own snapshot"), "{vnode} {path}: {err}");
+    }
+}
+
 #[test]
 fn a_deleted_segment_is_reported_as_a_gap_naming_the_vnode_and_file() {
     let f = fixture();

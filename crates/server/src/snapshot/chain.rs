@@ -1,7 +1,9 @@
 //! A snapshot chain as restore and check see it: the full snapshot and its increments 1..=K, read
 //! from their manifests, and the consistency of those manifests with one another.
 
-use super::manifest::{read_manifest, snapshot_dir, Kind, Manifest, ManifestError, MANIFEST_FILE};
+use super::manifest::{
+    read_manifest, size_and_crc, snapshot_dir, FileEntry, Kind, Manifest, ManifestError, MANIFEST_FILE,
+};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -64,7 +66,7 @@ impl Chain {
     }
 
     /// Every file of every member, with the member it belongs to.
-    pub fn files(&self) -> impl Iterator<Item = (&Member, &super::manifest::FileEntry)> {
+    pub fn files(&self) -> impl Iterator<Item = (&Member, &FileEntry)> {
         self.members.iter().flat_map(|m| m.manifest.vnodes.iter().flat_map(move |v| v.files().map(move |f| (m, f))))
     }
 
@@ -177,4 +179,21 @@ fn continuity(prev: &Member, next: &Member) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// The file exists with the manifest's size and checksum.
+pub fn file_problem(member: &Member, entry: &FileEntry) -> Option<Problem> {
+    let file = member.dir.join(&entry.path);
+    match size_and_crc(&file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Problem::new(file, "missing")),
+        Err(e) => Some(Problem::new(file, format!("cannot be read: {e}"))),
+        Ok((size, _)) if size != entry.size => {
+            Some(Problem::new(file, format!("size {size} bytes, the manifest says {}", entry.size)))
+        }
+        Ok((_, crc)) if crc != entry.crc32c => Some(Problem::new(
+            file,
+            format!("crc32c {crc:08x}, the manifest says {:08x}: the file is damaged", entry.crc32c),
+        )),
+        Ok(_) => None,
+    }
 }

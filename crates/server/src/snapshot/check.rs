@@ -3,9 +3,8 @@
 //! vnode without the target cut's `CutFinish`, a transaction on different sides of the cut on the
 //! replicas of a partition, and replicas whose data at the cut differ.
 
-use super::chain::{chain_problems, load_chain, Chain, Member, Problem};
-use super::export::size_and_crc;
-use super::manifest::{FileEntry, VnodeFiles};
+use super::chain::{chain_problems, file_problem, load_chain, Chain, Member, Problem};
+use super::manifest::VnodeFiles;
 use super::replay::{read_vnode_log, replay_to_cut};
 use super::restore::{partition_data, VnodeState};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,30 +44,13 @@ pub fn check(root: &Path, name: &str, increment: Option<u32>) -> Report {
     for (member, file) in chain.files() {
         report.files += 1;
         report.bytes += file.size;
-        report.problems.extend(check_file(member, file));
+        report.problems.extend(file_problem(member, file));
     }
     for vnode in chain.vnodes() {
         report.problems.extend(log_gaps(&chain, &vnode));
     }
     report.problems.extend(check_replay(&chain));
     report
-}
-
-/// The file exists with the manifest's size and checksum.
-fn check_file(member: &Member, entry: &FileEntry) -> Option<Problem> {
-    let file = member.dir.join(&entry.path);
-    match size_and_crc(&file) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(Problem::new(file, "missing")),
-        Err(e) => Some(Problem::new(file, format!("cannot be read: {e}"))),
-        Ok((size, _)) if size != entry.size => {
-            Some(Problem::new(file, format!("size {size} bytes, the manifest says {}", entry.size)))
-        }
-        Ok((_, crc)) if crc != entry.crc32c => Some(Problem::new(
-            file,
-            format!("crc32c {crc:08x}, the manifest says {:08x}: the file is damaged", entry.crc32c),
-        )),
-        Ok(_) => None,
-    }
 }
 
 /// The segment files present on disk cover the vnode's log without a hole: each member from its

@@ -6,16 +6,14 @@
 //! The live side decides when: it seals the segment holding the cut's end before it exports
 //! (`Wal::seal_through`), so `upto` is a segment start and everything before it is sealed.
 
-use super::manifest::{sync_dir, FileEntry, ManifestError, VnodeFiles};
+use super::manifest::{size_and_crc, sync_dir, FileEntry, ManifestError, VnodeFiles};
 use crate::storage::checkpoint;
 use std::fs::{self, File};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use waymark_wal::segment::HEADER_BYTES;
 use waymark_wal::{Position, Wal, WalError};
 
 /// Checksums are computed reading this much at a time.
-const READ_CHUNK_BYTES: usize = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -120,21 +118,6 @@ pub fn file_entry(manifest_dir: &Path, file: &Path) -> Result<FileEntry, ExportE
     let (size, crc32c) = size_and_crc(file).map_err(io(file, "reading"))?;
     let relative = file.strip_prefix(manifest_dir).unwrap_or(file);
     Ok(FileEntry { path: relative.to_string_lossy().into_owned(), size, crc32c })
-}
-
-/// Streams a file once: its length and crc32c.
-pub fn size_and_crc(file: &Path) -> std::io::Result<(u64, u32)> {
-    let mut f = File::open(file)?;
-    let mut buf = vec![0u8; READ_CHUNK_BYTES];
-    let (mut size, mut crc) = (0u64, 0u32);
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok((size, crc));
-        }
-        crc = crc32c::crc32c_append(crc, &buf[..n]);
-        size += n as u64;
-    }
 }
 
 #[cfg(test)]

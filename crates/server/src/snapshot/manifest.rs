@@ -112,6 +112,35 @@ impl Manifest {
     pub fn vnode(&self, vnode: &str) -> Option<&VnodeFiles> {
         self.vnodes.iter().find(|v| v.vnode == vnode)
     }
+
+    /// Every name a restore turns into a path stays inside the snapshot's directory: the chain's
+    /// name and each vnode's are one plain path component (no `/`, no `..`), and each file's path
+    /// is relative, of plain components, under its vnode's directory. A manifest is read from
+    /// disk, which may hold anything.
+    pub fn confined(&self) -> Result<(), String> {
+        plain_component(&self.name).map_err(|why| format!("the snapshot's name {:?} {why}", self.name))?;
+        for v in &self.vnodes {
+            plain_component(&v.vnode).map_err(|why| format!("the vnode name {:?} {why}", v.vnode))?;
+            for f in v.files() {
+                let mut parts = Path::new(&f.path).components();
+                let under_vnode = parts.next() == Some(std::path::Component::Normal(v.vnode.as_ref()));
+                let plain = parts.all(|c| matches!(c, std::path::Component::Normal(_)));
+                if !under_vnode || !plain {
+                    return Err(format!("the file {:?} is not a plain path under {}/", f.path, v.vnode));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is one plain path component.
+fn plain_component(name: &str) -> Result<(), &'static str> {
+    let mut parts = Path::new(name).components();
+    match (parts.next(), parts.next()) {
+        (Some(std::path::Component::Normal(one)), None) if one == name => Ok(()),
+        _ => Err("is not a plain name (no `/`, `.` or `..`)"),
+    }
 }
 
 /// `<root>/<name>` for the full snapshot (increment 0), `<root>/<name>/inc-<K:04>` for increment K.
@@ -142,6 +171,8 @@ pub enum ManifestError {
     Json { file: PathBuf, source: serde_json::Error },
     #[error("{file}: format {found}, this build reads format {FORMAT}")]
     Format { file: PathBuf, found: u32 },
+    #[error("{file}: {problem}: a manifest names files inside its own snapshot only")]
+    Escapes { file: PathBuf, problem: String },
 }
 
 fn io<'a>(file: &'a Path, action: &'static str) -> impl FnOnce(std::io::Error) -> ManifestError + 'a {
@@ -183,7 +214,28 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
     if manifest.format != FORMAT {
         return Err(ManifestError::Format { file, found: manifest.format });
     }
+    if let Err(problem) = manifest.confined() {
+        return Err(ManifestError::Escapes { file, problem });
+    }
     Ok(Some(manifest))
+}
+
+/// How much of a file `size_and_crc` reads at a time.
+const READ_CHUNK_BYTES: usize = 1 << 20;
+
+/// Streams a file once: its length and crc32c.
+pub fn size_and_crc(file: &Path) -> std::io::Result<(u64, u32)> {
+    let mut f = File::open(file)?;
+    let mut buf = vec![0u8; READ_CHUNK_BYTES];
+    let (mut size, mut crc) = (0u64, 0u32);
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok((size, crc));
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        size += n as u64;
+    }
 }
 
 pub fn sync_dir(dir: &Path) -> Result<(), ManifestError> {
