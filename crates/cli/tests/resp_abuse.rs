@@ -167,3 +167,38 @@ fn an_mget_repeating_a_large_value_closes_that_client_and_no_other() {
     assert_eq!(few.len(), 2);
     cluster.assert_running("node1");
 }
+
+/// Connections that never authenticate (with a password configured) are closed after
+/// `node.auth_timeout`, so a few anonymous clients cannot hold every `limits.clients_max` slot.
+#[test]
+fn anonymous_connections_are_closed_after_the_auth_timeout_and_give_their_slots_back() {
+    const SLOTS: usize = 3;
+    let mut cluster = Cluster::init(&Spec::new(1, 1).fsync_never().with_password());
+    cluster.edit_configs(|text| {
+        text.replace("[node]\n", "[node]\nauth_timeout = \"1s\"\n")
+            .replace("[limits]\n", &format!("[limits]\nclients_max = {SLOTS}\n"))
+    });
+    cluster.spawn("node1");
+    cluster.wait_serving("node1");
+    let addr = cluster.host("node1").redis_addr();
+
+    // Every slot taken by a connection that says nothing: the next one is refused.
+    let mut anonymous: Vec<RawClient> = (0..SLOTS).map(|_| RawClient::connect(addr).expect("connect")).collect();
+    let mut ping = |raw: &mut RawClient| raw.send(&resp_command(&["PING"])).and_then(|()| raw.read_line());
+    poll("every slot is taken", Duration::from_secs(10), || {
+        let mut extra = RawClient::connect(addr).map_err(|e| e.to_string())?;
+        match ping(&mut extra) {
+            Ok(line) if line.contains("max number of clients") => Ok(()),
+            other => Err(format!("a connection past the slots was answered {other:?}")),
+        }
+    });
+
+    // Each anonymous connection is closed by the server once its second is up ...
+    for raw in &mut anonymous {
+        assert!(raw.is_closed_by_server(), "an anonymous connection was kept past node.auth_timeout");
+    }
+    // ... and a client that authenticates gets a slot again.
+    let mut con = cluster.redis("node1");
+    redis::cmd("SET").arg("k").arg("v").exec(&mut con).expect("SET once the slots are free");
+    cluster.assert_running("node1");
+}

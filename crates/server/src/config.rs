@@ -104,6 +104,12 @@ pub struct NodeConfig {
     pub admin_token: Option<Vec<u8>>,
     /// How long a client waits for a transaction's outcome before it is told it is unknown.
     pub client_timeout: Duration,
+    /// A client connection that sends nothing for this long is closed (Redis's `timeout`); zero
+    /// keeps idle connections for ever.
+    pub idle_timeout: Duration,
+    /// A connection that has not authenticated this long after it opened is closed, so that
+    /// anonymous connections cannot hold the `limits.clients_max` slots (with a password only).
+    pub auth_timeout: Duration,
     pub limits: Limits,
     pub schedule: Option<Schedule>,
 }
@@ -195,6 +201,8 @@ pub mod raw {
         pub wal_preallocate: Option<bool>,
         pub checkpoint_every: Option<String>,
         pub client_timeout: Option<String>,
+        pub idle_timeout: Option<String>,
+        pub auth_timeout: Option<String>,
         pub snapshot_dir: Option<String>,
         pub admin_token_file: Option<String>,
     }
@@ -263,6 +271,8 @@ impl Checker<'_> {
             data_dir: self.relative(&n.data_dir),
             checkpoint_every: self.duration("node.checkpoint_every", n.checkpoint_every.as_deref(), "30s")?,
             client_timeout: self.duration("node.client_timeout", n.client_timeout.as_deref(), "5s")?,
+            idle_timeout: self.duration("node.idle_timeout", n.idle_timeout.as_deref(), "1h")?,
+            auth_timeout: self.positive_duration("node.auth_timeout", n.auth_timeout.as_deref(), "10s")?,
             snapshot_dir: self.relative(n.snapshot_dir.as_deref().unwrap_or("snapshots")),
             admin_token,
             host: n.host,
@@ -407,6 +417,14 @@ impl Checker<'_> {
         let text = text.unwrap_or(default);
         humantime::parse_duration(text)
             .map_err(|e| self.bad(field, format!("`{text}` is not a duration like \"30s\" or \"5ms\": {e}")))
+    }
+
+    fn positive_duration(&self, field: &str, text: Option<&str>, default: &str) -> Result<Duration, ConfigError> {
+        let d = self.duration(field, text, default)?;
+        if d.is_zero() {
+            return Err(self.bad(field, "must be longer than zero"));
+        }
+        Ok(d)
     }
 
     fn relative(&self, path: &str) -> PathBuf {

@@ -231,6 +231,8 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             wal_preallocate: (!spec.wal_preallocate).then_some(false),
             checkpoint_every: Some(spec.checkpoint_every.clone()),
             client_timeout: None,
+            idle_timeout: None,
+            auth_timeout: None,
             snapshot_dir: Some("../snapshots".into()),
             admin_token_file: Some("../admin-token".into()),
         },

@@ -253,6 +253,15 @@ impl Cluster {
         self.dir.path()
     }
 
+    /// Changes every host's config file with `edit` (before the hosts start), and reads them again.
+    pub fn edit_configs(&mut self, edit: impl Fn(String) -> String) {
+        for h in &self.hosts {
+            let text = fs::read_to_string(&h.config_file).expect("the host's config");
+            fs::write(&h.config_file, edit(text)).expect("the edited config");
+        }
+        self.reload_configs();
+    }
+
     /// Reads every host's config again (after `cluster start` moved the cluster to new ports).
     pub fn reload_configs(&mut self) {
         for h in &mut self.hosts {

@@ -53,6 +53,37 @@ pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken
     });
 }
 
+/// Reads what the client sent next; 0 when it closed, or when it stayed silent past its
+/// deadline: `node.auth_timeout` from the connection's opening until it authenticates, then
+/// `node.idle_timeout` from its last request (none when zero). Either closes the connection, so
+/// an anonymous or forgotten connection gives its `limits.clients_max` slot back.
+async fn read_some(
+    shared: &Shared,
+    session: &Session,
+    opened: tokio::time::Instant,
+    stream: &mut TcpStream,
+    input: &mut BytesMut,
+) -> std::io::Result<usize> {
+    let cfg = &shared.cfg;
+    let deadline = if !session.authenticated {
+        Some(opened + cfg.auth_timeout)
+    } else if !cfg.idle_timeout.is_zero() {
+        Some(tokio::time::Instant::now() + cfg.idle_timeout)
+    } else {
+        None
+    };
+    let Some(deadline) = deadline else { return stream.read_buf(input).await };
+    match tokio::time::timeout_at(deadline, stream.read_buf(input)).await {
+        Ok(read) => read,
+        Err(_) => {
+            let why =
+                if session.authenticated { "idle for node.idle_timeout" } else { "no AUTH within node.auth_timeout" };
+            tracing::debug!(client = session.id.0, "closing the connection: {why}");
+            Ok(0)
+        }
+    }
+}
+
 async fn refuse(mut stream: TcpStream) {
     let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
 }
@@ -62,11 +93,12 @@ async fn serve(shared: Arc<Shared>, mut stream: TcpStream) -> std::io::Result<()
     let limits = Limits { bulk_max_bytes: shared.cfg.limits.bulk_max_bytes, ..Limits::default() };
     let mut parser = RequestParser::new(limits);
     let id = ClientId(NEXT_CLIENT.fetch_add(1, Ordering::Relaxed));
-    let mut session = Session::new(shared, id);
+    let mut session = Session::new(shared.clone(), id);
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
+    let opened = tokio::time::Instant::now();
     loop {
-        if stream.read_buf(&mut input).await? == 0 {
+        if read_some(&shared, &session, opened, &mut stream, &mut input).await? == 0 {
             return Ok(());
         }
         loop {
