@@ -184,7 +184,7 @@ fn anonymous_connections_are_closed_after_the_auth_timeout_and_give_their_slots_
 
     // Every slot taken by a connection that says nothing: the next one is refused.
     let mut anonymous: Vec<RawClient> = (0..SLOTS).map(|_| RawClient::connect(addr).expect("connect")).collect();
-    let mut ping = |raw: &mut RawClient| raw.send(&resp_command(&["PING"])).and_then(|()| raw.read_line());
+    let ping = |raw: &mut RawClient| raw.send(&resp_command(&["PING"])).and_then(|()| raw.read_line());
     poll("every slot is taken", Duration::from_secs(10), || {
         let mut extra = RawClient::connect(addr).map_err(|e| e.to_string())?;
         match ping(&mut extra) {
