@@ -202,3 +202,38 @@ fn anonymous_connections_are_closed_after_the_auth_timeout_and_give_their_slots_
     redis::cmd("SET").arg("k").arg("v").exec(&mut con).expect("SET once the slots are free");
     cluster.assert_running("node1");
 }
+
+/// An argument larger than a value can be is refused on its header, before its bytes are read
+/// (`limits.bulk_max_bytes` is the value limit, 4 MiB, not Redis's 512 MiB); and a command of many
+/// arguments, each within it, is refused once they add up past a frame (64 MiB). Only that client
+/// is disconnected.
+#[test]
+fn arguments_past_what_could_be_stored_are_refused_before_they_are_read() {
+    let mut cluster = Cluster::start(&Spec::new(1, 1).fsync_never());
+    refused_and_closed(
+        &cluster,
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5000000\r\n",
+        "-ERR Protocol error: invalid bulk length",
+    );
+
+    // 17 values of 4 MB: the 17th header takes the command past 64 MiB.
+    let mut raw = RawClient::connect(cluster.host("node1").redis_addr()).expect("connect");
+    raw.send(b"*40\r\n$4\r\nMSET\r\n").expect("send the header");
+    let value = vec![b'v'; 4_000_000];
+    let mut refused = None;
+    for i in 0..17 {
+        let sent = raw
+            .send(format!("$1\r\n{}\r\n$4000000\r\n", i % 10).as_bytes())
+            .and_then(|()| raw.send(&value))
+            .and_then(|()| raw.send(b"\r\n"));
+        if sent.is_err() {
+            refused = Some(i);
+            break;
+        }
+    }
+    let line = raw.read_line().expect("an answer to the oversized command");
+    assert_eq!(line, "-ERR Protocol error: command too big", "after {refused:?} values");
+    let mut con = cluster.redis("node1");
+    redis::cmd("SET").arg("after").arg("1").exec(&mut con).expect("SET on another connection");
+    cluster.assert_running("node1");
+}

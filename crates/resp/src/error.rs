@@ -20,6 +20,10 @@ pub enum ProtocolError {
     /// `bulk_max_bytes` (for an inline command: an argument is longer).
     #[error("Protocol error: invalid bulk length")]
     InvalidBulkLength,
+    /// The arguments of one command add up to more than `command_max_bytes`
+    /// (Redis closes such a client for its query buffer, without a reply).
+    #[error("Protocol error: command too big")]
+    CommandTooBig,
     /// An argument of a multibulk request does not start with `$`.
     #[error("Protocol error: expected '$', got '{}'", Printable(*.got))]
     ExpectedBulk {

@@ -21,6 +21,10 @@ pub struct Limits {
     pub unauthenticated_args_max: usize,
     /// Longest argument before the client has authenticated (Redis: 16 KiB).
     pub unauthenticated_bulk_max_bytes: usize,
+    /// Most bytes of arguments in one command, all of them together (Redis's
+    /// `client-query-buffer-limit`, 1 GiB): without it, a command of many
+    /// arguments each within `bulk_max_bytes` could still ask for terabytes.
+    pub command_max_bytes: usize,
 }
 
 impl Default for Limits {
@@ -31,6 +35,7 @@ impl Default for Limits {
             args_max: 1024 * 1024,
             unauthenticated_args_max: 10,
             unauthenticated_bulk_max_bytes: 16 * 1024,
+            command_max_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -45,6 +50,15 @@ impl Limits {
             Err(ProtocolError::UnauthenticatedMultibulkLength)
         } else {
             Ok(())
+        }
+    }
+
+    /// Checks that an argument of `len` bytes after `so_far` bytes of the
+    /// same command's arguments keeps the command within `command_max_bytes`.
+    pub(crate) fn check_command_bytes(&self, so_far: usize, len: usize) -> Result<(), ProtocolError> {
+        match so_far.checked_add(len) {
+            Some(total) if total <= self.command_max_bytes => Ok(()),
+            _ => Err(ProtocolError::CommandTooBig),
         }
     }
 

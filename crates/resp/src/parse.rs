@@ -58,6 +58,9 @@ struct Multibulk {
     remaining: usize,
     /// Length from a consumed `$<len>` header whose payload is not complete.
     bulk_len: Option<usize>,
+    /// Bytes of the arguments announced so far (`args` and `bulk_len`).
+    /// Invariant: at most `limits.command_max_bytes`.
+    bytes: usize,
 }
 
 /// What one step of parsing did with the bytes in front of it.
@@ -136,7 +139,7 @@ impl RequestParser {
         self.limits.check_arg_count(count, authenticated)?;
         if count > 0 {
             let args = Vec::with_capacity(count.min(ARGS_PREALLOCATED_MAX));
-            self.pending = Some(Multibulk { args, remaining: count, bulk_len: None });
+            self.pending = Some(Multibulk { args, remaining: count, bulk_len: None, bytes: 0 });
         }
         Ok(Step::Consumed(taken))
     }
@@ -196,6 +199,8 @@ impl Multibulk {
         };
         let len = usize::try_from(len).map_err(|_| ProtocolError::InvalidBulkLength)?;
         limits.check_arg_bytes(len, authenticated)?;
+        limits.check_command_bytes(self.bytes, len)?;
+        self.bytes += len;
         self.bulk_len = Some(len);
         Ok(Step::Consumed(taken))
     }

@@ -405,3 +405,14 @@ fn lengths_are_parsed_as_strictly_as_redis_string2ll() {
         assert_eq!(parse_length(bad), None, "{bad:?}");
     }
 }
+
+#[test]
+fn a_command_whose_arguments_add_up_past_the_limit_is_refused_on_the_header_that_crosses_it() {
+    let limits = Limits { command_max_bytes: 10, ..Limits::default() };
+    let mut parser = RequestParser::new(limits);
+    assert_eq!(parser.parse(b"*3\r\n$4\r\nabcd\r\n$6\r\nefghij\r\n", true).map(|p| p.command), Ok(None));
+    let mut parser = RequestParser::new(limits);
+    // 4 + 6 = 10 bytes fit; the third argument's header asks for one more, before its bytes come.
+    let err = parser.parse(b"*3\r\n$4\r\nabcd\r\n$6\r\nefghij\r\n$1\r\n", true).err();
+    assert_eq!(err, Some(ProtocolError::CommandTooBig));
+}

@@ -49,6 +49,7 @@ fn unlimited() -> Limits {
         args_max: usize::MAX,
         unauthenticated_args_max: usize::MAX,
         unauthenticated_bulk_max_bytes: usize::MAX,
+        command_max_bytes: usize::MAX,
         ..Limits::default()
     }
 }

@@ -61,6 +61,7 @@ fn limits() -> impl Strategy<Value = Limits> {
             args_max,
             unauthenticated_args_max: args_max / 2,
             unauthenticated_bulk_max_bytes: bulk_max_bytes / 2,
+            command_max_bytes: usize::MAX,
         }),
     ]
 }

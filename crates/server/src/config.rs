@@ -227,7 +227,9 @@ impl Default for Limits {
         Limits {
             clients_max: 10_000,
             value_max_bytes: 4 << 20,
-            bulk_max_bytes: 512 << 20,
+            // As large as a value, no larger: Redis's 512 MiB let a client make the node read
+            // 512 MiB before the 4 MiB value limit refused it.
+            bulk_max_bytes: 4 << 20,
             frame_max_bytes: 64 << 20,
             peer_queue_max: 65_536,
             vnode_queue_max: 65_536,

@@ -22,6 +22,7 @@ fuzz_target!(|data: &[u8]| {
             args_max: 4,
             unauthenticated_args_max: 2,
             unauthenticated_bulk_max_bytes: 8,
+            command_max_bytes: 48,
         }
     };
     let split = usize::from(split) * bytes.len() / 255;
@@ -53,6 +54,7 @@ fn feed(limits: Limits, authenticated: bool, first: &[u8], second: &[u8]) {
             };
             assert!(!command.is_empty() && command.len() <= args_max);
             assert!(command.iter().all(|arg| arg.len() <= bulk_max_bytes));
+            assert!(command.iter().map(Vec::len).sum::<usize>() <= limits.command_max_bytes.max(limits.inline_max_bytes));
         }
     }
 }

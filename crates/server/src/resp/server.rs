@@ -90,7 +90,12 @@ async fn refuse(mut stream: TcpStream) {
 
 async fn serve(shared: Arc<Shared>, mut stream: TcpStream) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
-    let limits = Limits { bulk_max_bytes: shared.cfg.limits.bulk_max_bytes, ..Limits::default() };
+    // A command larger than a frame could never commit: refused before its bytes are held.
+    let limits = Limits {
+        bulk_max_bytes: shared.cfg.limits.bulk_max_bytes,
+        command_max_bytes: shared.cfg.limits.frame_max_bytes,
+        ..Limits::default()
+    };
     let mut parser = RequestParser::new(limits);
     let id = ClientId(NEXT_CLIENT.fetch_add(1, Ordering::Relaxed));
     let mut session = Session::new(shared.clone(), id);
