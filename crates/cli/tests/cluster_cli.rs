@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{key_with_primary, run_waymark, temp_dir, Cluster, Spec};
+use common::{key_with_primary, poll, run_waymark, temp_dir, Cluster, Spec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -212,4 +212,46 @@ fn a_node_refuses_a_config_with_zero_replicas_naming_the_field_and_the_file() {
 #[test]
 fn a_node_refuses_a_config_with_an_unknown_field_naming_the_field_and_the_file() {
     node_refuses(|t| t.replace("[node]\n", "[node]\ncolour = \"blue\"\n"), "colour", "unknown field");
+}
+
+/// `cluster status` asks the running hosts: all up and every partition whole, then with node2
+/// killed, node2 down and the partitions it held a copy of degraded — named, with the copy that is
+/// down — while the root still leads a term (one host of three is not a majority of its voters).
+#[test]
+fn cluster_status_asks_the_running_cluster_and_shows_a_dead_hosts_partitions_degraded() {
+    let dir = temp_dir();
+    let init = run_waymark(&args(&["cluster", "init", "--hosts", "3", "--fsync", "never"], dir.path()), INIT_WITHIN);
+    assert!(init.status.success(), "cluster init: {}", String::from_utf8_lossy(&init.stderr));
+    let cluster = Cluster::open(dir);
+    let mut guard = PidFileGuard::new(&cluster);
+    let start = run_waymark(&args(&["cluster", "start"], cluster.dir()), START_WITHIN);
+    guard.read();
+    assert!(start.status.success(), "cluster start: {}", String::from_utf8_lossy(&start.stderr));
+
+    let status = |want: &str| {
+        poll(&format!("cluster status shows {want:?}"), Duration::from_secs(30), || {
+            let out = run_waymark(&args(&["cluster", "status"], cluster.dir()), EXIT_WITHIN);
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            match out.status.success() && text.contains(want) {
+                true => Ok(text),
+                false => Err(format!("{}{text}", String::from_utf8_lossy(&out.stderr))),
+            }
+        })
+    };
+    let all_up = status("hosts: 3 of 3 up");
+    assert!(all_up.contains("64 whole, 0 degraded, 0 unavailable"), "{all_up}");
+    assert!(all_up.contains("root: manager1@node3 leads term"), "{all_up}");
+
+    let pid: u32 = std::fs::read_to_string(cluster.host("node2").dir.join("node.pid")).unwrap().trim().parse().unwrap();
+    // SAFETY: kill(2) on the pid `cluster start` recorded for this test's node2.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let one_down = status("hosts: 2 of 3 up");
+    assert!(one_down.contains("node2    down"), "{one_down}");
+    assert!(one_down.contains("store0@node2 (down)"), "{one_down}");
+    assert!(!one_down.contains(" 0 degraded"), "{one_down}");
+    assert!(one_down.contains("0 unavailable"), "two copies on three hosts: {one_down}");
+    assert!(one_down.contains("root: manager1@node3 leads term"), "{one_down}");
+
+    let stop = run_waymark(&args(&["cluster", "stop"], cluster.dir()), STOP_WITHIN);
+    assert!(stop.status.success(), "cluster stop: {}", String::from_utf8_lossy(&stop.stderr));
 }

@@ -67,7 +67,8 @@ pub enum ClusterCmd {
         #[arg(long)]
         dir: PathBuf,
     },
-    /// Which hosts of DIR run, and their addresses.
+    /// What the running cluster says: each host up or down (asked over its admin API), the root
+    /// and its term, and the partitions with fewer live copies than the replica count.
     Status {
         #[arg(long)]
         dir: PathBuf,
@@ -94,7 +95,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
         }
         ClusterCmd::Start { dir } => start(&dir),
         ClusterCmd::Stop { dir } => stop(&dir),
-        ClusterCmd::Status { dir } => status(&dir),
+        ClusterCmd::Status { dir } => super::cluster_status::run(&dir),
     }
 }
 
@@ -632,15 +633,4 @@ fn signal(pid: u32, sig: libc::c_int) {
     unsafe {
         libc::kill(pid as libc::pid_t, sig);
     }
-}
-
-fn status(dir: &Path) -> Result<()> {
-    for (host_dir, cfg) in hosts_of(dir)? {
-        let h = cfg.this_host();
-        match running_pid(&host_dir) {
-            Some(pid) => say!("  {:<8} running (pid {pid})  redis {}  admin http://{}", cfg.host, h.redis, h.admin),
-            None => say!("  {:<8} stopped", cfg.host),
-        }
-    }
-    Ok(())
 }

@@ -27,6 +27,7 @@ pub mod admin_client;
 pub mod bank;
 pub mod bench;
 pub mod cluster;
+pub mod cluster_status;
 pub mod demo;
 pub mod demo_live;
 pub mod node;

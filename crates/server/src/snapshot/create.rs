@@ -125,7 +125,9 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Crea
     let cut: CutReport = shared.run_cut(CUT_WAIT).await?;
     if !cut.ok {
         let why = cut.why.as_deref().unwrap_or("a store vnode did not take part");
-        return Err(format!("cut {} failed: {why} (is every host up? `waymark status` shows them)", cut.cut).into());
+        return Err(
+            format!("cut {} failed: {why} (is every host up? `waymark cluster status` shows them)", cut.cut).into()
+        );
     }
     let begun = Instant::now();
     let from = previous.as_ref().map(starts_after).unwrap_or_default();

@@ -1,0 +1,136 @@
+//! `waymark cluster status`: what the running cluster says of itself, not only which pid files
+//! name a live process — each host asked over its admin API (`GET /status`), the root and the term
+//! it leads, and every partition's replicas with the ones on hosts that do not answer. A partition
+//! with fewer live copies than the cluster's replica count is *degraded*; one with none is
+//! *unavailable*. Placement is the configured one: it does not change while the cluster runs
+//! (failover is not built yet), so a degraded partition stays so until its host returns.
+
+use super::cluster::{hosts_of, running_pid};
+use anyhow::Result;
+use serde::Deserialize;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+use waymark_core::{PartitionId, VnodeId};
+use waymark_server::config::NodeConfig;
+use waymark_server::topology::Topology;
+
+/// How long a host may take to answer `GET /status` before it counts as down.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+/// Degraded partitions listed one by one; the rest are counted.
+const LISTED_MAX: usize = 8;
+
+/// The part of a host's `/status` this reads.
+#[derive(Deserialize)]
+struct HostStatus {
+    uptime_seconds: u64,
+    vnodes: Vec<VnodeSeen>,
+}
+
+#[derive(Deserialize)]
+struct VnodeSeen {
+    id: String,
+    kind: String,
+    leading_term: Option<u64>,
+}
+
+/// One host as the status found it.
+struct Seen {
+    cfg: NodeConfig,
+    pid: Option<u32>,
+    answer: Result<HostStatus, String>,
+}
+
+pub fn run(dir: &Path) -> Result<()> {
+    let hosts = hosts_of(dir)?;
+    let topology = Topology::new(&hosts[0].1.cluster)?;
+    let seen: Vec<Seen> = hosts
+        .into_iter()
+        .map(|(host_dir, cfg)| {
+            let answer = ask(&cfg);
+            Seen { pid: running_pid(&host_dir), cfg, answer }
+        })
+        .collect();
+    print_hosts(&seen);
+    print_root(&seen);
+    print_partitions(&topology, &seen, seen[0].cfg.cluster.replicas);
+    Ok(())
+}
+
+fn ask(cfg: &NodeConfig) -> Result<HostStatus, String> {
+    let url = format!("http://{}/status", cfg.this_host().admin);
+    let agent = ureq::AgentBuilder::new().timeout(ANSWER_TIMEOUT).build();
+    let resp = agent.get(&url).call().map_err(|e| e.to_string())?;
+    resp.into_json().map_err(|e| format!("{url}: unreadable answer: {e}"))
+}
+
+fn print_hosts(seen: &[Seen]) {
+    let up = seen.iter().filter(|s| s.answer.is_ok()).count();
+    say!("hosts: {} of {} up", up, seen.len());
+    for s in seen {
+        let h = s.cfg.this_host();
+        let pid = s.pid.map_or_else(|| "-".to_string(), |p| p.to_string());
+        match &s.answer {
+            Ok(st) => say!(
+                "  {:<8} up    pid {:<7} uptime {:>6} s  redis {}  admin http://{}",
+                h.name,
+                pid,
+                st.uptime_seconds,
+                h.redis,
+                h.admin
+            ),
+            Err(why) => say!("  {:<8} down  pid {:<7} ({why})", h.name, pid),
+        }
+    }
+}
+
+/// The root, as the host that runs it says (the term it won), or that none answers for it.
+fn print_root(seen: &[Seen]) {
+    let leading = seen
+        .iter()
+        .filter_map(|s| s.answer.as_ref().ok())
+        .flat_map(|st| &st.vnodes)
+        .filter(|v| v.kind == "manager")
+        .filter_map(|v| v.leading_term.filter(|t| *t > 0).map(|t| (v.id.as_str(), t)))
+        .max_by_key(|(_, t)| *t);
+    match leading {
+        Some((id, term)) => say!("root: {id} leads term {term}"),
+        None => say!("root: no host that answers leads a term now (no metadata change can be made)"),
+    }
+}
+
+fn print_partitions(topology: &Topology, seen: &[Seen], replicas: usize) {
+    let live: BTreeSet<VnodeId> = seen
+        .iter()
+        .filter_map(|s| s.answer.as_ref().ok())
+        .flat_map(|st| &st.vnodes)
+        .filter(|v| v.kind == "store")
+        .filter_map(|v| VnodeId::parse(&v.id))
+        .collect();
+    let placement = &topology.placement;
+    let (mut degraded, mut unavailable) = (vec![], 0);
+    for p in (0..placement.partitions()).map(PartitionId) {
+        let chain = placement.chain(p);
+        let copies = chain.iter().filter(|v| live.contains(v)).count();
+        if copies == 0 {
+            unavailable += 1;
+        }
+        if copies < replicas {
+            let shown: Vec<String> =
+                chain.iter().map(|v| if live.contains(v) { v.to_string() } else { format!("{v} (down)") }).collect();
+            degraded.push(format!("p{}: {}", p.0, shown.join(", ")));
+        }
+    }
+    let n = placement.partitions() as usize;
+    say!(
+        "partitions: {n}, {replicas} copies each: {} whole, {} degraded, {unavailable} unavailable",
+        n - degraded.len(),
+        degraded.len()
+    );
+    for line in degraded.iter().take(LISTED_MAX) {
+        say!("  degraded {line}");
+    }
+    if degraded.len() > LISTED_MAX {
+        say!("  … and {} more degraded", degraded.len() - LISTED_MAX);
+    }
+}
