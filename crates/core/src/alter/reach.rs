@@ -89,10 +89,11 @@ impl AlterNode {
                 .collect();
             // Encoded once for every relay, and only when there is one.
             let wrapped = if relays.is_empty() { None } else { Relayed::wrap(&msg) };
-            for y in relays.into_iter().filter(|_| wrapped.is_some()) {
-                self.reach.relayed += 1;
-                let msg = wrapped.clone().expect("filtered on");
-                self.push_send(&y, AlterMsg::Relay { to: to.clone(), origin: me.clone(), msg });
+            if let Some(wrapped) = wrapped {
+                for y in relays {
+                    self.reach.relayed += 1;
+                    self.push_send(&y, AlterMsg::Relay { to: to.clone(), origin: me.clone(), msg: wrapped.clone() });
+                }
             }
         }
         self.push_send(to, msg);

@@ -121,19 +121,16 @@ impl AlterNode {
         root_voters(self.primary_root(), &self.cfg.children).contains(v)
     }
 
-    /// More than half of the voters (`root_voters`).
-    fn majority(&self) -> usize {
-        root_voters(self.primary_root(), &self.cfg.children).len() / 2 + 1
-    }
-
     /// Whether the voters in `oks`, with the primary root's own vote when this is it and it
-    /// votes, are a majority.
+    /// votes, are more than half of the voters (`root_voters`, computed once per call).
     pub(super) fn quorum(&self, oks: &BTreeSet<VnodeId>) -> bool {
         if self.cfg.breaks.root_without_quorum {
             return true;
         }
-        let own = (self.cfg.secondary_of.is_none() && self.is_voter(&self.cfg.id)) as usize;
-        own + oks.iter().filter(|v| self.is_voter(v) && **v != self.cfg.id).count() >= self.majority()
+        let voters = root_voters(self.primary_root(), &self.cfg.children);
+        let own = (self.cfg.secondary_of.is_none() && voters.contains(&self.cfg.id)) as usize;
+        let others = oks.iter().filter(|v| voters.contains(v) && **v != self.cfg.id).count();
+        own + others > voters.len() / 2
     }
 
     /// Invariant: once a vnode promised `term` it never confirms an alteration of a lower term —
