@@ -54,6 +54,7 @@ fn forged_prepare(key: &str) -> Envelope {
         first_committer: primary.clone(),
         downstream: vec![],
         after: vec![],
+        epoch: 0,
     });
     Envelope { from: near, to: primary, cut: None, body }
 }

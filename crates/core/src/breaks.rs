@@ -85,10 +85,16 @@ pub struct Breaks {
     /// A primary answers a near's GET at once, before the records it appended are durable: with one
     /// replica it is the first committer, and a crash can lose a value a client was shown.
     pub reads_before_commit_durable: bool,
+    /// A vnode takes a `Prepare` routed by another epoch of the placement than the one it holds
+    /// (`txn::participant`): a primary the root replaced, cut off but alive, can still commit.
+    pub accept_stale_epoch: bool,
+    /// A vnode promoted to primary serves the keys of the branches it holds in doubt without
+    /// locking them (`txn::promotion`): a read can miss a commit its old primary acknowledged.
+    pub promoted_unlocked: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 28] = [
+    pub const NAMES: [&'static str; 30] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -117,6 +123,8 @@ impl Breaks {
         "root-record-queued",
         "versions-late-one-phase",
         "reads-before-commit-durable",
+        "accept-stale-epoch",
+        "promoted-unlocked",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -150,6 +158,8 @@ impl Breaks {
             "root-record-queued" => &mut self.root_record_queued,
             "versions-late-one-phase" => &mut self.versions_late_one_phase,
             "reads-before-commit-durable" => &mut self.reads_before_commit_durable,
+            "accept-stale-epoch" => &mut self.accept_stale_epoch,
+            "promoted-unlocked" => &mut self.promoted_unlocked,
             _ => return false,
         };
         *flag = true;
@@ -188,6 +198,8 @@ impl fmt::Display for Breaks {
             self.root_record_queued,
             self.versions_late_one_phase,
             self.reads_before_commit_durable,
+            self.accept_stale_epoch,
+            self.promoted_unlocked,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

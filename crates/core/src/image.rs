@@ -106,6 +106,10 @@ impl VnodeImage {
                     self.decided.insert(branch.tx.clone(), *tx_cut);
                 } else if let Some(p) = self.prepared.remove(branch) {
                     self.store.apply_all(&p.writes);
+                    if p.one_phase {
+                        // A 1PC hop's commit: what it answers after a promotion (`txn::promotion`).
+                        self.decided.insert(branch.tx.clone(), *tx_cut);
+                    }
                 }
             }
             Record::TxRolledBack { tx, branch } => {

@@ -44,6 +44,12 @@ pub enum AbortReason {
     /// the cut ends, so that no transaction commits before the marker on one replica and after
     /// it on another.
     CutMarkerWritten,
+    /// The sender routed by another epoch of the placement than the receiver holds (one of them
+    /// has not yet applied a promotion): retry once both agree (`Placement::epoch_sum`).
+    StalePlacement,
+    /// The partition's primary is on a host the metadata records dead and no replica has taken
+    /// over yet: retry in a moment (Redis Cluster's `-TRYAGAIN`).
+    FailingOver,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,6 +84,9 @@ pub enum TxnMsg {
         /// 1PC: transactions whose uncommitted writes this one was evaluated on; the first
         /// committer commits it only after them (`txn::locks`).
         after: Vec<TxId>,
+        /// The sender's `Placement::epoch_sum` over the keys this message carries: the receiver
+        /// refuses it unless its own sum over them is the same.
+        epoch: u64,
     },
     /// `Ok` carries the values written (for `INCRBY` replies); in 1PC, also the first committer's stamp.
     /// On a refusal, `tx_cut` is the cut its reason reveals: a `WATCH` failed on a value written by
@@ -108,6 +117,11 @@ pub enum TxnMsg {
     Read {
         req: u64,
         key: Key,
+    },
+    /// The vnode asked does not lead the key's partition by the placement it holds (or has not
+    /// caught up with it since it started): the near answers `TRYAGAIN`.
+    ReadRefused {
+        req: u64,
     },
     /// `writer_cut`: the value reveals a transaction after this cut (real-time safety).
     ReadReply {
@@ -217,6 +231,12 @@ pub enum CutMsg {
 impl TxnMsg {
     /// Responses, as opposed to requests (the `uncoloured-responses` break mode strips these).
     pub fn is_response(&self) -> bool {
-        matches!(self, TxnMsg::PrepareAck { .. } | TxnMsg::StatusReply { .. } | TxnMsg::ReadReply { .. })
+        matches!(
+            self,
+            TxnMsg::PrepareAck { .. }
+                | TxnMsg::StatusReply { .. }
+                | TxnMsg::ReadReply { .. }
+                | TxnMsg::ReadRefused { .. }
+        )
     }
 }

@@ -99,6 +99,7 @@ impl Vnode {
             alter: crate::alter::AlterNode::new(c),
             finish_pending: None,
             started: false,
+            placement_seen: None,
         });
         v.rebuild(image);
         v
@@ -223,8 +224,8 @@ impl Vnode {
     }
 
     fn on_client(&mut self, client: ClientId, req: u64, request: Request) {
-        if !self.booted {
-            let response = Response::Unavailable { why: "vnode is starting" };
+        if !self.booted || !self.tree_synced() {
+            let response = Response::Unavailable { why: "TRYAGAIN vnode is starting" };
             self.out.promise(Output::Reply { client, req, response });
             return;
         }
@@ -286,8 +287,9 @@ impl Vnode {
 
     fn on_txn(&mut self, from: VnodeId, msg: TxnMsg) {
         match msg {
-            TxnMsg::Prepare { tx, reads, writes, one_phase, first_committer, downstream, after } => {
-                self.on_prepare(from, tx, reads, writes, one_phase, first_committer, downstream, after)
+            TxnMsg::Prepare { tx, reads, writes, one_phase, first_committer, downstream, after, epoch } => {
+                let route = crate::txn::participant::Route { first_committer, downstream, after, epoch };
+                self.on_prepare(from, tx, reads, writes, one_phase, route)
             }
             TxnMsg::PrepareAck { tx, role, result, tx_cut } => self.on_prepare_ack(from, tx, role, result, tx_cut),
             TxnMsg::Finish { tx, role, commit, tx_cut } => {
@@ -296,6 +298,7 @@ impl Vnode {
             TxnMsg::StatusQuery { tx, one_phase } => self.on_status_query(from, tx, one_phase),
             TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
             TxnMsg::Read { req, key } => self.on_read(from, req, key),
+            TxnMsg::ReadRefused { req } => self.on_read_refused(req),
             TxnMsg::ReadReply { req, value, version, writer_cut } => {
                 self.on_read_reply(req, value, version, writer_cut)
             }

@@ -200,7 +200,14 @@ fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_
 
     // The old root returns with term 1: told term 2. An alteration of term 1 is refused.
     let md5 = Metadata::default().md5();
-    let heartbeat = AlterMsg::Heartbeat { term: Term(0), seq: AlterSeq(0), md5, leaf_md5: md5, lead: Some(Term(1)) };
+    let heartbeat = AlterMsg::Heartbeat {
+        term: Term(0),
+        seq: AlterSeq(0),
+        md5,
+        leaf_md5: md5,
+        lead: Some(Term(1)),
+        committed: Default::default(),
+    };
     let out = child.step(100_001, msg(&root_id, heartbeat));
     assert!(
         sends(&out).contains(&(root_id.clone(), AlterMsg::Promise { term: Term(2), granted: false, metadata: None }))

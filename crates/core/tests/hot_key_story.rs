@@ -16,7 +16,13 @@ fn ids() -> Vec<VnodeId> {
 /// One partition, chain [p, f]: p is the primary, f the backup and first committer; n a near.
 fn booted(i: usize) -> Vnode {
     let ids = ids();
-    let placement = Arc::new(Placement::from_chains(vec![ids[..2].to_vec()], ids.clone()).unwrap());
+    let placement = Arc::new(
+        Placement::from_chains(
+            vec![waymark_core::placement::ChainRecord { epoch: 0, chain: ids[..2].to_vec() }],
+            ids.clone(),
+        )
+        .unwrap(),
+    );
     let mut v = Vnode::new(VnodeConfig::new(ids[i].clone(), placement, ids[0].clone()));
     v.step(0, Input::Restarted);
     v.step(1, Input::WalDurable(Lsn(1)));
@@ -37,6 +43,7 @@ fn incr(seq: u32) -> Envelope {
         first_committer: ids()[1].clone(),
         downstream: vec![ids()[1].clone()],
         after: vec![],
+        epoch: 0,
     };
     Envelope { from: ids()[2].clone(), to: ids()[0].clone(), cut: None, body: Body::Txn(msg) }
 }

@@ -68,6 +68,7 @@ fn a_coloured_message_starts_the_cut_before_it_is_handled() {
         first_committer: ids()[1].clone(),
         downstream: vec![],
         after: vec![],
+        epoch: 0,
     };
     let env = Envelope { from: ids()[1].clone(), to: ids()[0].clone(), cut: Some(CutId(1)), body: Body::Txn(prepare) };
     let out = primary.step(2, Input::Message(env));
@@ -135,6 +136,7 @@ fn after_a_crash_a_prepared_branch_is_in_doubt_and_asks_its_first_committer() {
         first_committer: ids()[1].clone(),
         downstream: vec![],
         after: vec![],
+        epoch: 0,
     };
     let env = Envelope { from: ids()[1].clone(), to: ids()[0].clone(), cut: None, body: Body::Txn(prepare) };
     let out = primary.step(2, Input::Message(env));
@@ -209,6 +211,7 @@ fn with_a_prepared_branch() -> (Vnode, Vec<Record>) {
         first_committer: ids()[0].clone(),
         downstream: vec![],
         after: vec![],
+        epoch: 0,
     };
     let env = Envelope { from: ids()[0].clone(), to: ids()[1].clone(), cut: None, body: Body::Txn(prepare) };
     let out = v.step(2, Input::Message(env));
@@ -290,6 +293,7 @@ fn an_abort_that_reveals_an_after_write_is_held_until_every_vnode_started_the_cu
         first_committer: ids[0].clone(),
         downstream: vec![],
         after: vec![],
+        epoch: 0,
     };
     let env = Envelope { from: ids[0].clone(), to: ids[1].clone(), cut: None, body: Body::Txn(prepare) };
     let out = settle(&mut primary, 5, Input::Message(env), &mut lsn);

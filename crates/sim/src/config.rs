@@ -31,6 +31,9 @@ pub struct SimConfig {
     pub breaks: Breaks,
     /// The cluster setting: hold replies that reveal an after-transaction until STARTED.
     pub real_time_safety: bool,
+    /// The cluster setting `failover`: the root promotes replicas of hosts recorded dead
+    /// (`alter::promote`, `--failover`).
+    pub failover: bool,
     /// A cut's `Start` reaches each vnode up to this much later than a transaction message would
     /// (the cut process travels a tree of hops); widens the windows in which a vnode learns of a
     /// cut from a coloured message first.
@@ -62,6 +65,7 @@ impl SimConfig {
             strategy: CutStrategy::Consistent,
             breaks: Breaks::default(),
             real_time_safety: true,
+            failover: false,
             cut_start_spread_us: 20_000,
             tree: false,
             fanout: 2,

@@ -71,6 +71,10 @@ struct Args {
     /// Turn off real-time safety (replies revealing an after-transaction are not held).
     #[arg(long)]
     no_real_time: bool,
+    /// `--tree`: the root promotes the replicas of a host recorded dead (the cluster setting
+    /// `failover = on`; issue 30, in progress).
+    #[arg(long)]
+    failover: bool,
     /// A cut's Start reaches each vnode up to this many ms late (the cut process's spread).
     #[arg(long, default_value_t = 20)]
     cut_spread_ms: u64,
@@ -268,6 +272,7 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.net_faults = !args.no_net_faults;
     cfg.breaks = breaks;
     cfg.real_time_safety = !args.no_real_time;
+    cfg.failover = args.failover;
     cfg.cut_start_spread_us = args.cut_spread_ms * 1000;
     cfg.tree = args.tree;
     cfg.cuts |= args.tree;

@@ -64,7 +64,7 @@ impl World {
     pub(crate) fn genesis(&self) -> Metadata {
         let leaves = self.nodes.iter().filter_map(|n| n.cfg.tree.as_ref());
         let managers = self.managers.iter().map(|m| &m.cfg);
-        bank_genesis(leaves.chain(managers), &self.placement, self.cfg.real_time_safety)
+        bank_genesis(leaves.chain(managers), &self.placement, &self.cfg)
     }
 
     /// Feeds one input to manager `m` and carries out its outputs, as the server's driver does.
@@ -349,13 +349,18 @@ impl World {
 }
 
 /// The metadata the bank world is created with: the tree's vnodes (none without `--tree`), whether
-/// replies are held for real-time safety, and the partition placement in use.
+/// replies are held for real-time safety, whether the root promotes replicas (`failover`, only
+/// recorded when on), and the partition placement in use.
 pub fn bank_genesis<'a>(
     vnodes: impl IntoIterator<Item = &'a AlterConfig>,
     placement: &Placement,
-    real_time: bool,
+    cfg: &crate::config::SimConfig,
 ) -> Metadata {
-    let config = [Setting::new("real_time_safety", if real_time { "on" } else { "off" })];
+    let on_off = |b: bool| if b { "on" } else { "off" };
+    let mut config = vec![Setting::new("real_time_safety", on_off(cfg.real_time_safety))];
+    if cfg.failover {
+        config.push(Setting::new("failover", "on"));
+    }
     genesis(&config, vnodes, Some(placement))
 }
 

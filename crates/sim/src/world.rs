@@ -205,7 +205,7 @@ impl World {
             true => crate::tree_mode::shape(&ids, cfg.fanout.max(2), cfg.breaks),
             false => (vec![], vec![]),
         };
-        let genesis = crate::tree_mode::bank_genesis(leaves.iter().chain(&managers), &placement, cfg.real_time_safety);
+        let genesis = crate::tree_mode::bank_genesis(leaves.iter().chain(&managers), &placement, &cfg);
         let nodes: Vec<Node> = ids
             .iter()
             .enumerate()
@@ -314,6 +314,17 @@ impl World {
         }
         if !self.stopping {
             self.stop_and_heal();
+        }
+        self.follow_placement();
+    }
+
+    /// The checkers judge the end state by the placement in force: after promotions, the one the
+    /// newest copy of the metadata among the store vnodes records (the genesis one otherwise).
+    fn follow_placement(&mut self) {
+        let newest =
+            self.nodes.iter().filter_map(|n| n.vnode.as_ref()).max_by_key(|v| v.tree().map(|t| t.metadata().version()));
+        if let Some(p) = newest.map(|v| v.placement().clone()) {
+            self.placement = Arc::new(p);
         }
     }
 

@@ -200,7 +200,11 @@ impl AlterNode {
             None => {
                 // Invariant: the root answers `ok` only for an alteration of its own term that a
                 // majority of the voters hold — every later root's catch-up finds it.
-                let ok = ok && self.lead_term() == Some(f.at.term) && self.quorum(&f.oks);
+                let held = self.lead_term() == Some(f.at.term) && self.quorum(&f.oks);
+                if held && f.own == OwnCopy::Applied {
+                    self.committed = self.committed.max(f.at);
+                }
+                let ok = ok && held;
                 let ok = ok && !self.cfg.breaks.fail_every_alteration && !f.refused;
                 let outcome = AlterMsg::Outcome { id: f.id.clone(), seq: f.at.seq, ok, applied };
                 self.answer(&f.id, outcome);

@@ -6,13 +6,14 @@
 //! | `host/<host>` | `alive` or `dead` — the host list, kept apart from the vnode list |
 //! | `vnode/<kind>@<host>` | its parent queue in priority order, `primary,secondary,…` (empty for the root) |
 //! | `state/<kind>@<host>` | `working` or `down`, as its parent last saw it |
-//! | `placement/<partition>` | the replica chain, `primary,backup,…` |
+//! | `placement/<partition>` | the replica chain, `primary,backup,…`, after its first change `<epoch>;primary,…` (`ChainRecord`) |
 //! | `placement/members` | every store vnode, `a,b,…` (those holding no partition too) |
 //! | `cut/<id>` | the cut process: `START` … `END:ok` (the snapshot catalog) or `END:failed` |
 
 use super::metadata::{AlterRecord, Metadata};
+use crate::ids::PartitionId;
 use crate::ids::VnodeId;
-use crate::placement::Placement;
+use crate::placement::{ChainRecord, Placement};
 
 pub const ALIVE: &[u8] = b"alive";
 pub const DEAD: &[u8] = b"dead";
@@ -65,8 +66,8 @@ pub fn genesis<'a>(
         records.push((format!("state/{}", v.id), WORKING.to_vec()));
         records.push((format!("host/{}", v.id.host), ALIVE.to_vec()));
     }
-    for (p, chain) in placement.into_iter().flat_map(chains) {
-        records.push((format!("placement/{p}"), chain.into_bytes()));
+    for p in placement.into_iter().flat_map(|p| (0..p.partitions()).map(move |i| (i, p.record(PartitionId(i))))) {
+        records.push((format!("placement/{}", p.0), p.1.encode()));
     }
     if let Some(p) = placement {
         let members: Vec<String> = p.vnodes().iter().map(|v| v.to_string()).collect();
@@ -75,27 +76,27 @@ pub fn genesis<'a>(
     Metadata::genesis(records)
 }
 
-fn chains(placement: &Placement) -> Vec<(u32, String)> {
-    (0..placement.partitions())
-        .map(|p| {
-            let chain = placement.chain(crate::ids::PartitionId(p));
-            (p, chain.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(","))
-        })
-        .collect()
-}
-
-/// The replica chains the metadata records, partition by partition.
-pub fn placement_chains(m: &Metadata) -> Vec<Vec<VnodeId>> {
-    let mut out: Vec<(u32, Vec<VnodeId>)> = m
-        .records()
-        .filter_map(|(k, v)| {
-            let p = k.strip_prefix("placement/")?.parse().ok()?;
-            let chain = std::str::from_utf8(v).ok()?.split(',').map(VnodeId::parse).collect::<Option<Vec<_>>>()?;
-            Some((p, chain))
-        })
-        .collect();
+/// The replica chains the metadata records with their epochs, partition by partition.
+pub fn placement_chains(m: &Metadata) -> Vec<ChainRecord> {
+    let mut out: Vec<(u32, ChainRecord)> =
+        m.records().filter_map(|(k, v)| Some((partition_key(k)?, ChainRecord::parse(v)?))).collect();
     out.sort_by_key(|(p, _)| *p);
     out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// The partition a metadata key names, if it is `placement/<partition>`.
+pub fn partition_key(key: &str) -> Option<u32> {
+    key.strip_prefix("placement/")?.parse().ok()
+}
+
+/// The record that sets partition `p`'s chain.
+pub fn chain_record(p: PartitionId, chain: &ChainRecord) -> AlterRecord {
+    AlterRecord::set(format!("placement/{}", p.0), chain.encode())
+}
+
+/// Whether the metadata records `host` dead.
+pub fn host_dead(m: &Metadata, host: &str) -> bool {
+    m.get(&format!("host/{host}")) == Some(DEAD)
 }
 
 /// The placement the metadata records, if it records a valid one.

@@ -141,6 +141,9 @@ impl AlterNode {
         } else if self.parent() == Some(from) {
             self.adopt_term(lead.unwrap_or(Term::ZERO));
         }
+        if self.parent() == Some(from) && (md5 == self.md5 || version < self.metadata.version()) {
+            self.synced_us = Some(self.now_us);
+        }
         let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;
         if behind && version >= self.metadata.version() {
             self.fetch(from);

@@ -5,7 +5,7 @@
 
 use super::metadata::{AlterRecord, Md5Sum, Metadata, ProposalId, View};
 use super::node::AlterNode;
-use super::order::{AlterSeq, Term};
+use super::order::{AlterSeq, MetaVersion, Term};
 use crate::ids::VnodeId;
 use serde::{Deserialize, Serialize};
 
@@ -124,6 +124,9 @@ pub enum AlterMsg {
         md5: Md5Sum,
         leaf_md5: Md5Sum,
         lead: Option<Term>,
+        /// The newest version the sender knows a majority of the root's voters holds
+        /// (`AlterNode::committed`): what no later root can lose.
+        committed: MetaVersion,
     },
     /// A root (primary, or secondary standing in for it) asks the root's children to promise
     /// themselves to it for `term`.

@@ -89,7 +89,9 @@ impl View {
     pub fn keeps(self, key: &str) -> bool {
         match self {
             View::Full => true,
-            View::Leaf => key == "root" || ["config/", "placement/", "cut/"].iter().any(|p| key.starts_with(p)),
+            View::Leaf => {
+                key == "root" || ["config/", "placement/", "cut/", "host/"].iter().any(|p| key.starts_with(p))
+            }
         }
     }
 }
@@ -186,7 +188,8 @@ impl Metadata {
             // place in the order is used, the change is not made twice, the verdict stands.
             return if verdict == Applied::Refused { Applied::Refused } else { Applied::Again };
         }
-        let verdict = if moves_a_cut_back(self.records.get(&record.key), record) {
+        let old = self.records.get(&record.key);
+        let verdict = if moves_a_cut_back(old, record) || skips_a_placement_epoch(old, record) {
             // A cut's phase only moves forward, whoever proposed it: an operator on a stale copy
             // reusing a cut id, or the late proposal of one that died with its manager, must not
             // reopen a cut or erase an `END:ok` from the catalog (seeds 2495, 536).
@@ -323,6 +326,22 @@ fn moves_a_cut_back(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
         return false;
     };
     rank(new) <= rank(old)
+}
+
+/// Whether `record` sets a partition's chain at any epoch but the next one (`ChainRecord::follows`):
+/// a promotion computed from a stale copy, or ordered twice under two proposal ids, is refused in
+/// every copy alike, so one epoch names one chain everywhere.
+fn skips_a_placement_epoch(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
+    use crate::placement::ChainRecord;
+    if crate::alter::cluster::partition_key(&record.key).is_none() {
+        return false;
+    }
+    match (old.and_then(|v| ChainRecord::parse(v)), ChainRecord::parse(&record.value)) {
+        (Some(old), Some(new)) => !old.follows(&new),
+        (None, Some(_)) => false,
+        // A value that is no chain (or an erasure) never replaces a partition's chain.
+        (_, None) => true,
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod manager;
 pub mod metadata;
 pub mod node;
 pub mod order;
+pub mod promote;
 pub mod reach;
 pub mod report;
 pub mod root;

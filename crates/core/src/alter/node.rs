@@ -15,6 +15,7 @@
 //! | `failover.rs` | points 1–3: assisting child, secondary parent, switch-back | `FailoverState` |
 //! | `reach.rs` | point 7: the reachability graph, relays | `ReachState` |
 //! | `report.rs` | point 8: a parent reports what it sees | `Reports` |
+//! | `promote.rs` | point 8: the root moves a dead host's partitions to live replicas | `Promotions` |
 //!
 //! Here: point 5's cloning (a vnode whose md5 differs from its parent's fetches its copy) and boot
 //! loading by parent (`HostAlive` → `StartVnodes`).
@@ -25,6 +26,7 @@ use super::initiator::Initiator;
 use super::io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
 use super::metadata::{Md5Sum, Metadata, View};
 use super::order::{MetaVersion, Term};
+use super::promote::Promotions;
 use super::reach::ReachState;
 use super::report::Reports;
 use super::root::RootState;
@@ -57,6 +59,17 @@ pub struct AlterNode {
     pub(super) reach: ReachState,
     /// The state changes this parent has proposed (`report.rs`).
     pub(super) reports: Reports,
+    /// The promotions this root has proposed (`promote.rs`).
+    pub(super) promotions: Promotions,
+    /// The newest metadata version a majority of the root's voters is known to hold: at the root,
+    /// its last alteration of its own term so confirmed; elsewhere, the most its parents said.
+    /// Invariant: never decreases. A store vnode routes by a placement only once this covers it
+    /// (`txn::promotion`): an alteration applied here but not yet held by a majority can be lost
+    /// in a change of root, and a promotion acted on and then lost would serve a stale replica.
+    pub(super) committed: MetaVersion,
+    /// When a heartbeat of the parent followed last showed this copy of the metadata as new as
+    /// the parent's (`synced`). Memory only: a restart clears it.
+    pub(super) synced_us: Option<u64>,
     /// What this step asks of the host, in order; taken at the end of `step`.
     pub(super) out: Vec<AlterOutput>,
 }
@@ -77,12 +90,33 @@ impl AlterNode {
             failover: FailoverState::default(),
             reach: ReachState::default(),
             reports: Reports::default(),
+            promotions: Promotions::default(),
+            synced_us: None,
+            committed: MetaVersion::default(),
             out: vec![],
         }
     }
 
     pub fn id(&self) -> &VnodeId {
         &self.cfg.id
+    }
+
+    /// Whether this vnode's copy of the metadata was as new as its parent's within the last half
+    /// heartbeat timeout: a store vnode that was down, or is cut off from its parent, may route by
+    /// a placement that changed meanwhile, and serves nothing until it has caught up
+    /// (`txn::promotion`). Why half the timeout: a parent reports a child down only after a whole
+    /// timeout of silence, and the promotion that follows is ordered later still, so a vnode stops
+    /// serving before any replica can take its place. A root has no parent: always.
+    ///
+    /// Not covered yet: a parent that is itself cut off from the root heartbeats a stale copy.
+    pub fn synced(&self) -> bool {
+        let fresh = |at: u64| self.now_us.saturating_sub(at) <= self.cfg.heartbeat_timeout_us / 2;
+        self.cfg.parents.is_empty() || self.synced_us.is_some_and(fresh)
+    }
+
+    /// `committed`: the newest version no later root can lose, as far as this vnode knows.
+    pub fn committed(&self) -> MetaVersion {
+        self.committed
     }
 
     pub fn metadata(&self) -> &Metadata {
@@ -186,7 +220,10 @@ impl AlterNode {
                 self.on_confirm(&from, MetaVersion { term, seq }, ok, applied)
             }
             AlterMsg::Outcome { id, ok, applied, seq } => self.on_outcome(id, ok, applied, seq),
-            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead } => {
+            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed } => {
+                if self.parent() == Some(&from) {
+                    self.committed = self.committed.max(committed);
+                }
                 let md5 = if self.view() == View::Leaf { leaf_md5 } else { md5 };
                 self.on_heartbeat(&from, MetaVersion { term, seq }, md5, lead)
             }
@@ -232,16 +269,17 @@ impl AlterNode {
     fn heartbeat(&mut self) {
         debug_assert!(self.md5s_fresh(), "cached md5 out of date");
         let (MetaVersion { term, seq }, md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
-        let lead = self.heartbeat_lead();
+        let (lead, committed) = (self.heartbeat_lead(), self.committed);
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {
-            self.send(c, AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead });
+            self.send(c, AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed });
         }
         if let Some(p) = self.parent().cloned() {
             self.send(&p, AlterMsg::Alive);
         }
         self.check_parents();
         self.check_lead();
+        self.promote();
         self.announce_reach();
         if self.cfg.reports {
             self.report_children();

@@ -33,6 +33,7 @@ impl AlterNode {
     pub(super) fn own_done(&mut self, n: u64) {
         self.reports.children.retain(|_, r| r.n != n);
         self.reports.hosts.retain(|_, r| r.n != n);
+        self.promotion_done(n);
     }
 
     pub(super) fn report_host_alive(&mut self, host: &str) {

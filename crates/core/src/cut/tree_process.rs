@@ -37,6 +37,8 @@ pub struct TreeRole {
     pub(crate) finish_pending: Option<PendingFinish>,
     /// Set once the role was started from the log (`Restarted`).
     pub(crate) started: bool,
+    /// The metadata version whose placement this vnode routes by (`txn::promotion`).
+    pub(crate) placement_seen: Option<crate::alter::MetaVersion>,
 }
 
 /// A FINISH alteration applied here whose verdict waits for the local cut: answered `Applied`
@@ -65,6 +67,7 @@ impl Vnode {
                 }
             }
         }
+        self.follow_placement();
     }
 
     fn alter_output(&mut self, out: AlterOutput) -> Option<AlterInput> {
@@ -186,8 +189,8 @@ impl Vnode {
     }
 
     /// A store vnode of the tree reads its placement from the metadata it recovered (genesis, then
-    /// the alterations and clones in its log). Invariant: placement does not change while the cluster
-    /// runs — moving partitions is not built, and nothing proposes a change of `placement/…`.
+    /// the alterations and clones in its log); while it runs it follows the metadata's changes
+    /// (`txn::promotion`).
     pub(crate) fn placement_from_metadata(&mut self) {
         let Some(tree) = self.logged.tree.as_ref() else { return };
         if let Some(p) = crate::alter::cluster::placement(&tree.metadata) {

@@ -8,5 +8,6 @@
 pub mod locks;
 pub mod near;
 pub mod participant;
+pub mod promotion;
 pub mod read_wait;
 pub mod recovery;

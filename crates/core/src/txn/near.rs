@@ -55,6 +55,10 @@ impl Vnode {
         if by_primary.is_empty() {
             return self.reply(client, req, Response::Committed { tx, writes: vec![] });
         }
+        if by_primary.keys().any(|p| self.failing_over(p)) {
+            let reason = AbortReason::FailingOver;
+            return self.reply(client, req, Response::Aborted { tx: Some(tx), reason });
+        }
         let chain = self.one_phase_chain(&by_primary);
         let one_phase = chain.is_some();
         let first_committer = chain.as_ref().and_then(|c| c.last().cloned());
@@ -67,6 +71,12 @@ impl Vnode {
         let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![], first_committer };
         self.near.txs.insert(tx.clone(), ntx);
         self.set_timer(Timer::PrepareTimeout(tx), self.cfg.timeouts.prepare_timeout_us);
+    }
+
+    /// The placement epochs of the partitions a primary's share touches (`Placement::epoch_sum`).
+    fn epoch_sum(&self, reads: &[ReadCheck], writes: &[Write]) -> u64 {
+        let keys = reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key));
+        self.cfg.placement.epoch_sum(keys)
     }
 
     fn group_by_primary(&self, reads: Vec<ReadCheck>, writes: Vec<Write>) -> BTreeMap<VnodeId, Work> {
@@ -96,7 +106,9 @@ impl Vnode {
         let (primary, (reads, writes)) = by.into_iter().next().expect("one primary");
         assert_eq!(chain[0], primary);
         let first_committer = chain.last().expect("chain is never empty").clone();
+        let epoch = self.epoch_sum(&reads, &writes);
         let msg = TxnMsg::Prepare {
+            epoch,
             tx: tx.clone(),
             reads,
             writes: PrepareWrites::Unresolved(writes),
@@ -110,7 +122,9 @@ impl Vnode {
 
     fn send_two_phase(&mut self, tx: &TxId, by: BTreeMap<VnodeId, Work>) {
         for (primary, (reads, writes)) in by {
+            let epoch = self.epoch_sum(&reads, &writes);
             let msg = TxnMsg::Prepare {
+                epoch,
                 tx: tx.clone(),
                 reads,
                 writes: PrepareWrites::Unresolved(writes),
@@ -226,9 +240,20 @@ impl Vnode {
 
     /// Answers an in-doubt participant. 2PC: the near; 1PC: the last backup, which presumes abort
     /// durably (`TxRolledBack`) so that a prepare still on its way can never commit afterwards.
+    ///
+    /// After a promotion the one asked in 1PC may be a hop that holds the branch itself
+    /// (`participant_in_doubt`'s authority): it answers `Pending` while it waits for its own
+    /// answer, or decides if it is the authority now.
     pub(crate) fn on_status_query(&mut self, from: VnodeId, tx: TxId, one_phase: bool) {
+        if one_phase && !self.near.decided.contains_key(&tx) {
+            if let Some(branch) = self.part.prepared.keys().find(|b| b.tx == tx).cloned() {
+                self.decide_if_authority(&branch);
+            }
+        }
         let status = if let Some(tx_cut) = self.near.decided.get(&tx) {
             TxStatus::Committed { tx_cut: *tx_cut }
+        } else if one_phase && self.part.prepared.keys().any(|b| b.tx == tx) {
+            TxStatus::Pending
         } else if one_phase {
             // `OrdSet::insert` gives back the element it replaced: `None` when `tx` is new here.
             if self.part.tombstones.insert(tx.clone()).is_none() {
@@ -245,6 +270,13 @@ impl Vnode {
 
     pub(crate) fn client_get(&mut self, client: ClientId, req: u64, key: Key) {
         let primary = self.cfg.placement.primary_of(&key).clone();
+        if self.failing_over(&primary) {
+            return self.reply(
+                client,
+                req,
+                Response::Unavailable { why: "TRYAGAIN the key's primary is failing over" },
+            );
+        }
         if primary == self.cfg.id {
             return self.read_at_primary(Reader::Client { client, req }, key);
         }
@@ -270,6 +302,13 @@ impl Vnode {
     ) {
         if let Some(asked) = self.near.reads.remove(&req) {
             self.reply_revealing(writer_cut, asked.client, asked.req, Response::Value { value, version });
+        }
+    }
+
+    pub(crate) fn on_read_refused(&mut self, req: u64) {
+        if let Some(asked) = self.near.reads.remove(&req) {
+            let response = Response::Unavailable { why: "TRYAGAIN the key's partition moved" };
+            self.reply(asked.client, asked.req, response);
         }
     }
 

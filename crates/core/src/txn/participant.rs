@@ -66,8 +66,18 @@ impl ParticipantState {
     }
 }
 
+/// Where a `Prepare` goes and by which placement it was routed.
+pub(crate) struct Route {
+    pub(crate) first_committer: VnodeId,
+    /// 1PC: the rest of the chain after the receiver. 2PC: the receiver's backups.
+    pub(crate) downstream: Vec<VnodeId>,
+    /// 1PC: transactions this one was evaluated after (`txn::locks`).
+    pub(crate) after: Vec<TxId>,
+    /// The sender's `Placement::epoch_sum` over the message's keys.
+    pub(crate) epoch: u64,
+}
+
 impl Vnode {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn on_prepare(
         &mut self,
         from: VnodeId,
@@ -75,10 +85,9 @@ impl Vnode {
         reads: Vec<ReadCheck>,
         writes: PrepareWrites,
         one_phase: bool,
-        first_committer: VnodeId,
-        downstream: Vec<VnodeId>,
-        after: Vec<TxId>,
+        route: Route,
     ) {
+        let Route { first_committer, downstream, after, epoch } = route;
         let role = if matches!(writes, PrepareWrites::Unresolved(_)) { Role::Primary } else { Role::Backup };
         if self.part.tombstones.contains(&tx) {
             let result = Err(AbortReason::PresumedAbort);
@@ -90,6 +99,14 @@ impl Vnode {
             || self.near.decided.contains_key(&tx)
         {
             return; // a duplicate: the first copy is being (or was) answered
+        }
+        let stale = epoch != self.epoch_of(&reads, &writes) || !self.may_serve();
+        if stale && !self.cfg.breaks.accept_stale_epoch {
+            // Routed by another placement: the sender, or this vnode, has not applied a promotion
+            // yet. Refused before anything is logged or locked; a duplicate is dropped above.
+            self.part.note_finished(&branch);
+            let result = Err(AbortReason::StalePlacement);
+            return self.send_txn(&from, TxnMsg::PrepareAck { tx, role, result, tx_cut: None });
         }
         if self.blocking_refuses_prepares() {
             return self.refuse_durably(branch, AbortReason::CutMarkerWritten);
@@ -162,6 +179,15 @@ impl Vnode {
         self.out.append(Record::TxRolledBack { tx: branch.tx.clone(), branch: None });
         let ack = TxnMsg::PrepareAck { tx: branch.tx, role: branch.role, result: Err(reason), tx_cut: None };
         self.send_txn(&branch.upstream, ack);
+    }
+
+    /// The placement epochs of the partitions a prepare's keys fall in (`Placement::epoch_sum`).
+    fn epoch_of(&self, reads: &[ReadCheck], writes: &PrepareWrites) -> u64 {
+        let written: Vec<&Key> = match writes {
+            PrepareWrites::Unresolved(ws) => ws.iter().map(|w| &w.key).collect(),
+            PrepareWrites::Resolved(ws) => ws.iter().map(|w| &w.key).collect(),
+        };
+        self.cfg.placement.epoch_sum(reads.iter().map(|r| &r.key).chain(written))
     }
 
     /// The backups of every partition this primary writes to.
@@ -249,7 +275,9 @@ impl Vnode {
     }
 
     fn prepare_msg(&self, rec: &Prepared, writes: Vec<ResolvedWrite>, downstream: Vec<VnodeId>) -> TxnMsg {
+        let epoch = self.cfg.placement.epoch_sum(writes.iter().map(|w| &w.key));
         TxnMsg::Prepare {
+            epoch,
             tx: rec.tx.clone(),
             reads: vec![],
             writes: PrepareWrites::Resolved(writes),
@@ -339,6 +367,11 @@ impl Vnode {
         };
         self.out.append(record);
         if let BranchEnd::Committed { tx_cut } = end {
+            if p.rec.one_phase {
+                // A 1PC hop's commit answers a status query after a promotion made it the
+                // furthest replica of the chain (`in_doubt_authority`); the log rebuilds it too.
+                self.near.decided.insert(tx.clone(), tx_cut);
+            }
             self.apply_committed(&p.rec.writes, tx_cut);
         } else {
             // With its record: tombstones are what the log says (a checkpoint holds them).
@@ -377,11 +410,20 @@ impl Vnode {
         }
     }
 
-    /// Nobody told us the outcome in time: ask the first committer, with capped doubling back-off.
+    /// Nobody told us the outcome in time: ask the first committer — or, once a promotion dropped
+    /// it, the furthest replica down the chain still in it (`in_doubt_authority`) — with capped
+    /// doubling back-off.
     pub(crate) fn participant_in_doubt(&mut self, branch: Branch) {
         let cap = self.cfg.timeouts.in_doubt_backoff_max_us;
+        self.decide_if_authority(&branch);
+        let Some(p) = self.part.prepared.get(&branch) else { return };
+        let to = match self.in_doubt_authority(&p.rec) {
+            // Rebuilt from the log, it cannot presume (`txn::promotion`): it asks the first
+            // committer itself, dropped or not, and takes its word when it answers.
+            me if me == self.cfg.id && p.recovered => p.rec.first_committer.clone(),
+            to => to,
+        };
         let Some(p) = self.part.prepared.get_mut(&branch) else { return };
-        let to = p.rec.first_committer.clone();
         let one_phase = p.rec.one_phase;
         p.backoff_us = (p.backoff_us * 2).min(cap);
         let next = p.backoff_us;

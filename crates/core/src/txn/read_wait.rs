@@ -51,6 +51,15 @@ impl ReadWaits {
 impl Vnode {
     /// A read of `key` at its primary: answered now, or once the prepared writes on it finished.
     pub(crate) fn read_at_primary(&mut self, reader: Reader, key: Key) {
+        if !self.leads(&key) {
+            return match reader {
+                Reader::Near { from, req } => self.send_txn(&from, TxnMsg::ReadRefused { req }),
+                Reader::Client { client, req } => {
+                    let response = Response::Unavailable { why: "TRYAGAIN the key's partition moved" };
+                    self.reply(client, req, response)
+                }
+            };
+        }
         let waits = self.prepared_writers_of(&key);
         if waits.is_empty() || self.cfg.breaks.reads_ignore_prepared {
             return self.answer_read(reader, &key);

@@ -409,11 +409,15 @@ impl Session {
             Response::Aborted { reason: AbortReason::PresumedAbort, .. } => Ok("aborted by recovery".into()),
             Response::Aborted { reason: AbortReason::SnapshotOrder { key }, .. } => Ok(format!("'{}' is on the other side of a snapshot", show(&key))),
             Response::Aborted { reason: AbortReason::CutMarkerWritten, .. } => Ok("a blocking snapshot was being written".into()),
+            Response::Aborted { reason: AbortReason::StalePlacement, .. } => Ok("a partition moved to another replica".into()),
+            Response::Aborted { reason: AbortReason::FailingOver, .. } => Ok("a partition is failing over".into()),
             Response::Aborted { reason: AbortReason::Timeout, .. } => {
                 Err(err("ERR transaction aborted: a participant did not answer in time (nothing was written)"))
             }
             Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => Err(err("ERR value is not an integer or out of range")),
             Response::Unknown { .. } => Err(err("ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out")),
+            // Redis Cluster's code for "retry in a moment": clients know it.
+            Response::Unavailable { why } if why.starts_with("TRYAGAIN") => Err(err(why)),
             Response::Unavailable { why } => Err(err(format!("ERR unavailable: {why}"))),
             other => Err(err(format!("ERR unexpected response {other:?}"))),
         }

@@ -91,8 +91,9 @@ impl Chain {
         if let Some((p, _)) = chains.iter().find(|(_, c)| c.is_empty()) {
             return Err(Problem::new(&file, format!("partition {p} has no replica in the snapshot")));
         }
-        Placement::from_chains(chains.into_values().collect(), members)
-            .ok_or_else(|| Problem::new(&file, "a partition names a vnode twice"))
+        let chains =
+            chains.into_values().map(|chain| waymark_core::placement::ChainRecord { epoch: 0, chain }).collect();
+        Placement::from_chains(chains, members).ok_or_else(|| Problem::new(&file, "a partition names a vnode twice"))
     }
 }
 

@@ -73,11 +73,22 @@ pub fn restore_all(
             return Err(v(format!("{cut} declared successful but {} has no CutFinish", names(c, [i]))));
         };
         match restore_to_cut_with(Checkpoint::default(), c.log(i), finish, breaks) {
-            Ok(r) => restored.push(r),
+            Ok(r) => restored.push(held(c, i, r)),
             Err(e) => return Err(v(format!("{cut} on {}: {e}", names(c, [i])))),
         }
     }
     Ok(restored)
+}
+
+/// What a vnode's restore stands for: nothing when a promotion dropped it from every chain (its
+/// host was recorded dead; what it holds is stale and no restore reads it), else all of it.
+/// Judged by the placement in force at the end, a subset of every earlier one's replicas.
+fn held(c: &impl Cluster, node: usize, r: Restored) -> Restored {
+    let p = c.placement();
+    match p.partitions_of(c.id(node)).next() {
+        Some(_) => r,
+        None => Restored::default(),
+    }
 }
 
 /// `restore_all` for the `versions` strategy: its own records and filter (seed 002).
@@ -91,7 +102,7 @@ fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, V
             )));
         };
         match restore_to_versions_cut(Checkpoint::default(), c.log(i), &records) {
-            Ok(r) => restored.push(r),
+            Ok(r) => restored.push(held(c, i, r)),
             Err(e) => return Err(v(format!("{cut} on {}: {e}", names(c, [i])))),
         }
     }

@@ -28,7 +28,7 @@ pub fn check(metadata: &[(VnodeId, Metadata)], placement: Option<&Placement>) ->
     }
     if let Some(p) = placement {
         let recorded = cluster::placement_chains(m);
-        let used: Vec<Vec<VnodeId>> = (0..p.partitions()).map(|i| p.chain(PartitionId(i)).to_vec()).collect();
+        let used: Vec<_> = (0..p.partitions()).map(|i| p.record(PartitionId(i))).collect();
         if recorded != used {
             out.push(
                 CHECKER.violation(format!("{v}'s metadata records placement {recorded:?}, the cluster uses {used:?}")),

@@ -1,0 +1,122 @@
+//! A store vnode under a changing placement (issue 30): it routes, chains and checks epochs by
+//! the placement its copy of the metadata records, and when a promotion changes it:
+//! - keys of branches it holds in doubt, in partitions it now leads, are locked as its own, so no
+//!   read or write is served around a transaction its old primary may have acknowledged;
+//! - every branch in doubt asks again at once, of the replica that can answer now.
+//!
+//! Who answers a 1PC branch in doubt (`in_doubt_authority`): its first committer while the
+//! partition's chain still holds it; once a promotion dropped it, the furthest replica down the
+//! branch's chain that the chain still holds — or, if none is left, the branch itself decides.
+//! Why deciding abort there is safe: each hop answers up only once it has the outcome, so a hop
+//! in doubt never passed a commit up and no client heard of one; the replicas below it that may
+//! have committed are out of every chain and serve nothing. A branch rebuilt from the log after a
+//! crash does not decide so: it may have passed a commit up before its outcome record was durable
+//! (`pass_on`). It asks the first committer, dropped from the chain or not, and takes its word
+//! (the first committer presumes abort durably for what it never saw): while that host stays
+//! down the branch stays in doubt — blocked, never wrong. Only this branch decides for the
+//! chain above it, so no other replica can hear another answer.
+//!
+//! Not built yet: a 2PC branch whose near is on a dead host asks that near until it comes back.
+
+use crate::ids::{Branch, Key, VnodeId};
+use crate::io::Timer;
+use crate::message::AbortReason;
+use crate::placement::Placement;
+use crate::record::Prepared;
+use crate::txn::participant::Decision;
+use crate::vnode::Vnode;
+use std::sync::Arc;
+
+impl Vnode {
+    /// After the tree role stepped: adopt the placement the metadata records, if it changed.
+    pub(crate) fn follow_placement(&mut self) {
+        let Some(tree) = self.tree.as_mut().filter(|t| t.started) else { return };
+        let version = tree.alter.metadata().version();
+        if tree.placement_seen == Some(version) || version > tree.alter.committed() {
+            // Not yet held by a majority of the root's voters: a change of root could undo it.
+            return;
+        }
+        tree.placement_seen = Some(version);
+        let Some(next) = crate::alter::cluster::placement(tree.alter.metadata()) else { return };
+        if next == *self.cfg.placement {
+            return;
+        }
+        let old = std::mem::replace(&mut self.cfg.placement, Arc::new(next));
+        self.placement_changed(&old);
+    }
+
+    fn placement_changed(&mut self, old: &Placement) {
+        let me = self.cfg.id.clone();
+        let branches: Vec<Branch> = self.part.prepared.keys().cloned().collect();
+        for branch in branches {
+            if !self.cfg.breaks.promoted_unlocked {
+                let p = &self.part.prepared[&branch];
+                let now_mine = |k: &&Key| self.cfg.placement.primary_of(k) == &me && old.primary_of(k) != &me;
+                let keys: Vec<Key> = p.rec.writes.iter().map(|w| &w.key).filter(now_mine).cloned().collect();
+                for k in &keys {
+                    self.locks.acquire(k, &branch);
+                }
+                self.part.prepared.get_mut(&branch).expect("listed above").locked.extend(keys);
+            }
+            self.set_timer(Timer::InDoubt(branch), 0);
+        }
+    }
+
+    /// Whom a branch in doubt asks for its outcome (this vnode itself: it decides).
+    pub(crate) fn in_doubt_authority(&self, rec: &Prepared) -> VnodeId {
+        if !rec.one_phase {
+            return rec.first_committer.clone();
+        }
+        let Some(w) = rec.writes.first() else { return rec.first_committer.clone() };
+        let chain = self.cfg.placement.chain(self.cfg.placement.partition_of(&w.key));
+        if chain.contains(&rec.first_committer) {
+            return rec.first_committer.clone();
+        }
+        let below = rec.downstream.iter().rev().find(|v| chain.contains(v));
+        below.cloned().unwrap_or_else(|| self.cfg.id.clone())
+    }
+
+    /// A 1PC branch in doubt whose chain below it was dropped by promotions: presumed aborted,
+    /// durably, unless it was rebuilt from the log (see the module's note).
+    pub(crate) fn decide_if_authority(&mut self, branch: &Branch) {
+        let Some(p) = self.part.prepared.get(branch) else { return };
+        if !p.rec.one_phase || p.recovered {
+            return;
+        }
+        if self.in_doubt_authority(&p.rec) == self.cfg.id && p.rec.first_committer != self.cfg.id {
+            self.finish_prepared(branch, Decision::Abort(AbortReason::PresumedAbort));
+        }
+    }
+
+    /// Whether this vnode's copy of the metadata caught up with its parent's lately
+    /// (`AlterNode::synced`); always outside the tree, and where placement never changes (the
+    /// cluster setting `failover` off).
+    pub(crate) fn tree_synced(&self) -> bool {
+        self.tree.as_ref().is_none_or(|t| !failover_on(t.alter.metadata()) || t.alter.synced())
+    }
+
+    /// Whether this vnode may take part in transactions: caught up since it started, and its own
+    /// host not recorded dead — a host recorded dead was dropped, or is being dropped, from every
+    /// chain, and what it holds may be stale.
+    pub(crate) fn may_serve(&self) -> bool {
+        self.tree_synced() && !self.failing_over(&self.cfg.id)
+    }
+
+    /// Whether this vnode may answer a read of `key` as its primary.
+    pub(crate) fn leads(&self, key: &Key) -> bool {
+        self.cfg.placement.primary_of(key) == &self.cfg.id && self.may_serve()
+    }
+
+    /// Whether `primary` is on a host the metadata records dead: its partitions wait for the root
+    /// to promote a replica, and clients hear so at once instead of after a timeout.
+    pub(crate) fn failing_over(&self, primary: &VnodeId) -> bool {
+        let Some(tree) = self.tree.as_ref() else { return false };
+        let m = tree.alter.metadata();
+        failover_on(m) && crate::alter::cluster::host_dead(m, &primary.host)
+    }
+}
+
+/// The cluster setting `failover`: whether the root promotes replicas (`alter::promote`).
+pub fn failover_on(m: &crate::alter::Metadata) -> bool {
+    m.get("config/failover") == Some(b"on".as_slice())
+}
