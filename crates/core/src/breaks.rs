@@ -91,10 +91,13 @@ pub struct Breaks {
     /// A vnode promoted to primary serves the keys of the branches it holds in doubt without
     /// locking them (`txn::promotion`): a read can miss a commit its old primary acknowledged.
     pub promoted_unlocked: bool,
+    /// A store vnode routes by a placement as soon as its copy of the metadata applies it, before
+    /// a majority of the root's voters holds it (`txn::promotion`): a change of root can undo it.
+    pub adopt_uncommitted: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 30] = [
+    pub const NAMES: [&'static str; 31] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -125,6 +128,7 @@ impl Breaks {
         "reads-before-commit-durable",
         "accept-stale-epoch",
         "promoted-unlocked",
+        "adopt-uncommitted",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -160,6 +164,7 @@ impl Breaks {
             "reads-before-commit-durable" => &mut self.reads_before_commit_durable,
             "accept-stale-epoch" => &mut self.accept_stale_epoch,
             "promoted-unlocked" => &mut self.promoted_unlocked,
+            "adopt-uncommitted" => &mut self.adopt_uncommitted,
             _ => return false,
         };
         *flag = true;
@@ -200,6 +205,7 @@ impl fmt::Display for Breaks {
             self.reads_before_commit_durable,
             self.accept_stale_epoch,
             self.promoted_unlocked,
+            self.adopt_uncommitted,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

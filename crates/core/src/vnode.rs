@@ -99,7 +99,7 @@ impl Vnode {
             alter: crate::alter::AlterNode::new(c),
             finish_pending: None,
             started: false,
-            placement_seen: None,
+            placement: Default::default(),
         });
         v.rebuild(image);
         v

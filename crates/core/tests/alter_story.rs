@@ -207,6 +207,7 @@ fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_
         leaf_md5: md5,
         lead: Some(Term(1)),
         committed: Default::default(),
+        fresh: true,
     };
     let out = child.step(100_001, msg(&root_id, heartbeat));
     assert!(

@@ -128,11 +128,19 @@ fn plan_tree(w: &mut World, from_us: u64, to_us: u64) {
         let down_us = w.rng.gen_range(50_000..400_000);
         w.schedule(t, Event::Fault(Fault::CrashHost { host, down_us }));
     }
+    if w.cfg.failover && w.rng.gen_bool(0.5) {
+        // A host down long past the grace — often for the rest of the run (the end heals it).
+        let t = w.rng.gen_range(from_us..to_us);
+        let host = w.nodes[w.rng.gen_range(0..w.nodes.len())].cfg.id.host.clone();
+        let down_us = w.rng.gen_range(400_000..2_000_000);
+        w.schedule(t, Event::Fault(Fault::CrashHost { host, down_us }));
+    }
 }
 
 /// A whole host goes down with every vnode it runs.
 fn crash_host(w: &mut World, host: &str, down_us: u64) {
     w.faults.counts.host_crashes += 1;
+    w.host_downs.push((host.to_string(), w.now_us));
     let stores: Vec<usize> = (0..w.nodes.len()).filter(|n| w.nodes[*n].cfg.id.host == host).collect();
     for node in stores {
         crash(w, node);

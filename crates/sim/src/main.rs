@@ -336,6 +336,19 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy
             "tree: alterations ok {} failed {} retried {} | failovers {} switch-backs {} | secondary parents started {} stopped {} | root terms {} (by a secondary {}) | boots by parent {} | manager crashes {} md5 corruptions {}",
             t.alterations_ok, t.alterations_failed, t.retried, t.failovers, t.switch_backs, t.secondaries_started, t.secondaries_stopped, t.root_terms, t.secondary_root_terms, t.boots_by_parent, t.manager_crashes, t.md5_corruptions
         );
+        if cfg.failover {
+            let mut w = t.failover_windows_us.clone();
+            w.sort_unstable();
+            let ms = |q: f64| w.get(((w.len() as f64 - 1.0) * q) as usize).map_or(0.0, |us| *us as f64 / 1000.0);
+            println!(
+                "failover: partitions promoted {} | windows {} (host down → a chain without it in use) p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
+                t.promoted_partitions,
+                w.len(),
+                ms(0.5),
+                ms(0.99),
+                ms(1.0)
+            );
+        }
     }
     if let Some(f) = &s.first_failure {
         println!("first failing seed {}: {}", f.seed, f.reproduce);

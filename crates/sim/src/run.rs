@@ -149,6 +149,9 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     if cfg.tree {
         cmd.push_str(&format!(" --tree --fanout {}", cfg.fanout));
     }
+    if cfg.failover {
+        cmd.push_str(" --failover");
+    }
     if cfg.strategy != CutStrategy::Consistent {
         cmd.push_str(&format!(" --strategy {}", cfg.strategy));
     }

@@ -194,6 +194,10 @@ pub struct World {
     pub(crate) cut_entry: Option<usize>,
     /// `--tree`: what the checkers at the moment of an answer or a term need (`tree_answered`).
     pub answers: crate::checkers::tree_answered::Answers,
+    /// `--tree`: the chains store vnodes routed by, per partition and epoch (`placement_epochs`).
+    pub epochs: crate::checkers::placement_epochs::EpochsSeen,
+    /// `--tree`: every whole host crash, and when (the failover windows are measured from them).
+    pub host_downs: Vec<(String, u64)>,
 }
 
 impl World {
@@ -270,6 +274,8 @@ impl World {
             tree_stats: Default::default(),
             cut_entry: None,
             answers: Default::default(),
+            epochs: Default::default(),
+            host_downs: vec![],
         }
     }
 
@@ -326,6 +332,10 @@ impl World {
         if let Some(p) = newest.map(|v| v.placement().clone()) {
             self.placement = Arc::new(p);
         }
+        self.tree_stats.promoted_partitions = self.epochs.promoted_partitions() as u64;
+        for (host, at) in &self.host_downs {
+            self.tree_stats.failover_windows_us.extend(self.epochs.windows_after(host, *at));
+        }
     }
 
     fn handle(&mut self, event: Event) {
@@ -368,7 +378,11 @@ impl World {
     pub fn step(&mut self, node: usize, input: Input) {
         let now = self.now_us;
         let Some(v) = self.nodes[node].vnode.as_mut() else { return };
+        let before = v.config().placement.clone();
         let outputs = v.step(now, input);
+        if !Arc::ptr_eq(&before, &v.config().placement) {
+            self.epochs.note(v.id(), v.placement(), now);
+        }
         self.held_replies_us.extend(v.take_hold_durations_us());
         self.commit_stalls_us.extend(v.take_commit_stalls_us());
         if let Some(primary) = v.tree().map(|a| a.follows_primary_parent()) {

@@ -328,3 +328,33 @@ fn started_notice_config(seed: u64) -> SimConfig {
     cfg.duration_us = 2_000_000;
     cfg
 }
+
+/// `--tree --failover` on the append workload, with `seed` (the config the failover breaks were
+/// scanned with: `waymark-sim --seeds 1500 --tree --failover --workload append --break …`).
+fn failing_over(seed: u64) -> SimConfig {
+    let mut cfg = SimConfig::new(seed, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    cfg
+}
+
+/// A store vnode that routes by a promotion its copy applied before a majority of the root's
+/// voters held it: a change of root undid it and the next root gave the epoch another chain.
+/// Rare (1 seed of 1 500), so pinned.
+#[test]
+fn routing_by_an_uncommitted_promotion_is_caught_by_placement_epochs() {
+    assert_caught_at("adopt-uncommitted", failing_over(356), |v| v.checker == "placement-epochs");
+}
+
+/// A prepare routed by another placement epoch taken anyway: a vnode that may be stale takes a
+/// primary's or backup's part. Rare (1 seed of 1 500), so pinned.
+#[test]
+fn prepares_of_another_epoch_taken_anyway_are_caught() {
+    assert_caught_at("accept-stale-epoch", failing_over(1417), |v| v.checker == "cut-replay");
+}
+
+/// A promoted vnode that serves the keys of a branch it holds in doubt: reads miss a commit its
+/// old primary acknowledged (4 seeds of 1 500; the first pinned).
+#[test]
+fn a_promoted_replica_serving_keys_in_doubt_is_caught() {
+    assert_caught_at("promoted-unlocked", failing_over(617), |_| true);
+}

@@ -127,7 +127,14 @@ impl AlterNode {
     /// The primary parent's heartbeat: switch back to it (and stop the secondary we run) — a
     /// primary root only once it won a term at least ours, else it is told ours; compare metadata
     /// with the parent we follow and fetch it when ours differs and is older.
-    pub(super) fn on_heartbeat(&mut self, from: &VnodeId, version: MetaVersion, md5: Md5Sum, lead: Option<Term>) {
+    pub(super) fn on_heartbeat(
+        &mut self,
+        from: &VnodeId,
+        version: MetaVersion,
+        md5: Md5Sum,
+        lead: Option<Term>,
+        fresh: bool,
+    ) {
         let away = self.failover.secondary.is_some() || self.failover.election.is_some();
         if self.cfg.parents.first() == Some(from) && away {
             match lead {
@@ -141,7 +148,7 @@ impl AlterNode {
         } else if self.parent() == Some(from) {
             self.adopt_term(lead.unwrap_or(Term::ZERO));
         }
-        if self.parent() == Some(from) && (md5 == self.md5 || version < self.metadata.version()) {
+        if fresh && self.parent() == Some(from) && (md5 == self.md5 || version < self.metadata.version()) {
             self.synced_us = Some(self.now_us);
         }
         let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;

@@ -127,6 +127,9 @@ pub enum AlterMsg {
         /// The newest version the sender knows a majority of the root's voters holds
         /// (`AlterNode::committed`): what no later root can lose.
         committed: MetaVersion,
+        /// Whether the sender's own copy is known fresh (`AlterNode::fresh`): a child counts
+        /// itself caught up only on a fresh parent's word.
+        fresh: bool,
     },
     /// A root (primary, or secondary standing in for it) asks the root's children to promise
     /// themselves to it for `term`.

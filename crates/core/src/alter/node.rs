@@ -110,8 +110,26 @@ impl AlterNode {
     ///
     /// Not covered yet: a parent that is itself cut off from the root heartbeats a stale copy.
     pub fn synced(&self) -> bool {
-        let fresh = |at: u64| self.now_us.saturating_sub(at) <= self.cfg.heartbeat_timeout_us / 2;
-        self.cfg.parents.is_empty() || self.synced_us.is_some_and(fresh)
+        self.cfg.parents.is_empty() || self.synced_us.is_some_and(|at| self.lately(at))
+    }
+
+    fn lately(&self, at_us: u64) -> bool {
+        self.now_us.saturating_sub(at_us) <= self.cfg.heartbeat_timeout_us / 2
+    }
+
+    /// Whether this copy of the metadata is known to be the cluster's lately: at a root, one that
+    /// orders in a term and heard a majority of its voters lately (a root cut off from them may
+    /// have been replaced); elsewhere, caught up with a fresh parent lately (`synced`). Each level
+    /// of the tree adds at most half a heartbeat timeout of staleness, so below a root of depth
+    /// two a copy is never staler than a timeout, while a promotion needs a timeout of silence and
+    /// two alteration rounds more (`alter::promote`).
+    pub fn fresh(&self) -> bool {
+        if !self.is_root() {
+            return self.synced();
+        }
+        let heard: std::collections::BTreeSet<VnodeId> =
+            self.children_seen_us.iter().filter(|(_, at)| self.lately(**at)).map(|(c, _)| c.clone()).collect();
+        self.lead_term().is_some() && self.quorum(&heard)
     }
 
     /// `committed`: the newest version no later root can lose, as far as this vnode knows.
@@ -220,12 +238,12 @@ impl AlterNode {
                 self.on_confirm(&from, MetaVersion { term, seq }, ok, applied)
             }
             AlterMsg::Outcome { id, ok, applied, seq } => self.on_outcome(id, ok, applied, seq),
-            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed } => {
+            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed, fresh } => {
                 if self.parent() == Some(&from) {
                     self.committed = self.committed.max(committed);
                 }
                 let md5 = if self.view() == View::Leaf { leaf_md5 } else { md5 };
-                self.on_heartbeat(&from, MetaVersion { term, seq }, md5, lead)
+                self.on_heartbeat(&from, MetaVersion { term, seq }, md5, lead, fresh)
             }
             AlterMsg::Claim { term } => self.on_claim(&from, term),
             AlterMsg::Promise { term, granted, metadata } => self.on_promise(&from, term, granted, metadata),
@@ -269,10 +287,10 @@ impl AlterNode {
     fn heartbeat(&mut self) {
         debug_assert!(self.md5s_fresh(), "cached md5 out of date");
         let (MetaVersion { term, seq }, md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
-        let (lead, committed) = (self.heartbeat_lead(), self.committed);
+        let (lead, committed, fresh) = (self.heartbeat_lead(), self.committed, self.fresh());
         let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
         for c in &children {
-            self.send(c, AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed });
+            self.send(c, AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed, fresh });
         }
         if let Some(p) = self.parent().cloned() {
             self.send(&p, AlterMsg::Alive);

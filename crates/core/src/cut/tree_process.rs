@@ -37,8 +37,8 @@ pub struct TreeRole {
     pub(crate) finish_pending: Option<PendingFinish>,
     /// Set once the role was started from the log (`Restarted`).
     pub(crate) started: bool,
-    /// The metadata version whose placement this vnode routes by (`txn::promotion`).
-    pub(crate) placement_seen: Option<crate::alter::MetaVersion>,
+    /// The placement follower (`txn::promotion`).
+    pub(crate) placement: crate::txn::promotion::PlacementFollower,
 }
 
 /// A FINISH alteration applied here whose verdict waits for the local cut: answered `Applied`
@@ -192,9 +192,15 @@ impl Vnode {
     /// the alterations and clones in its log); while it runs it follows the metadata's changes
     /// (`txn::promotion`).
     pub(crate) fn placement_from_metadata(&mut self) {
-        let Some(tree) = self.logged.tree.as_ref() else { return };
-        if let Some(p) = crate::alter::cluster::placement(&tree.metadata) {
+        let Some(logged) = self.logged.tree.as_ref() else { return };
+        if let Some(p) = crate::alter::cluster::placement(&logged.metadata) {
             self.cfg.placement = std::sync::Arc::new(p);
+        }
+        // What the log holds may be an alteration a change of root undid: not routed by until
+        // a majority is known to hold it.
+        let version = logged.metadata.version();
+        if let Some(t) = self.tree.as_mut() {
+            t.placement.unconfirmed = Some(version);
         }
     }
 

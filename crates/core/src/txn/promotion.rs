@@ -18,6 +18,7 @@
 //!
 //! Not built yet: a 2PC branch whose near is on a dead host asks that near until it comes back.
 
+use crate::alter::MetaVersion;
 use crate::ids::{Branch, Key, VnodeId};
 use crate::io::Timer;
 use crate::message::AbortReason;
@@ -27,21 +28,55 @@ use crate::txn::participant::Decision;
 use crate::vnode::Vnode;
 use std::sync::Arc;
 
+/// How a store vnode follows the placement its copy of the metadata records: only once a majority
+/// of the root's voters is known to hold it (`AlterNode::committed`) — an alteration applied here
+/// but not so held can be undone by a change of root, and a promotion acted on and then undone
+/// would let a stale replica serve. Until then the vnode serves nothing.
+#[derive(Debug, Default)]
+pub(crate) struct PlacementFollower {
+    /// The metadata version last looked at.
+    seen: Option<MetaVersion>,
+    /// A placement the metadata records that differs from the one in use, and the version it
+    /// was first seen at.
+    next: Option<(Arc<Placement>, MetaVersion)>,
+    /// Set on a restart: the placement in use came from the log, and is not known to be held by
+    /// a majority until `committed` reaches this version.
+    pub(crate) unconfirmed: Option<MetaVersion>,
+}
+
+impl PlacementFollower {
+    /// Whether the placement in use is known to be the cluster's.
+    fn settled(&self) -> bool {
+        self.next.is_none() && self.unconfirmed.is_none()
+    }
+}
+
 impl Vnode {
-    /// After the tree role stepped: adopt the placement the metadata records, if it changed.
+    /// After the tree role stepped: adopt the placement the metadata records, once committed.
     pub(crate) fn follow_placement(&mut self) {
+        let adopt_early = self.cfg.breaks.adopt_uncommitted;
         let Some(tree) = self.tree.as_mut().filter(|t| t.started) else { return };
-        let version = tree.alter.metadata().version();
-        if tree.placement_seen == Some(version) || version > tree.alter.committed() {
-            // Not yet held by a majority of the root's voters: a change of root could undo it.
-            return;
+        let (version, committed) = (tree.alter.metadata().version(), tree.alter.committed());
+        if tree.placement.seen != Some(version) {
+            tree.placement.seen = Some(version);
+            let recorded = crate::alter::cluster::placement(tree.alter.metadata()).map(Arc::new);
+            tree.placement.next = match recorded {
+                Some(p) if *p != *self.cfg.placement => {
+                    let since = tree.placement.next.as_ref().filter(|(n, _)| *n == p).map_or(version, |(_, v)| *v);
+                    Some((p, since))
+                }
+                _ => None,
+            };
         }
-        tree.placement_seen = Some(version);
-        let Some(next) = crate::alter::cluster::placement(tree.alter.metadata()) else { return };
-        if next == *self.cfg.placement {
-            return;
+        if tree.placement.unconfirmed.is_some_and(|v| v <= committed || adopt_early) {
+            tree.placement.unconfirmed = None;
         }
-        let old = std::mem::replace(&mut self.cfg.placement, Arc::new(next));
+        let Some((next, since)) = tree.placement.next.clone() else { return };
+        if since > committed && !adopt_early {
+            return; // not yet known to be held by a majority of the root's voters
+        }
+        tree.placement.next = None;
+        let old = std::mem::replace(&mut self.cfg.placement, next);
         self.placement_changed(&old);
     }
 
@@ -92,7 +127,7 @@ impl Vnode {
     /// (`AlterNode::synced`); always outside the tree, and where placement never changes (the
     /// cluster setting `failover` off).
     pub(crate) fn tree_synced(&self) -> bool {
-        self.tree.as_ref().is_none_or(|t| !failover_on(t.alter.metadata()) || t.alter.synced())
+        self.tree.as_ref().is_none_or(|t| !failover_on(t.alter.metadata()) || t.alter.synced() && t.placement.settled())
     }
 
     /// Whether this vnode may take part in transactions: caught up since it started, and its own

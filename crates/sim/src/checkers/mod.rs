@@ -9,6 +9,7 @@ pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
 pub mod liveness;
+pub mod placement_epochs;
 pub mod read_monotonic;
 pub mod read_recency;
 pub mod real_time;
@@ -93,6 +94,7 @@ pub fn check_all(w: &World) -> Checked {
         let metadata = w.tree_metadata();
         out.extend(tree_convergence::check(&metadata));
         out.extend(tree_states::check(&metadata, Some(&w.placement)));
+        out.extend(w.epochs.violations.iter().cloned());
         out.extend(tree_parents::secondaries_given_up(&w.running_secondaries()));
     }
     Checked { violations: out, cuts_verified: cuts.verified }

@@ -29,6 +29,11 @@ pub struct TreeStats {
     pub secondary_root_terms: u64,
     /// Messages sent around a dead link through the reachability graph.
     pub relayed: u64,
+    /// `--failover`: partitions whose chain the root changed, summed over seeds.
+    pub promoted_partitions: u64,
+    /// `--failover`: for each host crash and each partition it held, how long until a store vnode
+    /// first routed by a chain without it (the failover window), in µs.
+    pub failover_windows_us: Vec<u64>,
 }
 
 impl TreeStats {
@@ -48,5 +53,7 @@ impl TreeStats {
         self.root_terms += o.root_terms;
         self.secondary_root_terms += o.secondary_root_terms;
         self.relayed += o.relayed;
+        self.promoted_partitions += o.promoted_partitions;
+        self.failover_windows_us.extend(&o.failover_windows_us);
     }
 }
