@@ -329,7 +329,10 @@ impl World {
     fn follow_placement(&mut self) {
         let newest =
             self.nodes.iter().filter_map(|n| n.vnode.as_ref()).max_by_key(|v| v.tree().map(|t| t.metadata().version()));
-        if let Some(p) = newest.map(|v| v.placement().clone()) {
+        // The placement that copy records (a vnode may not route by it yet: `PlacementFollower`).
+        let recorded =
+            newest.and_then(|v| v.tree().and_then(|t| waymark_core::alter::cluster::placement(t.metadata())));
+        if let Some(p) = recorded.or_else(|| newest.map(|v| v.placement().clone())) {
             self.placement = Arc::new(p);
         }
         self.tree_stats.promoted_partitions = self.epochs.promoted_partitions() as u64;

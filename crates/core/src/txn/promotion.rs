@@ -68,11 +68,17 @@ impl Vnode {
                 _ => None,
             };
         }
-        if tree.placement.unconfirmed.is_some_and(|v| v <= committed || adopt_early) {
+        // A version is known held by a majority only within the term of the root that said so:
+        // one root orders a term, so an earlier seq of that term is on the same history. A copy of
+        // an older term may hold alterations the next root never had (`--tree --failover
+        // --matrix` seed 1118, 5 vnodes: a leaf at (term 1, seq 50) counted as below a committed
+        // (term 2, seq 10) and routed by a promotion that term 2 gave another chain).
+        let held = |v: MetaVersion| adopt_early || v.term == committed.term && v.seq <= committed.seq;
+        if tree.placement.unconfirmed.is_some_and(|v| held(v) || held(version)) {
             tree.placement.unconfirmed = None;
         }
         let Some((next, since)) = tree.placement.next.clone() else { return };
-        if since > committed && !adopt_early {
+        if !held(since) && !held(version) {
             return; // not yet known to be held by a majority of the root's voters
         }
         tree.placement.next = None;

@@ -16,7 +16,7 @@ use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
 use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
-use waymark_core::{Breaks, CutId, CutStrategy, PartitionId, TxId};
+use waymark_core::{Breaks, CutId, CutStrategy, Key, PartitionId, TxId};
 
 pub const CHECKER: Checker = Checker {
     name: "cut-restore",
@@ -85,8 +85,10 @@ pub fn restore_all(
 /// Judged by the placement in force at the end, a subset of every earlier one's replicas.
 fn held(c: &impl Cluster, node: usize, r: Restored) -> Restored {
     let p = c.placement();
+    let holds = |k: &Key| p.chain(p.partition_of(k)).contains(c.id(node));
     match p.partitions_of(c.id(node)).next() {
-        Some(_) => r,
+        // Its keys of partitions it was dropped from are stale too (`LogFacts::gather`).
+        Some(_) => Restored { store: r.store.filtered(holds), digests: r.digests.filtered(holds), ..r },
         None => Restored::default(),
     }
 }
@@ -118,10 +120,15 @@ pub fn check_restores(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: 
 }
 
 fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
-    let restored = match restore_all(w, cut, w.cfg.strategy, &w.cfg.breaks) {
+    let mut restored = match restore_all(w, cut, w.cfg.strategy, &w.cfg.breaks) {
         Ok(r) => r,
         Err(violation) => return vec![violation],
     };
+    for (n, r) in restored.iter_mut().enumerate() {
+        // A transaction counts as included where it committed a write of a partition held
+        // (`held`, `LogFacts::gather`): not where only a stale copy committed it.
+        r.included.retain(|tx| facts.committed[n].contains_key(tx));
+    }
     let mut out = check_restores(w, facts, cut, &restored);
     out.extend(reads_closed(w, facts, cut, &restored));
     out.extend(bank_total(w, cut, &restored));
