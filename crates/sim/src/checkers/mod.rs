@@ -95,6 +95,7 @@ pub fn check_all(w: &World) -> Checked {
         out.extend(tree_convergence::check(&metadata));
         out.extend(tree_states::check(&metadata, Some(&w.placement)));
         out.extend(w.epochs.violations.iter().cloned());
+        out.extend(w.epochs.check_final(&w.placement));
         out.extend(tree_parents::secondaries_given_up(&w.running_secondaries()));
     }
     Checked { violations: out, cuts_verified: cuts.verified }

@@ -45,6 +45,22 @@ impl EpochsSeen {
         }
     }
 
+    /// At the end: no vnode routed by an epoch of a partition beyond the one the newest metadata
+    /// records — a promotion acted on and then lost (a change of root undid it) leaves a vnode that
+    /// decided as if a replica were gone while the cluster kept it.
+    pub fn check_final(&self, recorded: &Placement) -> Vec<Violation> {
+        let mut out = vec![];
+        for ((p, epoch), (chain, by)) in &self.chains {
+            let last = recorded.epoch(PartitionId(*p));
+            if *epoch > last && out.len() < 3 {
+                out.push(CHECKER.violation(format!(
+                    "{by} routed by partition {p}'s chain {chain:?} at epoch {epoch}, but the metadata ends at epoch {last}"
+                )));
+            }
+        }
+        out
+    }
+
     /// For a host that went down at `down_us`: per partition whose chain at that moment held one
     /// of its vnodes, how long until a store vnode first routed by a later chain without it.
     pub fn windows_after(&self, host: &str, down_us: u64) -> Vec<u64> {
