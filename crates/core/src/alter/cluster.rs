@@ -94,6 +94,12 @@ pub fn chain_record(p: PartitionId, chain: &ChainRecord) -> AlterRecord {
     AlterRecord::set(format!("placement/{}", p.0), chain.encode())
 }
 
+/// The cluster setting `failover`: whether the root promotes replicas (`alter::promote`) and store
+/// vnodes follow placement changes (`txn::promotion`).
+pub fn failover_on(m: &Metadata) -> bool {
+    m.get("config/failover") == Some(b"on".as_slice())
+}
+
 /// Whether the metadata records `host` dead.
 pub fn host_dead(m: &Metadata, host: &str) -> bool {
     m.get(&format!("host/{host}")) == Some(DEAD)

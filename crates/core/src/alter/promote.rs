@@ -36,7 +36,7 @@ impl AlterNode {
     /// with a replica on a host recorded dead (one proposal in flight per partition; one whose
     /// epoch is no longer the next is withdrawn).
     pub(super) fn promote(&mut self) {
-        if !crate::txn::promotion::failover_on(&self.metadata) || !self.is_root() || self.lead_term().is_none() {
+        if !cluster::failover_on(&self.metadata) || !self.is_root() || self.lead_term().is_none() {
             return;
         }
         for (p, old) in cluster::placement_chains(&self.metadata).into_iter().enumerate() {

@@ -18,7 +18,7 @@
 //!
 //! Not built yet: a 2PC branch whose near is on a dead host asks that near until it comes back.
 
-use crate::alter::MetaVersion;
+use crate::alter::{cluster, MetaVersion};
 use crate::ids::{Branch, Key, VnodeId};
 use crate::io::Timer;
 use crate::message::AbortReason;
@@ -133,7 +133,9 @@ impl Vnode {
     /// (`AlterNode::synced`); always outside the tree, and where placement never changes (the
     /// cluster setting `failover` off).
     pub(crate) fn tree_synced(&self) -> bool {
-        self.tree.as_ref().is_none_or(|t| !failover_on(t.alter.metadata()) || t.alter.synced() && t.placement.settled())
+        self.tree
+            .as_ref()
+            .is_none_or(|t| !cluster::failover_on(t.alter.metadata()) || t.alter.synced() && t.placement.settled())
     }
 
     /// Whether this vnode may take part in transactions: caught up since it started, and its own
@@ -153,11 +155,6 @@ impl Vnode {
     pub(crate) fn failing_over(&self, primary: &VnodeId) -> bool {
         let Some(tree) = self.tree.as_ref() else { return false };
         let m = tree.alter.metadata();
-        failover_on(m) && crate::alter::cluster::host_dead(m, &primary.host)
+        cluster::failover_on(m) && cluster::host_dead(m, &primary.host)
     }
-}
-
-/// The cluster setting `failover`: whether the root promotes replicas (`alter::promote`).
-pub fn failover_on(m: &crate::alter::Metadata) -> bool {
-    m.get("config/failover") == Some(b"on".as_slice())
 }
