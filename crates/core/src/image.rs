@@ -106,10 +106,9 @@ impl VnodeImage {
                     self.decided.insert(branch.tx.clone(), *tx_cut);
                 } else if let Some(p) = self.prepared.remove(branch) {
                     self.store.apply_all(&p.writes);
-                    if p.one_phase {
-                        // A 1PC hop's commit: what it answers after a promotion (`txn::promotion`).
-                        self.decided.insert(branch.tx.clone(), *tx_cut);
-                    }
+                    // A branch's commit: what it answers after a promotion or to a recovery
+                    // without the near (`txn::promotion`, `txn::orphan`).
+                    self.decided.insert(branch.tx.clone(), *tx_cut);
                 }
             }
             Record::TxRolledBack { tx, branch } => {

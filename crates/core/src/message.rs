@@ -118,6 +118,19 @@ pub enum TxnMsg {
         req: u64,
         key: Key,
     },
+    /// To the near: this branch's commit is durable (`txn::orphan`, with failover on).
+    FinishAck {
+        tx: TxId,
+    },
+    /// A participant recovering `tx` without its near asks what this vnode knows (`txn::orphan`).
+    Recover {
+        tx: TxId,
+    },
+    /// `Pending`: held here in doubt, and fenced.
+    Recovered {
+        tx: TxId,
+        status: TxStatus,
+    },
     /// The vnode asked does not lead the key's partition by the placement it holds (or has not
     /// caught up with it since it started): the near answers `TRYAGAIN`.
     ReadRefused {
@@ -237,6 +250,7 @@ impl TxnMsg {
                 | TxnMsg::StatusReply { .. }
                 | TxnMsg::ReadReply { .. }
                 | TxnMsg::ReadRefused { .. }
+                | TxnMsg::Recovered { .. }
         )
     }
 }

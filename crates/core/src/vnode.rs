@@ -38,6 +38,8 @@ pub struct Vnode {
     pub(crate) locks: crate::txn::locks::LockTable,
     pub(crate) near: NearState,
     pub(crate) part: ParticipantState,
+    /// 2PC without its near (`txn::orphan`).
+    pub(crate) orphans: crate::txn::orphan::Orphans,
     /// GETs waiting for prepared writes on their key (`txn::read_wait`).
     pub(crate) read_waits: crate::txn::read_wait::ReadWaits,
     pub(crate) cut: CutState,
@@ -84,6 +86,7 @@ impl Vnode {
             locks: Default::default(),
             near: NearState::default(),
             part: ParticipantState::default(),
+            orphans: Default::default(),
             read_waits: Default::default(),
             cut: CutState::default(),
             coordinator: CutCoordinator::default(),
@@ -175,6 +178,7 @@ impl Vnode {
         (self.now_us, self.incarnation, self.booted, self.boot_lsn, &self.store, &self.locks).hash(h);
         (&self.near, &self.part, &self.read_waits, &self.cut, &self.coordinator, &self.blocking, &self.rt).hash(h);
         self.versions.hash(h);
+        self.orphans.hash(h);
         self.out.hash(h);
     }
 
@@ -299,6 +303,9 @@ impl Vnode {
             TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
             TxnMsg::Read { req, key } => self.on_read(from, req, key),
             TxnMsg::ReadRefused { req } => self.on_read_refused(req),
+            TxnMsg::FinishAck { tx } => self.on_finish_ack(from, tx),
+            TxnMsg::Recover { tx } => self.on_recover(from, tx),
+            TxnMsg::Recovered { tx, status } => self.on_recovered(from, tx, status),
             TxnMsg::ReadReply { req, value, version, writer_cut } => {
                 self.on_read_reply(req, value, version, writer_cut)
             }

@@ -7,6 +7,7 @@
 
 pub mod locks;
 pub mod near;
+pub mod orphan;
 pub mod participant;
 pub mod promotion;
 pub mod read_wait;

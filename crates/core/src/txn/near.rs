@@ -189,8 +189,16 @@ impl Vnode {
         let tx_cut = self.stamp(&tx);
         self.out.append(Record::TxDecided { tx: tx.clone(), tx_cut });
         self.near.decided.insert(tx.clone(), tx_cut);
+        let second_host = self.commit_needs_second_host(&ntx.writes);
         let response = Response::Committed { tx: tx.clone(), writes: ntx.writes };
-        self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
+        if second_host {
+            // Answered once a participant on another host holds the commit (`txn::orphan`).
+            let u = crate::txn::orphan::UnackedCommit { client: ntx.client, req: ntx.req, response, tx_cut };
+            self.orphans.unacked.insert(tx.clone(), u);
+            self.set_timer(Timer::PrepareTimeout(tx.clone()), self.cfg.timeouts.prepare_timeout_us);
+        } else {
+            self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
+        }
         for p in &ntx.participants {
             self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut });
         }
@@ -214,6 +222,9 @@ impl Vnode {
     }
 
     pub(crate) fn near_prepare_timeout(&mut self, tx: TxId) {
+        if let Some(u) = self.orphans.unacked.remove(&tx) {
+            return self.reply(u.client, u.req, Response::Unknown { tx });
+        }
         let Some(ntx) = self.near.txs.get(&tx) else { return self.versions_ask_again(tx) };
         if ntx.one_phase {
             // The chain may still commit: only its first committer knows.

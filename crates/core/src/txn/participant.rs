@@ -328,8 +328,8 @@ impl Vnode {
     }
 
     pub(crate) fn on_finish(&mut self, branch: Branch, commit: bool, tx_cut: Option<CutId>) {
-        if !self.part.prepared.contains_key(&branch) {
-            return;
+        if !self.part.prepared.contains_key(&branch) || self.fenced(&branch.tx) {
+            return; // a fenced branch is settled by recovery only (`txn::orphan`)
         }
         let decision = if commit { Decision::Commit { tx_cut } } else { Decision::Abort(AbortReason::Timeout) };
         self.finish_prepared(&branch, decision);
@@ -345,6 +345,9 @@ impl Vnode {
             TxStatus::Aborted => Decision::Abort(AbortReason::PresumedAbort),
             TxStatus::Pending => return,
         };
+        if self.fenced(&tx) {
+            return; // asked before it was fenced: settled by recovery only (`txn::orphan`)
+        }
         let branches: Vec<Branch> = self.part.prepared.keys().filter(|b| b.tx == tx).cloned().collect();
         for branch in branches {
             self.finish_prepared(&branch, decision.clone());
@@ -367,12 +370,15 @@ impl Vnode {
         };
         self.out.append(record);
         if let BranchEnd::Committed { tx_cut } = end {
-            if p.rec.one_phase {
-                // A 1PC hop's commit answers a status query after a promotion made it the
-                // furthest replica of the chain (`in_doubt_authority`); the log rebuilds it too.
-                self.near.decided.insert(tx.clone(), tx_cut);
-            }
+            // A commit answers those who ask later: a 1PC hop after a promotion made it the
+            // furthest replica of the chain (`in_doubt_authority`), a 2PC branch a recovery
+            // without the near (`txn::orphan`). The log rebuilds it too.
+            self.near.decided.insert(tx.clone(), tx_cut);
             self.apply_committed(&p.rec.writes, tx_cut);
+            if !p.rec.one_phase && self.failover_on() {
+                let near = p.rec.first_committer.clone();
+                self.send_txn(&near, TxnMsg::FinishAck { tx: tx.clone() });
+            }
         } else {
             // With its record: tombstones are what the log says (a checkpoint holds them).
             self.part.tombstones.insert(tx.clone());
@@ -416,6 +422,12 @@ impl Vnode {
     pub(crate) fn participant_in_doubt(&mut self, branch: Branch) {
         let cap = self.cfg.timeouts.in_doubt_backoff_max_us;
         self.decide_if_authority(&branch);
+        if self.recover_orphan(&branch) {
+            let Some(p) = self.part.prepared.get_mut(&branch) else { return };
+            p.backoff_us = (p.backoff_us * 2).min(cap);
+            let next = p.backoff_us;
+            return self.set_timer(Timer::InDoubt(branch), next);
+        }
         let Some(p) = self.part.prepared.get(&branch) else { return };
         let to = match self.in_doubt_authority(&p.rec) {
             // Rebuilt from the log, it cannot presume (`txn::promotion`): it asks the first

@@ -150,6 +150,11 @@ impl Vnode {
         self.cfg.placement.primary_of(key) == &self.cfg.id && self.may_serve()
     }
 
+    /// The cluster setting `failover` as this vnode's metadata records it (never outside the tree).
+    pub(crate) fn failover_on(&self) -> bool {
+        self.tree.as_ref().is_some_and(|t| failover_on(t.alter.metadata()))
+    }
+
     /// Whether `primary` is on a host the metadata records dead: its partitions wait for the root
     /// to promote a replica, and clients hear so at once instead of after a timeout.
     pub(crate) fn failing_over(&self, primary: &VnodeId) -> bool {
