@@ -118,6 +118,13 @@ pub enum TxnMsg {
         req: u64,
         key: Key,
     },
+    /// From the near, to a backup on another host of a primary on the near's host: commit the
+    /// branch `primary` prepared here, before that primary does (`txn::orphan`, with failover on).
+    FinishBackup {
+        tx: TxId,
+        primary: VnodeId,
+        tx_cut: Option<CutId>,
+    },
     /// To the near: this branch's commit is durable (`txn::orphan`, with failover on).
     FinishAck {
         tx: TxId,

@@ -303,6 +303,9 @@ impl Vnode {
             TxnMsg::StatusReply { tx, status } => self.on_status_reply(tx, status),
             TxnMsg::Read { req, key } => self.on_read(from, req, key),
             TxnMsg::ReadRefused { req } => self.on_read_refused(req),
+            TxnMsg::FinishBackup { tx, primary, tx_cut } => {
+                self.on_finish(Branch { tx, upstream: primary, role: crate::ids::Role::Backup }, true, tx_cut)
+            }
             TxnMsg::FinishAck { tx } => self.on_finish_ack(from, tx),
             TxnMsg::Recover { tx } => self.on_recover(from, tx),
             TxnMsg::Recovered { tx, status } => self.on_recovered(from, tx, status),

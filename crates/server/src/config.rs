@@ -52,6 +52,9 @@ pub struct ClusterConfig {
     pub replicas: usize,
     pub fanout: usize,
     pub real_time_safety: bool,
+    /// Whether the tree's root promotes replicas when a host stops answering (`cluster.failover`,
+    /// on by default; the core's `alter::promote`).
+    pub failover: bool,
     /// How a cut snapshots the cluster (`cluster.strategy`, the same on every host).
     pub strategy: CutStrategy,
     /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
@@ -173,6 +176,8 @@ pub mod raw {
         pub replicas: Option<usize>,
         pub fanout: Option<usize>,
         pub real_time_safety: Option<bool>,
+        /// Promote replicas of a host that stopped answering (default true).
+        pub failover: Option<bool>,
         /// `consistent` (the default) or `blocking`.
         pub strategy: Option<String>,
         pub hop: Option<String>,
@@ -314,8 +319,19 @@ impl Checker<'_> {
             return Err(self.bad("cluster.hop", "must be at least 1ms"));
         }
         let real_time_safety = c.real_time_safety.unwrap_or(true);
+        let failover = c.failover.unwrap_or(true);
         let strategy = self.strategy(c.strategy.as_deref())?;
-        Ok(ClusterConfig { name: c.name, partitions, replicas, fanout, real_time_safety, strategy, hop, hosts })
+        Ok(ClusterConfig {
+            name: c.name,
+            partitions,
+            replicas,
+            fanout,
+            real_time_safety,
+            failover,
+            strategy,
+            hop,
+            hosts,
+        })
     }
 
     /// `consistent` and `blocking` run as the tree's alterations (DESIGN §6); `versions` (seed

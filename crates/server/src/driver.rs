@@ -95,6 +95,9 @@ pub struct VnodeStatus {
     pub running_cut: Option<u64>,
     /// Per partition replica held here: a digest of its keys, versions and values.
     pub partitions: BTreeMap<u32, String>,
+    /// Per partition replica held here: the epoch of the chain this vnode routes it by (above 0
+    /// once a failover changed it).
+    pub epochs: BTreeMap<u32, u64>,
     pub checkpoints: u64,
 }
 

@@ -166,10 +166,11 @@ impl Shared {
         Ok(coordinator.clone())
     }
 
-    /// The status of every vnode this host runs now.
+    /// The status of every vnode this host runs now, the secondary parents it started included.
     pub async fn statuses(&self) -> Vec<VnodeStatus> {
         let mut ids: Vec<VnodeId> = self.topology.stores_on(&self.cfg.host).cloned().collect();
         ids.extend(self.topology.managers_on(&self.cfg.host).map(|c| c.id.clone()));
+        ids.extend(self.secondary_parents().into_iter().map(|(id, _)| id));
         self.statuses_of(ids).await
     }
 

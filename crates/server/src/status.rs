@@ -27,6 +27,7 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     s.held_replies = v.held_replies();
     s.waiting_reads = v.waiting_reads();
     s.running_cut = v.running_cut().map(|c| c.0);
+    s.epochs = digests.keys().map(|p| (*p, placement.epoch(waymark_core::PartitionId(*p)))).collect();
     s.partitions = digests.into_iter().map(|(p, d)| (p, d.hex())).collect();
     s
 }
@@ -53,6 +54,7 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         waiting_reads: 0,
         running_cut: None,
         partitions: BTreeMap::new(),
+        epochs: BTreeMap::new(),
         checkpoints: 0,
     }
 }

@@ -47,12 +47,12 @@ impl Topology {
             breaks: Default::default(),
         };
         let tree = build_over(stores.clone(), c.fanout, &timing).configs;
-        let rt = if c.real_time_safety { "on" } else { "off" };
-        let genesis = cluster::genesis(
-            &[Setting::new("real_time_safety", rt)],
-            tree.iter().map(VnodeEntry::of),
-            Some(&placement),
-        );
+        let on_off = |on: bool| if on { "on" } else { "off" };
+        let settings = [
+            Setting::new("real_time_safety", on_off(c.real_time_safety)),
+            Setting::new("failover", on_off(c.failover)),
+        ];
+        let genesis = cluster::genesis(&settings, tree.iter().map(VnodeEntry::of), Some(&placement));
         let timeouts = Timeouts {
             prepare_timeout_us: 2_000_000,
             in_doubt_timeout_us: 2_000_000,

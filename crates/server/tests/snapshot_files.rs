@@ -269,6 +269,7 @@ fn cluster_config(hosts: usize) -> ClusterConfig {
         replicas,
         fanout: 16,
         real_time_safety: true,
+        failover: true,
         strategy: Default::default(),
         hop: Duration::from_millis(5),
         hosts,

@@ -495,3 +495,66 @@ fn a_roots_first_record_in_its_term_is_its_root_record() {
     assert_seed_passes(cfg.clone());
     assert!(waymark_sim::run_seed(&cfg).tree.secondary_root_terms >= 1, "a secondary root wins a term");
 }
+
+/// `--tree --failover` on the bank workload, as `waymark-sim --seed <seed> --tree --failover` runs it
+/// (the command line's default fan-out, 16, stands for 2).
+fn failover_seed(seed: u64) -> SimConfig {
+    let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    cfg
+}
+
+/// Regression (`--seed 253 --tree --failover`, atomicity): a 1PC branch in doubt decided for
+/// itself once a promotion dropped its first committer from the chain of the first key it wrote,
+/// but the transaction also wrote a key of another partition on the same chain whose promotion had
+/// not been ordered: the first committer still held that partition and served the commit it had
+/// made. `in_doubt_authority` now looks at the chain of every partition the branch wrote (pinned by
+/// the unit tests in `txn/promotion.rs`). The seed also had a promotion, queued while the host was
+/// dead, ordered after it came back; every copy of the metadata now refuses a chain that drops a
+/// replica of a live host. Either fix alone makes this seed pass; without both it fails.
+#[test]
+fn a_branch_decides_alone_only_once_no_chain_it_wrote_holds_its_first_committer() {
+    let cfg = failover_seed(253);
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).faults.host_crashes > 0, "seed 253 crashes a host");
+}
+
+/// Regression (`--seed 214 --tree --failover`, liveness): a 2PC participant fenced by another's
+/// recovery without the near (`txn::orphan`) took no `Finish` any more and waited for its own
+/// in-doubt timer, backed off to seconds, so every cut after healing failed on its locked keys. A
+/// branch fenced by a `Recover` now starts its own recovery at once.
+#[test]
+fn a_branch_fenced_by_a_recovery_recovers_at_once() {
+    assert_seed_passes(failover_seed(214));
+}
+
+/// Regression (`--seed 232 --tree --failover --workload append --fanout 2`, liveness): a vnode held
+/// two branches of one transaction; one aborted on its primary's `Finish`, which tombstones the
+/// transaction, so the other counted as fenced and ignored the near's abort, holding its locks
+/// until its own backed-off recovery. A fenced branch now takes an abort from anyone (only a
+/// commit must come from its recovery).
+#[test]
+fn a_fenced_branch_takes_an_abort_from_anyone() {
+    let mut cfg = failover_seed(232);
+    (cfg.workload, cfg.fanout) = (WorkloadKind::Append, 2);
+    assert_seed_passes(cfg);
+}
+
+/// Regression (`--seed 200 --tree --failover`, atomicity): a vnode recovering its backup branch
+/// of a transaction whose near's host was recorded dead asked every other live vnode, none of which
+/// had committed, and aborted — but its own primary branch of the same transaction had committed.
+/// A recovery now looks at this vnode's own commits first.
+#[test]
+fn a_recovery_counts_the_commit_of_its_own_other_branch() {
+    assert_seed_passes(failover_seed(200));
+}
+
+/// Regression (`--seed 356 --tree --failover`, bank total): a near committed its own branch as soon
+/// as it decided; the participant on another host lost its `Finish` in a crash, a later
+/// transaction read the near's commit and committed on both hosts, and then a recovery without the
+/// near (its host recorded dead behind a partition) aborted the first transaction: money vanished.
+/// The near's host now commits only once another host holds the commit (`txn::orphan`).
+#[test]
+fn a_near_commits_on_its_own_host_only_once_another_host_holds_the_commit() {
+    assert_seed_passes(failover_seed(356));
+}

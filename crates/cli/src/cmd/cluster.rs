@@ -218,6 +218,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             replicas: Some(spec.replicas),
             fanout: None,
             real_time_safety: Some(true),
+            failover: None,
             strategy: Some(spec.strategy.to_string()),
             hop: None,
             hosts: hosts.to_vec(),

@@ -2,13 +2,14 @@
 //! name a live process — each host asked over its admin API (`GET /status`), the root and the term
 //! it leads, and every partition's replicas with the ones on hosts that do not answer. A partition
 //! with fewer live copies than the cluster's replica count is *degraded*; one with none is
-//! *unavailable*. Placement is the configured one: it does not change while the cluster runs
-//! (failover is not built yet), so a degraded partition stays so until its host returns.
+//! *unavailable*. A partition's replicas are those of the newest chain the answering store vnodes
+//! route it by (a failover drops a dead host's replicas and raises the chain's epoch); while no
+//! failover changed it, the configured chain, with the replicas on silent hosts marked down.
 
 use super::cluster::{hosts_of, running_pid};
 use anyhow::Result;
 use serde::Deserialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 use waymark_core::{PartitionId, VnodeId};
@@ -32,6 +33,9 @@ struct VnodeSeen {
     id: String,
     kind: String,
     leading_term: Option<u64>,
+    /// Partition → epoch of the chain this store vnode routes it by (the partitions it holds).
+    #[serde(default)]
+    epochs: BTreeMap<u32, u64>,
 }
 
 /// One host as the status found it.
@@ -107,10 +111,28 @@ fn print_partitions(topology: &Topology, seen: &[Seen], replicas: usize) {
         .filter(|v| v.kind == "store")
         .filter_map(|v| VnodeId::parse(&v.id))
         .collect();
+    let mut newest: BTreeMap<u32, (u64, Vec<VnodeId>)> = BTreeMap::new();
+    for st in seen.iter().filter_map(|s| s.answer.as_ref().ok()) {
+        for v in st.vnodes.iter().filter(|v| v.kind == "store") {
+            let Some(id) = VnodeId::parse(&v.id) else { continue };
+            for (p, e) in &v.epochs {
+                let held = newest.entry(*p).or_insert((*e, vec![]));
+                if *e > held.0 {
+                    *held = (*e, vec![]);
+                }
+                if *e == held.0 {
+                    held.1.push(id.clone());
+                }
+            }
+        }
+    }
     let placement = &topology.placement;
     let (mut degraded, mut unavailable) = (vec![], 0);
     for p in (0..placement.partitions()).map(PartitionId) {
-        let chain = placement.chain(p);
+        let chain = match newest.get(&p.0) {
+            Some((epoch, holders)) if *epoch > 0 => holders.clone(),
+            _ => placement.chain(p).to_vec(),
+        };
         let copies = chain.iter().filter(|v| live.contains(v)).count();
         if copies == 0 {
             unavailable += 1;

@@ -10,6 +10,8 @@
 // Each test file uses a different part of the harness.
 #![allow(dead_code)]
 
+pub mod bank;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::{Read, Write};
@@ -380,30 +382,29 @@ impl Cluster {
 
     /// The store vnodes of every host, from their `/status`.
     pub fn store_vnodes(&self) -> Result<Vec<serde_json::Value>, String> {
+        let hosts: Vec<&str> = self.hosts.iter().map(|h| h.name.as_str()).collect();
+        self.store_vnodes_of(&hosts)
+    }
+
+    /// The store vnodes of `hosts`, from their `/status`.
+    pub fn store_vnodes_of(&self, hosts: &[&str]) -> Result<Vec<serde_json::Value>, String> {
         let mut out = vec![];
-        for h in &self.hosts {
-            let status = self.status(&h.name)?;
-            let vnodes = status["vnodes"].as_array().ok_or_else(|| format!("/status of {} has no vnodes", h.name))?;
+        for h in hosts {
+            let status = self.status(h)?;
+            let vnodes = status["vnodes"].as_array().ok_or_else(|| format!("/status of {h} has no vnodes"))?;
             out.extend(vnodes.iter().filter(|v| v["kind"] == "store").cloned());
         }
         Ok(out)
     }
 
-    /// Waits until no store vnode holds a prepared transaction and every partition's replicas
-    /// agree: every in-doubt transaction resolved, every replica caught up.
+    /// Waits until no store vnode holds a prepared transaction and the copies of every partition
+    /// agree: every in-doubt transaction resolved, every replica caught up. A failover may have
+    /// left a partition fewer copies than the replica count (a host that was down long enough
+    /// returns holding none of the partitions it lost): every partition still has one.
     pub fn settled(&self, within: Duration) {
-        let replicas = self.hosts[0].cfg.cluster.replicas;
-        poll("the cluster settles (nothing prepared, replicas agree)", within, || {
-            let stores = self.store_vnodes()?;
-            let prepared: Vec<String> = stores
-                .iter()
-                .filter(|v| v["prepared"].as_u64() != Some(0))
-                .map(|v| format!("{} has {} prepared", v["id"], v["prepared"]))
-                .collect();
-            if !prepared.is_empty() {
-                return Err(prepared.join(", "));
-            }
-            replicas_agree(&stores, replicas)
+        let partitions = self.hosts[0].cfg.cluster.partitions;
+        poll("the cluster settles (nothing prepared, copies agree)", within, || {
+            replicas_agree_live(&self.store_vnodes()?, partitions)
         })
     }
 }
@@ -444,6 +445,36 @@ pub fn replicas_agree(stores: &[serde_json::Value], replicas: usize) -> Result<(
             problems.push(format!("partition {p} has {} replicas, expected {replicas}: {copies:?}", copies.len()));
         } else if copies.iter().any(|(_, d)| *d != copies[0].1) {
             problems.push(format!("partition {p}'s replicas differ: {copies:?}"));
+        }
+    }
+    match problems.is_empty() {
+        true => Ok(()),
+        false => Err(problems.join("; ")),
+    }
+}
+
+/// After a failover: no store vnode among `stores` holds a prepared transaction, every partition is
+/// held by at least one of them (by the placement each routes by), and its copies agree.
+pub fn replicas_agree_live(stores: &[serde_json::Value], partitions: u32) -> Result<(), String> {
+    let mut held: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut problems = vec![];
+    for v in stores {
+        let id = v["id"].as_str().ok_or("a vnode without an id")?.to_string();
+        if v["prepared"].as_u64() != Some(0) {
+            problems.push(format!("{id} has {} prepared", v["prepared"]));
+        }
+        let partitions = v["partitions"].as_object().ok_or_else(|| format!("{id} reports no partitions"))?;
+        for (p, digest) in partitions {
+            let digest = digest.as_str().ok_or_else(|| format!("{id}: digest of {p} is not text"))?;
+            held.entry(p.clone()).or_default().push((id.clone(), digest.to_string()));
+        }
+    }
+    if held.len() != partitions as usize {
+        problems.push(format!("{} of {partitions} partitions are held by the vnodes asked", held.len()));
+    }
+    for (p, copies) in &held {
+        if copies.iter().any(|(_, d)| *d != copies[0].1) {
+            problems.push(format!("partition {p}'s copies differ: {copies:?}"));
         }
     }
     match problems.is_empty() {

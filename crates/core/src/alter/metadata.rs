@@ -189,7 +189,10 @@ impl Metadata {
             return if verdict == Applied::Refused { Applied::Refused } else { Applied::Again };
         }
         let old = self.records.get(&record.key);
-        let verdict = if moves_a_cut_back(old, record) || skips_a_placement_epoch(old, record) {
+        let verdict = if moves_a_cut_back(old, record)
+            || skips_a_placement_epoch(old, record)
+            || drops_a_live_replica(&self.records, old, record)
+        {
             // A cut's phase only moves forward, whoever proposed it: an operator on a stale copy
             // reusing a cut id, or the late proposal of one that died with its manager, must not
             // reopen a cut or erase an `END:ok` from the catalog (seeds 2495, 536).
@@ -344,6 +347,23 @@ fn skips_a_placement_epoch(old: Option<&Vec<u8>>, record: &AlterRecord) -> bool 
     }
 }
 
+/// Whether `record` drops from a partition's chain a replica whose host the metadata does not
+/// record dead: a promotion proposed while the host was dead and ordered after it came back
+/// (queued at a root that lost and regained its term: `--tree --failover` seed 253) would leave
+/// the partition with one copy fewer for nothing. Refused in every copy alike.
+fn drops_a_live_replica(records: &BTreeMap<String, Vec<u8>>, old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
+    use crate::placement::ChainRecord;
+    if crate::alter::cluster::partition_key(&record.key).is_none() {
+        return false;
+    }
+    let (Some(old), Some(new)) = (old.and_then(|v| ChainRecord::parse(v)), ChainRecord::parse(&record.value)) else {
+        return false;
+    };
+    let dead =
+        |v: &VnodeId| records.get(&format!("host/{}", v.host)).map(Vec::as_slice) == Some(crate::alter::cluster::DEAD);
+    old.chain.iter().any(|v| !new.chain.contains(v) && !dead(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,5 +443,19 @@ mod tests {
             m.apply(at(1, 2), &ordered("cut/1", "START", 1));
         }
         assert_eq!(full.recent, leaf.recent);
+    }
+
+    #[test]
+    fn a_chain_drops_only_replicas_of_hosts_recorded_dead() {
+        let mut m = Metadata::genesis([
+            ("placement/0".to_string(), b"store0@h1,store0@h2".to_vec()),
+            ("host/h1".to_string(), b"alive".to_vec()),
+        ]);
+        let promote = ordered("placement/0", "1;store0@h2", 1);
+        assert_eq!(m.apply(at(1, 1), &promote), Applied::Refused, "h1 is alive: its replica stays");
+        m.apply(at(1, 2), &ordered("host/h1", "dead", 2));
+        let again = ordered("placement/0", "1;store0@h2", 3);
+        assert_eq!(m.apply(at(1, 3), &again), Applied::Changed, "h1 is dead: its replica goes");
+        assert_eq!(m.get("placement/0"), Some(&b"1;store0@h2"[..]));
     }
 }

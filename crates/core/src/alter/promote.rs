@@ -10,9 +10,8 @@
 //! keys locked until the furthest live replica downstream of it answers
 //! (`txn::participant::participant_in_doubt`).
 //!
-//! Only when the cluster setting `failover` is `on` (the simulator's `--failover`): the server
-//! does not turn it on yet — a 2PC branch whose near died still waits for it, and a primary cut
-//! off behind a stale parent can still answer a read (issue 30's remaining items).
+//! Only when the cluster setting `failover` is `on`: the simulator's `--failover`, a node's
+//! `cluster.failover` (on unless a cluster's config turns it off).
 //!
 //! The last replica of a partition is never dropped: with none alive the partition waits for one
 //! to come back (unavailable), rather than lose what only it holds. A host that comes back gets no

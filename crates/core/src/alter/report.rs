@@ -65,13 +65,43 @@ impl AlterNode {
                 }
                 self.withdraw_own(r.n); // stale, or the metadata records it already
             }
-            if now != recorded {
-                let state = if now { WORKING } else { DOWN };
-                let n = self.propose_own(cluster::vnode_state(&child, state));
-                self.reports.children.insert(child, Report { n, up: now });
-            }
+            self.report_state(child, now, recorded);
         }
+        self.report_roots();
         self.report_hosts();
+    }
+
+    /// Proposes `vnode`'s state when what this vnode sees (`now`) differs from what the metadata
+    /// records.
+    fn report_state(&mut self, vnode: VnodeId, now: bool, recorded: bool) {
+        if now != recorded {
+            let state = if now { WORKING } else { DOWN };
+            let n = self.propose_own(cluster::vnode_state(&vnode, state));
+            self.reports.children.insert(vnode, Report { n, up: now });
+        }
+    }
+
+    /// The primary root has no parent to report it. A secondary root that orders a term stands
+    /// in for it because it stopped answering, so it records it down — else the primary's host,
+    /// its other vnodes recorded down, never counts as dead and none of its partitions is promoted
+    /// (seen on real processes: three hosts, the root's host killed, nothing failed over). A
+    /// primary root that orders again records itself working.
+    fn report_roots(&mut self) {
+        if !self.is_root() || self.lead_term().is_none() {
+            return;
+        }
+        let (vnode, now) = match self.cfg.secondary_of.clone() {
+            Some(primary) => (primary, false),
+            None => (self.cfg.id.clone(), true),
+        };
+        let recorded = self.metadata.get(&format!("state/{vnode}")) != Some(DOWN);
+        if let Some(r) = self.reports.children.get(&vnode).copied() {
+            if r.up == now && recorded != now {
+                return; // still true and still needed
+            }
+            self.withdraw_own(r.n);
+        }
+        self.report_state(vnode, now, recorded);
     }
 
     /// A child's host is dead when the metadata records every vnode on it down; alive again when

@@ -192,13 +192,13 @@ impl Vnode {
         let second_host = self.commit_needs_second_host(&ntx.writes);
         let response = Response::Committed { tx: tx.clone(), writes: ntx.writes };
         if second_host {
-            // Answered once a participant on another host holds the commit (`txn::orphan`).
-            let u = crate::txn::orphan::UnackedCommit { client: ntx.client, req: ntx.req, response, tx_cut };
-            self.orphans.unacked.insert(tx.clone(), u);
-            self.set_timer(Timer::PrepareTimeout(tx.clone()), self.cfg.timeouts.prepare_timeout_us);
-        } else {
-            self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
+            // Answered, and committed on this host, once a participant on another host holds the
+            // commit (`txn::orphan`).
+            let (local, remote) = ntx.participants.into_iter().partition(|p| p.host == self.cfg.id.host);
+            self.await_second_host(tx, tx_cut, ntx.client, ntx.req, response, local, remote);
+            return;
         }
+        self.reply_revealing(tx_cut, ntx.client, ntx.req, response);
         for p in &ntx.participants {
             self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut });
         }
@@ -222,8 +222,8 @@ impl Vnode {
     }
 
     pub(crate) fn near_prepare_timeout(&mut self, tx: TxId) {
-        if let Some(u) = self.orphans.unacked.remove(&tx) {
-            return self.reply(u.client, u.req, Response::Unknown { tx });
+        if self.orphans.unacked.contains_key(&tx) {
+            return self.second_host_timeout(tx);
         }
         let Some(ntx) = self.near.txs.get(&tx) else { return self.versions_ask_again(tx) };
         if ntx.one_phase {
@@ -256,6 +256,10 @@ impl Vnode {
     /// (`participant_in_doubt`'s authority): it answers `Pending` while it waits for its own
     /// answer, or decides if it is the authority now.
     pub(crate) fn on_status_query(&mut self, from: VnodeId, tx: TxId, one_phase: bool) {
+        if from.host == self.cfg.id.host && self.orphans.unacked.contains_key(&tx) {
+            // This host's branches commit once another host holds the commit (`txn::orphan`).
+            return self.send_txn(&from, TxnMsg::StatusReply { tx, status: TxStatus::Pending });
+        }
         if one_phase && !self.near.decided.contains_key(&tx) {
             if let Some(branch) = self.part.prepared.keys().find(|b| b.tx == tx).cloned() {
                 self.decide_if_authority(&branch);

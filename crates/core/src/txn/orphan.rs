@@ -2,18 +2,25 @@
 //! doubt whose near — its first committer — is on a host the metadata records dead resolves the
 //! transaction with the other live vnodes instead of waiting for that host.
 //!
-//! 1. **An acknowledged commit is on two hosts.** Every branch that commits on a `Finish` answers
-//!    `FinishAck` once its outcome record is durable, and the near answers its client only once
-//!    its own decision is durable and a `FinishAck` came from a vnode on another host (at once
-//!    when every replica it wrote is on its own host). So after any one host's death a live
-//!    vnode holds the commit of every acknowledged transaction.
+//! 1. **A commit is seen only once it is on two hosts.** The near tells the participants on other
+//!    hosts first (and, for each primary on its own host, that primary's backups elsewhere:
+//!    `FinishBackup`); each answers `FinishAck` once its outcome record is durable. Only once one
+//!    came from another host does the near tell the participants on its own host, and answer its
+//!    client (at once when every replica it wrote is on its own host). Until then this host's
+//!    branches keep their locks, and the near answers their status questions "pending". So a
+//!    commit that anyone saw — a client, or a transaction that read it — is held by a live vnode
+//!    after any one host's death (`--tree --failover` seed 356: the near's own branch committed
+//!    at once, a later transaction read it and committed on two hosts, and the recovery below then
+//!    aborted the first: money vanished). Lost acknowledgements: the near tells the other hosts
+//!    again on each timeout, backing off, and a participant that committed acknowledges again.
 //! 2. **Recovery.** The branch asks every store vnode on a live host `Recover{tx}`. Each answers
 //!    committed (it committed a branch of `tx`: `decided`), aborted (a tombstone), or in doubt —
 //!    and before answering it *fences* every branch of `tx` it holds, and tombstones a `tx` it
-//!    never saw, durably (`TxRolledBack` without a branch): a fenced branch takes no `Finish` from
+//!    never saw, durably (`TxRolledBack` without a branch): a fenced branch takes no commit from
 //!    the near and never asks it again, whatever that host does later; a late `Prepare` is
-//!    refused. Any committed → commit. Every live vnode answered and none committed → abort: no
-//!    branch can commit any more, and by 1. no client heard of a commit.
+//!    refused. Its own commit of another branch of `tx` counts first (seed 200). Any committed →
+//!    commit. Every live vnode answered and none committed → abort: no live branch can commit any
+//!    more, and by 1. nobody saw a commit.
 //! 3. **When.** Only once no chain holds a vnode of a host recorded dead (the promotions are
 //!    done): a participant the promotions have not yet replaced could otherwise come back, ask its
 //!    near, and commit what the others aborted; with a partition left without live replica the
@@ -21,7 +28,8 @@
 //!
 //! Invariant: a branch that is prepared and whose `tx` is tombstoned here is fenced.
 
-use crate::ids::{Branch, CutId, TxId, VnodeId};
+use crate::ids::{Branch, CutId, Role, TxId, VnodeId};
+use crate::io::Timer;
 use crate::message::{AbortReason, TxStatus, TxnMsg};
 use crate::record::Record;
 use crate::txn::participant::Decision;
@@ -36,18 +44,35 @@ pub struct Orphans {
     pub(crate) unacked: BTreeMap<TxId, UnackedCommit>,
 }
 
+/// A commit the near decided, waiting for a participant on another host to hold it.
 #[derive(Debug, Hash)]
 pub(crate) struct UnackedCommit {
-    pub(crate) client: crate::ids::ClientId,
-    pub(crate) req: u64,
-    pub(crate) response: crate::io::Response,
-    pub(crate) tx_cut: Option<CutId>,
+    client: crate::ids::ClientId,
+    req: u64,
+    /// `None` once the client was answered `Unknown` (the wait outlasted its timeout).
+    response: Option<crate::io::Response>,
+    tx_cut: Option<CutId>,
+    /// The participants on this host: told to commit only once another host holds the commit.
+    local: Vec<VnodeId>,
+    /// The participants on other hosts, told again on each timeout.
+    remote: Vec<VnodeId>,
+    /// The backups on other hosts of the participants on this host, each with its primary: told
+    /// too, so that a transaction whose primaries are all on this host has another host to hold it.
+    remote_backups: Vec<(VnodeId, VnodeId)>,
+    /// When the wait times out next (a prepare's timer may fire earlier: it is not cancelled).
+    deadline_us: u64,
+    /// Timeouts so far (backs off the re-sent `Finish`).
+    attempts: u32,
 }
 
 impl Vnode {
     /// Whether `tx`'s branches here are fenced: tombstoned, with failover on (the module's
-    /// invariant). A branch tombstoned for another reason (its sibling branch here was refused
-    /// durably) is settled by recovery too, which then finds the refusal and aborts.
+    /// invariant). A fenced branch takes no commit but from its own recovery; an abort it takes
+    /// from anyone: an abort heard anywhere means no branch of `tx` ever committed (a commit needs
+    /// the near's commit decision, which is unique), so no recovery can decide commit. That also
+    /// settles a branch tombstoned because a sibling branch here aborted (`--tree --failover
+    /// --workload append --fanout 2` seed 232: it ignored the near's abort and held its locks for
+    /// seconds, until its backed-off recovery).
     pub(crate) fn fenced(&self, tx: &TxId) -> bool {
         self.part.tombstones.contains(tx) && self.failover_on()
     }
@@ -66,6 +91,12 @@ impl Vnode {
         let tx = branch.tx.clone();
         self.fence(&tx);
         let me = self.cfg.id.clone();
+        if let Some(tx_cut) = self.near.decided.get(&tx).copied().filter(|_| tx.near != me) {
+            // Another branch of `tx` committed here: that is the answer (`--tree --failover` seed
+            // 200: a vnode aborted its backup branch while its primary branch had committed).
+            self.settle_orphan(&tx, Decision::Commit { tx_cut });
+            return true;
+        }
         let live: BTreeSet<VnodeId> =
             self.cfg.placement.vnodes().into_iter().filter(|v| *v != me && !self.failing_over(v)).collect();
         self.orphans.recovering.insert(tx.clone(), live.clone());
@@ -100,9 +131,15 @@ impl Vnode {
         let status = if let Some(tx_cut) = committed {
             TxStatus::Committed { tx_cut: *tx_cut }
         } else {
-            let held = self.part.prepared.keys().any(|b| b.tx == tx);
+            let held: Vec<Branch> = self.part.prepared.keys().filter(|b| b.tx == tx).cloned().collect();
             self.fence(&tx);
-            if held {
+            if !self.orphans.recovering.contains_key(&tx) {
+                // Fenced, a branch hears no `Finish` any more: it recovers on its own, now.
+                for b in &held {
+                    self.set_timer(crate::io::Timer::InDoubt(b.clone()), 0);
+                }
+            }
+            if !held.is_empty() {
                 TxStatus::Pending
             } else {
                 TxStatus::Aborted
@@ -135,21 +172,116 @@ impl Vnode {
         }
     }
 
-    /// Near: a participant's commit is durable. The client hears of the commit once one is on
-    /// another host than this one (module, point 1).
+    /// Near: a 2PC commit decided; the participants on other hosts are told now, those on this
+    /// host and the client once one of them holds the commit (module, point 1).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn await_second_host(
+        &mut self,
+        tx: TxId,
+        tx_cut: Option<CutId>,
+        client: crate::ids::ClientId,
+        req: u64,
+        response: crate::io::Response,
+        local: Vec<VnodeId>,
+        remote: Vec<VnodeId>,
+    ) {
+        let wait_us = self.cfg.timeouts.prepare_timeout_us;
+        let remote_backups = self.remote_backups(&response, &local);
+        let deadline_us = self.now_us + wait_us;
+        let u = UnackedCommit {
+            client,
+            req,
+            response: Some(response),
+            tx_cut,
+            local,
+            remote,
+            remote_backups,
+            deadline_us,
+            attempts: 0,
+        };
+        self.tell_other_hosts(&tx, &u);
+        self.orphans.unacked.insert(tx.clone(), u);
+        self.set_timer(Timer::PrepareTimeout(tx), wait_us);
+    }
+
+    /// The backups on other hosts of the keys `response` wrote whose primary is one of `local`.
+    fn remote_backups(&self, response: &crate::io::Response, local: &[VnodeId]) -> Vec<(VnodeId, VnodeId)> {
+        let crate::io::Response::Committed { writes, .. } = response else { return vec![] };
+        let p = &self.cfg.placement;
+        let mut out: Vec<(VnodeId, VnodeId)> = vec![];
+        for w in writes {
+            let chain = p.chain(p.partition_of(&w.key));
+            let Some((primary, backups)) = chain.split_first().filter(|(primary, _)| local.contains(primary)) else {
+                continue;
+            };
+            for b in backups.iter().filter(|b| b.host != self.cfg.id.host) {
+                if !out.iter().any(|(x, y)| x == b && y == primary) {
+                    out.push((b.clone(), primary.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Tells the participants on other hosts, and the backups there of this host's primaries.
+    fn tell_other_hosts(&mut self, tx: &TxId, u: &UnackedCommit) {
+        let tx_cut = u.tx_cut;
+        for p in &u.remote {
+            self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut });
+        }
+        for (backup, primary) in &u.remote_backups {
+            self.send_txn(backup, TxnMsg::FinishBackup { tx: tx.clone(), primary: primary.clone(), tx_cut });
+        }
+    }
+
+    /// Near: no other host acknowledged the commit in time. The client hears `Unknown` (once);
+    /// the participants on other hosts are told again, backing off — an acknowledgement may have
+    /// been lost, and a participant that committed acknowledges again (`on_finish`).
+    pub(crate) fn second_host_timeout(&mut self, tx: TxId) {
+        let now = self.now_us;
+        let cap_us = self.cfg.timeouts.in_doubt_backoff_max_us;
+        let me = self.cfg.id.clone();
+        let settled_here = |u: &UnackedCommit| u.local == [me.clone()];
+        let gone =
+            self.orphans.unacked.get(&tx).is_some_and(settled_here) && !self.part.prepared.keys().any(|b| b.tx == tx);
+        if gone && self.orphans.unacked.get(&tx).is_some_and(|u| u.response.is_none()) {
+            // This host's only branch was settled by a recovery: nothing is left to commit here.
+            self.orphans.unacked.remove(&tx);
+            return;
+        }
+        let Some(u) = self.orphans.unacked.get_mut(&tx).filter(|u| now >= u.deadline_us) else { return };
+        u.attempts += 1;
+        let wait_us = (self.cfg.timeouts.prepare_timeout_us << u.attempts.min(8)).min(cap_us);
+        u.deadline_us = now + wait_us;
+        let (client, req, response) = (u.client, u.req, u.response.take());
+        if response.is_some() {
+            self.reply(client, req, crate::io::Response::Unknown { tx: tx.clone() });
+        }
+        let u = self.orphans.unacked.remove(&tx).expect("looked up above");
+        self.tell_other_hosts(&tx, &u);
+        self.orphans.unacked.insert(tx.clone(), u);
+        self.set_timer(Timer::PrepareTimeout(tx), wait_us);
+    }
+
+    /// Near: a participant's commit is durable. Once one is on another host than this one, this
+    /// host's participants commit and the client hears of it (module, point 1).
     pub(crate) fn on_finish_ack(&mut self, from: VnodeId, tx: TxId) {
         if from.host == self.cfg.id.host {
             return;
         }
-        if let Some(u) = self.orphans.unacked.remove(&tx) {
-            self.reply_revealing(u.tx_cut, u.client, u.req, u.response);
+        let Some(u) = self.orphans.unacked.remove(&tx) else { return };
+        for p in &u.local {
+            self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut: u.tx_cut });
+        }
+        if let Some(response) = u.response {
+            self.reply_revealing(u.tx_cut, u.client, u.req, response);
         }
     }
 
     /// Near: whether a commit of `writes` must wait for a `FinishAck` from another host: with
     /// failover on, when a replica of a key it wrote is on another host.
     pub(crate) fn commit_needs_second_host(&self, writes: &[crate::store::ResolvedWrite]) -> bool {
-        let on_tree = self.tree.as_ref().is_some_and(|t| crate::txn::promotion::failover_on(t.alter.metadata()));
+        let on_tree = self.failover_on();
         let p = &self.cfg.placement;
         on_tree && writes.iter().any(|w| p.chain(p.partition_of(&w.key)).iter().any(|v| v.host != self.cfg.id.host))
     }

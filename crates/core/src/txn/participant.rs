@@ -328,8 +328,16 @@ impl Vnode {
     }
 
     pub(crate) fn on_finish(&mut self, branch: Branch, commit: bool, tx_cut: Option<CutId>) {
-        if !self.part.prepared.contains_key(&branch) || self.fenced(&branch.tx) {
-            return; // a fenced branch is settled by recovery only (`txn::orphan`)
+        if !self.part.prepared.contains_key(&branch) {
+            if commit && self.failover_on() && self.near.decided.contains_key(&branch.tx) {
+                // Committed already: the near asks again because the acknowledgement was lost.
+                let near = branch.tx.near.clone();
+                self.send_txn(&near, TxnMsg::FinishAck { tx: branch.tx });
+            }
+            return;
+        }
+        if commit && self.fenced(&branch.tx) {
+            return; // a fenced branch commits by recovery only (`txn::orphan`)
         }
         let decision = if commit { Decision::Commit { tx_cut } } else { Decision::Abort(AbortReason::Timeout) };
         self.finish_prepared(&branch, decision);
@@ -345,8 +353,8 @@ impl Vnode {
             TxStatus::Aborted => Decision::Abort(AbortReason::PresumedAbort),
             TxStatus::Pending => return,
         };
-        if self.fenced(&tx) {
-            return; // asked before it was fenced: settled by recovery only (`txn::orphan`)
+        if matches!(decision, Decision::Commit { .. }) && self.fenced(&tx) {
+            return; // asked before it was fenced: commits by recovery only (`txn::orphan`)
         }
         let branches: Vec<Branch> = self.part.prepared.keys().filter(|b| b.tx == tx).cloned().collect();
         for branch in branches {

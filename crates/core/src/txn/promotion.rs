@@ -16,7 +16,8 @@
 //! down the branch stays in doubt — blocked, never wrong. Only this branch decides for the
 //! chain above it, so no other replica can hear another answer.
 //!
-//! Not built yet: a 2PC branch whose near is on a dead host asks that near until it comes back.
+//! A 2PC branch whose near is on a host recorded dead recovers with the other live vnodes
+//! (`txn::orphan`).
 
 use crate::alter::{cluster, MetaVersion};
 use crate::ids::{Branch, Key, VnodeId};
@@ -108,12 +109,18 @@ impl Vnode {
         if !rec.one_phase {
             return rec.first_committer.clone();
         }
-        let Some(w) = rec.writes.first() else { return rec.first_committer.clone() };
-        let chain = self.cfg.placement.chain(self.cfg.placement.partition_of(&w.key));
-        if chain.contains(&rec.first_committer) {
+        if rec.writes.is_empty() {
             return rec.first_committer.clone();
         }
-        let below = rec.downstream.iter().rev().find(|v| chain.contains(v));
+        // Every partition the branch wrote: one chain may carry several partitions, and their
+        // promotions are separate alterations (`--tree --failover` seed 253: acct3's partition
+        // dropped the first committer, acct7's — same chain — still held it and served its commit).
+        let p = &self.cfg.placement;
+        let held = |v: &VnodeId| rec.writes.iter().any(|w| p.chain(p.partition_of(&w.key)).contains(v));
+        if held(&rec.first_committer) {
+            return rec.first_committer.clone();
+        }
+        let below = rec.downstream.iter().rev().find(|v| held(v));
         below.cloned().unwrap_or_else(|| self.cfg.id.clone())
     }
 
@@ -152,7 +159,7 @@ impl Vnode {
 
     /// The cluster setting `failover` as this vnode's metadata records it (never outside the tree).
     pub(crate) fn failover_on(&self) -> bool {
-        self.tree.as_ref().is_some_and(|t| failover_on(t.alter.metadata()))
+        self.tree.as_ref().is_some_and(|t| cluster::failover_on(t.alter.metadata()))
     }
 
     /// Whether `primary` is on a host the metadata records dead: its partitions wait for the root
@@ -161,5 +168,60 @@ impl Vnode {
         let Some(tree) = self.tree.as_ref() else { return false };
         let m = tree.alter.metadata();
         cluster::failover_on(m) && cluster::host_dead(m, &primary.host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::VnodeConfig;
+    use crate::ids::{PartitionId, Role, TxId};
+    use crate::placement::ChainRecord;
+    use crate::store::ResolvedWrite;
+
+    fn key_in(p: &Placement, partition: u32) -> Key {
+        (0..1000u32)
+            .map(|i| format!("k{i}").into_bytes())
+            .find(|k| p.partition_of(k) == PartitionId(partition))
+            .unwrap()
+    }
+
+    /// A 1PC branch on `a` whose chain `a → b` carries partitions 0 and 1; a promotion dropped `b`
+    /// from partition 0 only.
+    fn branch_on_a(wrote: &[u32]) -> (Vnode, Prepared) {
+        let (a, b) = (VnodeId::new("store0", "h1"), VnodeId::new("store0", "h2"));
+        let chains = vec![
+            ChainRecord { epoch: 1, chain: vec![a.clone()] },
+            ChainRecord { epoch: 0, chain: vec![a.clone(), b.clone()] },
+        ];
+        let placement = Placement::from_chains(chains, vec![a.clone(), b.clone()]).expect("valid chains");
+        let writes = wrote
+            .iter()
+            .map(|p| ResolvedWrite { key: key_in(&placement, *p), value: Some(b"1".to_vec()), version: 1 })
+            .collect();
+        let rec = Prepared {
+            tx: TxId { near: a.clone(), incarnation: 0, seq: 1 },
+            writes,
+            first_committer: b.clone(),
+            upstream: a.clone(),
+            downstream: vec![b],
+            one_phase: true,
+            role: Role::Primary,
+            after: vec![],
+            read_locks: vec![],
+        };
+        (Vnode::new(VnodeConfig::new(a.clone(), Arc::new(placement), a)), rec)
+    }
+
+    #[test]
+    fn a_branch_asks_its_first_committer_while_any_partition_it_wrote_keeps_it() {
+        let (v, rec) = branch_on_a(&[0, 1]);
+        assert_eq!(v.in_doubt_authority(&rec), rec.first_committer);
+    }
+
+    #[test]
+    fn a_branch_decides_alone_once_every_partition_it_wrote_dropped_its_first_committer() {
+        let (v, rec) = branch_on_a(&[0]);
+        assert_eq!(v.in_doubt_authority(&rec), v.cfg.id);
     }
 }

@@ -101,15 +101,11 @@ fn hosts(shared: &Shared) -> Vec<HostEntry> {
 async fn local(shared: &Shared) -> Live {
     let host = &shared.cfg.host;
     let mut live = Live::default();
+    // `statuses` includes the secondary parents running here.
     for status in shared.statuses().await {
         live.vnodes.push(with_host(serde_json::json!(status), host));
     }
-    let secondaries = shared.secondary_parents();
-    let ids = secondaries.iter().map(|(id, _)| id.clone()).collect();
-    for status in shared.statuses_of(ids).await {
-        live.vnodes.push(with_host(serde_json::json!(status), host));
-    }
-    for (id, of) in secondaries {
+    for (id, of) in shared.secondary_parents() {
         live.secondary_parents.push(serde_json::json!({ "id": id.to_string(), "of": of.to_string(), "host": host }));
     }
     live

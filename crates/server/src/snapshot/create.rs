@@ -241,17 +241,40 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         let cmd = VnodeCmd::Export { cut: CutId(req.cut), from, dest: dir.join(id.to_string()), reply };
         tx.send(cmd).await.map_err(|_| format!("{id} stopped"))?;
         let files = tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| format!("{id}: export timed out"))?;
-        out.push(files.map_err(|_| format!("{id} stopped"))??);
+        let mut files = files.map_err(|_| format!("{id} stopped"))??;
+        files.epochs = held_epochs(tx).await.ok_or_else(|| format!("{id} stopped"))?;
+        out.push(files);
     }
     Ok(out)
 }
 
+/// The partitions a store vnode holds by the placement it routes by, with their chains' epochs.
+async fn held_epochs(tx: &tokio::sync::mpsc::Sender<VnodeCmd>) -> Option<std::collections::BTreeMap<u32, u64>> {
+    let (reply, rx) = oneshot::channel();
+    tx.send(VnodeCmd::Inspect(reply)).await.ok()?;
+    Some(rx.await.ok()?.epochs)
+}
+
+/// Which vnode holds which partition in the snapshot: for each partition, the vnodes that hold it
+/// by the newest chain any of them routes by. A failover only drops replicas (and raises the
+/// epoch), so a vnode still routing by an older chain — a host just back, its copy stale — is left
+/// out, and what the others hold is whole: a replica holds every commit of its partition.
+/// A vnode that said no epochs (a manifest of an older host) is taken by the configured placement.
 fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
     let placement = &shared.topology.placement;
-    for v in vnodes {
+    for v in vnodes.iter_mut().filter(|v| v.epochs.is_empty()) {
         if let Some(id) = VnodeId::parse(&v.vnode) {
-            v.partitions = placement.partitions_of(&id).map(|p| p.0).collect();
+            v.epochs = placement.partitions_of(&id).map(|p| (p.0, 0)).collect();
         }
+    }
+    let mut newest: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for (p, e) in vnodes.iter().flat_map(|v| &v.epochs) {
+        let n = newest.entry(*p).or_default();
+        *n = (*n).max(*e);
+    }
+    for v in vnodes {
+        v.epochs.retain(|p, e| newest.get(p) == Some(e));
+        v.partitions = v.epochs.keys().copied().collect();
     }
 }
 

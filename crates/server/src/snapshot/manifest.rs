@@ -7,6 +7,7 @@
 //! the directory): a directory without one is an incomplete snapshot, never a restorable one.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -77,6 +78,10 @@ pub struct VnodeFiles {
     pub vnode: String,
     /// The partitions whose replica this vnode holds.
     pub partitions: Vec<u32>,
+    /// The epoch of each partition's chain as this vnode routed by it at the export (a failover
+    /// raises it); empty in manifests written before failover.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub epochs: BTreeMap<u32, u64>,
     /// Full snapshots only, and only when the vnode had written one.
     pub checkpoint: Option<FileEntry>,
     /// Where replay begins: the checkpoint's `resume_at`, or the first segment's start.
@@ -280,6 +285,7 @@ mod tests {
             vnodes: vec![VnodeFiles {
                 vnode: "store0@node1".into(),
                 partitions: vec![0, 1],
+                epochs: Default::default(),
                 checkpoint: None,
                 from: Position::new(100, 24),
                 upto: Position::new(300, 24),

@@ -379,6 +379,7 @@ mod tests {
         VnodeFiles {
             vnode: name.into(),
             partitions: partitions.to_vec(),
+            epochs: Default::default(),
             checkpoint: None,
             from: at,
             upto: at,
