@@ -94,10 +94,14 @@ pub struct Breaks {
     /// A store vnode routes by a placement as soon as its copy of the metadata applies it, before
     /// a majority of the root's voters holds it (`txn::promotion`): a change of root can undo it.
     pub adopt_uncommitted: bool,
+    /// The near's own host commits a 2PC transaction as soon as the near decides, before another
+    /// host holds the commit (`txn::orphan`): a later transaction can read it, and a recovery
+    /// without the near (its host recorded dead) can then abort it under that reader.
+    pub near_commits_first: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 31] = [
+    pub const NAMES: [&'static str; 32] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -129,6 +133,7 @@ impl Breaks {
         "accept-stale-epoch",
         "promoted-unlocked",
         "adopt-uncommitted",
+        "near-commits-first",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -165,6 +170,7 @@ impl Breaks {
             "accept-stale-epoch" => &mut self.accept_stale_epoch,
             "promoted-unlocked" => &mut self.promoted_unlocked,
             "adopt-uncommitted" => &mut self.adopt_uncommitted,
+            "near-commits-first" => &mut self.near_commits_first,
             _ => return false,
         };
         *flag = true;
@@ -206,6 +212,7 @@ impl fmt::Display for Breaks {
             self.accept_stale_epoch,
             self.promoted_unlocked,
             self.adopt_uncommitted,
+            self.near_commits_first,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -194,7 +194,11 @@ impl Vnode {
         if second_host {
             // Answered, and committed on this host, once a participant on another host holds the
             // commit (`txn::orphan`).
-            let (local, remote) = ntx.participants.into_iter().partition(|p| p.host == self.cfg.id.host);
+            let (mut local, mut remote): (Vec<VnodeId>, Vec<VnodeId>) =
+                ntx.participants.into_iter().partition(|p| p.host == self.cfg.id.host);
+            if self.cfg.breaks.near_commits_first {
+                remote.append(&mut local);
+            }
             self.await_second_host(tx, tx_cut, ntx.client, ntx.req, response, local, remote);
             return;
         }
