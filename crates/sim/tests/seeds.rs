@@ -558,3 +558,24 @@ fn a_recovery_counts_the_commit_of_its_own_other_branch() {
 fn a_near_commits_on_its_own_host_only_once_another_host_holds_the_commit() {
     assert_seed_passes(failover_seed(356));
 }
+
+/// Regression (`--seed 219 --tree --failover`, a stale read; found when the promotions of a dead
+/// host were first put in one alteration): a parent cut off from a child reported it down, so its
+/// host was recorded dead, while the child, through a secondary parent, was in the tree and
+/// serving; the root promoted at once and a replica served beside its old primary. The root now
+/// promotes only once the host has been recorded dead for a heartbeat timeout.
+#[test]
+fn a_root_promotes_only_a_timeout_after_it_recorded_the_host_dead() {
+    assert_seed_passes(failover_seed(219));
+}
+
+/// Regression (`--seed 154 --tree --failover --workload append`, liveness): a near's backup branch
+/// of another host's primary heard "pending" from its own near while that near waited for a second
+/// host, lost its primary's `Finish`, and held its keys past healing on a backed-off timer. When
+/// the second host answers, the near's branches ask again at once.
+#[test]
+fn a_nears_branches_ask_again_once_another_host_holds_the_commit() {
+    let mut cfg = failover_seed(154);
+    cfg.workload = WorkloadKind::Append;
+    assert_seed_passes(cfg);
+}

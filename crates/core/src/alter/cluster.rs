@@ -94,6 +94,30 @@ pub fn chain_record(p: PartitionId, chain: &ChainRecord) -> AlterRecord {
     AlterRecord::set(format!("placement/{}", p.0), chain.encode())
 }
 
+/// The key of an alteration that sets several partitions' chains at once (`alter::promote`);
+/// each copy of the metadata applies it as the `placement/<p>` records it carries, all or none
+/// (`Metadata::apply`), and keeps no record under this key.
+pub const CHAINS_KEY: &str = "placement/chains";
+
+/// One alteration setting every chain of `chains`: lines `<partition>=<chain record>`.
+pub fn chains_record(chains: &[(PartitionId, ChainRecord)]) -> AlterRecord {
+    let lines: Vec<String> =
+        chains.iter().map(|(p, c)| format!("{}={}", p.0, String::from_utf8_lossy(&c.encode()))).collect();
+    AlterRecord::set(CHAINS_KEY, lines.join("\n"))
+}
+
+/// The `placement/<p>` records a `chains_record` value carries; `None` if it is malformed.
+pub fn chains_of(value: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
+    let text = std::str::from_utf8(value).ok()?;
+    let line = |l: &str| {
+        let (p, chain) = l.split_once('=')?;
+        let p: u32 = p.parse().ok()?;
+        ChainRecord::parse(chain.as_bytes())?;
+        Some((format!("placement/{p}"), chain.as_bytes().to_vec()))
+    };
+    text.split('\n').map(line).collect()
+}
+
 /// The cluster setting `failover`: whether the root promotes replicas (`alter::promote`) and store
 /// vnodes follow placement changes (`txn::promotion`).
 pub fn failover_on(m: &Metadata) -> bool {

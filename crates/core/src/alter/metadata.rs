@@ -188,6 +188,11 @@ impl Metadata {
             // place in the order is used, the change is not made twice, the verdict stands.
             return if verdict == Applied::Refused { Applied::Refused } else { Applied::Again };
         }
+        if record.key == crate::alter::cluster::CHAINS_KEY {
+            let verdict = self.apply_chains(&record.value);
+            self.remember(record, verdict);
+            return verdict;
+        }
         let old = self.records.get(&record.key);
         let verdict = if moves_a_cut_back(old, record)
             || skips_a_placement_epoch(old, record)
@@ -207,6 +212,26 @@ impl Metadata {
         };
         self.remember(record, verdict);
         verdict
+    }
+
+    /// Several partitions' chains in one alteration (`cluster::chains_record`): each is checked as
+    /// its own `placement/<p>` record would be, and all are applied or none — a malformed value
+    /// or one chain refused refuses the whole (the root proposes again from its fresh copy).
+    fn apply_chains(&mut self, value: &[u8]) -> Applied {
+        let Some(chains) = crate::alter::cluster::chains_of(value) else { return Applied::Refused };
+        let refused = chains.iter().any(|(key, chain)| {
+            let sub = AlterRecord::set(key.clone(), chain.clone());
+            let old = self.records.get(key);
+            skips_a_placement_epoch(old, &sub) || drops_a_live_replica(&self.records, old, &sub)
+        });
+        if refused || chains.is_empty() {
+            return Applied::Refused;
+        }
+        let records = Arc::make_mut(&mut self.records);
+        for (key, chain) in chains {
+            records.insert(key, chain);
+        }
+        Applied::Changed
     }
 
     /// The verdict on `record`'s proposal if this copy applied it already.
@@ -457,5 +482,23 @@ mod tests {
         let again = ordered("placement/0", "1;store0@h2", 3);
         assert_eq!(m.apply(at(1, 3), &again), Applied::Changed, "h1 is dead: its replica goes");
         assert_eq!(m.get("placement/0"), Some(&b"1;store0@h2"[..]));
+    }
+
+    #[test]
+    fn chains_in_one_alteration_apply_all_or_none() {
+        let mut m = Metadata::genesis([
+            ("placement/0".to_string(), b"store0@h1,store0@h2".to_vec()),
+            ("placement/1".to_string(), b"store0@h2,store0@h1".to_vec()),
+            ("host/h1".to_string(), b"dead".to_vec()),
+        ]);
+        let both = "0=1;store0@h2\n1=1;store0@h2";
+        let one_skips = "0=1;store0@h2\n1=2;store0@h2";
+        let key = crate::alter::cluster::CHAINS_KEY;
+        assert_eq!(m.apply(at(1, 1), &ordered(key, one_skips, 1)), Applied::Refused, "one chain skips an epoch");
+        assert_eq!(m.get("placement/0"), Some(&b"store0@h1,store0@h2"[..]), "none applied");
+        assert_eq!(m.apply(at(1, 2), &ordered(key, both, 2)), Applied::Changed);
+        assert_eq!(m.get("placement/0"), Some(&b"1;store0@h2"[..]));
+        assert_eq!(m.get("placement/1"), Some(&b"1;store0@h2"[..]));
+        assert_eq!(m.get(key), None, "no record is kept under the batch's key");
     }
 }

@@ -121,8 +121,8 @@ impl AlterNode {
     /// orders in a term and heard a majority of its voters lately (a root cut off from them may
     /// have been replaced); elsewhere, caught up with a fresh parent lately (`synced`). Each level
     /// of the tree adds at most half a heartbeat timeout of staleness, so below a root of depth
-    /// two a copy is never staler than a timeout, while a promotion needs a timeout of silence and
-    /// two alteration rounds more (`alter::promote`).
+    /// two a copy is never staler than a timeout, while a promotion waits a timeout after the
+    /// metadata records the host dead (`alter::promote`).
     pub fn fresh(&self) -> bool {
         if !self.is_root() {
             return self.synced();

@@ -1,7 +1,7 @@
-//! Promotion (issue 30): when the metadata records a host dead, the root gives every partition
-//! that has a replica on it a new chain without that replica, one epoch later — an alteration like
-//! any other (seed 004 bullet 8: "topology is modified by failover"). Decided by the core's root
-//! alone, never by a driver or the simulator.
+//! Promotion (issue 30): once the metadata has recorded a host dead for a heartbeat timeout, the
+//! root gives every partition that has a replica on it a new chain without that replica, one
+//! epoch later — all in one alteration, like any other (seed 004 bullet 8: "topology is modified
+//! by failover"). Decided by the core's root alone, never by a driver or the simulator.
 //!
 //! Which replica serves next: the first live one in the old order (the old primary when it is
 //! alive). Why any live one is safe: a 1PC hop answers up its chain only once it committed, and a
@@ -21,53 +21,86 @@ use super::cluster;
 use super::node::AlterNode;
 use crate::ids::{PartitionId, VnodeId};
 use crate::placement::ChainRecord;
-use std::collections::BTreeMap;
 
-/// The promotions this root has proposed and not yet seen end: partition → (proposal, epoch).
-/// Invariant: at most one per partition.
+/// The promotions this root has proposed and not yet seen end: one alteration carrying the next
+/// chain of every partition that needs one (`cluster::chains_record`), and those chains.
+/// Invariant: at most one in flight. One alteration, not one per partition: they are ordered one
+/// after another, and a dead host's 42 partitions of 64 took most of the failover window one by
+/// one (docs/BENCHMARKS.md, 2026-12-06).
 #[derive(Debug, Default)]
 pub(super) struct Promotions {
-    in_flight: BTreeMap<u32, (u64, u64)>,
+    in_flight: Option<(u64, Vec<(PartitionId, ChainRecord)>)>,
+    /// Hosts the metadata records dead, and since when (this root's clock).
+    dead_since: std::collections::BTreeMap<String, u64>,
 }
 
 impl AlterNode {
     /// On every heartbeat tick of a root that orders: propose the next chain of every partition
-    /// with a replica on a host recorded dead (one proposal in flight per partition; one whose
-    /// epoch is no longer the next is withdrawn).
+    /// with a replica on a host recorded dead, all in one alteration (one in flight; withdrawn
+    /// when the chains it carries are no longer the next ones).
     pub(super) fn promote(&mut self) {
         if !cluster::failover_on(&self.metadata) || !self.is_root() || self.lead_term().is_none() {
             return;
         }
-        for (p, old) in cluster::placement_chains(&self.metadata).into_iter().enumerate() {
-            let p = p as u32;
-            let next = next_chain(&self.metadata, &old);
-            if let Some((n, epoch)) = self.promotions.in_flight.get(&p).copied() {
-                if next.as_ref().is_some_and(|c| c.epoch == epoch) {
-                    continue; // still the next epoch: its outcome is awaited
-                }
-                // Applied, or no longer needed (the host came back before it was ordered).
-                self.withdraw_own(n);
-                self.promotions.in_flight.remove(&p);
+        let gone = self.hosts_gone_for_good();
+        let next: Vec<(PartitionId, ChainRecord)> = cluster::placement_chains(&self.metadata)
+            .iter()
+            .enumerate()
+            .filter_map(|(p, old)| Some((PartitionId(p as u32), next_chain(old, |h| gone.contains(h))?)))
+            .collect();
+        if let Some((n, proposed)) = self.promotions.in_flight.clone() {
+            if proposed == next {
+                return; // still the next chains: its outcome is awaited
             }
-            let Some(next) = next else { continue };
-            let record = cluster::chain_record(PartitionId(p), &next);
-            let n = self.propose_own(record);
-            self.promotions.in_flight.insert(p, (n, next.epoch));
+            // Applied, refused, or no longer needed (a host came back before it was ordered).
+            self.withdraw_own(n);
+            self.promotions.in_flight = None;
         }
+        if next.is_empty() {
+            return;
+        }
+        let n = self.propose_own(cluster::chains_record(&next));
+        self.promotions.in_flight = Some((n, next));
     }
 
-    /// An own proposal ended: a promotion of its partition may be proposed again.
+    /// The hosts recorded dead for a heartbeat timeout at least. A vnode of such a host has
+    /// stopped serving by then even if it is alive and in the tree: it serves only while its copy
+    /// caught up with a fresh parent within half a timeout (`AlterNode::synced`), and its copy has
+    /// its host dead, or stopped catching up, since the root ordered that record. Promoting at
+    /// once let a replica serve beside its old primary: a parent cut off from a child reported it
+    /// down while the child, through a secondary parent, was in the tree and serving
+    /// (`--tree --failover` seed 219, a stale read).
+    fn hosts_gone_for_good(&mut self) -> std::collections::BTreeSet<String> {
+        let dead: Vec<String> =
+            cluster::hosts(&self.metadata).into_iter().filter(|h| !h.alive).map(|h| h.host).collect();
+        let now = self.now_us;
+        self.promotions.dead_since.retain(|h, _| dead.contains(h));
+        for h in dead {
+            self.promotions.dead_since.entry(h).or_insert(now);
+        }
+        let wait_us = self.cfg.heartbeat_timeout_us;
+        self.promotions
+            .dead_since
+            .iter()
+            .filter(|(_, since)| now >= **since + wait_us)
+            .map(|(h, _)| h.clone())
+            .collect()
+    }
+
+    /// An own proposal ended: the promotions may be proposed again.
     pub(super) fn promotion_done(&mut self, n: u64) {
-        self.promotions.in_flight.retain(|_, (m, _)| *m != n);
+        if self.promotions.in_flight.as_ref().is_some_and(|(m, _)| *m == n) {
+            self.promotions.in_flight = None;
+        }
     }
 }
 
-/// The chain that follows `old` once the hosts the metadata records dead are dropped, or `None`
+/// The chain that follows `old` once the hosts `gone` are dropped, or `None`
 /// when it needs no change (or no live replica is left to serve).
 ///
 /// Invariant: the result is a non-empty subsequence of `old.chain`, one epoch later.
-pub fn next_chain(m: &super::Metadata, old: &ChainRecord) -> Option<ChainRecord> {
-    let chain: Vec<VnodeId> = old.chain.iter().filter(|v| !cluster::host_dead(m, &v.host)).cloned().collect();
+pub fn next_chain(old: &ChainRecord, gone: impl Fn(&str) -> bool) -> Option<ChainRecord> {
+    let chain: Vec<VnodeId> = old.chain.iter().filter(|v| !gone(&v.host)).cloned().collect();
     if chain.len() == old.chain.len() || chain.is_empty() {
         return None;
     }

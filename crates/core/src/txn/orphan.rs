@@ -273,6 +273,13 @@ impl Vnode {
         for p in &u.local {
             self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: true, tx_cut: u.tx_cut });
         }
+        // A backup branch here (of another host's primary) that asked meanwhile heard "pending":
+        // it asks again now rather than after its backed-off timer (`--tree --failover --workload
+        // append` seed 154: its primary's `Finish` was lost, and it held its keys past healing).
+        let mine: Vec<Branch> = self.part.prepared.keys().filter(|b| b.tx == tx).cloned().collect();
+        for b in mine {
+            self.set_timer(Timer::InDoubt(b), 0);
+        }
         if let Some(response) = u.response {
             self.reply_revealing(u.tx_cut, u.client, u.req, response);
         }
