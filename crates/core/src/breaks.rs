@@ -98,10 +98,14 @@ pub struct Breaks {
     /// host holds the commit (`txn::orphan`): a later transaction can read it, and a recovery
     /// without the near (its host recorded dead) can then abort it under that reader.
     pub near_commits_first: bool,
+    /// A store vnode applies a phase of a cut started over the live hosts without comparing the
+    /// view it names with its own (`cut::tree_process`): a vnode the operator did not count can
+    /// stand in for one it did, and the cut is declared without it.
+    pub cut_counts_any_vnode: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 32] = [
+    pub const NAMES: [&'static str; 33] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -134,6 +138,7 @@ impl Breaks {
         "promoted-unlocked",
         "adopt-uncommitted",
         "near-commits-first",
+        "cut-counts-any-vnode",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -171,6 +176,7 @@ impl Breaks {
             "promoted-unlocked" => &mut self.promoted_unlocked,
             "adopt-uncommitted" => &mut self.adopt_uncommitted,
             "near-commits-first" => &mut self.near_commits_first,
+            "cut-counts-any-vnode" => &mut self.cut_counts_any_vnode,
             _ => return false,
         };
         *flag = true;
@@ -213,6 +219,7 @@ impl fmt::Display for Breaks {
             self.promoted_unlocked,
             self.adopt_uncommitted,
             self.near_commits_first,
+            self.cut_counts_any_vnode,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -99,6 +99,9 @@ pub enum Response {
         metadata_md5: Option<[u8; 16]>,
         /// Why it failed, where the cut process ran over the tree (`None` when `ok`).
         failure: Option<CutFailure>,
+        /// Hosts the metadata recorded dead when the cut started: it did not reach their vnodes,
+        /// and covers their partitions by the live replicas (`alter::cluster::cut_members`).
+        left_out: Vec<String>,
     },
     /// The request could not be served here (e.g. not the coordinator, or still booting).
     Unavailable {

@@ -143,6 +143,7 @@ mod tests {
                 phases_us: vec![],
                 metadata_md5: None,
                 failure: None,
+                left_out: vec![],
             },
         }
     }

@@ -85,6 +85,10 @@ pub struct CutReport {
     /// Why the cut failed, in words (absent when it succeeded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// Hosts recorded dead when the cut started: it did not reach them, and covers their
+    /// partitions by the live replicas (failover).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl Shared {
@@ -113,7 +117,7 @@ impl Shared {
             .map_err(|_| RunCutError::Failed(format!("no answer from the cut process within {timeout:?}")))?
             .map_err(|_| stopped(" during the cut"))?;
         match response {
-            waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5, failure } => {
+            waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5, failure, left_out } => {
                 let report = CutReport {
                     cut: cut.0,
                     ok,
@@ -126,6 +130,7 @@ impl Shared {
                         .unwrap_or_default(),
                     // The core says why exactly when a cut failed (`CutFailure`, both processes).
                     why: failure.map(|f| f.to_string()),
+                    left_out,
                 };
                 crate::telemetry::cut_done(&report);
                 Ok(report)

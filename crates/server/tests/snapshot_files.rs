@@ -171,6 +171,7 @@ impl Fixture {
             cluster,
             metadata_md5: String::new(),
             vnodes: files,
+            hosts_down: vec![],
         };
         write_manifest(&dir, &m).unwrap();
     }

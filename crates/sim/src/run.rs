@@ -57,6 +57,8 @@ pub struct SeedReport {
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     pub cuts_verified: u64,
+    /// Verified cuts a dead host's vnodes had no part in.
+    pub cuts_verified_without_a_host: u64,
     /// Messages of the cut process sent in the run.
     pub cut_messages: u64,
     /// Transactions refused by the `versions` guard (`AbortReason::SnapshotOrder`).
@@ -89,6 +91,7 @@ pub fn report(world: &World) -> SeedReport {
         cuts_ok: declared.iter().filter(|d| d.ok).count() as u64,
         cuts_failed: declared.iter().filter(|d| !d.ok).count() as u64,
         cuts_verified: checked.cuts_verified as u64,
+        cuts_verified_without_a_host: checked.cuts_verified_without_a_host as u64,
         cut_messages: world.cut_messages,
         snapshot_order_aborts: world.snapshot_order_aborts,
         tree: world.tree_stats.clone(),
@@ -191,6 +194,7 @@ pub struct Summary {
     pub cuts_ok: u64,
     pub cuts_failed: u64,
     pub cuts_verified: u64,
+    pub cuts_verified_without_a_host: u64,
     pub cut_messages: u64,
     pub snapshot_order_aborts: u64,
     pub violations: u64,
@@ -225,6 +229,7 @@ impl Summary {
         self.cuts_ok += r.cuts_ok;
         self.cuts_failed += r.cuts_failed;
         self.cuts_verified += r.cuts_verified;
+        self.cuts_verified_without_a_host += r.cuts_verified_without_a_host;
         self.cut_messages += r.cut_messages;
         self.snapshot_order_aborts += r.snapshot_order_aborts;
         self.violations += r.violations.len() as u64;

@@ -24,7 +24,7 @@ use waymark_core::alter::{AlterConfig, AlterMsg, AlterSeq, Answered, MetaVersion
 use waymark_core::cut::operator::{CutPhase, Phase};
 use waymark_core::cut::tree_process::cut_of;
 use waymark_core::{
-    Body, Breaks, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
+    Body, Breaks, CutId, Envelope, Input, Lsn, Output, Placement, Record, Request, Response, TreeImage, VnodeId,
 };
 
 /// Leaf configs for the store vnodes (in order) and the managers above them, down until booted.
@@ -73,10 +73,11 @@ impl World {
         let Some(v) = self.managers[m].vnode.as_mut() else { return };
         let outputs = v.step(now, input);
         let answered = v.take_answered();
+        let leaves = v.running_cut().zip(v.running_cut_leaves());
         let primary = v.alter().follows_primary_parent();
         self.followed.note(self.manager_slot(m).index(), primary, &mut self.tree_stats);
         for a in answered {
-            self.on_answered(a);
+            self.on_answered(a, leaves);
         }
         for o in outputs {
             self.manager_output(m, o);
@@ -124,9 +125,10 @@ impl World {
     }
 
     /// A manager's own proposal ended (a phase of the operator's cut, a child's state, a host's).
-    fn on_answered(&mut self, a: Answered) {
+    /// `leaves`: the manager's running cut, if one runs, and how many store vnodes it must reach.
+    fn on_answered(&mut self, a: Answered, leaves: Option<(CutId, u64)>) {
         self.tree_stats.retried += (a.attempts > 1) as u64;
-        self.note_declared(&a);
+        self.note_declared(&a, leaves);
         if !a.id.is_own() {
             let answered = &mut self.tree_stats.operator_alterations;
             *(if a.ok { &mut answered.answered_ok } else { &mut answered.answered_failed }) += 1;
@@ -249,9 +251,9 @@ impl World {
     }
 
     /// FINISH applied on every store vnode: each has written its `CutFinish`, the cut is declared.
-    fn note_declared(&mut self, a: &Answered) {
+    fn note_declared(&mut self, a: &Answered, running: Option<(CutId, u64)>) {
         let Some(CutPhase { cut, phase: Phase::Finish }) = Phase::of_proposal(a.id.n) else { return };
-        if a.ok && a.applied >= self.nodes.len() as u64 {
+        if a.ok && running.is_some_and(|(c, leaves)| c == cut && a.applied >= leaves) {
             if let Some(w) = self.history.cut_windows.get_mut(&cut) {
                 w.declared_us.get_or_insert(self.now_us);
             }

@@ -229,6 +229,15 @@ fn check(root: &Path, name: &str, increment: Option<u32>) -> Result<()> {
         None => "unread".into(),
     };
     let checked = format!("{} files ({}), {} vnodes", report.files, human_bytes(report.bytes), report.vnodes);
+    if !report.fewer_copies.is_empty() {
+        let least = report.fewer_copies.iter().map(|(_, n)| *n).min().unwrap_or(0);
+        let down = if report.hosts_down.is_empty() { "none".to_string() } else { report.hosts_down.join(", ") };
+        println!(
+            "fewer copies: {} partitions held by as few as {least} of {} replicas (hosts down at the cut: {down})",
+            report.fewer_copies.len(),
+            report.replicas
+        );
+    }
     if report.ok() {
         println!("OK: {name} ({upto}): {checked} checked, no problem");
         return Ok(());

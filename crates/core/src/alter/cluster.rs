@@ -11,6 +11,7 @@
 //! | `cut/<id>` | the cut process: `START` … `END:ok` (the snapshot catalog) or `END:failed` |
 
 use super::metadata::{AlterRecord, Metadata};
+use crate::cut::operator::CutScope;
 use crate::ids::PartitionId;
 use crate::ids::VnodeId;
 use crate::placement::{ChainRecord, Placement};
@@ -136,6 +137,50 @@ pub fn placement(m: &Metadata) -> Option<Placement> {
     Placement::from_chains(placement_chains(m), members)
 }
 
+/// Why no cut can start now (issue 30, item 7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutRefused {
+    /// A chain still holds a replica of a host recorded dead: that partition has no copy known
+    /// whole and reachable until the root's promotion drops it (`alter::promote`).
+    PartitionsMoving,
+}
+
+impl CutRefused {
+    /// The refusal as a client's error.
+    pub fn why(self) -> &'static str {
+        match self {
+            CutRefused::PartitionsMoving => "TRYAGAIN a dead host's partitions are still moving to their replicas",
+        }
+    }
+}
+
+/// The store vnodes a cut started now must reach, with failover on (issue 30, item 7): every
+/// member of the placement whose host the metadata does not record dead, and the view they were
+/// chosen from (`cut_view`). A cut covers the replicas of the placement in force: a dead host's
+/// partitions are covered by their live replicas once a promotion dropped it from their chains,
+/// and until then by nothing. `Ok(None)`: failover is off or no placement is recorded — a cut
+/// reaches every store vnode.
+pub fn cut_members(m: &Metadata) -> Result<Option<CutScope>, CutRefused> {
+    let Some(p) = placement(m).filter(|_| failover_on(m)) else { return Ok(None) };
+    let dead = |v: &VnodeId| host_dead(m, &v.host);
+    if (0..p.partitions()).any(|i| p.chain(PartitionId(i)).iter().any(dead)) {
+        return Err(CutRefused::PartitionsMoving);
+    }
+    let leaves = p.vnodes().iter().filter(|v| !dead(v)).count() as u64;
+    let left_out = hosts(m).into_iter().filter(|h| !h.alive).map(|h| h.host).collect();
+    Ok(Some(CutScope { leaves, view: cut_view(m), left_out }))
+}
+
+/// The cluster a cut is started over, as every copy of the metadata at one version tells it alike:
+/// the hosts recorded dead and the sum of the partitions' epochs (equal sums of two copies mean
+/// equal epochs: `Placement::epoch_sum`). A store vnode applying a phase compares it with the view
+/// the phase names (`cut::operator::CutScope`).
+pub fn cut_view(m: &Metadata) -> String {
+    let dead: Vec<String> = hosts(m).into_iter().filter(|h| !h.alive).map(|h| h.host).collect();
+    let epochs: u64 = placement_chains(m).iter().map(|c| c.epoch).sum();
+    format!("{:08x}.{epochs}", crc32c::crc32c(dead.join(",").as_bytes()))
+}
+
 /// A host as the metadata records it (`host/<name>`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedHost {
@@ -186,4 +231,40 @@ pub fn is_observation(key: &str) -> bool {
 
 pub fn vnode_state(v: &VnodeId, state: &[u8]) -> AlterRecord {
     AlterRecord::set(format!("state/{v}"), state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(h1: &str, chain0: &str) -> Metadata {
+        Metadata::genesis([
+            ("config/failover".to_string(), b"on".to_vec()),
+            ("host/h1".to_string(), h1.as_bytes().to_vec()),
+            ("host/h2".to_string(), b"alive".to_vec()),
+            ("host/h3".to_string(), b"alive".to_vec()),
+            ("placement/0".to_string(), chain0.as_bytes().to_vec()),
+            ("placement/1".to_string(), b"store0@h2,store0@h3".to_vec()),
+            ("placement/members".to_string(), b"store0@h1,store0@h2,store0@h3".to_vec()),
+        ])
+    }
+
+    #[test]
+    fn a_cut_reaches_the_live_hosts_once_a_dead_hosts_partitions_moved() {
+        let all = cut_members(&cluster("alive", "store0@h1,store0@h2")).unwrap().unwrap();
+        assert_eq!(all.leaves, 3);
+        let moving = cluster("dead", "store0@h1,store0@h2");
+        assert_eq!(cut_members(&moving), Err(CutRefused::PartitionsMoving), "h1 still holds partition 0");
+        let moved = cut_members(&cluster("dead", "1;store0@h2")).unwrap().unwrap();
+        assert_eq!(moved.leaves, 2, "store0@h1 is left out");
+        assert_ne!(moved.view, all.view, "another host is dead and another epoch in force");
+    }
+
+    #[test]
+    fn without_failover_a_cut_reaches_every_store_vnode() {
+        let m = cluster("dead", "store0@h1,store0@h2");
+        let off: Vec<(String, Vec<u8>)> =
+            m.records().filter(|(k, _)| *k != "config/failover").map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(cut_members(&Metadata::genesis(off)), Ok(None));
+    }
 }

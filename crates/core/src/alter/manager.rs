@@ -88,6 +88,11 @@ impl ManagerVnode {
         self.operator.as_ref().and_then(|o| o.running())
     }
 
+    /// How many store vnodes each phase of the running cut must reach.
+    pub fn running_cut_leaves(&self) -> Option<u64> {
+        self.operator.as_ref().and_then(|o| o.running_leaves())
+    }
+
     pub fn id(&self) -> &VnodeId {
         self.alter.id()
     }
@@ -231,10 +236,14 @@ impl ManagerVnode {
         let cut = self.next_cut();
         let now = self.now_us;
         let orphan = self.unfinished_cut();
+        let scope = match cluster::cut_members(self.alter.metadata()) {
+            Ok(scope) => scope,
+            Err(refused) => return self.reply(who.client, who.req, Response::Unavailable { why: refused.why() }),
+        };
         let op = self.operator.as_mut().expect("an operator");
         let started = match orphan {
             Some(orphan) => op.end_orphan(now, orphan, who),
-            None => op.start(now, cut, who),
+            None => op.start(now, cut, who, scope),
         };
         match started {
             Ok(proposal) => {
@@ -290,10 +299,10 @@ impl ManagerVnode {
     fn operator_step(&mut self, step: Option<Step>) -> Option<AlterInput> {
         match step? {
             Step::Propose(p) => Some(self.propose(p)),
-            Step::Ended(Ended { cut, ok, requester, phases_us, failure }) => {
+            Step::Ended(Ended { cut, ok, requester, phases_us, failure, left_out }) => {
                 // The metadata as this manager holds it at the END: the snapshot's catalog entry.
                 let metadata_md5 = Some(self.alter.metadata().md5());
-                let done = Response::CutDone { cut, ok, phases_us, metadata_md5, failure };
+                let done = Response::CutDone { cut, ok, phases_us, metadata_md5, failure, left_out };
                 self.reply(requester.client, requester.req, done);
                 None
             }

@@ -237,7 +237,7 @@ impl Vnode {
         self.reply(
             p.client,
             p.req,
-            Response::CutDone { cut: p.cut, ok, phases_us: p.phases_us, metadata_md5: None, failure },
+            Response::CutDone { cut: p.cut, ok, phases_us: p.phases_us, metadata_md5: None, failure, left_out: vec![] },
         );
     }
 

@@ -9,8 +9,9 @@
 //! server runs it inside a manager vnode (`alter::manager`), so a cut is started by sending that
 //! manager `Request::Cut`; the simulator's `--tree` world runs the same managers.
 //!
-//! Invariant: a cut ends ok only if START, STARTED and FINISH were each applied by all `leaves`
-//! store vnodes, in that order; at most one cut process runs per operator.
+//! Invariant: a cut ends ok only if START, STARTED and FINISH were each applied by all the store
+//! vnodes it was started over (`Process::leaves`: every one, or with failover those of live hosts,
+//! `alter::cluster::cut_members`), in that order; at most one cut process runs per operator.
 
 use crate::alter::AlterRecord;
 use crate::cut::coordinator::CoordinatorPhase;
@@ -45,9 +46,19 @@ impl Phase {
     pub const ALL: [Phase; 5] =
         [Phase::Start, Phase::Started, Phase::Finish, Phase::End { ok: true }, Phase::End { ok: false }];
 
-    /// The phase a metadata value names; `None` for anything else.
+    /// The phase a metadata value names (`START`, or `START;view=…` for a cut over the live
+    /// hosts, `CutScope`); `None` for anything else.
     pub fn parse(value: &[u8]) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.value().as_bytes() == value)
+        let phase = value.split(|b| *b == b';').next()?;
+        Phase::ALL.into_iter().find(|p| p.value().as_bytes() == phase)
+    }
+
+    /// The view a phase's value names (`START;view=<view>`): the cluster as the cut was started
+    /// over, which every store vnode compares with its copy of the metadata
+    /// (`alter::cluster::cut_view`).
+    pub fn view_of(value: &[u8]) -> Option<&str> {
+        let value = std::str::from_utf8(value).ok()?;
+        value.split_once(';')?.1.strip_prefix("view=")
     }
 
     /// The phase after this one when it was applied everywhere.
@@ -90,6 +101,30 @@ impl Phase {
     pub fn record(self, cut: CutId) -> AlterRecord {
         AlterRecord::set(format!("cut/{}", cut.0), self.value())
     }
+
+    /// The record of this phase for a cut started over `view`: its value names the view, except
+    /// an END's, which every vnode acts on whatever its view (the catalog reads `END:ok`).
+    pub fn record_over(self, cut: CutId, view: Option<&str>) -> AlterRecord {
+        match view.filter(|_| !matches!(self, Phase::End { .. })) {
+            Some(view) => AlterRecord::set(format!("cut/{}", cut.0), format!("{};view={view}", self.value())),
+            None => self.record(cut),
+        }
+    }
+}
+
+/// Which store vnodes a cut is started over, when not every one (failover on: those of the hosts
+/// the metadata records alive, `alter::cluster::cut_members`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CutScope {
+    /// How many there are: what every phase must reach.
+    pub leaves: u64,
+    /// The cluster they were chosen from (`alter::cluster::cut_view`), written into every phase but
+    /// the END. A store vnode whose copy of the metadata shows another view when it applies a
+    /// phase refuses it: the hosts or the placement changed since the cut was started, so the
+    /// vnodes that count may not be the ones chosen, and the cut fails cleanly.
+    pub view: String,
+    /// The hosts recorded dead in that view, whose vnodes the cut does not reach.
+    pub left_out: Vec<String>,
 }
 
 /// A phase of one cut: what an operator's proposal stands for.
@@ -163,6 +198,8 @@ pub struct Ended {
     pub phases_us: Vec<u64>,
     /// Invariant: `Some` exactly when `!ok`.
     pub failure: Option<CutFailure>,
+    /// `CutScope::left_out` of the cut.
+    pub left_out: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -180,6 +217,14 @@ struct Process {
     phase_begun_us: u64,
     phases_us: Vec<u64>,
     requester: ClientRequest,
+    /// The store vnodes every phase must reach, fixed at the START: one that joins later (a host
+    /// back) never started the cut and fails its FINISH; one that leaves (a host dies) misses the
+    /// next phase. Either way a cut that runs across a change of hosts or placement fails.
+    leaves: u64,
+    /// The view written into its phases (`CutScope::view`), when started over fewer than all.
+    view: Option<String>,
+    /// `CutScope::left_out`.
+    left_out: Vec<String>,
     /// Why the process is ending failed, once it is.
     failure: Option<CutFailure>,
 }
@@ -187,7 +232,7 @@ struct Process {
 /// The operator: at most one cut process at a time.
 #[derive(Clone, Debug)]
 pub struct CutOperator {
-    /// The store vnodes every phase must reach.
+    /// Every store vnode of the cluster: what a phase must reach unless the cut says fewer.
     leaves: u64,
     /// A cut not ended in this long is given up (`END:failed` is proposed once more).
     timeout_us: u64,
@@ -210,12 +255,26 @@ impl CutOperator {
         self.process.as_ref().map(|p| p.cut)
     }
 
-    /// Starts cut `cut` (a new id, higher than any in the metadata) for `requester`.
-    pub fn start(&mut self, now_us: u64, cut: CutId, requester: ClientRequest) -> Result<Proposal, OperatorError> {
+    /// Starts cut `cut` (a new id, higher than any in the metadata) for `requester`, over the
+    /// store vnodes of `scope` (`None`: every one).
+    pub fn start(
+        &mut self,
+        now_us: u64,
+        cut: CutId,
+        requester: ClientRequest,
+        scope: Option<CutScope>,
+    ) -> Result<Proposal, OperatorError> {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        Ok(self.begin(now_us, cut, Phase::Start, requester, None))
+        let scope = scope.unwrap_or(CutScope { leaves: self.leaves, view: String::new(), left_out: vec![] });
+        assert!(scope.leaves > 0 && scope.leaves <= self.leaves, "a cut reaches some of the cluster's store vnodes");
+        Ok(self.begin(now_us, cut, Phase::Start, requester, scope, None))
+    }
+
+    /// The store vnodes every phase of the running cut must reach.
+    pub fn running_leaves(&self) -> Option<u64> {
+        self.process.as_ref().map(|p| p.leaves)
     }
 
     /// Ends cut `orphan`, left unfinished in the metadata by an operator that died with its
@@ -231,7 +290,8 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        Ok(self.begin(now_us, orphan, Phase::End { ok: false }, requester, Some(CutFailure::Orphaned)))
+        let scope = CutScope { leaves: self.leaves, view: String::new(), left_out: vec![] };
+        Ok(self.begin(now_us, orphan, Phase::End { ok: false }, requester, scope, Some(CutFailure::Orphaned)))
     }
 
     /// A process for `cut` from `phase` on, and its first proposal.
@@ -241,10 +301,24 @@ impl CutOperator {
         cut: CutId,
         phase: Phase,
         requester: ClientRequest,
+        CutScope { leaves, view, left_out }: CutScope,
         failure: Option<CutFailure>,
     ) -> Proposal {
         let (n, begun_us, phase_begun_us, phases_us) = (0, now_us, now_us, vec![]);
-        self.process = Some(Process { cut, phase, n, begun_us, phase_begun_us, phases_us, requester, failure });
+        let view = Some(view).filter(|v| !v.is_empty());
+        self.process = Some(Process {
+            cut,
+            phase,
+            n,
+            begun_us,
+            phase_begun_us,
+            phases_us,
+            requester,
+            leaves,
+            view,
+            left_out,
+            failure,
+        });
         self.propose(now_us, phase)
     }
 
@@ -253,18 +327,19 @@ impl CutOperator {
     pub fn on_done(&mut self, now_us: u64, n: u64, ok: bool, applied: u64) -> Option<Step> {
         let p = self.process.as_mut().filter(|p| p.n == n)?;
         p.phases_us.push(now_us.saturating_sub(p.phase_begun_us));
-        let everywhere = ok && applied >= self.leaves;
+        let everywhere = ok && applied >= p.leaves;
         // Why, should this outcome fail the cut.
         let failure = match ok {
             false => CutFailure::GivenUp { phase: p.phase },
-            true => CutFailure::Partial { phase: p.phase, applied, leaves: self.leaves },
+            true => CutFailure::Partial { phase: p.phase, applied, leaves: p.leaves },
         };
         match p.phase {
             Phase::End { ok: ended_ok } => {
                 let p = self.process.take().expect("a process");
                 let ok = ok && ended_ok;
                 let failure = (!ok).then(|| p.failure.unwrap_or(failure));
-                let ended = Ended { cut: p.cut, ok, requester: p.requester, phases_us: p.phases_us, failure };
+                let (cut, requester, phases_us, left_out) = (p.cut, p.requester, p.phases_us, p.left_out);
+                let ended = Ended { cut, ok, requester, phases_us, failure, left_out };
                 assert!(!ended.ok || ended.phases_us.len() == 4, "an ok cut went through four phases");
                 assert_eq!(ended.ok, ended.failure.is_none(), "a failed cut says why, an ok one does not");
                 Some(Step::Ended(ended))
@@ -289,7 +364,8 @@ impl CutOperator {
         if p.phase == (Phase::End { ok: false }) || now_us.saturating_sub(p.begun_us) >= 2 * self.timeout_us {
             let p = self.process.take().expect("a process");
             let failure = Some(p.failure.unwrap_or(timed_out));
-            let ended = Ended { cut: p.cut, ok: false, requester: p.requester, phases_us: p.phases_us, failure };
+            let (cut, requester, phases_us, left_out) = (p.cut, p.requester, p.phases_us, p.left_out);
+            let ended = Ended { cut, ok: false, requester, phases_us, failure, left_out };
             return Some(Step::Ended(ended));
         }
         self.process.as_mut().expect("a process").failure = Some(timed_out);
@@ -299,7 +375,7 @@ impl CutOperator {
     fn propose(&mut self, now_us: u64, phase: Phase) -> Proposal {
         let p = self.process.as_mut().expect("a cut process");
         (p.phase, p.phase_begun_us, p.n) = (phase, now_us, p.cut.0 * 8 + phase.code());
-        Proposal { n: p.n, record: phase.record(p.cut) }
+        Proposal { n: p.n, record: phase.record_over(p.cut, p.view.as_deref()) }
     }
 }
 
@@ -320,7 +396,7 @@ mod tests {
     #[test]
     fn a_proposal_number_names_its_cut_and_phase() {
         let mut op = CutOperator::new(1, 5_000_000);
-        let p = op.start(0, CutId(9), WHO).unwrap();
+        let p = op.start(0, CutId(9), WHO, None).unwrap();
         assert_eq!(Phase::of_proposal(p.n), Some(CutPhase { cut: CutId(9), phase: Phase::Start }));
         let p = proposal(op.on_done(1, p.n, true, 1));
         assert_eq!(Phase::of_proposal(p.n), Some(CutPhase { cut: CutId(9), phase: Phase::Started }));
@@ -332,7 +408,7 @@ mod tests {
         let mut op = CutOperator::new(3, 5_000_000);
         let p = op.end_orphan(0, CutId(4), WHO).unwrap();
         assert_eq!(p.record, Phase::End { ok: false }.record(CutId(4)));
-        assert_eq!(op.start(1, CutId(5), WHO), Err(OperatorError::Busy(CutId(4))), "one process at a time");
+        assert_eq!(op.start(1, CutId(5), WHO, None), Err(OperatorError::Busy(CutId(4))), "one process at a time");
         match op.on_done(10, p.n, true, 3) {
             Some(Step::Ended(e)) => assert_eq!((e.cut, e.ok), (CutId(4), false)),
             other => panic!("{other:?}"),
@@ -342,7 +418,7 @@ mod tests {
     #[test]
     fn a_cut_applied_everywhere_goes_through_four_phases_and_ends_ok() {
         let mut op = CutOperator::new(3, 5_000_000);
-        let mut p = op.start(0, CutId(7), WHO).unwrap();
+        let mut p = op.start(0, CutId(7), WHO, None).unwrap();
         for (t, phase) in [(10, "STARTED"), (20, "FINISH"), (30, "END:ok")] {
             p = proposal(op.on_done(t, p.n, true, 3));
             assert_eq!(p.record.value, phase.as_bytes());
@@ -357,7 +433,7 @@ mod tests {
     #[test]
     fn a_phase_missing_one_leaf_ends_the_cut_failed() {
         let mut op = CutOperator::new(3, 5_000_000);
-        let p = op.start(0, CutId(1), WHO).unwrap();
+        let p = op.start(0, CutId(1), WHO, None).unwrap();
         let end = proposal(op.on_done(5, p.n, true, 2));
         assert_eq!(end.record.value, b"END:failed");
         let partial = CutFailure::Partial { phase: Phase::Start, applied: 2, leaves: 3 };
@@ -369,9 +445,33 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_over_the_live_hosts_names_their_view_in_every_phase_but_the_end() {
+        let mut op = CutOperator::new(3, 5_000_000);
+        let scope = CutScope { leaves: 2, view: "0badf00d.4".to_string(), left_out: vec!["h1".to_string()] };
+        let mut p = op.start(0, CutId(2), WHO, Some(scope)).unwrap();
+        assert_eq!(p.record.value, b"START;view=0badf00d.4");
+        assert_eq!(
+            (Phase::parse(&p.record.value), Phase::view_of(&p.record.value)),
+            (Some(Phase::Start), Some("0badf00d.4"))
+        );
+        for phase in ["STARTED;view=0badf00d.4", "FINISH;view=0badf00d.4", "END:ok"] {
+            p = proposal(op.on_done(1, p.n, true, 2));
+            assert_eq!(p.record.value, phase.as_bytes(), "two of three store vnodes are enough");
+        }
+        match op.on_done(2, p.n, true, 2) {
+            Some(Step::Ended(e)) => assert_eq!((e.ok, e.left_out), (true, vec!["h1".to_string()])),
+            other => panic!("{other:?}"),
+        }
+        let scope = CutScope { leaves: 2, view: "v".to_string(), left_out: vec![] };
+        let p = op.start(3, CutId(3), WHO, Some(scope)).unwrap();
+        let end = proposal(op.on_done(4, p.n, true, 1));
+        assert_eq!(end.record.value, b"END:failed", "one of the two missed START");
+    }
+
+    #[test]
     fn a_phase_given_up_ends_the_cut_failed_and_says_which() {
         let mut op = CutOperator::new(3, 5_000_000);
-        let p = op.start(0, CutId(1), WHO).unwrap();
+        let p = op.start(0, CutId(1), WHO, None).unwrap();
         let started = proposal(op.on_done(5, p.n, true, 3));
         let end = proposal(op.on_done(9, started.n, false, 0));
         match op.on_done(12, end.n, true, 3) {
@@ -383,19 +483,19 @@ mod tests {
     #[test]
     fn one_cut_runs_at_a_time_and_a_stuck_one_is_given_up() {
         let mut op = CutOperator::new(1, 100);
-        op.start(0, CutId(1), WHO).unwrap();
-        assert_eq!(op.start(1, CutId(2), WHO), Err(OperatorError::Busy(CutId(1))));
+        op.start(0, CutId(1), WHO, None).unwrap();
+        assert_eq!(op.start(1, CutId(2), WHO, None), Err(OperatorError::Busy(CutId(1))));
         assert!(op.on_tick(50).is_none());
         assert_eq!(proposal(op.on_tick(100)).record.value, b"END:failed");
         let timed_out = Some(CutFailure::TimedOut { phase: Phase::Start });
         assert!(matches!(op.on_tick(150), Some(Step::Ended(Ended { ok: false, failure, .. })) if failure == timed_out));
-        assert!(op.start(200, CutId(2), WHO).is_ok());
+        assert!(op.start(200, CutId(2), WHO, None).is_ok());
     }
 
     #[test]
     fn answers_to_other_proposals_are_ignored() {
         let mut op = CutOperator::new(1, 100);
-        let p = op.start(0, CutId(3), WHO).unwrap();
+        let p = op.start(0, CutId(3), WHO, None).unwrap();
         assert!(op.on_done(1, p.n + 1, true, 1).is_none());
         assert_eq!(Phase::parse(b"END:ok"), Some(Phase::End { ok: true }));
         assert_eq!(Phase::parse(b"END"), None);

@@ -120,6 +120,9 @@ impl Vnode {
             debug_assert!(false, "{cut}: `{}` is no cut phase", String::from_utf8_lossy(&record.value));
             return applied(false);
         };
+        if !matches!(phase, Phase::End { .. }) && !self.counted_by(&record.value) {
+            return applied(false); // not among the vnodes the cut counts (`cut_members`)
+        }
         if self.cfg.strategy == CutStrategy::Blocking {
             return self.apply_blocking_phase(seq, cut, phase).map(|ok| AlterInput::Applied { seq, ok });
         }
@@ -148,6 +151,23 @@ impl Vnode {
                 applied(true)
             }
         }
+    }
+
+    /// Whether this vnode is among those a phase with `value` counts. A cut started over the live
+    /// hosts (`alter::cluster::cut_members`) names the view it chose them from: a vnode whose copy
+    /// of the metadata shows another view (a host recorded dead or alive since, a placement
+    /// changed) or its own host dead (cut off from the root only, still hearing the tree) refuses
+    /// the phase. So the vnodes that apply it are among those the operator counted, and as many as
+    /// it counted means every one of them.
+    fn counted_by(&self, value: &[u8]) -> bool {
+        use crate::alter::cluster;
+        let Some(view) = Phase::view_of(value) else { return true }; // a cut over every store vnode
+        if self.cfg.breaks.cut_counts_any_vnode {
+            return true;
+        }
+        let Some(t) = self.tree.as_ref() else { return false };
+        let m = t.alter.metadata();
+        cluster::cut_view(m) == view && !cluster::host_dead(m, &self.cfg.id.host)
     }
 
     /// The operator's notice that START{cut} was applied on every store vnode: release the

@@ -6,6 +6,7 @@ use crate::io::{Response, Timer};
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::Record;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
+use crate::txn::orphan::UnackedCommit;
 use crate::txn::read_wait::Reader;
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, BTreeSet};
@@ -199,7 +200,8 @@ impl Vnode {
             if self.cfg.breaks.near_commits_first {
                 remote.append(&mut local);
             }
-            self.await_second_host(tx, tx_cut, ntx.client, ntx.req, response, local, remote);
+            let who = ClientRequest { client: ntx.client, req: ntx.req };
+            self.await_second_host(tx, UnackedCommit::new(who, response, tx_cut, local, remote));
             return;
         }
         self.reply_revealing(tx_cut, ntx.client, ntx.req, response);

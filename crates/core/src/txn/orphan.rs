@@ -28,8 +28,8 @@
 //!
 //! Invariant: a branch that is prepared and whose `tx` is tombstoned here is fenced.
 
-use crate::ids::{Branch, CutId, Role, TxId, VnodeId};
-use crate::io::Timer;
+use crate::ids::{Branch, ClientRequest, CutId, Role, TxId, VnodeId};
+use crate::io::{Response, Timer};
 use crate::message::{AbortReason, TxStatus, TxnMsg};
 use crate::record::Record;
 use crate::txn::participant::Decision;
@@ -47,10 +47,10 @@ pub struct Orphans {
 /// A commit the near decided, waiting for a participant on another host to hold it.
 #[derive(Debug, Hash)]
 pub(crate) struct UnackedCommit {
-    client: crate::ids::ClientId,
-    req: u64,
+    /// The client that waits for `response`.
+    who: ClientRequest,
     /// `None` once the client was answered `Unknown` (the wait outlasted its timeout).
-    response: Option<crate::io::Response>,
+    response: Option<Response>,
     tx_cut: Option<CutId>,
     /// The participants on this host: told to commit only once another host holds the commit.
     local: Vec<VnodeId>,
@@ -63,6 +63,20 @@ pub(crate) struct UnackedCommit {
     deadline_us: u64,
     /// Timeouts so far (backs off the re-sent `Finish`).
     attempts: u32,
+}
+
+impl UnackedCommit {
+    /// `who`'s commit of `tx_cut`, with its participants on this host (`local`) and on others.
+    pub(crate) fn new(
+        who: ClientRequest,
+        response: Response,
+        tx_cut: Option<CutId>,
+        local: Vec<VnodeId>,
+        remote: Vec<VnodeId>,
+    ) -> Self {
+        let (remote_backups, deadline_us, attempts) = (vec![], 0, 0);
+        UnackedCommit { who, response: Some(response), tx_cut, local, remote, remote_backups, deadline_us, attempts }
+    }
 }
 
 impl Vnode {
@@ -96,7 +110,7 @@ impl Vnode {
         let tx = branch.tx.clone();
         self.fence(&tx);
         let me = self.cfg.id.clone();
-        if let Some(tx_cut) = self.near.decided.get(&tx).copied().filter(|_| tx.near != me) {
+        if let Some(tx_cut) = self.committed_another_branch(&tx) {
             // Another branch of `tx` committed here: that is the answer (`--tree --failover` seed
             // 200: a vnode aborted its backup branch while its primary branch had committed).
             self.settle_orphan(&tx, Decision::Commit { tx_cut });
@@ -110,6 +124,14 @@ impl Vnode {
         }
         self.recovery_progress(&tx);
         true
+    }
+
+    /// The cut stamp of `tx` if this vnode committed a branch of it as a participant. The near's
+    /// own decision is no such commit: it counts only once a branch holds it, and a recovery runs
+    /// because no live one may (`--tree --failover` seed 203: the near's host came back with its
+    /// decision durable after the others had aborted without it).
+    fn committed_another_branch(&self, tx: &TxId) -> Option<Option<CutId>> {
+        self.near.decided.get(tx).copied().filter(|_| tx.near != self.cfg.id)
     }
 
     /// How many hosts the metadata records dead.
@@ -133,14 +155,9 @@ impl Vnode {
 
     /// Another vnode recovers `tx`: what this one knows, fencing first (the answer leaves only
     /// once the tombstone is durable).
-    ///
-    /// The near's own decision is not a commit here: it counts only once a branch holds it, and a
-    /// recovery runs because no live one may (`--tree --failover` seed 203: the near's host came
-    /// back with its decision durable after the others had aborted without it).
     pub(crate) fn on_recover(&mut self, from: VnodeId, tx: TxId) {
-        let committed = self.near.decided.get(&tx).filter(|_| tx.near != self.cfg.id);
-        let status = if let Some(tx_cut) = committed {
-            TxStatus::Committed { tx_cut: *tx_cut }
+        let status = if let Some(tx_cut) = self.committed_another_branch(&tx) {
+            TxStatus::Committed { tx_cut }
         } else {
             let held: Vec<Branch> = self.part.prepared.keys().filter(|b| b.tx == tx).cloned().collect();
             self.fence(&tx);
@@ -185,39 +202,19 @@ impl Vnode {
 
     /// Near: a 2PC commit decided; the participants on other hosts are told now, those on this
     /// host and the client once one of them holds the commit (module, point 1).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn await_second_host(
-        &mut self,
-        tx: TxId,
-        tx_cut: Option<CutId>,
-        client: crate::ids::ClientId,
-        req: u64,
-        response: crate::io::Response,
-        local: Vec<VnodeId>,
-        remote: Vec<VnodeId>,
-    ) {
+    pub(crate) fn await_second_host(&mut self, tx: TxId, mut u: UnackedCommit) {
         let wait_us = self.cfg.timeouts.prepare_timeout_us;
-        let remote_backups = self.remote_backups(&response, &local);
-        let deadline_us = self.now_us + wait_us;
-        let u = UnackedCommit {
-            client,
-            req,
-            response: Some(response),
-            tx_cut,
-            local,
-            remote,
-            remote_backups,
-            deadline_us,
-            attempts: 0,
-        };
+        let response = u.response.as_ref().expect("a fresh commit's answer");
+        u.remote_backups = self.remote_backups(response, &u.local);
+        u.deadline_us = self.now_us + wait_us;
         self.tell_other_hosts(&tx, &u);
         self.orphans.unacked.insert(tx.clone(), u);
         self.set_timer(Timer::PrepareTimeout(tx), wait_us);
     }
 
     /// The backups on other hosts of the keys `response` wrote whose primary is one of `local`.
-    fn remote_backups(&self, response: &crate::io::Response, local: &[VnodeId]) -> Vec<(VnodeId, VnodeId)> {
-        let crate::io::Response::Committed { writes, .. } = response else { return vec![] };
+    fn remote_backups(&self, response: &Response, local: &[VnodeId]) -> Vec<(VnodeId, VnodeId)> {
+        let Response::Committed { writes, .. } = response else { return vec![] };
         let p = &self.cfg.placement;
         let mut out: Vec<(VnodeId, VnodeId)> = vec![];
         for w in writes {
@@ -250,25 +247,24 @@ impl Vnode {
     /// been lost, and a participant that committed acknowledges again (`on_finish`).
     pub(crate) fn second_host_timeout(&mut self, tx: TxId) {
         let now = self.now_us;
-        let cap_us = self.cfg.timeouts.in_doubt_backoff_max_us;
-        let me = self.cfg.id.clone();
-        let settled_here = |u: &UnackedCommit| u.local == [me.clone()];
-        let gone =
-            self.orphans.unacked.get(&tx).is_some_and(settled_here) && !self.part.prepared.keys().any(|b| b.tx == tx);
-        if gone && self.orphans.unacked.get(&tx).is_some_and(|u| u.response.is_none()) {
+        let Some(u) = self.orphans.unacked.get(&tx) else { return };
+        let settled_here = u.local == [self.cfg.id.clone()] && !self.part.prepared.keys().any(|b| b.tx == tx);
+        if settled_here && u.response.is_none() {
             // This host's only branch was settled by a recovery: nothing is left to commit here.
             self.orphans.unacked.remove(&tx);
             return;
         }
-        let Some(u) = self.orphans.unacked.get_mut(&tx).filter(|u| now >= u.deadline_us) else { return };
+        if now < u.deadline_us {
+            return; // a prepare's timer, not this wait's
+        }
+        let mut u = self.orphans.unacked.remove(&tx).expect("looked up above");
         u.attempts += 1;
+        let cap_us = self.cfg.timeouts.in_doubt_backoff_max_us;
         let wait_us = (self.cfg.timeouts.prepare_timeout_us << u.attempts.min(8)).min(cap_us);
         u.deadline_us = now + wait_us;
-        let (client, req, response) = (u.client, u.req, u.response.take());
-        if response.is_some() {
-            self.reply(client, req, crate::io::Response::Unknown { tx: tx.clone() });
+        if u.response.take().is_some() {
+            self.reply(u.who.client, u.who.req, Response::Unknown { tx: tx.clone() });
         }
-        let u = self.orphans.unacked.remove(&tx).expect("looked up above");
         self.tell_other_hosts(&tx, &u);
         self.orphans.unacked.insert(tx.clone(), u);
         self.set_timer(Timer::PrepareTimeout(tx), wait_us);
@@ -292,7 +288,7 @@ impl Vnode {
             self.set_timer(Timer::InDoubt(b), 0);
         }
         if let Some(response) = u.response {
-            self.reply_revealing(u.tx_cut, u.client, u.req, response);
+            self.reply_revealing(u.tx_cut, u.who.client, u.who.req, response);
         }
     }
 

@@ -155,12 +155,16 @@ pub fn chain_problems(chain: &Chain) -> Vec<Problem> {
     out
 }
 
-/// Every vnode of `prev` continues in `next`, from exactly where it ended.
+/// Every vnode of `next` continues from exactly where it ended in `prev`. A vnode of `prev` may
+/// be absent from `next` only when `next` names its host down (failover: its partitions are in
+/// the live replicas); that every partition still has a copy is `Chain::placement`'s part.
 fn continuity(prev: &Member, next: &Member) -> Vec<Problem> {
     let file = next.dir.join(MANIFEST_FILE);
     let mut out = vec![];
+    let down = |vnode: &str| next.manifest.hosts_down.iter().any(|h| vnode.ends_with(&format!("@{h}")));
     for p in &prev.manifest.vnodes {
         match next.manifest.vnode(&p.vnode) {
+            None if down(&p.vnode) => {}
             None => {
                 out.push(Problem::new(&file, format!("vnode {} is missing (it is in {})", p.vnode, prev.dir.display())))
             }

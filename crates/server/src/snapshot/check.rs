@@ -19,6 +19,11 @@ pub struct Report {
     pub files: usize,
     pub bytes: u64,
     pub vnodes: usize,
+    /// The target's partitions held by fewer copies than the cluster's replicas, with their
+    /// copies: accepted (a host was down at the cut, `hosts_down`), and said.
+    pub fewer_copies: Vec<(u32, usize)>,
+    pub replicas: usize,
+    pub hosts_down: Vec<String>,
 }
 
 impl Report {
@@ -29,7 +34,16 @@ impl Report {
 
 /// Checks the chain `name` up to `increment` (default: its newest complete increment).
 pub fn check(root: &Path, name: &str, increment: Option<u32>) -> Report {
-    let mut report = Report { problems: vec![], target: None, files: 0, bytes: 0, vnodes: 0 };
+    let mut report = Report {
+        problems: vec![],
+        target: None,
+        files: 0,
+        bytes: 0,
+        vnodes: 0,
+        fewer_copies: vec![],
+        replicas: 0,
+        hosts_down: vec![],
+    };
     let chain = match load_chain(root, name, increment) {
         Ok(chain) => chain,
         Err(e) => {
@@ -40,6 +54,9 @@ pub fn check(root: &Path, name: &str, increment: Option<u32>) -> Report {
     let target = &chain.target().manifest;
     report.target = Some((target.kind.number(), target.cut));
     report.vnodes = target.vnodes.len();
+    report.fewer_copies = target.fewer_copies();
+    report.replicas = target.cluster.replicas;
+    report.hosts_down = target.hosts_down.clone();
     report.problems.extend(chain_problems(&chain));
     for (member, file) in chain.files() {
         report.files += 1;

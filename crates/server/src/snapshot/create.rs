@@ -3,6 +3,11 @@
 //! that cut (`POST /export` on the others, in parallel), then the manifest is written — last, so a
 //! snapshot without a manifest is one that did not complete.
 //!
+//! With failover, a cut taken while a host is recorded dead does not reach that host (its
+//! partitions are covered by their live replicas): its export is not asked for, and the manifest
+//! names it (`hosts_down`). A store vnode that holds no partition — one of a host back after its
+//! partitions moved — exports nothing (no restore reads it) unless an increment continues its log.
+//!
 //! A full snapshot starts a chain; increment K exports, per vnode, the log from where increment
 //! K-1 (or the full snapshot) ended to the new cut's end. Hosts write into their own
 //! `node.snapshot_dir`: the hosts of one machine share it (as `cluster init` sets up); hosts on
@@ -132,8 +137,11 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Crea
     let begun = Instant::now();
     let from = previous.as_ref().map(starts_after).unwrap_or_default();
     let export = ExportRequest { name: req.name.clone(), increment, cut: cut.cut, from };
-    let mut vnodes = export_everywhere(shared, &export).await?;
+    let mut vnodes = export_everywhere(shared, &export, &cut.left_out).await?;
     set_partitions(shared, &mut vnodes);
+    // One that holds nothing is kept only to continue its log from the previous snapshot.
+    vnodes.retain(|v| !v.partitions.is_empty() || export.from.contains_key(&v.vnode));
+    every_partition_held(shared.cfg.cluster.partitions, &vnodes, &cut.left_out)?;
     let kind = match &previous {
         None => Kind::Full,
         Some(p) => Kind::Increment { number: increment, previous_cut: p.cut },
@@ -148,6 +156,7 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Crea
         cluster: shape(shared),
         metadata_md5: cut.metadata_md5.clone(),
         vnodes,
+        hosts_down: cut.left_out.clone(),
     };
     let dir = manifest::snapshot_dir(root, &req.name, increment);
     manifest::write_manifest(&dir, &manifest).map_err(|e| e.to_string())?;
@@ -196,10 +205,16 @@ fn starts_after(previous: &Manifest) -> BTreeMap<String, Position> {
     previous.vnodes.iter().map(|v| (v.vnode.clone(), v.upto)).collect()
 }
 
-/// Every host's export, this one's locally and the others' through their admin API, in parallel.
-async fn export_everywhere(shared: &Shared, req: &ExportRequest) -> Result<Vec<VnodeFiles>, String> {
+/// The export of every host the cut reached (all but `left_out`), this one's locally and the
+/// others' through their admin API, in parallel.
+async fn export_everywhere(
+    shared: &Shared,
+    req: &ExportRequest,
+    left_out: &[String],
+) -> Result<Vec<VnodeFiles>, String> {
     let mut remote = vec![];
-    for host in shared.cfg.cluster.hosts.iter().filter(|h| h.name != shared.cfg.host) {
+    let reached = |h: &&crate::config::HostConfig| h.name != shared.cfg.host && !left_out.contains(&h.name);
+    for host in shared.cfg.cluster.hosts.iter().filter(reached) {
         let (url, body) = (format!("http://{}/export", host.admin), req.clone());
         let token = shared.cfg.admin_token.clone().unwrap_or_default();
         let name = host.name.clone();
@@ -230,11 +245,15 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
     let dir = manifest::snapshot_dir(&shared.cfg.snapshot_dir, &req.name, req.increment);
     let mut out = vec![];
     for (id, tx) in &shared.stores {
+        let epochs = held_epochs(tx).await.ok_or_else(|| format!("{id} stopped"))?;
+        if epochs.is_empty() && !req.from.contains_key(&id.to_string()) {
+            continue; // it holds no partition (its host came back after they moved): nothing to restore
+        }
         let from = match req.from.is_empty() {
             true => None,
             false => {
                 let from = req.from.get(&id.to_string());
-                Some(*from.ok_or_else(|| format!("{id} is not in the previous snapshot"))?)
+                Some(*from.ok_or_else(|| format!("{id} is not in the previous snapshot: take a full one"))?)
             }
         };
         let (reply, rx) = oneshot::channel();
@@ -242,7 +261,7 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         tx.send(cmd).await.map_err(|_| format!("{id} stopped"))?;
         let files = tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| format!("{id}: export timed out"))?;
         let mut files = files.map_err(|_| format!("{id} stopped"))??;
-        files.epochs = held_epochs(tx).await.ok_or_else(|| format!("{id} stopped"))?;
+        files.epochs = epochs;
         out.push(files);
     }
     Ok(out)
@@ -275,6 +294,19 @@ fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
     for v in vnodes {
         v.epochs.retain(|p, e| newest.get(p) == Some(e));
         v.partitions = v.epochs.keys().copied().collect();
+    }
+}
+
+/// Every partition has a copy among the exports: a snapshot without one would restore nothing of
+/// it. (A partition whose every replica was on hosts down at once waits for one to come back.)
+fn every_partition_held(partitions: u32, vnodes: &[VnodeFiles], left_out: &[String]) -> Result<(), String> {
+    let held: std::collections::BTreeSet<u32> = vnodes.iter().flat_map(|v| v.partitions.iter().copied()).collect();
+    match (0..partitions).find(|p| !held.contains(p)) {
+        None => Ok(()),
+        Some(p) => Err(format!(
+            "partition {p} has no copy among the hosts the cut reached (down: {}): the snapshot would lose it",
+            if left_out.is_empty() { "none".to_string() } else { left_out.join(", ") }
+        )),
     }
 }
 

@@ -36,8 +36,12 @@ pub struct Manifest {
     pub cluster: ClusterShape,
     /// md5 (hex) of the cluster metadata at the cut; empty when unknown.
     pub metadata_md5: String,
-    /// Every store vnode of the cluster, once.
+    /// Every store vnode the cut reached that holds a partition, once.
     pub vnodes: Vec<VnodeFiles>,
+    /// Hosts the metadata recorded dead at the cut: the cut did not reach their vnodes and their
+    /// partitions are held by the live replicas alone (failover); empty when every host took part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts_down: Vec<String>,
 }
 
 /// A full snapshot starts a chain; increment K continues it from increment K-1 (or the full).
@@ -116,6 +120,16 @@ impl Manifest {
 
     pub fn vnode(&self, vnode: &str) -> Option<&VnodeFiles> {
         self.vnodes.iter().find(|v| v.vnode == vnode)
+    }
+
+    /// The partitions held by fewer copies than the cluster's replicas, each with its copies: a
+    /// host was down at the cut (`hosts_down`), and what it held is in the live replicas alone.
+    pub fn fewer_copies(&self) -> Vec<(u32, usize)> {
+        let mut copies: BTreeMap<u32, usize> = (0..self.cluster.partitions).map(|p| (p, 0)).collect();
+        for p in self.vnodes.iter().flat_map(|v| &v.partitions) {
+            *copies.entry(*p).or_default() += 1;
+        }
+        copies.into_iter().filter(|(_, n)| *n < self.cluster.replicas).collect()
     }
 
     /// Every name a restore turns into a path stays inside the snapshot's directory: the chain's
@@ -291,7 +305,23 @@ mod tests {
                 upto: Position::new(300, 24),
                 segments: vec![FileEntry { path: "store0@node1/wal/x.wal".into(), size: 200, crc32c: 7 }],
             }],
+            hosts_down: vec![],
         }
+    }
+
+    #[test]
+    fn partitions_with_fewer_copies_than_replicas_are_named_with_their_copies() {
+        let mut m = sample();
+        let other =
+            VnodeFiles { vnode: "store0@node2".into(), partitions: vec![1, 2, 3, 4, 5, 6, 7], ..m.vnodes[0].clone() };
+        m.vnodes.push(other);
+        m.hosts_down = vec!["node3".into()];
+        let fewer = m.fewer_copies();
+        assert_eq!(fewer, vec![(0, 1), (2, 1), (3, 1), (4, 1), (5, 1), (6, 1), (7, 1)], "partition 1 has both copies");
+        let read = serde_json::to_string(&m).unwrap();
+        assert!(read.contains(r#""hosts_down":["node3"]"#), "{read}");
+        let before: Manifest = serde_json::from_str(&serde_json::to_string(&sample()).unwrap()).unwrap();
+        assert!(before.hosts_down.is_empty(), "a manifest without the field reads as every host up");
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub struct Checked {
     pub violations: Vec<Violation>,
     /// Cuts declared successful that were restored on every vnode and passed every cut checker.
     pub cuts_verified: usize,
+    /// Of those, the cuts a dead host's vnodes had no part in.
+    pub cuts_verified_without_a_host: usize,
 }
 
 /// Runs every checker that applies to the world's workload.
@@ -98,7 +100,8 @@ pub fn check_all(w: &World) -> Checked {
         out.extend(w.epochs.check_final(&w.placement));
         out.extend(tree_parents::secondaries_given_up(&w.running_secondaries()));
     }
-    Checked { violations: out, cuts_verified: cuts.verified }
+    let cuts_verified_without_a_host = cuts.verified_without_a_host;
+    Checked { violations: out, cuts_verified: cuts.verified, cuts_verified_without_a_host }
 }
 
 /// What the checkers that judge logs read of a cluster: its store vnodes (`0..vnodes()`), their
