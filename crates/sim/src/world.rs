@@ -34,6 +34,13 @@ pub(crate) const SYNC_MAX_US: u64 = 3_000;
 pub const AFTER_HEAL_GRACE_US: u64 = 1_000_000;
 pub const AFTER_HEAL_CUTS: u32 = 4;
 pub const AFTER_HEAL_INTERVAL_US: u64 = 250_000;
+/// With `--failover`, an ask refused with TRYAGAIN (a dead host's partitions still moving) or let
+/// go while a cut runs does not count towards `AFTER_HEAL_CUTS`, up to this many asks: after
+/// healing, the failure detector's late observations are still being ordered (host records dead
+/// and alive again, promotions), and a cut started over the live hosts fails cleanly across each
+/// such change (`--seed 272 --vnodes 12 --fanout 2 --failover`: two refusals, one failed, settled
+/// after the fourth ask). An operator retries as well.
+pub const AFTER_HEAL_ASKS_MAX: u32 = 12;
 
 /// The client id the cut process's operator uses.
 pub const OPERATOR: u64 = u64::MAX;
@@ -168,7 +175,7 @@ pub struct World {
     /// When every fault healed (the end of the workload); cuts begun after it face no fault.
     pub healed_us: Option<u64>,
     /// Cuts the operator asked for after healing (`AFTER_HEAL_CUTS` at most).
-    after_heal_asks: u32,
+    pub(crate) after_heal_asks: u32,
     /// The operator's request for a cut in flight.
     pub(crate) cut_request: Option<CutRequest>,
     pub(crate) operator_requests: u64,
@@ -572,12 +579,20 @@ impl World {
         self.cfg.tree && self.cfg.strategy != waymark_core::CutStrategy::Versions
     }
 
+    /// Cuts begun since healing.
+    fn cuts_begun_after_heal(&self) -> usize {
+        let healed = self.healed_us.unwrap_or(u64::MAX);
+        self.history.cut_windows.values().filter(|w| w.begun_us >= healed).count()
+    }
+
     fn cut_tick(&mut self) {
         let next = match self.healed_us {
             None => self.now_us + self.rng.gen_range(20_000..120_000),
             // A tick left from the workload, or every cut after healing asked for.
             Some(healed) if self.now_us < healed + AFTER_HEAL_GRACE_US => return,
-            Some(_) if self.after_heal_asks >= AFTER_HEAL_CUTS => return,
+            Some(_) if self.after_heal_asks >= AFTER_HEAL_CUTS && !self.cfg.failover => return,
+            Some(_) if self.cuts_begun_after_heal() >= AFTER_HEAL_CUTS as usize => return,
+            Some(_) if self.after_heal_asks >= AFTER_HEAL_ASKS_MAX => return,
             Some(_) => {
                 self.after_heal_asks += 1;
                 self.now_us + AFTER_HEAL_INTERVAL_US

@@ -579,3 +579,43 @@ fn a_nears_branches_ask_again_once_another_host_holds_the_commit() {
     cfg.workload = WorkloadKind::Append;
     assert_seed_passes(cfg);
 }
+
+/// Regression (`--seed 268 --vnodes 5 --fanout 5 --failover`, bank total): two of five hosts cut off
+/// at once, both recorded dead; a recovery without the near aborted a transaction its client had
+/// been told was committed — the commit was on the near's host and one other, both dead. A branch
+/// now recovers without its near only while one host is recorded dead (`txn::orphan`).
+#[test]
+fn a_recovery_without_the_near_waits_while_two_hosts_are_recorded_dead() {
+    let mut cfg = failover_seed(268);
+    (cfg.vnodes, cfg.fanout) = (5, 5);
+    assert_seed_passes(cfg);
+}
+
+/// `--seed 16 --tree --failover`, cut-restore: a cut over the live hosts counted its leaves, and a
+/// host recorded alive between START's proposal and its order stood in for one that died meanwhile,
+/// so the cut was declared without the latter's `CutFinish`. Each phase now names the view its
+/// vnodes were chosen from, and a vnode that sees another refuses it (break `cut-counts-any-vnode`).
+#[test]
+fn a_cut_over_the_live_hosts_is_declared_only_with_every_one_of_them() {
+    assert_seed_passes(failover_seed(16));
+}
+
+/// Issue 30, item 7: cuts go on while a host is down — `--seed 41 --tree --failover` takes three
+/// that its dead host's vnodes had no part in, and each restores and passes every cut checker.
+#[test]
+fn cuts_go_on_with_a_host_down_and_restore() {
+    let cfg = failover_seed(41);
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).cuts_verified_without_a_host >= 3, "cuts went on without a dead host");
+}
+
+/// `--seed 272 --vnodes 12 --fanout 2 --failover`, liveness: after healing, the failure detector's
+/// late observations were still being ordered (hosts recorded dead and alive again, promotions), so
+/// the first asks were refused (TRYAGAIN) and the first cut begun failed across a change of hosts;
+/// the operator now asks again (`AFTER_HEAL_ASKS_MAX`), and a later cut succeeds.
+#[test]
+fn cuts_after_healing_succeed_once_the_host_records_settle() {
+    let mut cfg = failover_seed(272);
+    cfg.vnodes = 12;
+    assert_seed_passes(cfg);
+}

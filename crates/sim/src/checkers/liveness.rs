@@ -16,7 +16,7 @@
 
 use super::{Checker, Violation};
 use crate::history::DeclaredCut;
-use crate::world::{World, AFTER_HEAL_CUTS};
+use crate::world::World;
 use waymark_core::CutId;
 
 pub const CHECKER: Checker = Checker {
@@ -77,7 +77,7 @@ pub fn check(w: &World) -> Vec<Violation> {
     }
     let f = figures(w);
     let mut out = vec![];
-    let asked = AFTER_HEAL_CUTS as usize;
+    let asked = w.after_heal_asks;
     let CutsBegun { begun, succeeded } = f.after_heal;
     if succeeded == 0 || (succeeded as f64) < AFTER_HEAL_FLOOR * begun as f64 {
         out.push(v(format!(
