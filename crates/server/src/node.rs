@@ -140,13 +140,17 @@ impl Shared {
         }
     }
 
-    /// The manager vnode on this host whose operator runs the tree's cut process.
+    /// The manager vnode on this host whose operator runs the tree's cut process: the root or
+    /// another manager of the configured tree, else a secondary parent this host started in place
+    /// of one on a dead host (with 3 hosts the root is the only manager).
     fn cut_manager(&self) -> Result<VnodeId, RunCutError> {
         let host = &self.cfg.host;
         let mut managers: Vec<&AlterConfig> = self.topology.managers_on(host).collect();
         managers.sort_by_key(|c| !c.parents.is_empty()); // the root first
+        let standing_in = self.secondary_parents().into_iter().map(|(id, _)| id).next();
         match managers.first() {
             Some(manager) => Ok(manager.id.clone()),
+            None if standing_in.is_some() => Ok(standing_in.expect("checked")),
             None => {
                 let hosts: std::collections::BTreeSet<&str> =
                     self.topology.tree.iter().filter(|c| !c.children.is_empty()).map(|c| c.id.host.as_str()).collect();
@@ -414,7 +418,13 @@ impl Host {
             return tracing::warn!(vnode = %id, "asked to stand in for {of}, which is not in the tree");
         };
         let image = TreeImage { metadata, term };
-        match self.start(&id, true, |_, records| ManagerVnode::recover(cfg, image, records)) {
+        // It may be the only manager left (3 hosts: the root stands alone): it runs cuts too.
+        let leaves = self.shared.topology.stores.len() as u64;
+        let operator_timeout_us = self.shared.topology.timeouts.cut_phase_timeout_us * 4;
+        let build = |_: Option<Image>, records: &[waymark_core::Record]| {
+            ManagerVnode::recover(cfg, image, records).with_operator(leaves, operator_timeout_us)
+        };
+        match self.start(&id, true, build) {
             Ok(handle) => {
                 tracing::info!(vnode = %id, "secondary parent started in place of {of}");
                 self.shared.secondaries.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), of);

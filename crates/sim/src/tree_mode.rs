@@ -217,10 +217,14 @@ impl World {
         self.schedule(at, Event::ToVnode { node, client: OPERATOR, req, request: Request::Cut });
     }
 
+    /// The manager the operator asks for a cut: the root's, else any primary manager that runs,
+    /// else a secondary parent standing in (as `waymark snapshot create` asks the hosts in turn).
     fn operator_entry(&self) -> Option<usize> {
         let root = self.root_manager();
         let running = |m: &usize| self.managers[*m].vnode.is_some() && self.managers[*m].cfg.secondary_of.is_none();
-        std::iter::once(root).chain(0..self.managers.len()).find(running)
+        let standing_in = |m: &usize| self.managers[*m].vnode.is_some();
+        let primary = std::iter::once(root).chain(0..self.managers.len()).find(running);
+        primary.or_else(|| (0..self.managers.len()).find(standing_in))
     }
 
     /// The cut request reached manager `m`: the operator's process begins now.
@@ -414,7 +418,8 @@ impl TreeHost for World {
 
     fn add_secondary(&mut self, cfg: AlterConfig) -> Slot {
         let id = cfg.id.clone();
-        self.managers.push(ManagerNode::new(cfg, TreeImage::default(), 0));
+        let leaves = self.nodes.len() as u64;
+        self.managers.push(ManagerNode::new(cfg, TreeImage::default(), leaves));
         self.followed.add();
         let slot = self.manager_slot(self.managers.len() - 1);
         self.index.insert(id, slot);

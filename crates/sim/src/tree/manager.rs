@@ -40,7 +40,8 @@ impl ManagerNode {
     }
 
     /// Rebuilds the manager from its log, as the server does; `false` if it runs already.
-    /// A primary manager can run the cut operator; a secondary parent only stands in.
+    /// Every manager can run the cut operator: a secondary parent too, which is the only one left
+    /// to ask when it stands in for the only manager of the tree (3 hosts, fan-out 16: the root).
     pub fn start(&mut self) -> bool {
         if self.vnode.is_some() {
             return false;
@@ -48,10 +49,7 @@ impl ManagerNode {
         self.durable = self.log.len();
         self.sync_pending = false;
         let vnode = ManagerVnode::recover(self.cfg.clone(), self.base.clone(), &self.log);
-        self.vnode = Some(match self.cfg.secondary_of {
-            None => vnode.with_operator(self.leaves, OPERATOR_TIMEOUT_US),
-            Some(_) => vnode,
-        });
+        self.vnode = Some(vnode.with_operator(self.leaves, OPERATOR_TIMEOUT_US));
         true
     }
 
