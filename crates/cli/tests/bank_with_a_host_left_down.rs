@@ -104,7 +104,10 @@ fn a_snapshot_without_it_restores(cluster: &Cluster, victim: &str, expected: &[i
     eprintln!("{victim} down: {}", created.trim());
     let (ok, checked) = waymark(&["snapshot", "check", "outage", "--dir", &dir]);
     assert!(ok && checked.contains("OK:"), "snapshot check with {victim} down:\n{checked}");
-    assert!(checked.contains("fewer copies:") && checked.contains(victim), "the check says what is missing:\n{checked}");
+    assert!(
+        checked.contains("fewer copies:") && checked.contains(victim),
+        "the check says what is missing:\n{checked}"
+    );
     let to = temp_dir();
     let target = to.path().display().to_string();
     let (ok, restored) = waymark(&["snapshot", "restore", "outage", "--to", &target, "--hosts", "2", "--dir", &dir]);
@@ -117,7 +120,8 @@ fn a_snapshot_without_it_restores(cluster: &Cluster, victim: &str, expected: &[i
         restored.wait_serving(name);
     }
     let accounts: Vec<String> = (0..ACCOUNTS).map(account).collect();
-    let balances: Vec<Option<i64>> = redis::cmd("MGET").arg(&accounts).query(&mut restored.redis("node1")).expect("MGET");
+    let balances: Vec<Option<i64>> =
+        redis::cmd("MGET").arg(&accounts).query(&mut restored.redis("node1")).expect("MGET");
     assert!(balances.iter().all(Option::is_some), "an account is missing from the restore: {balances:?}");
     let total: i64 = balances.iter().flatten().sum();
     assert_eq!(total, expected.iter().sum::<i64>(), "the restored bank total (snapshot taken with {victim} down)");

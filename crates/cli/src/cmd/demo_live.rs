@@ -164,7 +164,7 @@ fn take_snapshots(dir: &Path, seconds: u64) -> Result<Vec<Attempt>> {
         let down = if host_down { ", a host down" } else { "" };
         match &result {
             Ok(c) => println!("  {at_s:5.1}s snapshot {} #{:<2} cut {:<3} ok{down}", SNAPSHOT, c.increment, c.cut),
-            Err(e) => println!("  {at_s:5.1}s snapshot failed cleanly: {}", e.lines().next().unwrap_or("")),
+            Err(e) => println!("  {at_s:5.1}s snapshot failed cleanly: {}", one_line(e)),
         }
         if tick == 0 && result.is_err() {
             bail!("the first (full) snapshot failed: {}", result.err().unwrap_or_default());
@@ -172,6 +172,15 @@ fn take_snapshots(dir: &Path, seconds: u64) -> Result<Vec<Attempt>> {
         attempts.push(Attempt { at_s, host_down, result });
     }
     Ok(attempts)
+}
+
+/// An error of several lines (one per host asked) on one line, cut to a terminal's width.
+fn one_line(e: &str) -> String {
+    let joined = e.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    match joined.char_indices().nth(150) {
+        Some((cut, _)) => format!("{}…", &joined[..cut]),
+        None => joined,
+    }
 }
 
 fn create(admin: &Admin, req: &CreateRequest) -> Result<Created, String> {

@@ -229,21 +229,31 @@ fn check(root: &Path, name: &str, increment: Option<u32>) -> Result<()> {
         None => "unread".into(),
     };
     let checked = format!("{} files ({}), {} vnodes", report.files, human_bytes(report.bytes), report.vnodes);
-    if !report.fewer_copies.is_empty() {
-        let least = report.fewer_copies.iter().map(|(_, n)| *n).min().unwrap_or(0);
-        let down = if report.hosts_down.is_empty() { "none".to_string() } else { report.hosts_down.join(", ") };
-        println!(
-            "fewer copies: {} partitions held by as few as {least} of {} replicas (hosts down at the cut: {down})",
-            report.fewer_copies.len(),
-            report.replicas
-        );
-    }
     if report.ok() {
         println!("OK: {name} ({upto}): {checked} checked, no problem");
+        fewer_copies(&report);
         return Ok(());
     }
+    fewer_copies(&report);
     println!("FAILED: {name} ({upto}): {} problems in {checked}", report.problems.len());
     std::process::exit(1);
+}
+
+/// Says which partitions the snapshot holds in fewer copies than the cluster's replicas, and why.
+fn fewer_copies(report: &check::Report) {
+    if report.fewer_copies.is_empty() {
+        return;
+    }
+    let least = report.fewer_copies.iter().map(|(_, n)| *n).min().unwrap_or(0);
+    let why = match report.hosts_down.is_empty() {
+        true => "no host was down at the cut: one back after a failover holds no copy until it catches up".to_string(),
+        false => format!("hosts down at the cut: {}", report.hosts_down.join(", ")),
+    };
+    println!(
+        "fewer copies: {} partitions held by as few as {least} of {} replicas ({why})",
+        report.fewer_copies.len(),
+        report.replicas
+    );
 }
 
 /// What a restore did: the cut it restored to and how fast the log replayed.
