@@ -209,3 +209,48 @@ async fn failover_window_over_twelve_kills() {
         mean(2)
     );
 }
+
+/// Issue 30, item 6: with `cluster.min_copies = 2`, once a dead host's partitions moved, a write
+/// to a partition left with one copy is refused with Redis's `NOREPLICAS` (nothing is written),
+/// while reads of it go on and a partition whose two copies both survived takes writes.
+#[test]
+fn min_copies_refuses_writes_to_a_partition_left_with_fewer_copies() {
+    let mut cluster = Cluster::init(&Spec::new(3, 2));
+    cluster.edit_configs(|text| text.replacen("[cluster]\n", "[cluster]\nmin_copies = 2\n", 1));
+    assert_eq!(cluster.hosts[0].cfg.cluster.min_copies, 2, "the edited config sets min_copies");
+    let names = ["node1", "node2", "node3"];
+    for name in names {
+        cluster.spawn(name);
+    }
+    for name in names {
+        cluster.wait_serving(name);
+    }
+    let keys: Vec<String> = (0..ACCOUNTS).map(account).collect();
+    let mut con = cluster.redis("node1");
+    for k in &keys {
+        let _: () = redis::cmd("SET").arg(k).arg(1).query(&mut con).expect("SET with every host up");
+    }
+    cluster.kill("node3");
+    let (refused, taken) =
+        poll("writes refused on one-copy partitions, taken on two-copy ones", WRITABLE_WITHIN, || {
+            let mut con = cluster.redis("node1");
+            let (mut refused, mut taken) = (vec![], vec![]);
+            for k in &keys {
+                match redis::cmd("SET").arg(k).arg(2).query::<()>(&mut con) {
+                    Ok(()) => taken.push(k.clone()),
+                    Err(e) if e.code() == Some("NOREPLICAS") => refused.push(k.clone()),
+                    Err(e) => return Err(format!("{k}: {e}")),
+                }
+            }
+            match refused.is_empty() || taken.is_empty() {
+                true => Err(format!("{} refused, {} taken", refused.len(), taken.len())),
+                false => Ok((refused, taken)),
+            }
+        });
+    eprintln!("node3 down, min_copies 2: {} keys refused, {} taken", refused.len(), taken.len());
+    let mut con = cluster.redis("node2");
+    for k in &refused {
+        let v: i64 = redis::cmd("GET").arg(k).query(&mut con).expect("a read of a one-copy partition");
+        assert_eq!(v, 1, "{k}: the refused write wrote nothing");
+    }
+}

@@ -55,6 +55,9 @@ pub struct ClusterConfig {
     /// Whether the tree's root promotes replicas when a host stops answering (`cluster.failover`,
     /// on by default; the core's `alter::promote`).
     pub failover: bool,
+    /// Writes to a partition with fewer replicas in its chain are refused with `NOREPLICAS`
+    /// (`cluster.min_copies`, default 1: a partition serves while one copy lives).
+    pub min_copies: usize,
     /// How a cut snapshots the cluster (`cluster.strategy`, the same on every host).
     pub strategy: CutStrategy,
     /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
@@ -178,6 +181,8 @@ pub mod raw {
         pub real_time_safety: Option<bool>,
         /// Promote replicas of a host that stopped answering (default true).
         pub failover: Option<bool>,
+        /// Refuse writes to a partition left with fewer copies than this (default 1).
+        pub min_copies: Option<usize>,
         /// `consistent` (the default) or `blocking`.
         pub strategy: Option<String>,
         pub hop: Option<String>,
@@ -320,6 +325,10 @@ impl Checker<'_> {
         }
         let real_time_safety = c.real_time_safety.unwrap_or(true);
         let failover = c.failover.unwrap_or(true);
+        let min_copies = c.min_copies.unwrap_or(1);
+        if !(1..=replicas).contains(&min_copies) {
+            return Err(self.bad("cluster.min_copies", format!("{min_copies} is not in 1..={replicas} (the replicas)")));
+        }
         let strategy = self.strategy(c.strategy.as_deref())?;
         Ok(ClusterConfig {
             name: c.name,
@@ -328,6 +337,7 @@ impl Checker<'_> {
             fanout,
             real_time_safety,
             failover,
+            min_copies,
             strategy,
             hop,
             hosts,

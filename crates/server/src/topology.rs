@@ -48,10 +48,15 @@ impl Topology {
         };
         let tree = build_over(stores.clone(), c.fanout, &timing).configs;
         let on_off = |on: bool| if on { "on" } else { "off" };
-        let settings = [
+        let min_copies = c.min_copies.to_string();
+        let mut settings = vec![
             Setting::new("real_time_safety", on_off(c.real_time_safety)),
             Setting::new("failover", on_off(c.failover)),
         ];
+        // Only when set: the genesis of a cluster without it stays what it was.
+        if c.min_copies > 1 {
+            settings.push(Setting::new("min_copies", &min_copies));
+        }
         let genesis = cluster::genesis(&settings, tree.iter().map(VnodeEntry::of), Some(&placement));
         let timeouts = Timeouts {
             prepare_timeout_us: 2_000_000,

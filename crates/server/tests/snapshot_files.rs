@@ -271,6 +271,7 @@ fn cluster_config(hosts: usize) -> ClusterConfig {
         fanout: 16,
         real_time_safety: true,
         failover: true,
+        min_copies: 1,
         strategy: Default::default(),
         hop: Duration::from_millis(5),
         hosts,

@@ -219,6 +219,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             fanout: None,
             real_time_safety: Some(true),
             failover: None,
+            min_copies: None,
             strategy: Some(spec.strategy.to_string()),
             hop: None,
             hosts: hosts.to_vec(),

@@ -125,6 +125,13 @@ pub fn failover_on(m: &Metadata) -> bool {
     m.get("config/failover") == Some(b"on".as_slice())
 }
 
+/// The cluster setting `min_copies`: a write to a partition with fewer replicas in its chain is
+/// refused (issue 30, item 6); 1 (every write taken while a copy lives) when unset or unreadable.
+pub fn min_copies(m: &Metadata) -> usize {
+    let value = m.get("config/min_copies").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok());
+    value.unwrap_or(1).max(1)
+}
+
 /// Whether the metadata records `host` dead.
 pub fn host_dead(m: &Metadata, host: &str) -> bool {
     m.get(&format!("host/{host}")) == Some(DEAD)
@@ -258,6 +265,17 @@ mod tests {
         let moved = cut_members(&cluster("dead", "1;store0@h2")).unwrap().unwrap();
         assert_eq!(moved.leaves, 2, "store0@h1 is left out");
         assert_ne!(moved.view, all.view, "another host is dead and another epoch in force");
+    }
+
+    #[test]
+    fn min_copies_is_one_unless_the_metadata_sets_more() {
+        let m = cluster("alive", "store0@h1,store0@h2");
+        assert_eq!(min_copies(&m), 1);
+        let mut records: Vec<(String, Vec<u8>)> = m.records().map(|(k, v)| (k.clone(), v.clone())).collect();
+        records.push(("config/min_copies".to_string(), b"2".to_vec()));
+        assert_eq!(min_copies(&Metadata::genesis(records.clone())), 2);
+        records.last_mut().expect("pushed").1 = b"two".to_vec();
+        assert_eq!(min_copies(&Metadata::genesis(records)), 1, "an unreadable value asks nothing");
     }
 
     #[test]

@@ -49,6 +49,10 @@ impl Vnode {
         if self.near.txs.len() >= self.cfg.limits.near_txs_max {
             return self.reply(client, req, Response::Unavailable { why: "too many transactions in flight" });
         }
+        if self.too_few_copies(&writes) {
+            let why = "NOREPLICAS a key's partition has fewer live copies than the cluster's min_copies";
+            return self.reply(client, req, Response::Unavailable { why });
+        }
         let tx = TxId { near: self.cfg.id.clone(), incarnation: self.incarnation, seq: self.near.next_seq };
         self.near.next_seq += 1;
         self.versions_registered(&tx);
@@ -72,6 +76,16 @@ impl Vnode {
         let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![], first_committer };
         self.near.txs.insert(tx.clone(), ntx);
         self.set_timer(Timer::PrepareTimeout(tx), self.cfg.timeouts.prepare_timeout_us);
+    }
+
+    /// Whether a key of `writes` falls in a partition whose chain holds fewer replicas than the
+    /// cluster setting `min_copies` (after a failover dropped a dead host's): refused before
+    /// anything is prepared, so nothing is written; reads go on.
+    fn too_few_copies(&self, writes: &[Write]) -> bool {
+        let Some(t) = self.tree.as_ref() else { return false };
+        let min = crate::alter::cluster::min_copies(t.alter.metadata());
+        let p = &self.cfg.placement;
+        min > 1 && writes.iter().any(|w| p.chain(p.partition_of(&w.key)).len() < min)
     }
 
     /// The placement epochs of the partitions a primary's share touches (`Placement::epoch_sum`).

@@ -79,6 +79,20 @@ impl UnackedCommit {
     }
 }
 
+/// What a branch in doubt does about its near (`Vnode::recover_orphan`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Orphan {
+    /// Its near is not recorded dead and the branch is not fenced: ask the near as before.
+    No,
+    /// Recovery without the near must wait for the metadata (promotions, a second dead host): the
+    /// branch looks again at the first in-doubt timeout, not backed off — the wait ends with an
+    /// alteration, not with an answer (`--seed 1067 --vnodes 12 --fanout 4 --failover`: backed off
+    /// to 1.6 s, a branch held its keys past healing and every cut after it failed).
+    Waiting,
+    /// A recovery runs (or just settled the branch): its answers come, backed off if lost.
+    Recovering,
+}
+
 impl Vnode {
     /// Whether `tx`'s branches here are fenced: tombstoned, with failover on (the module's
     /// invariant). A fenced branch takes no commit but from its own recovery; an abort it takes
@@ -92,20 +106,20 @@ impl Vnode {
     }
 
     /// A 2PC branch in doubt: recover without the near when its host is recorded dead or the
-    /// branch is fenced already; `false` when the near is to be asked as before.
-    pub(crate) fn recover_orphan(&mut self, branch: &Branch) -> bool {
-        let Some(p) = self.part.prepared.get(branch) else { return true };
+    /// branch is fenced already.
+    pub(crate) fn recover_orphan(&mut self, branch: &Branch) -> Orphan {
+        let Some(p) = self.part.prepared.get(branch) else { return Orphan::Recovering };
         let near = p.rec.first_committer.clone();
         if p.rec.one_phase || !(self.failing_over(&near) || self.fenced(&branch.tx)) {
-            return false;
+            return Orphan::No;
         }
         if !self.promotions_done() {
-            return true; // a replica of a dead host still in a chain: wait (module, point 3)
+            return Orphan::Waiting; // a replica of a dead host still in a chain (module, point 3)
         }
         if self.hosts_recorded_dead() > 1 {
             // The commit a client saw is on the near's host and one other: with two hosts recorded
             // dead, that other may be among them (`--seed 268 --vnodes 5 --fanout 5 --failover`).
-            return true;
+            return Orphan::Waiting;
         }
         let tx = branch.tx.clone();
         self.fence(&tx);
@@ -114,7 +128,7 @@ impl Vnode {
             // Another branch of `tx` committed here: that is the answer (`--tree --failover` seed
             // 200: a vnode aborted its backup branch while its primary branch had committed).
             self.settle_orphan(&tx, Decision::Commit { tx_cut });
-            return true;
+            return Orphan::Recovering;
         }
         let live: BTreeSet<VnodeId> =
             self.cfg.placement.vnodes().into_iter().filter(|v| *v != me && !self.failing_over(v)).collect();
@@ -123,7 +137,7 @@ impl Vnode {
             self.send_txn(v, TxnMsg::Recover { tx: tx.clone() });
         }
         self.recovery_progress(&tx);
-        true
+        Orphan::Recovering
     }
 
     /// The cut stamp of `tx` if this vnode committed a branch of it as a participant. The near's

@@ -430,11 +430,17 @@ impl Vnode {
     pub(crate) fn participant_in_doubt(&mut self, branch: Branch) {
         let cap = self.cfg.timeouts.in_doubt_backoff_max_us;
         self.decide_if_authority(&branch);
-        if self.recover_orphan(&branch) {
-            let Some(p) = self.part.prepared.get_mut(&branch) else { return };
-            p.backoff_us = (p.backoff_us * 2).min(cap);
-            let next = p.backoff_us;
-            return self.set_timer(Timer::InDoubt(branch), next);
+        match self.recover_orphan(&branch) {
+            crate::txn::orphan::Orphan::No => {}
+            crate::txn::orphan::Orphan::Waiting => {
+                return self.set_timer(Timer::InDoubt(branch), self.cfg.timeouts.in_doubt_timeout_us);
+            }
+            crate::txn::orphan::Orphan::Recovering => {
+                let Some(p) = self.part.prepared.get_mut(&branch) else { return };
+                p.backoff_us = (p.backoff_us * 2).min(cap);
+                let next = p.backoff_us;
+                return self.set_timer(Timer::InDoubt(branch), next);
+            }
         }
         let Some(p) = self.part.prepared.get(&branch) else { return };
         let to = match self.in_doubt_authority(&p.rec) {

@@ -417,7 +417,10 @@ impl Session {
             Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => Err(err("ERR value is not an integer or out of range")),
             Response::Unknown { .. } => Err(err("ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out")),
             // Redis Cluster's code for "retry in a moment": clients know it.
-            Response::Unavailable { why } if why.starts_with("TRYAGAIN") => Err(err(why)),
+            // Redis's code for too few replicas to write (`min-replicas-to-write`): `min_copies`.
+            Response::Unavailable { why } if why.starts_with("TRYAGAIN") || why.starts_with("NOREPLICAS") => {
+                Err(err(why))
+            }
             Response::Unavailable { why } => Err(err(format!("ERR unavailable: {why}"))),
             other => Err(err(format!("ERR unexpected response {other:?}"))),
         }
