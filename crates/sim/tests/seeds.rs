@@ -619,3 +619,15 @@ fn cuts_after_healing_succeed_once_the_host_records_settle() {
     cfg.vnodes = 12;
     assert_seed_passes(cfg);
 }
+
+/// Regression (`--seed 1067 --vnodes 12 --fanout 4 --failover`, liveness): a backup branch whose
+/// near's host and another were recorded dead waited to recover without the near, and backed off
+/// as if waiting for an answer; by the time the hosts were recorded alive again its next look was
+/// 1.5 s away, it held its keys past healing and every cut after it failed. A branch waiting for
+/// the metadata now looks again at the first in-doubt timeout.
+#[test]
+fn a_branch_waiting_for_the_metadata_looks_again_without_backing_off() {
+    let mut cfg = failover_seed(1067);
+    (cfg.vnodes, cfg.fanout) = (12, 4);
+    assert_seed_passes(cfg);
+}
