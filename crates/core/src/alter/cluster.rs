@@ -174,8 +174,7 @@ pub fn cut_members(m: &Metadata) -> Result<Option<CutScope>, CutRefused> {
         return Err(CutRefused::PartitionsMoving);
     }
     let leaves = p.vnodes().iter().filter(|v| !dead(v)).count() as u64;
-    let left_out = hosts(m).into_iter().filter(|h| !h.alive).map(|h| h.host).collect();
-    Ok(Some(CutScope { leaves, view: cut_view(m), left_out }))
+    Ok(Some(CutScope { leaves, view: Some(cut_view(m)), left_out: dead_hosts(m) }))
 }
 
 /// The cluster a cut is started over, as every copy of the metadata at one version tells it alike:
@@ -183,7 +182,7 @@ pub fn cut_members(m: &Metadata) -> Result<Option<CutScope>, CutRefused> {
 /// equal epochs: `Placement::epoch_sum`). A store vnode applying a phase compares it with the view
 /// the phase names (`cut::operator::CutScope`).
 pub fn cut_view(m: &Metadata) -> String {
-    let dead: Vec<String> = hosts(m).into_iter().filter(|h| !h.alive).map(|h| h.host).collect();
+    let dead = dead_hosts(m);
     let epochs: u64 = placement_chains(m).iter().map(|c| c.epoch).sum();
     format!("{:08x}.{epochs}", crc32c::crc32c(dead.join(",").as_bytes()))
 }
@@ -208,6 +207,11 @@ pub fn hosts(m: &Metadata) -> Vec<RecordedHost> {
         Some(RecordedHost { host: k.strip_prefix("host/")?.to_string(), alive: v.as_slice() == ALIVE })
     };
     m.records().filter_map(host).collect()
+}
+
+/// The hosts the metadata records dead, in key order.
+pub fn dead_hosts(m: &Metadata) -> Vec<String> {
+    hosts(m).into_iter().filter(|h| !h.alive).map(|h| h.host).collect()
 }
 
 /// Vnodes the metadata lists with their recorded state (a key that names no vnode is skipped).

@@ -71,8 +71,7 @@ impl AlterNode {
     /// down while the child, through a secondary parent, was in the tree and serving
     /// (`--tree --failover` seed 219, a stale read).
     fn hosts_gone_for_good(&mut self) -> std::collections::BTreeSet<String> {
-        let dead: Vec<String> =
-            cluster::hosts(&self.metadata).into_iter().filter(|h| !h.alive).map(|h| h.host).collect();
+        let dead = cluster::dead_hosts(&self.metadata);
         let now = self.now_us;
         self.promotions.dead_since.retain(|h, _| dead.contains(h));
         for h in dead {

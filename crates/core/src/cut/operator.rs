@@ -121,10 +121,18 @@ pub struct CutScope {
     /// The cluster they were chosen from (`alter::cluster::cut_view`), written into every phase but
     /// the END. A store vnode whose copy of the metadata shows another view when it applies a
     /// phase refuses it: the hosts or the placement changed since the cut was started, so the
-    /// vnodes that count may not be the ones chosen, and the cut fails cleanly.
-    pub view: String,
+    /// vnodes that count may not be the ones chosen, and the cut fails cleanly. `None`: a cut
+    /// over every store vnode, whose phases name no view.
+    pub view: Option<String>,
     /// The hosts recorded dead in that view, whose vnodes the cut does not reach.
     pub left_out: Vec<String>,
+}
+
+impl CutScope {
+    /// Every one of the cluster's `leaves` store vnodes.
+    pub fn every(leaves: u64) -> Self {
+        CutScope { leaves, view: None, left_out: vec![] }
+    }
 }
 
 /// A phase of one cut: what an operator's proposal stands for.
@@ -220,11 +228,7 @@ struct Process {
     /// The store vnodes every phase must reach, fixed at the START: one that joins later (a host
     /// back) never started the cut and fails its FINISH; one that leaves (a host dies) misses the
     /// next phase. Either way a cut that runs across a change of hosts or placement fails.
-    leaves: u64,
-    /// The view written into its phases (`CutScope::view`), when started over fewer than all.
-    view: Option<String>,
-    /// `CutScope::left_out`.
-    left_out: Vec<String>,
+    scope: CutScope,
     /// Why the process is ending failed, once it is.
     failure: Option<CutFailure>,
 }
@@ -267,14 +271,14 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        let scope = scope.unwrap_or(CutScope { leaves: self.leaves, view: String::new(), left_out: vec![] });
+        let scope = scope.unwrap_or(CutScope::every(self.leaves));
         assert!(scope.leaves > 0 && scope.leaves <= self.leaves, "a cut reaches some of the cluster's store vnodes");
         Ok(self.begin(now_us, cut, Phase::Start, requester, scope, None))
     }
 
     /// The store vnodes every phase of the running cut must reach.
     pub fn running_leaves(&self) -> Option<u64> {
-        self.process.as_ref().map(|p| p.leaves)
+        self.process.as_ref().map(|p| p.scope.leaves)
     }
 
     /// Ends cut `orphan`, left unfinished in the metadata by an operator that died with its
@@ -290,7 +294,7 @@ impl CutOperator {
         if let Some(p) = &self.process {
             return Err(OperatorError::Busy(p.cut));
         }
-        let scope = CutScope { leaves: self.leaves, view: String::new(), left_out: vec![] };
+        let scope = CutScope::every(self.leaves);
         Ok(self.begin(now_us, orphan, Phase::End { ok: false }, requester, scope, Some(CutFailure::Orphaned)))
     }
 
@@ -301,24 +305,11 @@ impl CutOperator {
         cut: CutId,
         phase: Phase,
         requester: ClientRequest,
-        CutScope { leaves, view, left_out }: CutScope,
+        scope: CutScope,
         failure: Option<CutFailure>,
     ) -> Proposal {
         let (n, begun_us, phase_begun_us, phases_us) = (0, now_us, now_us, vec![]);
-        let view = Some(view).filter(|v| !v.is_empty());
-        self.process = Some(Process {
-            cut,
-            phase,
-            n,
-            begun_us,
-            phase_begun_us,
-            phases_us,
-            requester,
-            leaves,
-            view,
-            left_out,
-            failure,
-        });
+        self.process = Some(Process { cut, phase, n, begun_us, phase_begun_us, phases_us, requester, scope, failure });
         self.propose(now_us, phase)
     }
 
@@ -327,18 +318,18 @@ impl CutOperator {
     pub fn on_done(&mut self, now_us: u64, n: u64, ok: bool, applied: u64) -> Option<Step> {
         let p = self.process.as_mut().filter(|p| p.n == n)?;
         p.phases_us.push(now_us.saturating_sub(p.phase_begun_us));
-        let everywhere = ok && applied >= p.leaves;
+        let everywhere = ok && applied >= p.scope.leaves;
         // Why, should this outcome fail the cut.
         let failure = match ok {
             false => CutFailure::GivenUp { phase: p.phase },
-            true => CutFailure::Partial { phase: p.phase, applied, leaves: p.leaves },
+            true => CutFailure::Partial { phase: p.phase, applied, leaves: p.scope.leaves },
         };
         match p.phase {
             Phase::End { ok: ended_ok } => {
                 let p = self.process.take().expect("a process");
                 let ok = ok && ended_ok;
                 let failure = (!ok).then(|| p.failure.unwrap_or(failure));
-                let (cut, requester, phases_us, left_out) = (p.cut, p.requester, p.phases_us, p.left_out);
+                let (cut, requester, phases_us, left_out) = (p.cut, p.requester, p.phases_us, p.scope.left_out);
                 let ended = Ended { cut, ok, requester, phases_us, failure, left_out };
                 assert!(!ended.ok || ended.phases_us.len() == 4, "an ok cut went through four phases");
                 assert_eq!(ended.ok, ended.failure.is_none(), "a failed cut says why, an ok one does not");
@@ -364,7 +355,7 @@ impl CutOperator {
         if p.phase == (Phase::End { ok: false }) || now_us.saturating_sub(p.begun_us) >= 2 * self.timeout_us {
             let p = self.process.take().expect("a process");
             let failure = Some(p.failure.unwrap_or(timed_out));
-            let (cut, requester, phases_us, left_out) = (p.cut, p.requester, p.phases_us, p.left_out);
+            let (cut, requester, phases_us, left_out) = (p.cut, p.requester, p.phases_us, p.scope.left_out);
             let ended = Ended { cut, ok: false, requester, phases_us, failure, left_out };
             return Some(Step::Ended(ended));
         }
@@ -375,7 +366,7 @@ impl CutOperator {
     fn propose(&mut self, now_us: u64, phase: Phase) -> Proposal {
         let p = self.process.as_mut().expect("a cut process");
         (p.phase, p.phase_begun_us, p.n) = (phase, now_us, p.cut.0 * 8 + phase.code());
-        Proposal { n: p.n, record: phase.record_over(p.cut, p.view.as_deref()) }
+        Proposal { n: p.n, record: phase.record_over(p.cut, p.scope.view.as_deref()) }
     }
 }
 
@@ -447,7 +438,7 @@ mod tests {
     #[test]
     fn a_cut_over_the_live_hosts_names_their_view_in_every_phase_but_the_end() {
         let mut op = CutOperator::new(3, 5_000_000);
-        let scope = CutScope { leaves: 2, view: "0badf00d.4".to_string(), left_out: vec!["h1".to_string()] };
+        let scope = CutScope { leaves: 2, view: Some("0badf00d.4".to_string()), left_out: vec!["h1".to_string()] };
         let mut p = op.start(0, CutId(2), WHO, Some(scope)).unwrap();
         assert_eq!(p.record.value, b"START;view=0badf00d.4");
         assert_eq!(
@@ -462,7 +453,7 @@ mod tests {
             Some(Step::Ended(e)) => assert_eq!((e.ok, e.left_out), (true, vec!["h1".to_string()])),
             other => panic!("{other:?}"),
         }
-        let scope = CutScope { leaves: 2, view: "v".to_string(), left_out: vec![] };
+        let scope = CutScope { leaves: 2, view: Some("v".to_string()), left_out: vec![] };
         let p = op.start(3, CutId(3), WHO, Some(scope)).unwrap();
         let end = proposal(op.on_done(4, p.n, true, 1));
         assert_eq!(end.record.value, b"END:failed", "one of the two missed START");

@@ -151,7 +151,7 @@ impl Vnode {
     /// How many hosts the metadata records dead.
     fn hosts_recorded_dead(&self) -> usize {
         let Some(t) = self.tree.as_ref() else { return 0 };
-        crate::alter::cluster::hosts(t.alter.metadata()).iter().filter(|h| !h.alive).count()
+        crate::alter::cluster::dead_hosts(t.alter.metadata()).len()
     }
 
     /// Whether no chain holds a vnode of a host the metadata records dead.
