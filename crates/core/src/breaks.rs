@@ -102,10 +102,14 @@ pub struct Breaks {
     /// view it names with its own (`cut::tree_process`): a vnode the operator did not count can
     /// stand in for one it did, and the cut is declared without it.
     pub cut_counts_any_vnode: bool,
+    /// A store vnode counts itself caught up for a hundred heartbeat timeouts after it last heard a
+    /// fresh parent, not half of one (`AlterNode::synced`): a lease longer than the promotion's
+    /// wait, so a primary cut off from the tree still serves after its replacement does.
+    pub long_lease: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 33] = [
+    pub const NAMES: [&'static str; 34] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -139,6 +143,7 @@ impl Breaks {
         "adopt-uncommitted",
         "near-commits-first",
         "cut-counts-any-vnode",
+        "long-lease",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -177,6 +182,7 @@ impl Breaks {
             "adopt-uncommitted" => &mut self.adopt_uncommitted,
             "near-commits-first" => &mut self.near_commits_first,
             "cut-counts-any-vnode" => &mut self.cut_counts_any_vnode,
+            "long-lease" => &mut self.long_lease,
             _ => return false,
         };
         *flag = true;
@@ -220,6 +226,7 @@ impl fmt::Display for Breaks {
             self.adopt_uncommitted,
             self.near_commits_first,
             self.cut_counts_any_vnode,
+            self.long_lease,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

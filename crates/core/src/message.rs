@@ -150,6 +150,11 @@ pub enum TxnMsg {
         version: Version,
         writer_cut: Option<CutId>,
     },
+    /// To the near, in answer to its commit told again: a recovery without the near rolled this
+    /// vnode's branch of `tx` back (`txn::orphan`), so no other host will ever hold the commit.
+    RolledBack {
+        tx: TxId,
+    },
 }
 
 /// The cut process (DESIGN §6: START → STARTED → FINISH → END), for now driven by a coordinator.

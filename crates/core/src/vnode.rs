@@ -307,6 +307,7 @@ impl Vnode {
                 self.on_finish(Branch { tx, upstream: primary, role: crate::ids::Role::Backup }, true, tx_cut)
             }
             TxnMsg::FinishAck { tx } => self.on_finish_ack(from, tx),
+            TxnMsg::RolledBack { tx } => self.on_rolled_back(from, tx),
             TxnMsg::Recover { tx } => self.on_recover(from, tx),
             TxnMsg::Recovered { tx, status } => self.on_recovered(from, tx, status),
             TxnMsg::ReadReply { req, value, version, writer_cut } => {

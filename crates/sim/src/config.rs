@@ -26,6 +26,10 @@ pub struct SimConfig {
     /// of their own. Off in the regression seeds kept before they existed, so they keep their
     /// scenario.
     pub net_faults: bool,
+    /// With `failover`: a host cut off while it runs and a host killed right after a commit
+    /// decision (`faults::plan_failover`). Off in the failover regression seeds kept before they
+    /// existed (2026-12-06), so they keep their scenario.
+    pub aimed_faults: bool,
     pub cuts: bool,
     pub strategy: CutStrategy,
     pub breaks: Breaks,
@@ -61,6 +65,7 @@ impl SimConfig {
             settle_max_us: 60_000_000,
             faults: true,
             net_faults: true,
+            aimed_faults: true,
             cuts: false,
             strategy: CutStrategy::Consistent,
             breaks: Breaks::default(),

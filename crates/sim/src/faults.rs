@@ -7,7 +7,8 @@ use crate::slot::{Direction, Resident, Slot};
 use crate::tree::host::TreeHost;
 use crate::world::{Event, World};
 use rand::seq::SliceRandom;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Hash)]
@@ -44,6 +45,15 @@ pub enum Fault {
     Corrupt {
         node: Slot,
     },
+    /// `--failover`: every link between `host`'s vnodes and other hosts' is cut, both ways, while
+    /// they keep running and their clients keep reaching them (the old primary alive behind a
+    /// partition), until `Rejoin`.
+    Isolate {
+        host: String,
+    },
+    Rejoin {
+        host: String,
+    },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -59,6 +69,10 @@ pub struct FaultCounts {
     /// Messages delivered twice, and messages held 0.5–3 s (`net::Mishap`).
     pub duplicates: u64,
     pub long_delays: u64,
+    /// `--failover`: hosts cut off from all others while running (those struck after a decision
+    /// too), and hosts killed or cut off right after one of their nears decided a commit.
+    pub isolated_hosts: u64,
+    pub nears_struck: u64,
 }
 
 impl FaultCounts {
@@ -72,6 +86,8 @@ impl FaultCounts {
         self.clogs += o.clogs;
         self.duplicates += o.duplicates;
         self.long_delays += o.long_delays;
+        self.isolated_hosts += o.isolated_hosts;
+        self.nears_struck += o.nears_struck;
     }
 }
 
@@ -107,6 +123,57 @@ pub fn plan(w: &mut World) {
     }
     if w.cfg.tree {
         plan_tree(w, from_us, to_us.max(from_us + 1));
+    }
+    if w.cfg.tree && w.cfg.failover && w.cfg.aimed_faults {
+        plan_failover(w, from_us, to_us.max(from_us + 1));
+    }
+}
+
+/// `--failover`'s aimed faults, each in 7 seeds of 10: a host cut off from the others for 0.4–2 s
+/// while it runs (a primary that must stop serving before its replacement starts: the lease), and
+/// a host killed or cut off within 2 ms of one of its nears deciding a commit, for 0.4–2 s (the
+/// branches left in doubt without their coordinator). Drawn from their own generator, so that the schedule the
+/// seeds drew before these faults existed is unchanged where neither is drawn.
+fn plan_failover(w: &mut World, from_us: u64, to_us: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(w.cfg.seed ^ 0x6661_696c_6f76);
+    let hosts: Vec<String> = w.nodes.iter().map(|n| n.cfg.id.host.clone()).collect();
+    if rng.gen_bool(0.7) {
+        let (t, host) = (rng.gen_range(from_us..to_us), hosts[rng.gen_range(0..hosts.len())].clone());
+        let back = t + rng.gen_range(400_000..2_000_000);
+        w.schedule(t, Event::Fault(Fault::Isolate { host: host.clone() }));
+        w.schedule(back, Event::Fault(Fault::Rejoin { host }));
+    }
+    if rng.gen_bool(0.7) {
+        let from_us = rng.gen_range(from_us..to_us);
+        let (delay_us, for_us) = (rng.gen_range(0..2_000), rng.gen_range(400_000..2_000_000));
+        let isolate = rng.gen_bool(0.5);
+        w.after_decision = Some(AfterDecision { from_us, delay_us, for_us, isolate });
+    }
+}
+
+/// Armed by `plan_failover`: the first near to decide a commit at `from_us` or later has its host
+/// killed, or cut off while it runs (`isolate`), `delay_us` after, for `for_us`. Cut off, the
+/// decision's `Finish` messages still in flight are lost, while the host's own clients still read
+/// what it committed.
+#[derive(Clone, Copy, Debug)]
+pub struct AfterDecision {
+    pub from_us: u64,
+    pub delay_us: u64,
+    pub for_us: u64,
+    pub isolate: bool,
+}
+
+/// Store vnode `node` appended a near's commit decision: strike its host if the fault is armed.
+pub fn decided(w: &mut World, node: usize) {
+    let Some(d) = w.after_decision.filter(|d| w.now_us >= d.from_us && !w.is_stopping()) else { return };
+    w.after_decision = None;
+    w.faults.counts.nears_struck += 1;
+    let (host, at) = (w.nodes[node].cfg.id.host.clone(), w.now_us + d.delay_us);
+    if d.isolate {
+        w.schedule(at, Event::Fault(Fault::Isolate { host: host.clone() }));
+        w.schedule(at + d.for_us, Event::Fault(Fault::Rejoin { host }));
+    } else {
+        w.schedule(at, Event::Fault(Fault::CrashHost { host, down_us: d.for_us }));
     }
 }
 
@@ -211,6 +278,11 @@ pub fn apply(w: &mut World, f: Fault) {
             w.faults.active.insert(id, links);
         }
         Fault::Heal { id } => heal(w, id),
+        Fault::Isolate { host } => {
+            w.faults.counts.isolated_hosts += 1;
+            *w.isolated.entry(host).or_insert(0) += 1;
+        }
+        Fault::Rejoin { host } => rejoin(w, &host),
         Fault::Clog { from, to, until_us } => {
             w.faults.counts.clogs += 1;
             w.net.clog(from, to, until_us);
@@ -247,6 +319,15 @@ fn heal(w: &mut World, id: u32) {
     }
 }
 
+fn rejoin(w: &mut World, host: &str) {
+    if let Some(n) = w.isolated.get_mut(host) {
+        *n -= 1;
+        if *n == 0 {
+            w.isolated.remove(host);
+        }
+    }
+}
+
 /// The end of the run: every partition heals, every clog clears, every crashed vnode restarts.
 pub fn heal_all(w: &mut World) {
     let ids: Vec<u32> = w.faults.active.keys().copied().collect();
@@ -254,6 +335,7 @@ pub fn heal_all(w: &mut World) {
         heal(w, id);
     }
     w.net.unclog_all(w.now_us);
+    w.isolated.clear();
     for node in 0..w.nodes.len() {
         w.restart(node);
     }

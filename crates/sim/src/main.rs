@@ -65,6 +65,10 @@ struct Args {
     /// Inject no duplicated or long-delayed messages (the regression seeds kept before them).
     #[arg(long)]
     no_net_faults: bool,
+    /// With --failover: no host cut off while it runs, none killed right after a commit decision
+    /// (the failover regression seeds kept before them).
+    #[arg(long)]
+    no_aimed_faults: bool,
     /// Deliberately break the protocol (comma-separated): see `Breaks::NAMES`.
     #[arg(long = "break")]
     breaks: Option<String>,
@@ -270,6 +274,7 @@ fn config(args: &Args) -> Result<SimConfig> {
     };
     cfg.faults = !args.no_faults;
     cfg.net_faults = !args.no_net_faults;
+    cfg.aimed_faults = !args.no_aimed_faults;
     cfg.breaks = breaks;
     cfg.real_time_safety = !args.no_real_time;
     cfg.failover = args.failover;
@@ -317,6 +322,12 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy
         f.duplicates,
         f.long_delays
     );
+    if cfg.failover {
+        println!(
+            "failover faults: hosts cut off while running {} | hosts killed or cut off right after a commit decision {}",
+            f.isolated_hosts, f.nears_struck
+        );
+    }
     if cfg.cuts {
         print_cuts(cfg.strategy.name(), s);
         for (strategy, o) in others {

@@ -154,6 +154,9 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     }
     if cfg.failover {
         cmd.push_str(" --failover");
+        if !cfg.aimed_faults {
+            cmd.push_str(" --no-aimed-faults");
+        }
     }
     if cfg.strategy != CutStrategy::Consistent {
         cmd.push_str(&format!(" --strategy {}", cfg.strategy));

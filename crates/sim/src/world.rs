@@ -205,6 +205,10 @@ pub struct World {
     pub epochs: crate::checkers::placement_epochs::EpochsSeen,
     /// `--tree`: every whole host crash, and when (the failover windows are measured from them).
     pub host_downs: Vec<(String, u64)>,
+    /// `--failover`: hosts cut off from every other host (`Fault::Isolate`), each with how many
+    /// isolations hold it; no message crosses between one of them and another host.
+    pub isolated: BTreeMap<String, u32>,
+    pub after_decision: Option<crate::faults::AfterDecision>,
 }
 
 impl World {
@@ -283,6 +287,8 @@ impl World {
             answers: Default::default(),
             epochs: Default::default(),
             host_downs: vec![],
+            isolated: BTreeMap::new(),
+            after_decision: None,
         }
     }
 
@@ -391,7 +397,7 @@ impl World {
         let before = v.config().placement.clone();
         let outputs = v.step(now, input);
         if !Arc::ptr_eq(&before, &v.config().placement) {
-            self.epochs.note(v.id(), v.placement(), now);
+            self.epochs.note_change(v.id(), &before, v.placement(), now);
         }
         self.held_replies_us.extend(v.take_hold_durations_us());
         self.commit_stalls_us.extend(v.take_commit_stalls_us());
@@ -407,6 +413,9 @@ impl World {
         match out {
             Output::Append(record) => {
                 self.note_cut_window(&record);
+                if matches!(record, Record::TxDecided { .. }) {
+                    crate::faults::decided(self, node);
+                }
                 self.nodes[node].log.push(record);
                 self.request_sync(node);
             }
@@ -456,6 +465,10 @@ impl World {
             Mishap::LongDelay { us } => us.min(self.cfg.duration_us.saturating_sub(self.now_us)),
             _ => 0,
         };
+        if self.cut_off(from, to) {
+            self.messages_lost += 1;
+            return;
+        }
         match self.net.send(&mut self.rng, self.now_us + extra_us, from, to, held_us) {
             Some(f) => {
                 match mishap {
@@ -474,6 +487,10 @@ impl World {
     }
 
     fn deliver(&mut self, from: Slot, to: Slot, epoch: u64, env: Envelope) {
+        if self.cut_off(from, to) {
+            self.messages_lost += 1; // sent before the host was cut off
+            return;
+        }
         let current = self.net.is_current(from, to, epoch);
         match self.resident(to) {
             Resident::Manager(m) if current && self.managers[m].vnode.is_some() => {
@@ -483,6 +500,22 @@ impl World {
             Resident::Store(i) if self.nodes[i].vnode.is_none() => self.deliver_to_host_agent(env),
             Resident::Store(_) if !current => self.messages_lost += 1,
             Resident::Store(i) => self.step(i, Input::Message(env)),
+        }
+    }
+
+    /// Whether `from` and `to` run on different hosts, one of them isolated (`Fault::Isolate`).
+    fn cut_off(&self, from: Slot, to: Slot) -> bool {
+        if self.isolated.is_empty() {
+            return false;
+        }
+        let (a, b) = (self.host_of(from), self.host_of(to));
+        a != b && (self.isolated.contains_key(a) || self.isolated.contains_key(b))
+    }
+
+    fn host_of(&self, slot: Slot) -> &str {
+        match self.resident(slot) {
+            Resident::Store(i) => &self.nodes[i].cfg.id.host,
+            Resident::Manager(m) => &self.managers[m].cfg.id.host,
         }
     }
 

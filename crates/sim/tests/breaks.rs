@@ -329,50 +329,87 @@ fn started_notice_config(seed: u64) -> SimConfig {
     cfg
 }
 
-/// `--tree --failover` on the append workload, with `seed` (the config the failover breaks were
-/// scanned with: `waymark-sim --seeds 1500 --tree --failover --workload append --break …`).
+/// `--tree --failover` on the append workload with 12 clients for 2 s, aimed faults on: the config
+/// the failover breaks are scanned with (`waymark-sim --seeds 200 --tree --fanout 2 --failover
+/// --workload append --clients 12 --duration-ms 2000 --break …`). With the default 6 clients for
+/// 1 s the same breaks were caught only once in 400 to 3 000 seeds: too few transactions meet a
+/// host's death or isolation.
 fn failing_over(seed: u64) -> SimConfig {
     let mut cfg = SimConfig::new(seed, WorkloadKind::Append);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover, cfg.clients, cfg.duration_us) = (true, true, 2, true, 12, 2_000_000);
     cfg
 }
 
-/// A store vnode that routes by a promotion its copy applied before a majority of the root's
-/// voters held it: a change of root undid it and the next root gave the epoch another chain.
-/// Pinned at the first seed that catches it.
+/// The failover breaks caught within 200 seeds, the checker that catches each, and the first seed
+/// it does at (each pinned by a test below; the ignored scan shows all within 200).
+const FAILOVER_BREAKS: [(&str, &str, u64); 5] = [
+    ("adopt-uncommitted", "placement-epochs", 3),
+    ("accept-stale-epoch", "cut-replay", 164),
+    ("long-lease", "read-recency", 13),
+    ("cut-counts-any-vnode", "cut-restore", 110),
+    ("near-commits-first", "read-monotonic", 126),
+];
+
+fn assert_failover_break_caught(name: &str) {
+    let (_, checker, seed) = FAILOVER_BREAKS.iter().find(|(n, _, _)| *n == name).expect("a failover break");
+    assert_caught_at(name, failing_over(*seed), |v| v.checker == *checker);
+}
+
+/// Issue 30 asks each failover break caught within 200 seeds: minutes of 2-second runs, so ignored
+/// (`cargo test --profile sim -p waymark-sim --test breaks -- --ignored failover`).
+#[test]
+#[ignore = "five scans of up to 200 two-second failover runs: minutes"]
+fn every_failover_break_is_caught_within_200_seeds() {
+    for (name, checker, _) in FAILOVER_BREAKS {
+        assert_caught_by(name, checker, failing_over(0));
+    }
+}
+
+/// Issue 30's "promoting a replica that missed a commit", as the cluster could: a store vnode
+/// routes by a promotion its copy applied before a majority of the root's voters held it; a change
+/// of root undid it and the next root gave the epoch another chain.
 #[test]
 fn routing_by_an_uncommitted_promotion_is_caught_by_placement_epochs() {
-    assert_caught_at("adopt-uncommitted", failing_over(1), |v| v.checker == "placement-epochs");
+    assert_failover_break_caught("adopt-uncommitted");
 }
 
-/// A prepare routed by another placement epoch taken anyway: a vnode that may be stale takes a
-/// primary's or backup's part. Rare (1 seed of 1 500), so pinned.
+/// Issue 30's "accepting an old epoch": a prepare routed by another placement epoch taken anyway,
+/// so a vnode that may be stale takes a primary's or backup's part.
 #[test]
 fn prepares_of_another_epoch_taken_anyway_are_caught() {
-    assert_caught_at("accept-stale-epoch", failing_over(55), |v| v.checker == "cut-replay");
+    assert_failover_break_caught("accept-stale-epoch");
 }
 
-/// A promoted vnode that serves the keys of a branch it holds in doubt: reads miss a commit its
-/// old primary acknowledged (1 seed of 3 000 since promotions wait a timeout; pinned).
+/// Issue 30's "a lease longer than the grace": a store vnode whose lease outlasts the promotion's
+/// wait, cut off from the others while it runs (an aimed fault), still answers its clients' GETs
+/// after the replica that replaced it committed newer values.
+#[test]
+fn a_lease_longer_than_the_promotions_wait_is_caught_by_read_recency() {
+    assert_failover_break_caught("long-lease");
+}
+
+/// Issue 30's "promoting a replica that missed a commit", the other way: a promoted vnode serves
+/// the keys of a branch it holds in doubt, so reads miss a commit its old primary acknowledged.
+/// Rare since a near fails fast on a host recorded dead (fewer branches are left in doubt when a
+/// replica is promoted): first caught at seed 503, NOT within 200 seeds, so pinned there.
 #[test]
 fn a_promoted_replica_serving_keys_in_doubt_is_caught() {
-    assert_caught_at("promoted-unlocked", failing_over(2164), |_| true);
-}
-
-/// The near's own host commits a 2PC transaction before another host holds the commit: a later
-/// transaction reads it, and a recovery without the near then aborts it under that reader
-/// (`txn::orphan`; the bug of `--tree --failover` seed 356, fixed). Rare (1 seed of 3 000), so pinned.
-#[test]
-fn a_near_that_commits_on_its_own_host_first_is_caught() {
-    assert_caught_at("near-commits-first", failing_over(2478), |v| v.checker == "cut-replay");
+    assert_caught_at("promoted-unlocked", failing_over(503), |v| v.checker == "cut-replay");
 }
 
 /// A store vnode that applies a phase of a cut started over the live hosts without comparing the
 /// view it names: a host came back between the START's proposal and its order, its vnode applied
 /// START in place of one of a host that died meanwhile, and the cut was declared without the
 /// latter's `CutFinish` (`--tree --failover` seed 16 on the bank workload, before the view).
-/// Pinned (1 seed of 400 on the append workload).
 #[test]
 fn a_cut_that_counts_a_vnode_it_did_not_choose_is_caught() {
-    assert_caught_at("cut-counts-any-vnode", failing_over(361), |v| v.checker == "cut-restore");
+    assert_failover_break_caught("cut-counts-any-vnode");
+}
+
+/// The near's own host commits a 2PC transaction before another host holds the commit: a client
+/// reads it there, and a recovery without the near then aborts it, so a later read goes back in
+/// time (`txn::orphan`; the bug of `--tree --failover` seed 356, fixed).
+#[test]
+fn a_near_that_commits_on_its_own_host_first_is_caught() {
+    assert_failover_break_caught("near-commits-first");
 }

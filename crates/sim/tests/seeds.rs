@@ -496,11 +496,12 @@ fn a_roots_first_record_in_its_term_is_its_root_record() {
     assert!(waymark_sim::run_seed(&cfg).tree.secondary_root_terms >= 1, "a secondary root wins a term");
 }
 
-/// `--tree --failover` on the bank workload, as `waymark-sim --seed <seed> --tree --failover` runs it
-/// (the command line's default fan-out, 16, stands for 2).
+/// `--tree --failover` on the bank workload, as `waymark-sim --seed <seed> --tree --failover
+/// --no-aimed-faults` runs it (the command line's default fan-out, 16, stands for 2): the seeds
+/// kept before the aimed faults existed keep their scenario.
 fn failover_seed(seed: u64) -> SimConfig {
     let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover, cfg.aimed_faults) = (true, true, 2, true, false);
     cfg
 }
 
@@ -563,9 +564,10 @@ fn a_near_commits_on_its_own_host_only_once_another_host_holds_the_commit() {
 /// host were first put in one alteration): a parent cut off from a child reported it down, so its
 /// host was recorded dead, while the child, through a secondary parent, was in the tree and
 /// serving; the root promoted at once and a replica served beside its old primary. The root now
-/// promotes only once the host has been recorded dead for a heartbeat timeout.
+/// promotes only once the host has been recorded dead for as long as one of its vnodes may still
+/// serve (half a heartbeat timeout per level of the tree, and an interval).
 #[test]
-fn a_root_promotes_only_a_timeout_after_it_recorded_the_host_dead() {
+fn a_root_promotes_only_once_the_dead_hosts_leases_ran_out() {
     assert_seed_passes(failover_seed(219));
 }
 
@@ -600,11 +602,13 @@ fn a_cut_over_the_live_hosts_is_declared_only_with_every_one_of_them() {
     assert_seed_passes(failover_seed(16));
 }
 
-/// Issue 30, item 7: cuts go on while a host is down — `--seed 41 --tree --failover` takes three
-/// that its dead host's vnodes had no part in, and each restores and passes every cut checker.
+/// Issue 30, item 7: cuts go on while a host is down — `--seed 391 --tree --failover
+/// --no-aimed-faults` takes four that its dead host's vnodes had no part in, and each restores
+/// and passes every cut checker. (Seed 41 did until the promotion's wait and the fail-fast on a
+/// dead host changed its schedule, 2026-12-06.)
 #[test]
 fn cuts_go_on_with_a_host_down_and_restore() {
-    let cfg = failover_seed(41);
+    let cfg = failover_seed(391);
     assert_seed_passes(cfg.clone());
     assert!(waymark_sim::run_seed(&cfg).cuts_verified_without_a_host >= 3, "cuts went on without a dead host");
 }
@@ -629,5 +633,68 @@ fn cuts_after_healing_succeed_once_the_host_records_settle() {
 fn a_branch_waiting_for_the_metadata_looks_again_without_backing_off() {
     let mut cfg = failover_seed(1067);
     (cfg.vnodes, cfg.fanout) = (12, 4);
+    assert_seed_passes(cfg);
+}
+
+/// Regression (`--seed 158 --workload append --tree --fanout 2 --failover`, cut-restore and
+/// cut-replay; found by the aimed fault that cuts a running host off): a 1PC primary held a branch
+/// in doubt whose first committer, on the host cut off, had committed it and then a transaction
+/// pipelined after it, whose commit reached the primary and its client. Once the promotion dropped
+/// the first committer the primary presumed the first branch aborted, under the second. A branch a
+/// later transaction was committed after no longer presumes: it asks the first committer.
+#[test]
+fn a_branch_with_a_successor_committed_does_not_presume_abort() {
+    let mut cfg = SimConfig::new(158, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    assert_seed_passes(cfg.clone());
+    assert_eq!(waymark_sim::run_seed(&cfg).faults.isolated_hosts, 1, "seed 158 cuts a running host off");
+}
+
+/// Regression (`--seed 20 --workload append --fanout 2 --failover --clients 12 --duration-ms 2000`,
+/// liveness): a host cut off for a second kept asking for its branches in doubt, in vain, backing
+/// off; once back, its next asks were 1.6 s away, and every cut after healing failed on the keys
+/// those branches held. A vnode back in touch with a fresh parent now asks again at once.
+#[test]
+fn a_vnode_back_from_a_partition_asks_again_at_once_for_its_branches_in_doubt() {
+    let mut cfg = SimConfig::new(20, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover, cfg.clients, cfg.duration_us) = (true, true, 2, true, 12, 2_000_000);
+    assert_seed_passes(cfg.clone());
+    assert_eq!(waymark_sim::run_seed(&cfg).faults.isolated_hosts, 1, "seed 20 cuts a running host off");
+}
+
+/// Regression (`--seed 53 --tree --failover`, atomicity and liveness): a host cut off right after
+/// its near decided a 2PC commit; the other hosts, recording it dead, recovered the transaction
+/// without the near and rolled it back. Back, the near told its commit again, the fenced
+/// participants ignored it, and the near's own host's branches heard "pending" for ever and held
+/// their keys. A participant rolled back by a recovery now says so (`RolledBack`), and the near
+/// takes its unacknowledged decision back and rolls its own host's branches back.
+#[test]
+fn a_near_whose_commit_a_recovery_rolled_back_rolls_its_own_branches_back() {
+    let mut cfg = SimConfig::new(53, WorkloadKind::Bank);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).faults.isolated_hosts >= 1, "seed 53 cuts a running host off");
+}
+
+/// `--seed 389 --workload append --tree --failover` (atomicity; found while building the above):
+/// a near's host died right after the decision and came back, and the near's own vnode recovered
+/// its backup branch without the near — fencing the transaction with a tombstone — and committed
+/// it. A near that counted its own tombstone as the decision taken back then told another
+/// participant "aborted". Decisions taken back are kept apart from tombstones.
+#[test]
+fn a_near_fenced_by_its_own_recovery_still_answers_its_commit() {
+    let mut cfg = SimConfig::new(389, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    assert_seed_passes(cfg);
+}
+
+/// Regression (`--seed 145 --workload append --fanout 2 --failover --clients 12 --duration-ms 2000`,
+/// liveness): a host cut off twice came back with a commit its near had not had acknowledged by
+/// another host; its own host's branches waited on it while the near's next telling was 1.9 s
+/// away, and cuts after healing failed. A near back in touch with the tree tells again at once.
+#[test]
+fn a_near_back_from_a_partition_tells_its_unacknowledged_commits_again_at_once() {
+    let mut cfg = SimConfig::new(145, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover, cfg.clients, cfg.duration_us) = (true, true, 2, true, 12, 2_000_000);
     assert_seed_passes(cfg);
 }

@@ -25,6 +25,10 @@ pub struct AlterConfig {
     /// Whether this vnode proposes its children's state changes (`state/<child>`) itself.
     pub reports: bool,
     pub children: Vec<VnodeId>,
+    /// Levels of the tree below this vnode: 0 at a store vnode, the tree's depth at the root. Each
+    /// level adds at most half a heartbeat timeout to how stale a copy can be while it serves
+    /// (`AlterNode::fresh`), so a root's promotion waits in proportion (`alter::promote`).
+    pub height: u64,
     /// How long this vnode waits for its branch (children) to confirm; grows with subtree height.
     pub confirm_timeout_us: u64,
     /// How long an initiator waits for an outcome before it retries.
@@ -37,7 +41,7 @@ pub struct AlterConfig {
     /// Keeps only what a store vnode needs (`View::Leaf`). Never on a voter of the root: a root's
     /// catch-up needs whole copies.
     pub leaf_view: bool,
-    /// Only `skip_md5` and `root_without_quorum` apply here (the simulator's proof that the md5
+    /// Only `skip_md5`, `root_without_quorum` and `long_lease` apply here (the simulator's proof that the md5
     /// check and the root's majority matter).
     pub breaks: crate::Breaks,
 }
@@ -53,6 +57,7 @@ impl AlterConfig {
             failover: false,
             secondary_of: None,
             reports: false,
+            height: u64::from(!children.is_empty()),
             children,
             confirm_timeout_us: 10_000,
             propose_timeout_us: 50_000,

@@ -101,16 +101,23 @@ impl AlterNode {
         &self.cfg.id
     }
 
-    /// Whether this vnode's copy of the metadata was as new as its parent's within the last half
-    /// heartbeat timeout: a store vnode that was down, or is cut off from its parent, may route by
-    /// a placement that changed meanwhile, and serves nothing until it has caught up
+    /// Whether this vnode's copy of the metadata was as new as a fresh parent's within its lease,
+    /// half a heartbeat timeout: a store vnode that was down, or is cut off from its parent, may
+    /// route by a placement that changed meanwhile, and serves nothing until it has caught up
     /// (`txn::promotion`). Why half the timeout: a parent reports a child down only after a whole
-    /// timeout of silence, and the promotion that follows is ordered later still, so a vnode stops
-    /// serving before any replica can take its place. A root has no parent: always.
-    ///
-    /// Not covered yet: a parent that is itself cut off from the root heartbeats a stale copy.
+    /// timeout of silence, and a promotion waits half a timeout per level of the tree after the
+    /// host is recorded dead (`alter::promote`), so a vnode stops serving before any replica can
+    /// take its place. A root has no parent: always.
     pub fn synced(&self) -> bool {
-        self.cfg.parents.is_empty() || self.synced_us.is_some_and(|at| self.lately(at))
+        self.cfg.parents.is_empty()
+            || self.synced_us.is_some_and(|at| self.now_us.saturating_sub(at) <= self.lease_us())
+    }
+
+    fn lease_us(&self) -> u64 {
+        match self.cfg.breaks.long_lease {
+            true => 100 * self.cfg.heartbeat_timeout_us,
+            false => self.cfg.heartbeat_timeout_us / 2,
+        }
     }
 
     fn lately(&self, at_us: u64) -> bool {
@@ -120,9 +127,9 @@ impl AlterNode {
     /// Whether this copy of the metadata is known to be the cluster's lately: at a root, one that
     /// orders in a term and heard a majority of its voters lately (a root cut off from them may
     /// have been replaced); elsewhere, caught up with a fresh parent lately (`synced`). Each level
-    /// of the tree adds at most half a heartbeat timeout of staleness, so below a root of depth
-    /// two a copy is never staler than a timeout, while a promotion waits a timeout after the
-    /// metadata records the host dead (`alter::promote`).
+    /// of the tree adds at most half a heartbeat timeout of staleness, so below a root of height `h`
+    /// a copy is never staler than `h` half-timeouts, while a promotion waits that long and a
+    /// heartbeat interval more after the metadata records the host dead (`alter::promote`).
     pub fn fresh(&self) -> bool {
         if !self.is_root() {
             return self.synced();
@@ -220,8 +227,25 @@ impl AlterNode {
         self.set_metadata(metadata);
         self.root.term = term;
         self.failover.primary_seen_us = self.now_us;
-        self.children_seen_us.values_mut().for_each(|s| *s = self.now_us);
+        self.children_seen_us = self.first_seen_at_start();
         self.heartbeat();
+    }
+
+    /// When each child counts as last heard, at start: now — a whole timeout before it counts as
+    /// down — except, at a secondary parent, the children on the host of the parent it stands in
+    /// for, which get half a timeout. That parent stopped answering for a timeout already, and its
+    /// host's other vnodes usually went with it: waiting a whole timeout more before reporting
+    /// them added a second to the failover window when the root's host died (3 real hosts: ~4 s).
+    /// A child alive there switches to this parent about when the others do, well within half a
+    /// timeout; if it does not, it is reported down and then working again — slower, not wrong.
+    fn first_seen_at_start(&self) -> BTreeMap<VnodeId, u64> {
+        let now = self.now_us;
+        let stood_in_host = self.cfg.secondary_of.as_ref().map(|p| &p.host);
+        let seen = |c: &VnodeId| match stood_in_host == Some(&c.host) {
+            true => now.saturating_sub(self.cfg.heartbeat_timeout_us / 2),
+            false => now,
+        };
+        self.children_seen_us.keys().map(|c| (c.clone(), seen(c))).collect()
     }
 
     pub(super) fn on_message(&mut self, from: VnodeId, msg: AlterMsg) {

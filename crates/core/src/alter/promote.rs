@@ -1,5 +1,5 @@
-//! Promotion (issue 30): once the metadata has recorded a host dead for a heartbeat timeout, the
-//! root gives every partition that has a replica on it a new chain without that replica, one
+//! Promotion (issue 30): once the metadata has recorded a host dead for as long as one of its
+//! vnodes may still serve (`promotion_wait_us`), the root gives every partition that has a replica on it a new chain without that replica, one
 //! epoch later — all in one alteration, like any other (seed 004 bullet 8: "topology is modified
 //! by failover"). Decided by the core's root alone, never by a driver or the simulator.
 //!
@@ -63,13 +63,13 @@ impl AlterNode {
         self.promotions.in_flight = Some((n, next));
     }
 
-    /// The hosts recorded dead for a heartbeat timeout at least. A vnode of such a host has
+    /// The hosts recorded dead for `promotion_wait_us` at least. A vnode of such a host has
     /// stopped serving by then even if it is alive and in the tree: it serves only while its copy
-    /// caught up with a fresh parent within half a timeout (`AlterNode::synced`), and its copy has
-    /// its host dead, or stopped catching up, since the root ordered that record. Promoting at
-    /// once let a replica serve beside its old primary: a parent cut off from a child reported it
-    /// down while the child, through a secondary parent, was in the tree and serving
-    /// (`--tree --failover` seed 219, a stale read).
+    /// caught up with a fresh parent lately (`AlterNode::fresh`), and its copy has its host dead,
+    /// or stopped catching up, since the root ordered that record. Promoting at once let a replica
+    /// serve beside its old primary: a parent cut off from a child reported it down while the
+    /// child, through a secondary parent, was in the tree and serving (`--tree --failover` seed
+    /// 219, a stale read).
     fn hosts_gone_for_good(&mut self) -> std::collections::BTreeSet<String> {
         let dead = cluster::dead_hosts(&self.metadata);
         let now = self.now_us;
@@ -77,13 +77,24 @@ impl AlterNode {
         for h in dead {
             self.promotions.dead_since.entry(h).or_insert(now);
         }
-        let wait_us = self.cfg.heartbeat_timeout_us;
+        let wait_us = self.promotion_wait_us();
         self.promotions
             .dead_since
             .iter()
             .filter(|(_, since)| now >= **since + wait_us)
             .map(|(h, _)| h.clone())
             .collect()
+    }
+
+    /// How long after its host is recorded dead a vnode may still serve, and a margin. The last
+    /// heartbeat carrying the copy from before the record left this root no later than the
+    /// record; each level below adds at most half a heartbeat timeout of staleness (a vnode is
+    /// `synced` for half a timeout after it caught up with a parent that was fresh), so a store
+    /// vnode `height` levels down stops within `height` half-timeouts of it. The margin, one
+    /// heartbeat interval, covers the messages' delay and this root's tick. With 3 hosts (height
+    /// 1) this is 0.6 s on a node, where a whole timeout (the wait until 2026-12-06) was 1 s.
+    fn promotion_wait_us(&self) -> u64 {
+        self.cfg.height * self.cfg.heartbeat_timeout_us / 2 + self.cfg.heartbeat_interval_us
     }
 
     /// An own proposal ended: the promotions may be proposed again.

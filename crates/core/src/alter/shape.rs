@@ -98,7 +98,7 @@ fn config(
     // write included (`--tree` seed 1002 with 12 vnodes and fan-out 2: a deadline of hops only
     // expired at a manager three levels up while its leaves were still syncing, and every phase
     // of a cut was ordered again and again).
-    let height = level as u64 + 1;
+    let subtree_levels = level as u64 + 1;
     AlterConfig {
         id: id.clone(),
         parents,
@@ -108,8 +108,9 @@ fn config(
         leaf_view: level == 0 && level + 2 < levels.len(),
         secondary_of: None,
         reports: true,
+        height: level as u64,
         children,
-        confirm_timeout_us: 10 * t.hop_us + (4 * t.hop_us + 2 * t.sync_us) * height,
+        confirm_timeout_us: 10 * t.hop_us + (4 * t.hop_us + 2 * t.sync_us) * subtree_levels,
         // Proposals queue at the root behind one another: leave room for a queue, not one trip.
         propose_timeout_us: 40 * t.hop_us * (depth as u64 + 2),
         retries_max: 4,

@@ -68,6 +68,8 @@ impl Vnode {
             }
         }
         self.follow_placement();
+        self.ask_again_once_back();
+        self.fail_fast_on_dead_hosts();
     }
 
     fn alter_output(&mut self, out: AlterOutput) -> Option<AlterInput> {

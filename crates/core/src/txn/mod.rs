@@ -5,6 +5,7 @@
 //! committer — a `Finish`, a `PrepareAck` down a 1PC chain, or a `StatusReply` — and the first
 //! committer decides once, in a durable record, before anyone hears of the decision.
 
+pub mod fail_fast;
 pub mod locks;
 pub mod near;
 pub mod orphan;

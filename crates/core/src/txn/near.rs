@@ -20,8 +20,10 @@ pub struct NearState {
     /// map: a checkpoint's image copies it in O(1) while the vnode waits (it grows with uptime).
     pub(crate) decided: imbl::OrdMap<TxId, Option<CutId>>,
     /// GETs sent to a key's primary, by read id (the incarnation in the high 32 bits, then a
-    /// count): whom to answer.
-    pub(crate) reads: BTreeMap<u64, ClientRequest>,
+    /// count): whom to answer, and the primary asked.
+    pub(crate) reads: BTreeMap<u64, (ClientRequest, VnodeId)>,
+    /// The metadata version `txn::fail_fast` last looked at.
+    pub(crate) dead_hosts_checked: Option<crate::alter::MetaVersion>,
     pub(crate) next_read: u64,
 }
 
@@ -37,6 +39,9 @@ pub(crate) struct NearTx {
     writes: Vec<ResolvedWrite>,
     /// 1PC: the last of the chain, who decides.
     first_committer: Option<VnodeId>,
+    /// Every replica of the partitions the transaction touches: a prepare waits on each
+    /// (`txn::fail_fast`).
+    pub(crate) replicas: BTreeSet<VnodeId>,
 }
 
 type Work = (Vec<ReadCheck>, Vec<Write>);
@@ -60,7 +65,10 @@ impl Vnode {
         if by_primary.is_empty() {
             return self.reply(client, req, Response::Committed { tx, writes: vec![] });
         }
-        if by_primary.keys().any(|p| self.failing_over(p)) {
+        let replicas = self.replicas_of(&by_primary);
+        // A replica on a host recorded dead, not yet dropped by a promotion: its prepare would wait
+        // for it (`txn::fail_fast`).
+        if replicas.iter().any(|v| self.failing_over(v)) {
             let reason = AbortReason::FailingOver;
             return self.reply(client, req, Response::Aborted { tx: Some(tx), reason });
         }
@@ -73,7 +81,7 @@ impl Vnode {
             None => self.send_two_phase(&tx, by_primary),
         }
         let waiting = participants.iter().cloned().collect();
-        let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![], first_committer };
+        let ntx = NearTx { client, req, one_phase, participants, waiting, writes: vec![], first_committer, replicas };
         self.near.txs.insert(tx.clone(), ntx);
         self.set_timer(Timer::PrepareTimeout(tx), self.cfg.timeouts.prepare_timeout_us);
     }
@@ -103,6 +111,13 @@ impl Vnode {
             by.entry(self.cfg.placement.primary_of(&w.key).clone()).or_default().1.push(w);
         }
         by
+    }
+
+    fn replicas_of(&self, by: &BTreeMap<VnodeId, Work>) -> BTreeSet<VnodeId> {
+        let p = &self.cfg.placement;
+        let keys =
+            by.values().flat_map(|(reads, writes)| reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key)));
+        keys.flat_map(|k| p.chain(p.partition_of(k)).iter().cloned()).collect()
     }
 
     /// 1PC applies when one primary is involved and every key it writes has the same chain.
@@ -247,14 +262,30 @@ impl Vnode {
         }
         let Some(ntx) = self.near.txs.get(&tx) else { return self.versions_ask_again(tx) };
         if ntx.one_phase {
-            // The chain may still commit: only its first committer knows.
-            let ntx = self.near.txs.remove(&tx).expect("present");
-            if let Some(fc) = ntx.first_committer {
-                self.versions_one_phase_timed_out(tx.clone(), fc);
-            }
-            return self.reply(ntx.client, ntx.req, Response::Unknown { tx });
+            return self.near_give_up_one_phase(tx);
         }
         self.near_abort(tx, AbortReason::Timeout);
+    }
+
+    /// A transaction still undecided touches a partition with a replica on a host recorded dead
+    /// (`txn::fail_fast`): it ends now as its timeout would end it, a 2PC one aborted as failing
+    /// over.
+    pub(crate) fn near_fail_over(&mut self, tx: TxId) {
+        match self.near.txs.get(&tx) {
+            Some(ntx) if ntx.one_phase => self.near_give_up_one_phase(tx),
+            Some(_) => self.near_abort(tx, AbortReason::FailingOver),
+            None => {}
+        }
+    }
+
+    /// The chain may still commit a 1PC transaction: only its first committer knows, so its client
+    /// hears `Unknown`.
+    fn near_give_up_one_phase(&mut self, tx: TxId) {
+        let ntx = self.near.txs.remove(&tx).expect("an undecided transaction");
+        if let Some(fc) = ntx.first_committer {
+            self.versions_one_phase_timed_out(tx.clone(), fc);
+        }
+        self.reply(ntx.client, ntx.req, Response::Unknown { tx });
     }
 
     /// The `tx_cut` a first committer stamps on `tx`: its running cut (seed 000 §5.2); under the
@@ -285,7 +316,9 @@ impl Vnode {
                 self.decide_if_authority(&branch);
             }
         }
-        let status = if let Some(tx_cut) = self.near.decided.get(&tx) {
+        let status = if !one_phase && self.near_took_back(&tx) {
+            TxStatus::Aborted
+        } else if let Some(tx_cut) = self.near.decided.get(&tx) {
             TxStatus::Committed { tx_cut: *tx_cut }
         } else if one_phase && self.part.prepared.keys().any(|b| b.tx == tx) {
             TxStatus::Pending
@@ -319,7 +352,7 @@ impl Vnode {
         // read sent after it — it would hand the client another key's value (seed 19, append).
         let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
         self.near.next_read += 1;
-        self.near.reads.insert(id, ClientRequest { client, req });
+        self.near.reads.insert(id, (ClientRequest { client, req }, primary.clone()));
         self.send_txn(&primary, TxnMsg::Read { req: id, key });
         self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
     }
@@ -335,20 +368,20 @@ impl Vnode {
         version: Version,
         writer_cut: Option<CutId>,
     ) {
-        if let Some(asked) = self.near.reads.remove(&req) {
+        if let Some((asked, _)) = self.near.reads.remove(&req) {
             self.reply_revealing(writer_cut, asked.client, asked.req, Response::Value { value, version });
         }
     }
 
     pub(crate) fn on_read_refused(&mut self, req: u64) {
-        if let Some(asked) = self.near.reads.remove(&req) {
+        if let Some((asked, _)) = self.near.reads.remove(&req) {
             let response = Response::Unavailable { why: "TRYAGAIN the key's partition moved" };
             self.reply(asked.client, asked.req, response);
         }
     }
 
     pub(crate) fn near_read_timeout(&mut self, req: u64) {
-        if let Some(asked) = self.near.reads.remove(&req) {
+        if let Some((asked, _)) = self.near.reads.remove(&req) {
             self.reply(asked.client, asked.req, Response::Unavailable { why: "read timed out" });
         }
     }

@@ -42,7 +42,13 @@ pub struct Orphans {
     recovering: BTreeMap<TxId, BTreeSet<VnodeId>>,
     /// Near: committed transactions whose client waits for a `FinishAck` from another host.
     pub(crate) unacked: BTreeMap<TxId, UnackedCommit>,
+    /// Near: decisions taken back (`on_rolled_back`), the newest `TAKEN_BACK_KEPT`.
+    taken_back: BTreeSet<TxId>,
 }
+
+/// How many decisions taken back a near remembers: its own host's branches ask about one soon
+/// after, and a host seldom has more in doubt at once.
+const TAKEN_BACK_KEPT: usize = 4_096;
 
 /// A commit the near decided, waiting for a participant on another host to hold it.
 #[derive(Debug, Hash)]
@@ -282,6 +288,56 @@ impl Vnode {
         self.tell_other_hosts(&tx, &u);
         self.orphans.unacked.insert(tx.clone(), u);
         self.set_timer(Timer::PrepareTimeout(tx), wait_us);
+    }
+
+    /// Near: a participant on another host was rolled back by a recovery without this near (its
+    /// host was recorded dead, perhaps only cut off, while the commit was unacknowledged). The
+    /// recovery found no live vnode committed, and each fenced `tx` first, so no other host will
+    /// ever hold the commit: by point 1 nobody saw it. The near takes its decision back — it
+    /// answers a 2PC status question about `tx` "aborted" from then on (`near_took_back`) — and
+    /// this host's branches roll back; its client, if still waiting, hears that the transaction failed over.
+    /// Before this, they asked the near, heard "pending" for ever, and held their keys
+    /// (`--seed 53 --tree --fanout 2 --failover`: a host cut off right after its near decided).
+    pub(crate) fn on_rolled_back(&mut self, from: VnodeId, tx: TxId) {
+        if from.host == self.cfg.id.host {
+            return;
+        }
+        let Some(u) = self.orphans.unacked.remove(&tx) else { return };
+        self.orphans.taken_back.insert(tx.clone());
+        while self.orphans.taken_back.len() > TAKEN_BACK_KEPT {
+            self.orphans.taken_back.pop_first();
+        }
+        for p in &u.local {
+            self.send_txn(p, TxnMsg::Finish { tx: tx.clone(), role: Role::Primary, commit: false, tx_cut: None });
+        }
+        if u.response.is_some() {
+            let response = Response::Aborted { tx: Some(tx), reason: AbortReason::FailingOver };
+            self.reply(u.who.client, u.who.req, response);
+        }
+    }
+
+    /// Near, back in touch with the tree after a spell without (`ask_again_once_back`): every
+    /// commit still unacknowledged is told to the other hosts again now, not after its backed-off
+    /// timer — what it told them meanwhile was lost, and its own host's branches wait on the answer
+    /// (`--seed 145 --workload append --fanout 2 --failover --clients 12 --duration-ms 2000`,
+    /// liveness: a host cut off twice, its branches held their keys 1.9 s past healing).
+    pub(crate) fn tell_unacked_again_now(&mut self) {
+        let now = self.now_us;
+        let txs: Vec<TxId> = self.orphans.unacked.keys().cloned().collect();
+        for tx in txs {
+            if let Some(u) = self.orphans.unacked.get_mut(&tx) {
+                u.deadline_us = now;
+            }
+            self.set_timer(Timer::PrepareTimeout(tx), 0);
+        }
+    }
+
+    /// Near: whether it took its decision on `tx` back (`on_rolled_back`). In memory only: not
+    /// covered yet, a crash of this host after the decision is taken back and before its branches'
+    /// roll-backs are durable — restarted, they ask, and the logged decision answers commit (a
+    /// near restarted while a commit was unacknowledged has the same gap).
+    pub(crate) fn near_took_back(&self, tx: &TxId) -> bool {
+        self.orphans.taken_back.contains(tx)
     }
 
     /// Near: a participant's commit is durable. Once one is on another host than this one, this

@@ -40,6 +40,10 @@ pub(crate) struct PreparedTx {
     pub(crate) pending: BTreeSet<VnodeId>,
     /// Rebuilt from the log after a crash (seed 000 §7.1: finishing it fails a running cut).
     pub(crate) recovered: bool,
+    /// 1PC: a transaction evaluated after this one (pipelined on its writes) committed here, so the
+    /// first committer committed this one first (`predecessors_committed`): no hop may presume it
+    /// aborted (`txn::promotion`; `--tree --failover` seed 158).
+    pub(crate) successor_committed: bool,
     /// Where this branch's `TxPrepared` is in the log (`Lsn(0)` when the branch was rebuilt from
     /// the log: durable).
     pub(crate) prepared_at: Lsn,
@@ -53,7 +57,24 @@ pub(crate) enum Decision {
     Abort(AbortReason),
 }
 
+impl PreparedTx {
+    /// Whether this branch, as the furthest replica left in its chain, may presume itself aborted:
+    /// not when it may have passed a commit up before a crash (rebuilt from the log), nor when a
+    /// transaction pipelined after it committed here.
+    pub(crate) fn may_presume(&self) -> bool {
+        !self.recovered && !self.successor_committed
+    }
+}
+
 impl ParticipantState {
+    /// A 1PC branch evaluated after `after` committed here: those still prepared here committed
+    /// at the first committer.
+    fn note_successor_committed(&mut self, after: &[TxId]) {
+        for p in self.prepared.values_mut().filter(|p| after.contains(&p.rec.tx)) {
+            p.successor_committed = true;
+        }
+    }
+
     fn note_finished(&mut self, branch: &Branch) {
         if self.finished.insert(branch.clone()) {
             self.finished_order.push_back(branch.clone());
@@ -239,7 +260,16 @@ impl Vnode {
             self.send_txn(&rec.upstream, ack);
         }
         let backoff_us = self.cfg.timeouts.in_doubt_timeout_us;
-        let p = PreparedTx { rec, read_only, locked, pending, recovered: false, prepared_at, backoff_us };
+        let p = PreparedTx {
+            rec,
+            read_only,
+            locked,
+            pending,
+            recovered: false,
+            successor_committed: false,
+            prepared_at,
+            backoff_us,
+        };
         self.part.prepared.insert(branch.clone(), p);
         self.set_timer(Timer::InDoubt(branch), backoff_us);
     }
@@ -333,6 +363,11 @@ impl Vnode {
                 // Committed already: the near asks again because the acknowledgement was lost.
                 let near = branch.tx.near.clone();
                 self.send_txn(&near, TxnMsg::FinishAck { tx: branch.tx });
+            } else if commit && self.fenced(&branch.tx) && !self.part.prepared.keys().any(|b| b.tx == branch.tx) {
+                // Rolled back by a recovery without the near, which tells its commit again: it
+                // settles its own host's branches by that (`txn::orphan`, `on_rolled_back`).
+                let near = branch.tx.near.clone();
+                self.send_txn(&near, TxnMsg::RolledBack { tx: branch.tx });
             }
             return;
         }
@@ -383,6 +418,7 @@ impl Vnode {
             // without the near (`txn::orphan`). The log rebuilds it too.
             self.near.decided.insert(tx.clone(), tx_cut);
             self.apply_committed(&p.rec.writes, tx_cut);
+            self.part.note_successor_committed(&p.rec.after);
             if !p.rec.one_phase && self.failover_on() {
                 let near = p.rec.first_committer.clone();
                 self.send_txn(&near, TxnMsg::FinishAck { tx: tx.clone() });
@@ -444,9 +480,9 @@ impl Vnode {
         }
         let Some(p) = self.part.prepared.get(&branch) else { return };
         let to = match self.in_doubt_authority(&p.rec) {
-            // Rebuilt from the log, it cannot presume (`txn::promotion`): it asks the first
-            // committer itself, dropped or not, and takes its word when it answers.
-            me if me == self.cfg.id && p.recovered => p.rec.first_committer.clone(),
+            // It cannot presume (`txn::promotion`): it asks the first committer itself, dropped or
+            // not, and takes its word when it answers.
+            me if me == self.cfg.id && !p.may_presume() => p.rec.first_committer.clone(),
             to => to,
         };
         let Some(p) = self.part.prepared.get_mut(&branch) else { return };

@@ -11,9 +11,13 @@
 //! in doubt never passed a commit up and no client heard of one; the replicas below it that may
 //! have committed are out of every chain and serve nothing. A branch rebuilt from the log after a
 //! crash does not decide so: it may have passed a commit up before its outcome record was durable
-//! (`pass_on`). It asks the first committer, dropped from the chain or not, and takes its word
-//! (the first committer presumes abort durably for what it never saw): while that host stays
-//! down the branch stays in doubt — blocked, never wrong. Only this branch decides for the
+//! (`pass_on`). Nor does a branch a transaction pipelined after it committed at this vnode: that
+//! one committed at the first committer only after this one did (`predecessors_committed`), and a
+//! client may have read it (`--tree --failover` seed 158: the first committer, cut off from the
+//! others but running, committed both; the primary left alone presumed the first aborted under
+//! the second, which it had committed). Such a branch asks the first committer, dropped from the
+//! chain or not, and takes its word (the first committer presumes abort durably for what it never
+//! saw): while that host stays away the branch stays in doubt — blocked, never wrong. Only this branch decides for the
 //! chain above it, so no other replica can hear another answer.
 //!
 //! A 2PC branch whose near is on a host recorded dead recovers with the other live vnodes
@@ -43,6 +47,8 @@ pub(crate) struct PlacementFollower {
     /// Set on a restart: the placement in use came from the log, and is not known to be held by
     /// a majority until `committed` reaches this version.
     pub(crate) unconfirmed: Option<MetaVersion>,
+    /// Whether the vnode's copy was `synced` when last looked at (`ask_again_once_back`).
+    was_synced: bool,
 }
 
 impl PlacementFollower {
@@ -87,6 +93,33 @@ impl Vnode {
         self.placement_changed(&old);
     }
 
+    /// After the tree role stepped: a vnode back in touch with a fresh parent after a spell
+    /// without one (cut off, or restarted) asks again at once for every branch in doubt that has
+    /// asked before. What it asked meanwhile was lost with its links, and its timers, backed off
+    /// towards `in_doubt_backoff_max_us`, kept the branches' keys locked and every cut failing
+    /// long after it was back (`--seed 20 --workload append --fanout 2 --failover --clients 12
+    /// --duration-ms 2000`, liveness: a host cut off for a second, its next asks 1.6 s after it
+    /// rejoined).
+    pub(crate) fn ask_again_once_back(&mut self) {
+        let initial_us = self.cfg.timeouts.in_doubt_timeout_us;
+        let Some(tree) = self.tree.as_mut().filter(|t| t.started) else { return };
+        let synced = tree.alter.synced() && cluster::failover_on(tree.alter.metadata());
+        let back = synced && !tree.placement.was_synced;
+        tree.placement.was_synced = synced;
+        if !back {
+            return;
+        }
+        let asked: Vec<Branch> =
+            self.part.prepared.iter().filter(|(_, p)| p.backoff_us > initial_us).map(|(b, _)| b.clone()).collect();
+        for branch in asked {
+            if let Some(p) = self.part.prepared.get_mut(&branch) {
+                p.backoff_us = initial_us;
+            }
+            self.set_timer(Timer::InDoubt(branch), 0);
+        }
+        self.tell_unacked_again_now();
+    }
+
     fn placement_changed(&mut self, old: &Placement) {
         let me = self.cfg.id.clone();
         let branches: Vec<Branch> = self.part.prepared.keys().cloned().collect();
@@ -128,7 +161,7 @@ impl Vnode {
     /// durably, unless it was rebuilt from the log (see the module's note).
     pub(crate) fn decide_if_authority(&mut self, branch: &Branch) {
         let Some(p) = self.part.prepared.get(branch) else { return };
-        if !p.rec.one_phase || p.recovered {
+        if !p.rec.one_phase || !p.may_presume() {
             return;
         }
         if self.in_doubt_authority(&p.rec) == self.cfg.id && p.rec.first_committer != self.cfg.id {

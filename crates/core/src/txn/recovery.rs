@@ -26,6 +26,7 @@ impl Vnode {
                 locked: vec![],
                 pending: BTreeSet::new(),
                 recovered: true,
+                successor_committed: false,
                 prepared_at: crate::ids::Lsn(0),
                 backoff_us: self.cfg.timeouts.in_doubt_timeout_us,
             };

@@ -27,8 +27,20 @@ pub struct EpochsSeen {
 }
 
 impl EpochsSeen {
+    /// `by` routed by `before` (perhaps the genesis placement, never noted: vnodes start with it)
+    /// and now routes by `placement`.
+    pub fn note_change(&mut self, by: &VnodeId, before: &Placement, placement: &Placement, now_us: u64) {
+        for p in 0..before.partitions() {
+            let ChainRecord { epoch, chain } = before.record(PartitionId(p));
+            if epoch == 0 {
+                self.chains.entry((p, 0)).or_insert((chain, by.clone()));
+            }
+        }
+        self.note(by, placement, now_us);
+    }
+
     /// `by` now routes by `placement`.
-    pub fn note(&mut self, by: &VnodeId, placement: &Placement, now_us: u64) {
+    fn note(&mut self, by: &VnodeId, placement: &Placement, now_us: u64) {
         self.changes += 1;
         for p in 0..placement.partitions() {
             let ChainRecord { epoch, chain } = placement.record(PartitionId(p));
