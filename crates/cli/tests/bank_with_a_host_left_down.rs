@@ -91,6 +91,37 @@ fn waymark(words: &[&str]) -> (bool, String) {
     (out.status.success(), text)
 }
 
+/// The manifest of snapshot `outage` records, for every partition, the chain in force at the cut
+/// (primary first): none holds a vnode of `victim`, and each vnode listed is in the chains of the
+/// partitions it holds.
+fn the_manifest_records_the_chains_without(dir: &std::path::Path, victim: &str) {
+    let path = find_file(dir, "outage", "manifest.json", 4).expect("the snapshot's manifest");
+    let text = std::fs::read_to_string(&path).expect("the manifest");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("a JSON manifest");
+    let mut chains = std::collections::BTreeMap::new();
+    for v in manifest["vnodes"].as_array().expect("vnodes") {
+        let name = v["vnode"].as_str().expect("a vnode name");
+        for (p, chain) in v["chains"].as_object().expect("chains recorded") {
+            let chain: Vec<&str> = chain.as_array().expect("a chain").iter().filter_map(|c| c.as_str()).collect();
+            assert!(chain.contains(&name), "{name} holds partition {p} but its chain is {chain:?}");
+            assert!(!chain.iter().any(|c| c.ends_with(&format!("@{victim}"))), "partition {p}: {chain:?}");
+            chains.insert(p.clone(), chain.iter().map(|c| c.to_string()).collect::<Vec<_>>());
+        }
+    }
+    assert_eq!(chains.len() as u64, manifest["cluster"]["partitions"].as_u64().expect("partitions"), "{chains:?}");
+}
+
+/// The first file called `file` in a directory called `parent`, at most `depth` levels below `dir`.
+fn find_file(dir: &std::path::Path, parent: &str, file: &str, depth: usize) -> Option<std::path::PathBuf> {
+    let candidate = dir.join(parent).join(file);
+    if candidate.is_file() {
+        return Some(candidate);
+    }
+    let entries = std::fs::read_dir(dir).ok()?;
+    let subdirs = entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir());
+    subdirs.filter(|_| depth > 0).find_map(|d| find_file(&d, parent, file, depth - 1))
+}
+
 /// With `victim` still down: a snapshot of the survivors, its check, and its restore onto 2 new
 /// hosts, whose balances must be `expected`.
 fn a_snapshot_without_it_restores(cluster: &Cluster, victim: &str, expected: &[i64]) {
@@ -108,6 +139,7 @@ fn a_snapshot_without_it_restores(cluster: &Cluster, victim: &str, expected: &[i
         checked.contains("fewer copies:") && checked.contains(victim),
         "the check says what is missing:\n{checked}"
     );
+    the_manifest_records_the_chains_without(cluster.dir(), victim);
     let to = temp_dir();
     let target = to.path().display().to_string();
     let (ok, restored) = waymark(&["snapshot", "restore", "outage", "--to", &target, "--hosts", "2", "--dir", &dir]);

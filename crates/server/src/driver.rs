@@ -98,6 +98,8 @@ pub struct VnodeStatus {
     /// Per partition replica held here: the epoch of the chain this vnode routes it by (above 0
     /// once a failover changed it).
     pub epochs: BTreeMap<u32, u64>,
+    /// Per partition replica held here: the chain this vnode routes it by, primary first.
+    pub chains: BTreeMap<u32, Vec<String>>,
     pub checkpoints: u64,
 }
 

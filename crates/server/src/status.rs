@@ -28,6 +28,8 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     s.waiting_reads = v.waiting_reads();
     s.running_cut = v.running_cut().map(|c| c.0);
     s.epochs = digests.keys().map(|p| (*p, placement.epoch(waymark_core::PartitionId(*p)))).collect();
+    let chain = |p: u32| placement.chain(waymark_core::PartitionId(p)).iter().map(|v| v.to_string()).collect();
+    s.chains = digests.keys().map(|p| (*p, chain(*p))).collect();
     s.partitions = digests.into_iter().map(|(p, d)| (p, d.hex())).collect();
     s
 }
@@ -55,6 +57,7 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         running_cut: None,
         partitions: BTreeMap::new(),
         epochs: BTreeMap::new(),
+        chains: BTreeMap::new(),
         checkpoints: 0,
     }
 }

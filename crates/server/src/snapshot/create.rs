@@ -245,7 +245,7 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
     let dir = manifest::snapshot_dir(&shared.cfg.snapshot_dir, &req.name, req.increment);
     let mut out = vec![];
     for (id, tx) in &shared.stores {
-        let epochs = held_epochs(tx).await.ok_or_else(|| format!("{id} stopped"))?;
+        let (epochs, chains) = held_chains(tx).await.ok_or_else(|| format!("{id} stopped"))?;
         if epochs.is_empty() && !req.from.contains_key(&id.to_string()) {
             continue; // it holds no partition (its host came back after they moved): nothing to restore
         }
@@ -261,17 +261,21 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         tx.send(cmd).await.map_err(|_| format!("{id} stopped"))?;
         let files = tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| format!("{id}: export timed out"))?;
         let mut files = files.map_err(|_| format!("{id} stopped"))??;
-        files.epochs = epochs;
+        (files.epochs, files.chains) = (epochs, chains);
         out.push(files);
     }
     Ok(out)
 }
 
-/// The partitions a store vnode holds by the placement it routes by, with their chains' epochs.
-async fn held_epochs(tx: &tokio::sync::mpsc::Sender<VnodeCmd>) -> Option<std::collections::BTreeMap<u32, u64>> {
+/// The partitions a store vnode holds by the placement it routes by, with their chains' epochs
+/// and the chains themselves (primary first).
+async fn held_chains(
+    tx: &tokio::sync::mpsc::Sender<VnodeCmd>,
+) -> Option<(BTreeMap<u32, u64>, BTreeMap<u32, Vec<String>>)> {
     let (reply, rx) = oneshot::channel();
     tx.send(VnodeCmd::Inspect(reply)).await.ok()?;
-    Some(rx.await.ok()?.epochs)
+    let status = rx.await.ok()?;
+    Some((status.epochs, status.chains))
 }
 
 /// Which vnode holds which partition in the snapshot: for each partition, the vnodes that hold it
@@ -293,6 +297,8 @@ fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
     }
     for v in vnodes {
         v.epochs.retain(|p, e| newest.get(p) == Some(e));
+        let held = &v.epochs;
+        v.chains.retain(|p, _| held.contains_key(p));
         v.partitions = v.epochs.keys().copied().collect();
     }
 }

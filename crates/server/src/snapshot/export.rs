@@ -67,7 +67,8 @@ pub fn export_vnode(
     let segments = linked.iter().map(|s| file_entry(manifest_dir, &s.path)).collect::<Result<Vec<_>, _>>()?;
     sync_dir(dest_vnode_dir)?;
     sync_dir(manifest_dir)?;
-    Ok(VnodeFiles { vnode, partitions: vec![], epochs: Default::default(), checkpoint, from, upto, segments })
+    let (epochs, chains) = (Default::default(), Default::default());
+    Ok(VnodeFiles { vnode, partitions: vec![], epochs, chains, checkpoint, from, upto, segments })
 }
 
 /// The `kind@host` a vnode directory is named after.

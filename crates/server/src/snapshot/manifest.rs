@@ -86,6 +86,10 @@ pub struct VnodeFiles {
     /// raises it); empty in manifests written before failover.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub epochs: BTreeMap<u32, u64>,
+    /// Each partition's chain at that epoch, primary first: the placement in force at the cut
+    /// (issue 30); empty in manifests written before it was recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chains: BTreeMap<u32, Vec<String>>,
     /// Full snapshots only, and only when the vnode had written one.
     pub checkpoint: Option<FileEntry>,
     /// Where replay begins: the checkpoint's `resume_at`, or the first segment's start.
@@ -300,6 +304,7 @@ mod tests {
                 vnode: "store0@node1".into(),
                 partitions: vec![0, 1],
                 epochs: Default::default(),
+                chains: Default::default(),
                 checkpoint: None,
                 from: Position::new(100, 24),
                 upto: Position::new(300, 24),

@@ -380,6 +380,7 @@ mod tests {
             vnode: name.into(),
             partitions: partitions.to_vec(),
             epochs: Default::default(),
+            chains: Default::default(),
             checkpoint: None,
             from: at,
             upto: at,
