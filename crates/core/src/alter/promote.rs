@@ -1,7 +1,8 @@
 //! Promotion (issue 30): once the metadata has recorded a host dead for as long as one of its
-//! vnodes may still serve (`promotion_wait_us`), the root gives every partition that has a replica on it a new chain without that replica, one
-//! epoch later — all in one alteration, like any other (seed 004 bullet 8: "topology is modified
-//! by failover"). Decided by the core's root alone, never by a driver or the simulator.
+//! vnodes may still serve (`promotion_wait_us`), the root gives every partition that has a
+//! replica on it a new chain without that replica, one epoch later — all in one alteration, like
+//! any other (seed 004 bullet 8: "topology is modified by failover"). Decided by the core's root
+//! alone, never by a driver or the simulator.
 //!
 //! Which replica serves next: the first live one in the old order (the old primary when it is
 //! alive). Why any live one is safe: a 1PC hop answers up its chain only once it committed, and a

@@ -295,8 +295,8 @@ impl Vnode {
     /// recovery found no live vnode committed, and each fenced `tx` first, so no other host will
     /// ever hold the commit: by point 1 nobody saw it. The near takes its decision back — it
     /// answers a 2PC status question about `tx` "aborted" from then on (`near_took_back`) — and
-    /// this host's branches roll back; its client, if still waiting, hears that the transaction failed over.
-    /// Before this, they asked the near, heard "pending" for ever, and held their keys
+    /// this host's branches roll back; its client, if still waiting, hears that the transaction
+    /// failed over. Before this, they asked the near, heard "pending" for ever, and held their keys
     /// (`--seed 53 --tree --fanout 2 --failover`: a host cut off right after its near decided).
     pub(crate) fn on_rolled_back(&mut self, from: VnodeId, tx: TxId) {
         if from.host == self.cfg.id.host {

@@ -17,8 +17,8 @@
 //! others but running, committed both; the primary left alone presumed the first aborted under
 //! the second, which it had committed). Such a branch asks the first committer, dropped from the
 //! chain or not, and takes its word (the first committer presumes abort durably for what it never
-//! saw): while that host stays away the branch stays in doubt — blocked, never wrong. Only this branch decides for the
-//! chain above it, so no other replica can hear another answer.
+//! saw): while that host stays away the branch stays in doubt — blocked, never wrong. Only this
+//! branch decides for the chain above it, so no other replica can hear another answer.
 //!
 //! A 2PC branch whose near is on a host recorded dead recovers with the other live vnodes
 //! (`txn::orphan`).
