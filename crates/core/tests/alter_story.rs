@@ -208,6 +208,8 @@ fn a_child_promises_one_root_per_term_prefers_its_primary_and_tells_an_old_root_
         lead: Some(Term(1)),
         committed: Default::default(),
         fresh: true,
+        sent_us: 100_001,
+        echo_us: None,
     };
     let out = child.step(100_001, msg(&root_id, heartbeat));
     assert!(
@@ -327,4 +329,48 @@ fn a_root_orders_its_root_record_first_even_with_proposals_queued_during_its_cam
     let mut breaks = waymark_core::Breaks::default();
     assert!(breaks.enable("root-record-queued"));
     assert_eq!(first_ordered_in_term(breaks).key, "config/x", "break root-record-queued orders the proposal first");
+}
+
+/// Fires both nodes' heartbeat timers every interval up to `until_us`, delivering at once.
+fn beat_until(root: &mut AlterNode, leaf: &mut AlterNode, from_us: u64, until_us: u64) {
+    let interval = root.config().heartbeat_interval_us;
+    let mut at = from_us;
+    while at <= until_us {
+        for i in 0..2 {
+            let out = [&mut *root, &mut *leaf][i].step(at, AlterInput::Timer(AlterTimer::Heartbeat));
+            pump(&mut [&mut *root, &mut *leaf], i, out, at);
+        }
+        at += interval;
+    }
+}
+
+#[test]
+fn a_child_is_synced_while_its_parent_answers_and_not_past_its_lease_when_it_stops() {
+    let (root_id, leaf_id) = ids();
+    let (mut root, mut leaf) = elected(&root_id, &leaf_id);
+    beat_until(&mut root, &mut leaf, 20_000, 200_000);
+    assert!(root.fresh(), "a root that hears its one voter answer is fresh");
+    assert!(leaf.synced(), "a child that hears a fresh parent is synced");
+    let lease = leaf.config().heartbeat_timeout_us / 2;
+    leaf.step(200_000 + lease + 1, AlterInput::Timer(AlterTimer::Election));
+    assert!(!leaf.synced(), "a lease's time after the last heartbeat, the child stops");
+}
+
+/// Seed 54 (append, 16 clients, failover): a heartbeat held by the network renewed the lease of
+/// a vnode cut off meanwhile, which then served a stale GET. The lease is dated by the stamp the
+/// parent echoes — when the child last spoke to it — not by when the heartbeat arrived.
+#[test]
+fn a_heartbeat_held_by_the_network_does_not_renew_the_lease_of_a_child_cut_off_meanwhile() {
+    let (root_id, leaf_id) = ids();
+    let (mut root, mut leaf) = elected(&root_id, &leaf_id);
+    beat_until(&mut root, &mut leaf, 20_000, 100_000);
+    let out = root.step(120_000, AlterInput::Timer(AlterTimer::Heartbeat));
+    let held: Vec<AlterMsg> = sends(&out).into_iter().filter(|(to, _)| *to == leaf_id).map(|(_, m)| m).collect();
+    assert!(held.iter().any(|m| matches!(m, AlterMsg::Heartbeat { fresh: true, .. })), "{held:?}");
+    let lease = leaf.config().heartbeat_timeout_us / 2;
+    let late = 120_000 + 2 * lease;
+    for msg in held {
+        leaf.step(late, AlterInput::Message { from: root_id.clone(), msg });
+    }
+    assert!(!leaf.synced(), "the held heartbeat echoes a stamp older than the lease");
 }

@@ -505,6 +505,15 @@ fn failover_seed(seed: u64) -> SimConfig {
     cfg
 }
 
+/// `--tree --fanout 2 --failover` with the aimed faults (a host cut off while it runs, the near's
+/// host struck right after its decision), as `waymark-sim --seed <seed> --workload <w> --tree
+/// --fanout 2 --failover` runs it.
+fn aimed_failover_seed(seed: u64, workload: WorkloadKind) -> SimConfig {
+    let mut cfg = SimConfig::new(seed, workload);
+    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    cfg
+}
+
 /// Regression (`--seed 253 --tree --failover`, atomicity): a 1PC branch in doubt decided for
 /// itself once a promotion dropped its first committer from the chain of the first key it wrote,
 /// but the transaction also wrote a key of another partition on the same chain whose promotion had
@@ -644,8 +653,7 @@ fn a_branch_waiting_for_the_metadata_looks_again_without_backing_off() {
 /// later transaction was committed after no longer presumes: it asks the first committer.
 #[test]
 fn a_branch_with_a_successor_committed_does_not_presume_abort() {
-    let mut cfg = SimConfig::new(158, WorkloadKind::Append);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    let cfg = aimed_failover_seed(158, WorkloadKind::Append);
     assert_seed_passes(cfg.clone());
     assert_eq!(waymark_sim::run_seed(&cfg).faults.isolated_hosts, 1, "seed 158 cuts a running host off");
 }
@@ -656,10 +664,10 @@ fn a_branch_with_a_successor_committed_does_not_presume_abort() {
 /// those branches held. A vnode back in touch with a fresh parent now asks again at once.
 #[test]
 fn a_vnode_back_from_a_partition_asks_again_at_once_for_its_branches_in_doubt() {
-    let mut cfg = SimConfig::new(20, WorkloadKind::Append);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover, cfg.clients, cfg.duration_us) = (true, true, 2, true, 12, 2_000_000);
+    let mut cfg = aimed_failover_seed(20, WorkloadKind::Append);
+    (cfg.clients, cfg.duration_us) = (12, 2_000_000);
     assert_seed_passes(cfg.clone());
-    assert_eq!(waymark_sim::run_seed(&cfg).faults.isolated_hosts, 1, "seed 20 cuts a running host off");
+    assert!(waymark_sim::run_seed(&cfg).faults.isolated_hosts >= 1, "seed 20 cuts a running host off");
 }
 
 /// Regression (`--seed 53 --tree --failover`, atomicity and liveness): a host cut off right after
@@ -670,8 +678,7 @@ fn a_vnode_back_from_a_partition_asks_again_at_once_for_its_branches_in_doubt() 
 /// takes its unacknowledged decision back and rolls its own host's branches back.
 #[test]
 fn a_near_whose_commit_a_recovery_rolled_back_rolls_its_own_branches_back() {
-    let mut cfg = SimConfig::new(53, WorkloadKind::Bank);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
+    let cfg = aimed_failover_seed(53, WorkloadKind::Bank);
     assert_seed_passes(cfg.clone());
     assert!(waymark_sim::run_seed(&cfg).faults.isolated_hosts >= 1, "seed 53 cuts a running host off");
 }
@@ -683,9 +690,7 @@ fn a_near_whose_commit_a_recovery_rolled_back_rolls_its_own_branches_back() {
 /// participant "aborted". Decisions taken back are kept apart from tombstones.
 #[test]
 fn a_near_fenced_by_its_own_recovery_still_answers_its_commit() {
-    let mut cfg = SimConfig::new(389, WorkloadKind::Append);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover) = (true, true, 2, true);
-    assert_seed_passes(cfg);
+    assert_seed_passes(aimed_failover_seed(389, WorkloadKind::Append));
 }
 
 /// Regression (`--seed 145 --workload append --fanout 2 --failover --clients 12 --duration-ms 2000`,
@@ -694,7 +699,7 @@ fn a_near_fenced_by_its_own_recovery_still_answers_its_commit() {
 /// away, and cuts after healing failed. A near back in touch with the tree tells again at once.
 #[test]
 fn a_near_back_from_a_partition_tells_its_unacknowledged_commits_again_at_once() {
-    let mut cfg = SimConfig::new(145, WorkloadKind::Append);
-    (cfg.cuts, cfg.tree, cfg.fanout, cfg.failover, cfg.clients, cfg.duration_us) = (true, true, 2, true, 12, 2_000_000);
+    let mut cfg = aimed_failover_seed(145, WorkloadKind::Append);
+    (cfg.clients, cfg.duration_us) = (12, 2_000_000);
     assert_seed_passes(cfg);
 }

@@ -121,19 +121,20 @@ impl AlterNode {
         self.failover.election = None;
         self.failover.secondary = Some(parent.clone());
         self.failover.secondary_seen_us = self.now_us;
-        self.send(&parent, AlterMsg::Alive);
+        self.send_alive(&parent);
     }
 
     /// The primary parent's heartbeat: switch back to it (and stop the secondary we run) — a
     /// primary root only once it won a term at least ours, else it is told ours; compare metadata
-    /// with the parent we follow and fetch it when ours differs and is older.
+    /// with the parent we follow and fetch it when ours differs and is older. `fresh`: the parent
+    /// counts its copy fresh, and echoed this stamp of ours (`lease.rs`).
     pub(super) fn on_heartbeat(
         &mut self,
         from: &VnodeId,
         version: MetaVersion,
         md5: Md5Sum,
         lead: Option<Term>,
-        fresh: bool,
+        fresh: Option<u64>,
     ) {
         let away = self.failover.secondary.is_some() || self.failover.election.is_some();
         if self.cfg.parents.first() == Some(from) && away {
@@ -148,8 +149,8 @@ impl AlterNode {
         } else if self.parent() == Some(from) {
             self.adopt_term(lead.unwrap_or(Term::ZERO));
         }
-        if fresh && self.parent() == Some(from) && (md5 == self.md5 || version < self.metadata.version()) {
-            self.synced_us = Some(self.now_us);
+        if self.parent() == Some(from) && (md5 == self.md5 || version < self.metadata.version()) {
+            self.note_synced(fresh);
         }
         let behind = self.parent() == Some(from) && self.in_flight.is_none() && md5 != self.md5;
         if behind && version >= self.metadata.version() {
@@ -168,7 +169,7 @@ impl AlterNode {
             self.out.push(AlterOutput::StopSecondaryParent { id });
         }
         let primary = self.cfg.parents[0].clone();
-        self.send(&primary, AlterMsg::Alive);
+        self.send_alive(&primary);
     }
 
     /// A vnode that follows this one as its parent (a secondary parent's adopted children).

@@ -135,6 +135,10 @@ pub enum AlterMsg {
         /// Whether the sender's own copy is known fresh (`AlterNode::fresh`): a child counts
         /// itself caught up only on a fresh parent's word.
         fresh: bool,
+        /// The sender's clock when it sent this (`lease.rs`).
+        sent_us: u64,
+        /// The receiver's clock in the last `Alive` the sender heard from it (`None`: none yet).
+        echo_us: Option<u64>,
     },
     /// A root (primary, or secondary standing in for it) asks the root's children to promise
     /// themselves to it for `term`.
@@ -148,8 +152,12 @@ pub enum AlterMsg {
         granted: bool,
         metadata: Option<Metadata>,
     },
-    /// Child → parent: I am alive and you are my parent.
-    Alive,
+    /// Child → parent: I am alive and you are my parent. `sent_us`: the sender's clock; `echo_us`:
+    /// the receiver's clock in the last heartbeat the sender heard from it (`lease.rs`).
+    Alive {
+        sent_us: u64,
+        echo_us: Option<u64>,
+    },
     /// Send me your metadata, as a vnode keeping `view` holds it.
     Fetch {
         view: View,

@@ -24,6 +24,7 @@ pub mod cluster;
 pub mod failover;
 pub mod initiator;
 pub mod io;
+pub mod lease;
 pub mod manager;
 pub mod metadata;
 pub mod node;

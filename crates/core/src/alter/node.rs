@@ -13,6 +13,7 @@
 //! | `root.rs` | point 6: the root orders, in a term a majority gave it (points 1–3 at the root) | `RootState` |
 //! | `branch.rs` | points 4–5: write, read back, apply, forward, confirm | `InFlight` |
 //! | `failover.rs` | points 1–3: assisting child, secondary parent, switch-back | `FailoverState` |
+//! | `lease.rs` | how long a copy counts as the cluster's, dated by echoed stamps | `Stamps` |
 //! | `reach.rs` | point 7: the reachability graph, relays | `ReachState` |
 //! | `report.rs` | point 8: a parent reports what it sees | `Reports` |
 //! | `promote.rs` | point 8: the root moves a dead host's partitions to live replicas | `Promotions` |
@@ -24,6 +25,7 @@ use super::branch::InFlight;
 use super::failover::FailoverState;
 use super::initiator::Initiator;
 use super::io::{AlterConfig, AlterInput, AlterMsg, AlterOutput, AlterTimer};
+use super::lease::Stamps;
 use super::metadata::{Md5Sum, Metadata, View};
 use super::order::{MetaVersion, Term};
 use super::promote::Promotions;
@@ -68,8 +70,13 @@ pub struct AlterNode {
     /// in a change of root, and a promotion acted on and then lost would serve a stale replica.
     pub(super) committed: MetaVersion,
     /// When a heartbeat of the parent followed last showed this copy of the metadata as new as
-    /// the parent's (`synced`). Memory only: a restart clears it.
+    /// the parent's (`synced`), dated by the stamp the parent echoed (`lease.rs`). Memory only: a
+    /// restart clears it.
     pub(super) synced_us: Option<u64>,
+    /// The clocks exchanged with the parent and children, which date the lease (`lease.rs`).
+    pub(super) stamps: Stamps,
+    /// Whether `Started` came: before it the metadata is a placeholder, never to be sent.
+    pub(super) started: bool,
     /// What this step asks of the host, in order; taken at the end of `step`.
     pub(super) out: Vec<AlterOutput>,
 }
@@ -92,6 +99,8 @@ impl AlterNode {
             reports: Reports::default(),
             promotions: Promotions::default(),
             synced_us: None,
+            stamps: Stamps::default(),
+            started: false,
             committed: MetaVersion::default(),
             out: vec![],
         }
@@ -99,44 +108,6 @@ impl AlterNode {
 
     pub fn id(&self) -> &VnodeId {
         &self.cfg.id
-    }
-
-    /// Whether this vnode's copy of the metadata was as new as a fresh parent's within its lease,
-    /// half a heartbeat timeout: a store vnode that was down, or is cut off from its parent, may
-    /// route by a placement that changed meanwhile, and serves nothing until it has caught up
-    /// (`txn::promotion`). Why half the timeout: a parent reports a child down only after a whole
-    /// timeout of silence, and a promotion waits half a timeout per level of the tree after the
-    /// host is recorded dead (`alter::promote`), so a vnode stops serving before any replica can
-    /// take its place. A root has no parent: always.
-    pub fn synced(&self) -> bool {
-        self.cfg.parents.is_empty()
-            || self.synced_us.is_some_and(|at| self.now_us.saturating_sub(at) <= self.lease_us())
-    }
-
-    fn lease_us(&self) -> u64 {
-        match self.cfg.breaks.long_lease {
-            true => 100 * self.cfg.heartbeat_timeout_us,
-            false => self.cfg.heartbeat_timeout_us / 2,
-        }
-    }
-
-    fn lately(&self, at_us: u64) -> bool {
-        self.now_us.saturating_sub(at_us) <= self.cfg.heartbeat_timeout_us / 2
-    }
-
-    /// Whether this copy of the metadata is known to be the cluster's lately: at a root, one that
-    /// orders in a term and heard a majority of its voters lately (a root cut off from them may
-    /// have been replaced); elsewhere, caught up with a fresh parent lately (`synced`). Each level
-    /// of the tree adds at most half a heartbeat timeout of staleness, so below a root of height `h`
-    /// a copy is never staler than `h` half-timeouts, while a promotion waits that long and a
-    /// heartbeat interval more after the metadata records the host dead (`alter::promote`).
-    pub fn fresh(&self) -> bool {
-        if !self.is_root() {
-            return self.synced();
-        }
-        let heard: std::collections::BTreeSet<VnodeId> =
-            self.children_seen_us.iter().filter(|(_, at)| self.lately(**at)).map(|(c, _)| c.clone()).collect();
-        self.lead_term().is_some() && self.quorum(&heard)
     }
 
     /// `committed`: the newest version no later root can lose, as far as this vnode knows.
@@ -210,9 +181,15 @@ impl AlterNode {
     /// Tree messages go through `route` (relayed around dead links); probes go direct.
     pub(super) fn send(&mut self, to: &VnodeId, msg: AlterMsg) {
         match msg {
-            AlterMsg::Heartbeat { .. } | AlterMsg::Alive | AlterMsg::Reach { .. } => self.push_send(to, msg),
+            AlterMsg::Heartbeat { .. } | AlterMsg::Alive { .. } | AlterMsg::Reach { .. } => self.push_send(to, msg),
             _ => self.route(to, msg),
         }
+    }
+
+    /// `Alive` to the parent followed (or about to be), stamped and echoing its last stamp.
+    pub(super) fn send_alive(&mut self, parent: &VnodeId) {
+        let (sent_us, echo_us) = (self.now_us, self.echo_to_parent(parent));
+        self.push_send(parent, AlterMsg::Alive { sent_us, echo_us });
     }
 
     pub(super) fn push_send(&mut self, to: &VnodeId, msg: AlterMsg) {
@@ -224,6 +201,7 @@ impl AlterNode {
     }
 
     fn on_started(&mut self, metadata: Metadata, term: Term) {
+        self.started = true;
         self.set_metadata(metadata);
         self.root.term = term;
         self.failover.primary_seen_us = self.now_us;
@@ -262,16 +240,18 @@ impl AlterNode {
                 self.on_confirm(&from, MetaVersion { term, seq }, ok, applied)
             }
             AlterMsg::Outcome { id, ok, applied, seq } => self.on_outcome(id, ok, applied, seq),
-            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed, fresh } => {
+            AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed, fresh, sent_us, echo_us } => {
                 if self.parent() == Some(&from) {
                     self.committed = self.committed.max(committed);
                 }
                 let md5 = if self.view() == View::Leaf { leaf_md5 } else { md5 };
-                self.on_heartbeat(&from, MetaVersion { term, seq }, md5, lead, fresh)
+                let fresh = fresh.then_some(echo_us).flatten();
+                self.on_heartbeat(&from, MetaVersion { term, seq }, md5, lead, fresh);
+                self.note_parent_stamp(&from, sent_us);
             }
             AlterMsg::Claim { term } => self.on_claim(&from, term),
             AlterMsg::Promise { term, granted, metadata } => self.on_promise(&from, term, granted, metadata),
-            AlterMsg::Alive => self.adopt(from),
+            AlterMsg::Alive { sent_us, echo_us } => self.on_alive(from, sent_us, echo_us),
             AlterMsg::Fetch { view } if view == View::Full && self.metadata.view() == View::Leaf => {} // cannot widen
             AlterMsg::Fetch { view } => {
                 let metadata = self.metadata.project(view);
@@ -308,16 +288,15 @@ impl AlterNode {
 // ---- liveness: heartbeats, metadata and its md5s, cloning ----
 
 impl AlterNode {
+    /// Every interval: a heartbeat to each child not answered within it (a child that sends
+    /// `Alive` is answered at once, `on_alive`), `Alive` to the parent, and the periodic checks.
     fn heartbeat(&mut self) {
-        debug_assert!(self.md5s_fresh(), "cached md5 out of date");
-        let (MetaVersion { term, seq }, md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
-        let (lead, committed, fresh) = (self.heartbeat_lead(), self.committed, self.fresh());
-        let children: Vec<VnodeId> = self.children_seen_us.keys().cloned().collect();
-        for c in &children {
-            self.send(c, AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed, fresh });
+        let quiet: Vec<VnodeId> = self.children_seen_us.keys().filter(|c| !self.answered_lately(c)).cloned().collect();
+        for c in &quiet {
+            self.beat(c);
         }
         if let Some(p) = self.parent().cloned() {
-            self.send(&p, AlterMsg::Alive);
+            self.send_alive(&p);
         }
         self.check_parents();
         self.check_lead();
@@ -327,6 +306,28 @@ impl AlterNode {
             self.report_children();
         }
         self.timer(AlterTimer::Heartbeat, self.cfg.heartbeat_interval_us);
+    }
+
+    /// One heartbeat to `child`: the metadata's version and md5s, the term, and what dates the
+    /// child's lease (`lease.rs`).
+    pub(super) fn beat(&mut self, child: &VnodeId) {
+        debug_assert!(self.md5s_fresh(), "cached md5 out of date");
+        let (MetaVersion { term, seq }, md5, leaf_md5) = (self.metadata.version(), self.md5, self.leaf_md5);
+        let (lead, committed, fresh) = (self.heartbeat_lead(), self.committed, self.fresh());
+        let (sent_us, echo_us) = (self.now_us, self.echo_to_child(child));
+        let msg = AlterMsg::Heartbeat { term, seq, md5, leaf_md5, lead, committed, fresh, sent_us, echo_us };
+        self.note_answered(child);
+        self.send(child, msg);
+    }
+
+    /// A child's `Alive`: keep its stamps, adopt it if it is new, and answer it at once, so that
+    /// its lease is dated by a round trip rather than by the phase of two heartbeat timers.
+    fn on_alive(&mut self, from: VnodeId, sent_us: u64, echo_us: Option<u64>) {
+        self.note_child_stamps(&from, sent_us, echo_us);
+        self.adopt(from.clone());
+        if self.started && self.children_seen_us.contains_key(&from) {
+            self.beat(&from);
+        }
     }
 
     /// What this vnode keeps of the metadata.

@@ -15,6 +15,7 @@
 use crate::alter::cluster;
 use crate::ids::TxId;
 use crate::io::Response;
+use crate::txn::near::PendingRead;
 use crate::vnode::Vnode;
 
 impl Vnode {
@@ -45,9 +46,9 @@ impl Vnode {
         for tx in stuck {
             self.near_fail_over(tx);
         }
-        let reads: Vec<u64> = self.near.reads.iter().filter(|(_, (_, p))| on_dead(p)).map(|(id, _)| *id).collect();
+        let reads: Vec<u64> = self.near.reads.iter().filter(|(_, r)| on_dead(&r.primary)).map(|(id, _)| *id).collect();
         for id in reads {
-            if let Some((asked, _)) = self.near.reads.remove(&id) {
+            if let Some(PendingRead { asked, .. }) = self.near.reads.remove(&id) {
                 let why = "TRYAGAIN the key's primary is failing over";
                 self.reply(asked.client, asked.req, Response::Unavailable { why });
             }

@@ -20,11 +20,18 @@ pub struct NearState {
     /// map: a checkpoint's image copies it in O(1) while the vnode waits (it grows with uptime).
     pub(crate) decided: imbl::OrdMap<TxId, Option<CutId>>,
     /// GETs sent to a key's primary, by read id (the incarnation in the high 32 bits, then a
-    /// count): whom to answer, and the primary asked.
-    pub(crate) reads: BTreeMap<u64, (ClientRequest, VnodeId)>,
+    /// count).
+    pub(crate) reads: BTreeMap<u64, PendingRead>,
     /// The metadata version `txn::fail_fast` last looked at.
     pub(crate) dead_hosts_checked: Option<crate::alter::MetaVersion>,
     pub(crate) next_read: u64,
+}
+
+/// A GET sent to a key's primary: whom to answer, and the primary asked.
+#[derive(Debug, Hash)]
+pub(crate) struct PendingRead {
+    pub(crate) asked: ClientRequest,
+    pub(crate) primary: VnodeId,
 }
 
 #[derive(Debug, Hash)]
@@ -352,7 +359,8 @@ impl Vnode {
         // read sent after it — it would hand the client another key's value (seed 19, append).
         let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
         self.near.next_read += 1;
-        self.near.reads.insert(id, (ClientRequest { client, req }, primary.clone()));
+        let pending = PendingRead { asked: ClientRequest { client, req }, primary: primary.clone() };
+        self.near.reads.insert(id, pending);
         self.send_txn(&primary, TxnMsg::Read { req: id, key });
         self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
     }
@@ -368,20 +376,20 @@ impl Vnode {
         version: Version,
         writer_cut: Option<CutId>,
     ) {
-        if let Some((asked, _)) = self.near.reads.remove(&req) {
+        if let Some(PendingRead { asked, .. }) = self.near.reads.remove(&req) {
             self.reply_revealing(writer_cut, asked.client, asked.req, Response::Value { value, version });
         }
     }
 
     pub(crate) fn on_read_refused(&mut self, req: u64) {
-        if let Some((asked, _)) = self.near.reads.remove(&req) {
+        if let Some(PendingRead { asked, .. }) = self.near.reads.remove(&req) {
             let response = Response::Unavailable { why: "TRYAGAIN the key's partition moved" };
             self.reply(asked.client, asked.req, response);
         }
     }
 
     pub(crate) fn near_read_timeout(&mut self, req: u64) {
-        if let Some((asked, _)) = self.near.reads.remove(&req) {
+        if let Some(PendingRead { asked, .. }) = self.near.reads.remove(&req) {
             self.reply(asked.client, asked.req, Response::Unavailable { why: "read timed out" });
         }
     }

@@ -72,7 +72,7 @@ mod tests {
             from: VnodeId::new("store0", "a"),
             to: VnodeId::new("store0", "b"),
             cut: None,
-            body: Body::Alter(waymark_core::alter::AlterMsg::Alive),
+            body: Body::Alter(waymark_core::alter::AlterMsg::Alive { sent_us: 0, echo_us: None }),
         };
         assert_eq!(decode::<Envelope>(&encode(&env)).unwrap(), env);
     }
@@ -84,7 +84,7 @@ mod tests {
             from: VnodeId::new("store0", "a"),
             to: VnodeId::new("store1", "b"),
             cut: None,
-            body: Body::Alter(waymark_core::alter::AlterMsg::Alive),
+            body: Body::Alter(waymark_core::alter::AlterMsg::Alive { sent_us: 0, echo_us: None }),
         };
         let mut buf = BytesMut::new();
         let first = encode_into(&mut buf, &env);

@@ -184,7 +184,7 @@ mod tests {
             from: VnodeId::new(format!("store{n}"), "a"),
             to: VnodeId::new("store0", "b"),
             cut: None,
-            body: Body::Alter(AlterMsg::Alive),
+            body: Body::Alter(AlterMsg::Alive { sent_us: 0, echo_us: None }),
         }
     }
 

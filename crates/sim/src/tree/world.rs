@@ -464,7 +464,7 @@ impl TreeWorld {
 
     fn send(&mut self, from: usize, to: &VnodeId, msg: AlterMsg) {
         let to = self.index[to];
-        if !matches!(msg, AlterMsg::Heartbeat { .. } | AlterMsg::Alive) {
+        if !matches!(msg, AlterMsg::Heartbeat { .. } | AlterMsg::Alive { .. }) {
             self.report.messages += 1;
         }
         if self.blocked.contains(&Link { from, to }) {
