@@ -34,11 +34,11 @@ fn pinned_trace_hashes_change_only_deliberately() {
             with(3, WorkloadKind::Bank, |c| (c.cuts, c.strategy) = (true, waymark_core::CutStrategy::Blocking)),
             0x533ca489d468d850,
         ),
-        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x114ea00ee4f14162),
+        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x2b37d8064549d213),
         (
             "--cuts --tree --replicas 3 --vnodes 6 seed 5",
             with(5, WorkloadKind::Bank, |c| (c.cuts, c.tree, c.replicas, c.vnodes, c.fanout) = (true, true, 3, 6, 3)),
-            0x8bc413a9eefdd678,
+            0x47c789cd1e2dc621,
         ),
     ];
     let mut changed = vec![];
@@ -51,8 +51,8 @@ fn pinned_trace_hashes_change_only_deliberately() {
     }
     let tree = waymark_sim::tree::TreeWorld::new(waymark_sim::tree::TreeConfig::new(6)).run().trace_hash;
     eprintln!("--tree-only seed 6: {tree:#018x}");
-    if tree != 0x274ccbce5a8b9fe8 {
-        changed.push(format!("--tree-only seed 6: pinned 0x274ccbce5a8b9fe8, got {tree:#018x}"));
+    if tree != 0x7bdfc147b337adcf {
+        changed.push(format!("--tree-only seed 6: pinned 0x7bdfc147b337adcf, got {tree:#018x}"));
     }
     assert!(changed.is_empty(), "trace hashes changed:\n{}", changed.join("\n"));
 }

@@ -703,3 +703,17 @@ fn a_near_back_from_a_partition_tells_its_unacknowledged_commits_again_at_once()
     (cfg.clients, cfg.duration_us) = (12, 2_000_000);
     assert_seed_passes(cfg);
 }
+
+/// Regression (`--seed 335 --vnodes 4 --fanout 4 --failover`, bank; found by the sweep after leases
+/// were dated by echoed stamps): a root counted a voter as heard only within half a timeout of its
+/// own stamp the voter echoed — but the echo comes back a heartbeat interval later, so between
+/// every two echoes the root was not fresh, with four voters seldom fresh at all, its store vnodes
+/// never caught up and not one transaction committed. The window is now half a timeout and an
+/// interval (`alter/lease.rs`).
+#[test]
+fn a_root_of_four_voters_stays_fresh_between_their_echoes() {
+    let mut cfg = aimed_failover_seed(335, WorkloadKind::Bank);
+    (cfg.vnodes, cfg.fanout) = (4, 4);
+    assert_seed_passes(cfg.clone());
+    assert!(waymark_sim::run_seed(&cfg).committed > 0, "transactions commit");
+}

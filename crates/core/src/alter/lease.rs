@@ -56,8 +56,18 @@ impl AlterNode {
         }
     }
 
+    /// Whether a voter's echo of this root's stamp `at_us` is recent enough to count it as
+    /// following this root. The echo comes back with the voter's next `Alive`, so it is up to an
+    /// interval (and a round trip) old when it arrives: the window is half a timeout plus an
+    /// interval (half a timeout alone lapsed between every two echoes, and a root of four voters
+    /// was fresh too seldom for its vnodes to serve: `--seed 335 --vnodes 4 --fanout 4
+    /// --failover`). Safe while it is under a whole timeout: a voter promises itself to another
+    /// root only after a whole timeout without hearing this one, so every voter counted here was
+    /// still this root's when it answered.
     fn lately(&self, at_us: u64) -> bool {
-        self.now_us.saturating_sub(at_us) <= self.cfg.heartbeat_timeout_us / 2
+        let window_us = self.cfg.heartbeat_timeout_us / 2 + self.cfg.heartbeat_interval_us;
+        assert!(window_us < self.cfg.heartbeat_timeout_us, "a heartbeat interval of half a timeout or more");
+        self.now_us.saturating_sub(at_us) <= window_us
     }
 
     /// Whether this copy of the metadata is known to be the cluster's lately: at a root, one that
