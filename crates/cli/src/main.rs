@@ -1,5 +1,6 @@
 //! The `waymark` command: run a host (`node`), a local cluster (`cluster init|start|stop`), its
-//! snapshots (`snapshot list|check|restore|expire`), the demo, and the benchmark (`bench`). Errors reach the user through
+//! snapshots (`snapshot list|check|restore|expire`), the demo, the benchmark (`bench`) and the
+//! nemesis. Errors reach the user through
 //! `anyhow`, with what was wrong and where.
 
 mod cmd;
@@ -44,6 +45,10 @@ enum Command {
     /// running cluster or one it starts, with a cut of the whole cluster every --cut-every or none;
     /// --compare-cuts runs both and prints the ratios. A table, --json and a PNG --chart.
     Bench(Box<cmd::bench::BenchArgs>),
+    /// Real hosts under faults: each host in a network namespace of its own (needs root), killed
+    /// and restarted, paused, cut off, on a schedule drawn from --seed, while bank clients run;
+    /// the history is checked (every audit and the final state hold the bank's total).
+    Nemesis(cmd::nemesis::NemesisArgs),
     /// Waymark's main job on real processes: a 3-host cluster on loopback runs bank transfers
     /// while a full snapshot and an increment every second are taken, a host is killed and
     /// restarted, then two snapshots are restored into fresh clusters and checked there.
@@ -85,6 +90,7 @@ fn main() -> Result<()> {
         Command::Cluster(c) => cmd::cluster::run(c),
         Command::Snapshot(c) => cmd::snapshot::run(c),
         Command::Bench(args) => cmd::bench::run(*args),
+        Command::Nemesis(args) => cmd::nemesis::run(args),
         Command::Demo { simulated: true, runs, seed, duration_ms, .. } => cmd::demo::simulated(runs, seed, duration_ms),
         Command::Demo { dir, seconds, clients, accounts, strategy, .. } => {
             cmd::demo_live::run(cmd::demo_live::Options { dir, seconds, clients, accounts, strategy })

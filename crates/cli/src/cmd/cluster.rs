@@ -19,9 +19,9 @@ use waymark_server::config::{raw, NodeConfig};
 use waymark_server::node::LISTENING_FILE;
 use waymark_server::topology::Topology;
 
-const CONFIG_FILE: &str = "waymark.toml";
+pub const CONFIG_FILE: &str = "waymark.toml";
 const PID_FILE: &str = "node.pid";
-const LOG_FILE: &str = "node.log";
+pub const LOG_FILE: &str = "node.log";
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 /// Candidate probe keys tried per primary: each of at most 64 × 64 store vnodes is the primary of
@@ -304,25 +304,30 @@ fn ephemeral_range_low() -> Option<u16> {
 /// none of whose hosts runs, and whose hosts all listen on 127.0.0.1 (the clusters `init` writes):
 /// every host's config names every host's ports, and a running host would keep the old ones.
 fn move_to_new_ports(dir: &Path) -> Result<()> {
-    let hosts = hosts_of(dir)?;
-    let ports = pick_ports(3 * hosts.len())?;
-    for (host_dir, _) in &hosts {
+    let ports = pick_ports(3 * hosts_of(dir)?.len())?;
+    readdress(dir, |i, h| {
+        for addr in [&h.peer, &h.redis, &h.admin] {
+            if !addr.starts_with("127.0.0.1:") {
+                bail!("host {} listens on {addr}, not 127.0.0.1: choose its ports by hand", h.name);
+            }
+        }
+        h.peer = format!("127.0.0.1:{}", ports[3 * i]);
+        h.redis = format!("127.0.0.1:{}", ports[3 * i + 1]);
+        h.admin = format!("127.0.0.1:{}", ports[3 * i + 2]);
+        Ok(())
+    })
+}
+
+/// Rewrites every host's config in `dir` with `set` applied to each host entry (the `i`th in the
+/// config's order), keeping the header, and checks each result. For a cluster none of whose hosts
+/// runs: every config names every host's addresses.
+pub fn readdress(dir: &Path, mut set: impl FnMut(usize, &mut raw::Host) -> Result<()>) -> Result<()> {
+    for (host_dir, _) in &hosts_of(dir)? {
         let file = host_dir.join(CONFIG_FILE);
         let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
         let mut cfg: raw::Config = toml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
         for (i, h) in cfg.cluster.hosts.iter_mut().enumerate() {
-            for addr in [&h.peer, &h.redis, &h.admin] {
-                if !addr.starts_with("127.0.0.1:") {
-                    bail!(
-                        "{}: host {} listens on {addr}, not 127.0.0.1: choose its ports by hand",
-                        file.display(),
-                        h.name
-                    );
-                }
-            }
-            h.peer = format!("127.0.0.1:{}", ports[3 * i]);
-            h.redis = format!("127.0.0.1:{}", ports[3 * i + 1]);
-            h.admin = format!("127.0.0.1:{}", ports[3 * i + 2]);
+            set(i, h).with_context(|| file.display().to_string())?;
         }
         let header: String =
             text.lines().take_while(|l| l.starts_with('#') || l.is_empty()).map(|l| l.to_owned() + "\n").collect();

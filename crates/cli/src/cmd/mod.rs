@@ -30,6 +30,7 @@ pub mod cluster;
 pub mod cluster_status;
 pub mod demo;
 pub mod demo_live;
+pub mod nemesis;
 pub mod node;
 pub mod snapshot;
 pub mod started;

@@ -1,0 +1,138 @@
+//! The nemesis's verdicts over a recorded history: the bank's total in every audit and in the
+//! final state read through every host, and what the clients saw per fault kind and per second.
+
+use super::faults::Fault;
+use super::hosts::Hosts;
+use super::workload::{Op, OpKind, Outcome};
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// How long the final read through a host may be refused (`TRYAGAIN` while it catches up).
+const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Report {
+    total: i64,
+    audits_ok: usize,
+    /// Audits whose balances did not sum to the total: (invoke ms, sum).
+    bad_audits: Vec<(u64, i64)>,
+    /// Per host, the balances read at the end (or why none could be).
+    finals: Vec<(String, Result<Vec<i64>, String>)>,
+    /// Transfers by the fault in force when each was invoked ("none" outside every window).
+    by_fault: BTreeMap<&'static str, [usize; 3]>,
+    /// Operations answered ok, per second of the run.
+    ok_per_second: Vec<usize>,
+    windows: Vec<Fault>,
+}
+
+pub fn check(
+    history: &[Op],
+    windows: &[Fault],
+    total: i64,
+    hosts: &Hosts,
+    accounts: &[String],
+    seconds: u64,
+) -> Result<Report> {
+    let audits: Vec<&Op> = history.iter().filter(|o| o.kind == OpKind::Audit && o.outcome == Outcome::Ok).collect();
+    let bad_audits =
+        audits.iter().filter(|o| o.sum != Some(total)).map(|o| (o.invoke_ms, o.sum.unwrap_or(0))).collect();
+    let mut by_fault: BTreeMap<&'static str, [usize; 3]> = BTreeMap::new();
+    let mut ok_per_second = vec![0; seconds as usize + 1];
+    for op in history {
+        let during = windows.iter().find(|w| (w.start_ms..w.end_ms).contains(&op.invoke_ms));
+        let slot = match op.outcome {
+            Outcome::Ok => 0,
+            Outcome::Failed => 1,
+            Outcome::Unknown => 2,
+        };
+        if op.kind == OpKind::Transfer {
+            by_fault.entry(during.map_or("none", |w| w.kind.name())).or_default()[slot] += 1;
+        }
+        if op.outcome == Outcome::Ok {
+            if let Some(n) = ok_per_second.get_mut((op.complete_ms / 1000) as usize) {
+                *n += 1;
+            }
+        }
+    }
+    let finals = hosts.hosts.iter().map(|h| (h.name.clone(), final_balances(h.redis, accounts))).collect();
+    Ok(Report {
+        total,
+        audits_ok: audits.len(),
+        bad_audits,
+        finals,
+        by_fault,
+        ok_per_second,
+        windows: windows.to_vec(),
+    })
+}
+
+/// The balances read through one host once it answers, retried while it refuses.
+fn final_balances(addr: std::net::SocketAddr, accounts: &[String]) -> Result<Vec<i64>, String> {
+    let deadline = Instant::now() + FINAL_READ_TIMEOUT;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match crate::cmd::bank::connect(addr)
+            .and_then(|mut con| redis::cmd("MGET").arg(accounts).query::<Vec<Option<i64>>>(&mut con))
+        {
+            Ok(b) => return Ok(b.into_iter().map(|v| v.unwrap_or(0)).collect()),
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(format!("no answer within {FINAL_READ_TIMEOUT:?}: {last}"))
+}
+
+impl Report {
+    fn finals_agree(&self) -> bool {
+        let mut read = self.finals.iter().map(|(_, r)| r.as_ref().ok());
+        let Some(Some(first)) = read.next() else { return false };
+        read.all(|r| r == Some(first)) && first.iter().sum::<i64>() == self.total
+    }
+
+    pub fn passed(&self) -> bool {
+        self.bad_audits.is_empty() && self.finals_agree()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = |ok: bool| if ok { "ok" } else { "VIOLATED" };
+        writeln!(f, "checks:")?;
+        writeln!(
+            f,
+            "  bank audits     {:<9} {} audits read every account; {} did not sum to {}",
+            verdict(self.bad_audits.is_empty()),
+            self.audits_ok,
+            self.bad_audits.len(),
+            self.total
+        )?;
+        for (at_ms, sum) in self.bad_audits.iter().take(5) {
+            writeln!(f, "    audit invoked at {:.3} s summed to {sum}", *at_ms as f64 / 1e3)?;
+        }
+        writeln!(
+            f,
+            "  final state     {:<9} every host, after healing, serves the same balances summing to {}",
+            verdict(self.finals_agree()),
+            self.total
+        )?;
+        for (host, read) in &self.finals {
+            match read {
+                Ok(b) => writeln!(f, "    {host:<8} sum {}", b.iter().sum::<i64>())?,
+                Err(e) => writeln!(f, "    {host:<8} {e}")?,
+            }
+        }
+        writeln!(f, "transfers by the fault in force when invoked (ok / failed / unknown):")?;
+        for (fault, [ok, failed, unknown]) in &self.by_fault {
+            let all = (ok + failed + unknown).max(1);
+            writeln!(
+                f,
+                "  {fault:<8} {ok:>6} / {failed:>6} / {unknown:>6}   ok {:>5.1}%",
+                100.0 * *ok as f64 / all as f64
+            )?;
+        }
+        writeln!(f, "faults held: {}", self.windows.len())?;
+        let per_second: Vec<String> = self.ok_per_second.iter().map(|n| n.to_string()).collect();
+        write!(f, "operations ok per second: {}", per_second.join(" "))
+    }
+}
