@@ -76,7 +76,7 @@ struct Args {
     #[arg(long)]
     no_real_time: bool,
     /// `--tree`: the root promotes the replicas of a host recorded dead (the cluster setting
-    /// `failover = on`; issue 30, in progress).
+    /// `failover = on`; issue 30).
     #[arg(long)]
     failover: bool,
     /// A cut's Start reaches each vnode up to this many ms late (the cut process's spread).
