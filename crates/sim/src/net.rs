@@ -65,19 +65,14 @@ impl Mishap {
 
 impl Network {
     /// `None`: the link is partitioned and the message is lost. `extra_us` holds the message (and
-    /// the link behind it) until that much after its latency, counted from now: not on top of a
-    /// hold already on the link. Added on top, two long delays on one link held it 5.5 s, past the
-    /// end of the workload that every fault must have healed by, and the liveness floors failed
-    /// on messages the simulator itself still held (`--seed 157 --workload append --fanout 2
-    /// --failover --clients 16 --duration-ms 3000`).
+    /// the link behind it) that much longer.
     pub fn send(&mut self, rng: &mut ChaCha8Rng, now_us: u64, from: Slot, to: Slot, extra_us: u64) -> Option<InFlight> {
         let latency_us = if from == to { 5 } else { latency_us(rng) };
         let link = self.links.entry(Direction { from, to }).or_default();
         if link.blocked > 0 {
             return None;
         }
-        let queued_us = (now_us + latency_us).max(link.last_delivery_us).max(link.clogged_until_us);
-        let at_us = queued_us.max(now_us + latency_us + extra_us);
+        let at_us = (now_us + latency_us).max(link.last_delivery_us).max(link.clogged_until_us) + extra_us;
         link.last_delivery_us = at_us;
         Some(InFlight { at_us, epoch: link.epoch })
     }

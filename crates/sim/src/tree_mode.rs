@@ -241,18 +241,7 @@ impl World {
         // later than START is ordered (`cut_bounds` judges transactions against it).
         if let Some(cut) = self.managers[m].vnode.as_ref().and_then(|v| v.running_cut()) {
             let window = CutWindow { begun_us: self.now_us, declared_us: None };
-            // A cut number can be begun again after an attempt under it failed (its START lost
-            // with an alteration a change of root undid): the new attempt gets its own window.
-            // Kept, that attempt's window counted the cut as begun before healing (`--seed 28
-            // --workload append --fanout 2 --failover --clients 16 --duration-ms 3000`: four
-            // cuts succeeded after healing, the liveness floor saw none).
-            let entry = self.history.cut_windows.entry(cut).or_insert(window);
-            // The window is that failed attempt's if the attempt ended after it opened.
-            let failed_since =
-                |w: &CutWindow| self.history.cuts.iter().any(|r| r.cut == cut && !r.ok && r.ended_us >= w.begun_us);
-            if entry.declared_us.is_none() && failed_since(entry) {
-                *entry = window;
-            }
+            self.history.cut_windows.entry(cut).or_insert(window);
         }
     }
 

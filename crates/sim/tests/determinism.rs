@@ -34,7 +34,7 @@ fn pinned_trace_hashes_change_only_deliberately() {
             with(3, WorkloadKind::Bank, |c| (c.cuts, c.strategy) = (true, waymark_core::CutStrategy::Blocking)),
             0x533ca489d468d850,
         ),
-        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0xe414a675fab82771),
+        ("--cuts --tree seed 4", with(4, WorkloadKind::Bank, |c| (c.cuts, c.tree) = (true, true)), 0x2b37d8064549d213),
         (
             "--cuts --tree --replicas 3 --vnodes 6 seed 5",
             with(5, WorkloadKind::Bank, |c| (c.cuts, c.tree, c.replicas, c.vnodes, c.fanout) = (true, true, 3, 6, 3)),

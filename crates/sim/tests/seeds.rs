@@ -717,28 +717,3 @@ fn a_root_of_four_voters_stays_fresh_between_their_echoes() {
     assert_seed_passes(cfg.clone());
     assert!(waymark_sim::run_seed(&cfg).committed > 0, "transactions commit");
 }
-
-/// Regression in the simulator itself (`--seed 157 --workload append --fanout 2 --failover
-/// --clients 16 --duration-ms 3000`, liveness): two long delays on one link were added one on top
-/// of the other and held it until 5.5 s, past the end of the workload by which every fault must
-/// have healed; the branches waiting on the answers behind it held their keys and every cut after
-/// healing failed. A long delay now holds a message until that long after it was sent, never on
-/// top of a hold already on the link (`net.rs`).
-#[test]
-fn no_link_is_held_past_the_healing_by_long_delays_one_on_top_of_another() {
-    let mut cfg = aimed_failover_seed(157, WorkloadKind::Append);
-    (cfg.clients, cfg.duration_us) = (16, 3_000_000);
-    assert_seed_passes(cfg);
-}
-
-/// Regression in the simulator's accounting (`--seed 28` of the same config, liveness): a cut
-/// number begun again after an attempt under it failed kept that attempt's window, begun before
-/// healing, so the four cuts that succeeded after healing counted as none (`tree_mode.rs`).
-#[test]
-fn a_cut_number_begun_again_after_a_failed_attempt_gets_its_own_window() {
-    let mut cfg = aimed_failover_seed(28, WorkloadKind::Append);
-    (cfg.clients, cfg.duration_us) = (16, 3_000_000);
-    let r = waymark_sim::run_seed(&cfg);
-    let cuts_after_healing = r.violations.iter().filter(|v| v.evidence.contains("cuts begun succeeded")).count();
-    assert_eq!(cuts_after_healing, 0, "{:?}", r.violations);
-}
