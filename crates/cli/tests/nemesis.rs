@@ -110,3 +110,27 @@ fn an_interrupted_nemesis_removes_every_namespace_link_and_process_it_created() 
     let nodes = Command::new("pgrep").args(["-f", &format!("waymark-nemesis-{pid}/")]).output().expect("pgrep");
     assert!(nodes.stdout.is_empty(), "nodes left running: {}", String::from_utf8_lossy(&nodes.stdout));
 }
+
+/// Issue 31, item 6: the checks can fail. Every node runs with `skip-lock` (a transaction takes no
+/// locks, so two transfers that read the same balance both commit): the nemesis reports the bank
+/// violated, with no fault injected at all, and still cleans up.
+#[test]
+fn a_nemesis_over_nodes_that_skip_their_locks_reports_the_bank_violated() {
+    if !is_root() {
+        eprintln!("not run: the nemesis needs root for its network namespaces");
+        return;
+    }
+    let child = Command::new(common::WAYMARK)
+        .args(["nemesis", "--hosts", "3", "--seconds", "12", "--seed", "1", "--break", "skip-lock"])
+        .args(["--clients", "8", "--accounts", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the nemesis");
+    let pid = child.id();
+    let (ok, text) = finish(child, Duration::from_secs(120));
+    assert!(!ok, "the nemesis passed nodes that skip their locks:\n{text}");
+    assert!(text.contains("VIOLATED"), "{text}");
+    assert!(text.contains("found a violation"), "{text}");
+    assert!(leftovers(pid).is_empty(), "left behind: {:?}", leftovers(pid));
+}

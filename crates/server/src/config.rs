@@ -118,6 +118,8 @@ pub struct NodeConfig {
     pub auth_timeout: Duration,
     pub limits: Limits,
     pub schedule: Option<Schedule>,
+    /// `node.breaks`: deliberate protocol bugs, for tests only.
+    pub breaks: waymark_core::Breaks,
 }
 
 /// Snapshots taken by the node itself: an increment every `every`, a new full snapshot (a new
@@ -215,6 +217,10 @@ pub mod raw {
         pub auth_timeout: Option<String>,
         pub snapshot_dir: Option<String>,
         pub admin_token_file: Option<String>,
+        /// Deliberate protocol bugs (`waymark_core::Breaks::NAMES`), to see the tests catch them
+        /// (`waymark nemesis --break`). Never in a cluster that holds data anyone needs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub breaks: Option<Vec<String>>,
     }
 
     #[derive(Deserialize, Serialize, Clone, Debug, Default)]
@@ -278,7 +284,14 @@ impl Checker<'_> {
             "never" => FsyncPolicy::Never,
             other => return Err(self.bad("node.fsync", format!("`{other}` is neither \"always\" nor \"never\""))),
         };
+        let mut breaks = waymark_core::Breaks::default();
+        for name in n.breaks.iter().flatten() {
+            if !breaks.enable(name) {
+                return Err(self.bad("node.breaks", format!("`{name}` is no break (see waymark-sim --help)")));
+            }
+        }
         Ok(NodeConfig {
+            breaks,
             file: self.file.into(),
             data_dir: self.relative(&n.data_dir),
             checkpoint_every: self.duration("node.checkpoint_every", n.checkpoint_every.as_deref(), "30s")?,

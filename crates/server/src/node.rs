@@ -278,6 +278,9 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     host.start_vnodes()?;
     host.start_front_ends(listeners, peers);
     tracing::info!(host = %host.shared.cfg.host, "node started: {} vnodes", host.vnodes.len());
+    if host.shared.cfg.breaks != waymark_core::Breaks::default() {
+        tracing::warn!(breaks = ?host.shared.cfg.breaks, "node.breaks: deliberate protocol bugs are on (tests only)");
+    }
     let result = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),

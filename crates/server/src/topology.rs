@@ -106,6 +106,7 @@ impl Topology {
         cfg.limits = Limits { txn_keys_max: node.limits.txn_keys_max, ..Limits::default() };
         cfg.tree = self.tree_config(id).cloned();
         cfg.genesis = self.genesis.clone();
+        cfg.breaks = node.breaks;
         cfg
     }
 }

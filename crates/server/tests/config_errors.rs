@@ -106,3 +106,16 @@ fn every_strategy_is_a_cluster_setting() {
         assert_eq!(cfg.cluster.strategy.name(), strategy);
     }
 }
+
+#[test]
+fn a_break_is_named_in_node_breaks_and_an_unknown_one_is_refused() {
+    let (_dir, file) = setup();
+    let with = |breaks: &str| {
+        GOOD.replace("admin_token_file = \"token\"", &format!("admin_token_file = \"token\"\nbreaks = {breaks}"))
+    };
+    let cfg = NodeConfig::parse(&file, &with("[\"skip-lock\"]")).expect("a known break");
+    assert!(cfg.breaks.skip_lock);
+    assert_eq!(NodeConfig::parse(&file, GOOD).expect("no break").breaks, waymark_core::Breaks::default());
+    let e = error_of(&with("[\"skip-everything\"]"));
+    assert!(e.contains("node.breaks") && e.contains("skip-everything"), "{e}");
+}

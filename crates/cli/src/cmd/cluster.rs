@@ -238,6 +238,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             auth_timeout: None,
             snapshot_dir: Some("../snapshots".into()),
             admin_token_file: Some("../admin-token".into()),
+            breaks: None,
         },
         limits: Default::default(),
         snapshots: Default::default(),
@@ -316,6 +317,20 @@ fn move_to_new_ports(dir: &Path) -> Result<()> {
         h.admin = format!("127.0.0.1:{}", ports[3 * i + 2]);
         Ok(())
     })
+}
+
+/// Turns the deliberate protocol bugs `breaks` on in every host's config in `dir` (`node.breaks`,
+/// checked by loading each config).
+pub fn set_breaks(dir: &Path, breaks: &[String]) -> Result<()> {
+    for (host_dir, _) in &hosts_of(dir)? {
+        let file = host_dir.join(CONFIG_FILE);
+        let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let mut cfg: raw::Config = toml::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
+        cfg.node.breaks = Some(breaks.to_vec());
+        fs::write(&file, toml::to_string(&cfg).context("rendering the config")?)?;
+        NodeConfig::load(&file).with_context(|| format!("checking {}", file.display()))?;
+    }
+    Ok(())
 }
 
 /// Rewrites every host's config in `dir` with `set` applied to each host entry (the `i`th in the

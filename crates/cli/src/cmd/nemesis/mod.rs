@@ -47,6 +47,10 @@ pub struct NemesisArgs {
     /// the run passes].
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Run every node with this deliberate protocol bug (`node.breaks`; e.g. `skip-lock`), to see
+    /// the checks catch it.
+    #[arg(long = "break")]
+    breaks: Vec<String>,
 }
 
 /// Set by SIGINT or SIGTERM: every loop of the run ends, and what it created is removed.
@@ -112,6 +116,10 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
     crate::cmd::set_quiet(true);
     crate::cmd::cluster::init(dir, &crate::cmd::cluster::Spec::local(args.hosts as u32, replicas, 64))?;
     crate::cmd::set_quiet(false);
+    if !args.breaks.is_empty() {
+        crate::cmd::cluster::set_breaks(dir, &args.breaks)?;
+        println!("every node runs with the break(s) {}", args.breaks.join(", "));
+    }
     let mut hosts = Hosts::place(dir, net)?;
     for h in 0..args.hosts {
         hosts.start(h)?;
