@@ -120,9 +120,12 @@ fn a_nemesis_over_nodes_that_skip_their_locks_reports_the_bank_violated() {
         eprintln!("not run: the nemesis needs root for its network namespaces");
         return;
     }
+    // A failed run keeps its directory for inspection: this one's is in a directory the test removes.
+    let kept = tempfile::tempdir().expect("tempdir");
     let child = Command::new(common::WAYMARK)
         .args(["nemesis", "--hosts", "3", "--seconds", "12", "--seed", "1", "--break", "skip-lock"])
-        .args(["--clients", "8", "--accounts", "4"])
+        .args(["--clients", "8", "--accounts", "4", "--dir"])
+        .arg(kept.path().join("run"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -132,5 +135,6 @@ fn a_nemesis_over_nodes_that_skip_their_locks_reports_the_bank_violated() {
     assert!(!ok, "the nemesis passed nodes that skip their locks:\n{text}");
     assert!(text.contains("VIOLATED"), "{text}");
     assert!(text.contains("found a violation"), "{text}");
+    assert!(kept.path().join("run/history.jsonl").is_file(), "the history is kept for inspection");
     assert!(leftovers(pid).is_empty(), "left behind: {:?}", leftovers(pid));
 }
