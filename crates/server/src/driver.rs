@@ -25,6 +25,8 @@ use waymark_core::{ClientId, ClientRequest, Input, Lsn, Output, Request, Respons
 /// Commands handled before the driver looks at its other inputs again.
 const DRAIN_MAX: usize = 256;
 
+/// Syncs in a row before an export or a checkpoint gives up (each sync's steps may append more).
+const SETTLE_ROUNDS_MAX: usize = 8;
 /// How long records nothing waits for may go unsynced (a backup's `TxCommitted`, say): they
 /// join the next sync something does wait for, or are synced alone after this.
 const SYNC_PUT_OFF_MAX: Duration = Duration::from_millis(5);
@@ -312,13 +314,22 @@ impl<M: Machine> Driver<M> {
 
     fn on_command(&mut self, cmd: VnodeCmd) {
         match cmd {
-            VnodeCmd::Deliver(env) => self.step(Input::Message(env)),
+            VnodeCmd::Deliver(env) => {
+                if matches!(env.body, waymark_core::message::Body::Alter(_)) {
+                    tracing::trace!(vnode = %self.id, from = %env.from, "in {:?}", env.body);
+                }
+                self.step(Input::Message(env))
+            }
             VnodeCmd::Client { client, req, request, reply } => {
                 self.replies.insert(ClientRequest { client, req }, reply);
                 self.step(Input::Client { client, req, request });
             }
             VnodeCmd::Export { cut, from, dest, reply } => {
-                let exported = self.log.export(cut, from, &dest);
+                // What was appended before the request is exported: synced, and the vnode told.
+                let exported = match self.settle_log() {
+                    true => self.log.export(cut, from, &dest),
+                    false => Err(format!("{}: its log did not settle for the export (or failed)", self.id)),
+                };
                 let _ = reply.send(exported);
             }
             VnodeCmd::Inspect(tx) => {
@@ -351,6 +362,23 @@ impl<M: Machine> Driver<M> {
         for r in progress.read_back {
             self.step(Input::AlterPersisted { seq: r.seq, bytes: r.bytes });
         }
+    }
+
+    /// Syncs until nothing appended is unsynced and the vnode was told of every sync (the steps
+    /// of one sync may append more), at most `SETTLE_ROUNDS_MAX` times; true if it settled. What
+    /// the log writer does with the whole log (an export, a checkpoint) needs it settled: a sync
+    /// the vnode is not told of leaves its outputs waiting (`LogWriter::export`).
+    fn settle_log(&mut self) -> bool {
+        for _ in 0..SETTLE_ROUNDS_MAX {
+            if self.failed {
+                return false;
+            }
+            if !self.log.unsynced() {
+                return true;
+            }
+            self.sync_log();
+        }
+        !self.failed && !self.log.unsynced()
     }
 
     /// A node with a broken disk stops rather than lie.
@@ -389,6 +417,9 @@ impl<M: Machine> Driver<M> {
     /// A checkpoint when the log grew since the last one: the image is taken in this step, so it
     /// stands for exactly the records appended so far; a helper thread of the log writes it.
     fn checkpoint(&mut self) {
+        if !self.settle_log() {
+            return; // the next tick tries again
+        }
         let appended = self.machine.appended();
         if appended == self.checkpointed_at {
             return;
@@ -438,7 +469,12 @@ impl<M: Machine> Driver<M> {
                     self.log_failed(error);
                 }
             }
-            Output::Send(env) => return self.router.queue(env),
+            Output::Send(env) => {
+                if matches!(env.body, waymark_core::message::Body::Alter(_)) {
+                    tracing::trace!(vnode = %self.id, to = %env.to, "out {:?}", env.body);
+                }
+                return self.router.queue(env);
+            }
             Output::Reply { client, req, response } => {
                 if let Some(tx) = self.replies.remove(&ClientRequest { client, req }) {
                     let _ = tx.send(response);

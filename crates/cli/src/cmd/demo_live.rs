@@ -287,18 +287,9 @@ fn bank_total(dir: &Path, accounts: usize) -> Result<i64> {
 
 /// Every partition's replicas hold the same keys, versions and values (digests from /status).
 fn replicas_agree(dir: &Path) -> Result<()> {
-    let mut digests: std::collections::BTreeMap<u64, std::collections::BTreeSet<String>> = Default::default();
-    for (_, cfg) in cluster::hosts_of(dir)? {
-        let url = format!("http://{}/status", cfg.this_host().admin);
-        let status: serde_json::Value = ureq::get(&url).call()?.into_json()?;
-        for v in status["vnodes"].as_array().into_iter().flatten() {
-            for (p, d) in v["partitions"].as_object().into_iter().flatten() {
-                digests.entry(p.parse()?).or_default().insert(d.as_str().unwrap_or_default().to_string());
-            }
-        }
-    }
-    match digests.iter().find(|(_, d)| d.len() > 1) {
-        Some((p, d)) => bail!("partition {p}: replicas differ ({d:?})"),
+    let admins: Vec<String> = cluster::hosts_of(dir)?.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();
+    match super::replicas::disagreements(&admins)?.first() {
+        Some(d) => bail!("replicas differ: {d}"),
         None => Ok(()),
     }
 }

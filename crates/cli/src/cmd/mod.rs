@@ -32,5 +32,6 @@ pub mod demo;
 pub mod demo_live;
 pub mod nemesis;
 pub mod node;
+pub mod replicas;
 pub mod snapshot;
 pub mod started;

@@ -1,8 +1,11 @@
 //! The nemesis's verdicts over a recorded history: the bank's total in every audit and in the
-//! final state read through every host, and what the clients saw per fault kind and per second.
+//! final state read through every host; after healing, the replicas of every partition agree;
+//! the newest snapshot taken during the run checks and restores; and what the clients saw per
+//! fault kind and per second.
 
 use super::faults::Fault;
 use super::hosts::Hosts;
+use super::snapshots::{Attempt, Verified};
 use super::workload::{Op, OpKind, Outcome};
 use anyhow::Result;
 use std::collections::BTreeMap;
@@ -11,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// How long the final read through a host may be refused (`TRYAGAIN` while it catches up).
 const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the replicas may take to agree after healing (in-doubt branches resolving).
+const AGREE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Report {
     total: i64,
@@ -24,16 +29,30 @@ pub struct Report {
     /// Operations answered ok, per second of the run.
     ok_per_second: Vec<usize>,
     windows: Vec<Fault>,
+    /// After healing: the partitions whose current replicas differ (or why none could be read).
+    replicas: Result<Vec<String>, String>,
+    /// Snapshots taken during the run, ok and failed.
+    snapshots: (usize, usize),
+    /// The first snapshots that failed: when (ms) and why.
+    snapshot_failures: Vec<(u64, String)>,
+    /// The newest snapshot, checked and restored (none if none was taken).
+    restored: Option<Result<Verified, String>>,
 }
 
-pub fn check(
-    history: &[Op],
-    windows: &[Fault],
-    total: i64,
-    hosts: &Hosts,
-    accounts: &[String],
-    seconds: u64,
-) -> Result<Report> {
+/// What the run left to check besides its history.
+pub struct Run<'a> {
+    pub windows: &'a [Fault],
+    pub total: i64,
+    pub hosts: &'a Hosts,
+    pub accounts: &'a [String],
+    pub seconds: u64,
+    pub snapshots: &'a [Attempt],
+    /// The newest snapshot checked and restored, if one was taken.
+    pub restored: Option<Result<Verified, String>>,
+}
+
+pub fn check(history: &[Op], run: Run) -> Result<Report> {
+    let Run { windows, total, hosts, accounts, seconds, snapshots, restored } = run;
     let audits: Vec<&Op> = history.iter().filter(|o| o.kind == OpKind::Audit && o.outcome == Outcome::Ok).collect();
     let bad_audits =
         audits.iter().filter(|o| o.sum != Some(total)).map(|o| (o.invoke_ms, o.sum.unwrap_or(0))).collect();
@@ -56,7 +75,18 @@ pub fn check(
         }
     }
     let finals = hosts.hosts.iter().map(|h| (h.name.clone(), final_balances(h.redis, accounts))).collect();
+    let admins: Vec<String> = hosts.hosts.iter().map(|h| h.admin.to_string()).collect();
+    let ok_snapshots = snapshots.iter().filter(|a| a.result.is_ok()).count();
     Ok(Report {
+        replicas: replicas_once_agreed(&admins),
+        snapshots: (ok_snapshots, snapshots.len() - ok_snapshots),
+        snapshot_failures: snapshots
+            .iter()
+            .filter_map(|a| {
+                a.result.as_ref().err().map(|e| (a.at_ms, e.lines().next().unwrap_or_default().to_string()))
+            })
+            .collect(),
+        restored,
         total,
         audits_ok: audits.len(),
         bad_audits,
@@ -83,7 +113,28 @@ fn final_balances(addr: std::net::SocketAddr, accounts: &[String]) -> Result<Vec
     Err(format!("no answer within {FINAL_READ_TIMEOUT:?}: {last}"))
 }
 
+/// The partitions whose replicas differ, asked again until none does or `AGREE_TIMEOUT` passes.
+fn replicas_once_agreed(admins: &[String]) -> Result<Vec<String>, String> {
+    let deadline = Instant::now() + AGREE_TIMEOUT;
+    loop {
+        let found = crate::cmd::replicas::disagreements(admins).map_err(|e| format!("{e:#}"));
+        match found {
+            Ok(d) if d.is_empty() => return Ok(d),
+            found if Instant::now() > deadline => return found,
+            _ => std::thread::sleep(Duration::from_millis(500)),
+        }
+    }
+}
+
 impl Report {
+    fn replicas_agree(&self) -> bool {
+        matches!(&self.replicas, Ok(d) if d.is_empty())
+    }
+
+    fn restore_ok(&self) -> bool {
+        !matches!(self.restored, Some(Err(_)))
+    }
+
     fn finals_agree(&self) -> bool {
         let mut read = self.finals.iter().map(|(_, r)| r.as_ref().ok());
         let Some(Some(first)) = read.next() else { return false };
@@ -91,7 +142,7 @@ impl Report {
     }
 
     pub fn passed(&self) -> bool {
-        self.bad_audits.is_empty() && self.finals_agree()
+        self.bad_audits.is_empty() && self.finals_agree() && self.replicas_agree() && self.restore_ok()
     }
 }
 
@@ -121,6 +172,32 @@ impl fmt::Display for Report {
                 Ok(b) => writeln!(f, "    {host:<8} sum {}", b.iter().sum::<i64>())?,
                 Err(e) => writeln!(f, "    {host:<8} {e}")?,
             }
+        }
+        writeln!(
+            f,
+            "  replicas        {:<9} after healing, the current replicas of every partition hold the same data",
+            verdict(self.replicas_agree())
+        )?;
+        match &self.replicas {
+            Ok(differ) => differ.iter().take(5).try_for_each(|d| writeln!(f, "    {d}"))?,
+            Err(e) => writeln!(f, "    {e}")?,
+        }
+        let (ok, failed) = self.snapshots;
+        match &self.restored {
+            Some(Ok(v)) => writeln!(
+                f,
+                "  snapshot        {:<9} #{} (cut {}) of {ok} taken during the run ({failed} failed cleanly) checks, \
+                 restores, holds {} and its replicas agree",
+                verdict(true),
+                v.increment,
+                v.cut,
+                v.total
+            )?,
+            Some(Err(e)) => writeln!(f, "  snapshot        {:<9} {e}", verdict(false))?,
+            None => writeln!(f, "  snapshot        none      none of {failed} taken during the run succeeded")?,
+        }
+        for (at_ms, why) in &self.snapshot_failures {
+            writeln!(f, "    the snapshot asked at {:.1} s failed: {why}", *at_ms as f64 / 1e3)?;
         }
         writeln!(f, "transfers by the fault in force when invoked (ok / failed / unknown):")?;
         for (fault, [ok, failed, unknown]) in &self.by_fault {

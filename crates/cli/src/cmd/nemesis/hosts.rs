@@ -23,6 +23,8 @@ pub struct Host {
     dir: PathBuf,
     namespace: String,
     pub redis: SocketAddr,
+    /// Its admin API (`/status`).
+    pub admin: SocketAddr,
     child: Option<Child>,
     paused: bool,
 }
@@ -54,6 +56,7 @@ impl Hosts {
                 dir: host_dir,
                 namespace: net.namespace(i),
                 redis: SocketAddr::from((net.addr(i), REDIS_PORT)),
+                admin: SocketAddr::from((net.addr(i), ADMIN_PORT)),
                 child: None,
                 paused: false,
             })
@@ -120,6 +123,20 @@ impl Hosts {
         child.wait()?;
         host.paused = false;
         Ok(())
+    }
+
+    /// Starts host `h` again if its node stopped by itself (a full disk ends a node); true if it did.
+    pub fn restart_if_stopped(&mut self, h: usize) -> Result<bool> {
+        let host = &mut self.hosts[h];
+        let exited = match host.child.as_mut() {
+            Some(child) => child.try_wait()?.is_some(),
+            None => false,
+        };
+        if exited {
+            host.child = None;
+            self.start(h)?;
+        }
+        Ok(exited)
     }
 
     /// SIGSTOP (`true`) or SIGCONT (`false`).

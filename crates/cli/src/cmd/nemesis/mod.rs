@@ -1,22 +1,25 @@
 //! `waymark nemesis`: real hosts, each in a network namespace of its own, under faults drawn from
-//! a seed — killed and restarted (the root's host too), paused, cut off — while bank clients run
-//! through the Redis protocol; every operation is recorded and the history is checked (issue 31).
+//! a seed — killed and restarted (the root's host too), paused, cut off, partitioned, lossy, out
+//! of disk — while bank clients run through the Redis protocol; every operation is recorded and
+//! the history is checked (issue 31).
 //!
-//! Built so far: namespaces on a bridge, the kill, pause and isolate faults, the bank workload and
-//! its checks (every audit and the final state hold the bank's total; after healing every host
-//! serves every account with the same balances). Not yet: partitions other than a host cut off,
-//! packet loss and a full disk (nftables, tmpfs), the simulator's checkers over the history, the
-//! chart.
+//! Built so far: namespaces on a bridge, the six faults, the bank workload and its checks (every
+//! audit and the final state hold the bank's total; after healing every host serves every account
+//! with the same balances, and the replicas of every partition agree). Not yet: the simulator's
+//! checkers over the history, a list-append workload, the chart.
 
 mod check;
+mod disks;
 mod faults;
 mod hosts;
 mod net;
+mod snapshots;
 mod workload;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use faults::{Fault, FaultKind};
+use disks::Disks;
+use faults::{Detail, Fault, FaultKind};
 use hosts::Hosts;
 use net::{Net, Tag};
 use std::path::PathBuf;
@@ -31,8 +34,10 @@ pub struct NemesisArgs {
     /// Seconds of workload; faults stop 3 s before the end.
     #[arg(long, default_value_t = 30)]
     seconds: u64,
-    /// Faults to draw from, comma-separated: kill, pause, isolate.
-    #[arg(long, default_value = "kill,pause,isolate", value_delimiter = ',')]
+    /// Faults to draw from, comma-separated: kill, pause, isolate (a host's link down), partition
+    /// (nftables: a minority apart, a bridge, one way), loss (nftables: a share of a host's
+    /// packets dropped), disk (a host's data tmpfs filled up).
+    #[arg(long, default_value = "kill,pause,isolate,partition,loss,disk", value_delimiter = ',')]
     faults: Vec<String>,
     /// Seed of the fault schedule and of the clients' choices.
     #[arg(long, default_value_t = 1)]
@@ -51,6 +56,9 @@ pub struct NemesisArgs {
     /// the checks catch it.
     #[arg(long = "break")]
     breaks: Vec<String>,
+    /// Print the schedule the seed draws and stop (needs no root).
+    #[arg(long)]
+    schedule_only: bool,
 }
 
 /// Set by SIGINT or SIGTERM: every loop of the run ends, and what it created is removed.
@@ -81,7 +89,13 @@ fn sleep_until(until: Instant) -> bool {
 pub fn run(args: NemesisArgs) -> Result<()> {
     let kinds: Vec<FaultKind> = args.faults.iter().map(|f| f.parse()).collect::<Result<_>>()?;
     if kinds.is_empty() {
-        bail!("--faults: name at least one of kill, pause, isolate");
+        bail!("--faults: name at least one of kill, pause, isolate, partition, loss, disk");
+    }
+    if kinds.contains(&FaultKind::Partition) && args.hosts < 2 {
+        bail!("the partition fault needs at least 2 hosts");
+    }
+    if kinds.iter().any(|k| k.needs_nftables()) {
+        Net::check_nftables()?;
     }
     if args.accounts < 2 || args.clients == 0 {
         bail!("--accounts must be at least 2 and --clients at least 1");
@@ -90,6 +104,9 @@ pub fn run(args: NemesisArgs) -> Result<()> {
     println!("nemesis: {} hosts, {} s, seed {}; the schedule:", args.hosts, args.seconds, args.seed);
     for f in &schedule {
         println!("  {f}");
+    }
+    if args.schedule_only {
+        return Ok(());
     }
     catch_signals();
     let (dir, ours) = match &args.dir {
@@ -120,6 +137,10 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
         crate::cmd::cluster::set_breaks(dir, &args.breaks)?;
         println!("every node runs with the break(s) {}", args.breaks.join(", "));
     }
+    let disks = match args.faults.iter().any(|f| f == FaultKind::Disk.name()) {
+        true => Disks::mount(crate::cmd::cluster::hosts_of(dir)?.into_iter().map(|(_, c)| c.data_dir).collect())?,
+        false => Disks::none(),
+    };
     let mut hosts = Hosts::place(dir, net)?;
     for h in 0..args.hosts {
         hosts.start(h)?;
@@ -145,19 +166,35 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
                 s.spawn(move || client.run())
             })
             .collect();
-        let windows = inject(&mut hosts, net, schedule, started, args.seconds);
+        let snapshots = s.spawn(|| snapshots::take_while_running(dir, started, &clients_stop));
+        let windows = inject(&mut Nemesis { hosts: &mut hosts, net, disks: &disks }, schedule, started, args.seconds);
         clients_stop.store(true, Ordering::Relaxed);
         let history: Vec<workload::Op> = clients.into_iter().flat_map(|c| c.join().unwrap_or_default()).collect();
-        (history, windows)
+        let snapshots = snapshots.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the snapshot thread panicked")));
+        (history, windows.and_then(|w| Ok((w, snapshots?))))
     });
-    let windows = windows?;
+    let (windows, snapshots) = windows?;
     write_history(dir, &history)?;
     if STOP.load(Ordering::Relaxed) {
         return Ok(()); // `run` says it was interrupted
     }
-    let report = check::check(&history, &windows, total, &hosts, &accounts, args.seconds)?;
+    let restored = match snapshots.iter().any(|a| a.result.is_ok()) {
+        true => Some(snapshots::verify(dir, args.hosts as u32, &accounts, total).map_err(|e| format!("{e:#}"))),
+        false => None,
+    };
+    let run = check::Run {
+        windows: &windows,
+        total,
+        hosts: &hosts,
+        accounts: &accounts,
+        seconds: args.seconds,
+        snapshots: &snapshots,
+        restored,
+    };
+    let report = check::check(&history, run)?;
     println!("{report}");
     if !report.passed() {
+        save_statuses(dir, &hosts);
         bail!("the nemesis found a violation (history: {})", dir.join("history.jsonl").display());
     }
     Ok(())
@@ -181,35 +218,81 @@ fn open_bank(addr: std::net::SocketAddr, accounts: &[String]) -> Result<i64> {
     }
 }
 
+/// What the faults act on.
+struct Nemesis<'a> {
+    hosts: &'a mut Hosts,
+    net: &'a Net,
+    disks: &'a Disks,
+}
+
 /// Runs the schedule; returns the windows each fault actually held (seconds since `started`),
 /// after every fault is healed and every host runs again.
-fn inject(hosts: &mut Hosts, net: &Net, schedule: &[Fault], started: Instant, seconds: u64) -> Result<Vec<Fault>> {
+fn inject(nemesis: &mut Nemesis, schedule: &[Fault], started: Instant, seconds: u64) -> Result<Vec<Fault>> {
     let mut held = vec![];
     for f in schedule {
         if !sleep_until(started + Duration::from_millis(f.start_ms)) {
             break;
         }
         let start_ms = started.elapsed().as_millis() as u64;
-        apply(hosts, net, f, true, started)?;
+        nemesis.apply(f, true, started)?;
         if !sleep_until(started + Duration::from_millis(f.end_ms)) {
             break; // interrupted: dropping the hosts and the network undoes the fault
         }
-        apply(hosts, net, f, false, started)?;
+        nemesis.apply(f, false, started)?;
         held.push(Fault { start_ms, end_ms: started.elapsed().as_millis() as u64, ..f.clone() });
     }
     sleep_until(started + Duration::from_secs(seconds));
     Ok(held)
 }
 
-fn apply(hosts: &mut Hosts, net: &Net, f: &Fault, on: bool, started: Instant) -> Result<()> {
-    let name = &hosts.hosts[f.host].name;
-    let at_s = started.elapsed().as_secs_f64();
-    println!("  {at_s:>6.1} s  {} {name}", if on { f.kind.name() } else { "heal" });
-    match (f.kind, on) {
-        (FaultKind::Kill, true) => hosts.kill(f.host),
-        (FaultKind::Kill, false) => hosts.start(f.host),
-        (FaultKind::Pause, on) => hosts.pause(f.host, on),
-        (FaultKind::Isolate, on) => net.set_cut_off(f.host, on),
+impl Nemesis<'_> {
+    fn apply(&mut self, f: &Fault, on: bool, started: Instant) -> Result<()> {
+        let name = self.hosts.hosts[f.host].name.clone();
+        let at_s = started.elapsed().as_secs_f64();
+        let what = match &f.detail {
+            Detail::Partition(p) => p.to_string(),
+            _ => name,
+        };
+        println!("  {at_s:>6.1} s  {} {what}", if on { f.kind.name() } else { "heal" });
+        match (f.kind, &f.detail, on) {
+            (FaultKind::Kill, _, true) => self.hosts.kill(f.host),
+            (FaultKind::Kill, _, false) => self.hosts.start(f.host),
+            (FaultKind::Pause, _, on) => self.hosts.pause(f.host, on),
+            (FaultKind::Isolate, _, on) => self.net.set_cut_off(f.host, on),
+            (FaultKind::Partition, Detail::Partition(p), on) => self.net.set_partition(p, on),
+            (FaultKind::Loss, Detail::Loss { percent }, on) => self.net.set_loss(f.host, *percent, on),
+            (FaultKind::Disk, _, true) => self.fill_disk(f.host),
+            (FaultKind::Disk, _, false) => self.free_disk(f.host),
+            (kind, detail, _) => bail!("fault {} drawn with {detail:?}", kind.name()),
+        }
+    }
+
+    fn fill_disk(&mut self, h: usize) -> Result<()> {
+        let written = self.disks.fill(h)?;
+        println!("           its disk full ({} MiB written)", written >> 20);
+        Ok(())
+    }
+
+    /// Frees the disk, and starts the node again if the full disk stopped it.
+    fn free_disk(&mut self, h: usize) -> Result<()> {
+        self.disks.free(h)?;
+        if self.hosts.restart_if_stopped(h)? {
+            println!("           {} had stopped on the full disk: started again", self.hosts.hosts[h].name);
+        }
+        Ok(())
+    }
+}
+
+/// Each host's `/status` (its vnodes, their parents, held replies, waiting reads, prepared
+/// branches), saved beside the history for a failed run's diagnosis.
+fn save_statuses(dir: &std::path::Path, hosts: &Hosts) {
+    for h in &hosts.hosts {
+        let url = format!("http://{}/status", h.admin);
+        let text = match ureq::get(&url).timeout(Duration::from_secs(10)).call() {
+            Ok(resp) => resp.into_string().unwrap_or_else(|e| format!("unreadable: {e}")),
+            Err(e) => format!("no answer: {e}"),
+        };
+        let _ = std::fs::write(dir.join(format!("status-{}.json", h.name)), text);
     }
 }
 

@@ -1,8 +1,12 @@
-//! The nemesis's network: one namespace per host on a bridge of its own, and the cut-offs it makes
-//! by taking a host's link down. Everything is named after this run (`Tag`) and removed when the
-//! `Net` is dropped — on success, on error and after Ctrl-C — and only what this run created.
+//! The nemesis's network: one namespace per host on a bridge of its own; the cut-offs it makes by
+//! taking a host's link down, and the partitions and packet loss it makes with nftables rules
+//! inside the namespaces (a table of its own, removed when the fault heals). Everything is named
+//! after this run (`Tag`) and removed when the `Net` is dropped — on success, on error and after
+//! Ctrl-C — and only what this run created (a namespace takes its rules with it).
 
+use super::faults::Partition;
 use anyhow::{bail, Context, Result};
+use std::io::Write;
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};
 
@@ -117,6 +121,79 @@ impl Net {
     /// or joins it again. Its process keeps running.
     pub fn set_cut_off(&self, h: usize, cut_off: bool) -> Result<()> {
         ip(&["link", "set", &self.tag.veth_outside(h), if cut_off { "down" } else { "up" }])
+    }
+}
+
+/// The nftables table a fault's rules live in, inside a host's namespace.
+const TABLE: &str = "waymark_nemesis";
+
+impl Net {
+    /// Fails, saying how to get it, unless `nft` runs here.
+    pub fn check_nftables() -> Result<()> {
+        match Command::new("nft").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+            Ok(s) if s.success() => Ok(()),
+            _ => bail!(
+                "the partition and loss faults need nftables (`nft`), which is not installed: \
+                 `apt-get install nftables`, or leave them out of --faults"
+            ),
+        }
+    }
+
+    /// Applies `partition` (every receiver drops its senders' packets), or heals it.
+    pub fn set_partition(&self, partition: &Partition, on: bool) -> Result<()> {
+        let drops = partition.drops(self.hosts);
+        let mut receivers: Vec<usize> = drops.iter().map(|(r, _)| *r).collect();
+        receivers.sort_unstable();
+        receivers.dedup();
+        for r in receivers {
+            if !on {
+                self.remove_rules(r)?;
+                continue;
+            }
+            let senders: Vec<String> =
+                drops.iter().filter(|(x, _)| *x == r).map(|(_, s)| self.addr(*s).to_string()).collect();
+            self.load_rules(r, &[("input", format!("ip saddr {{ {} }} drop", senders.join(", ")))])?;
+        }
+        Ok(())
+    }
+
+    /// Host `h` drops `percent` % of the packets it receives and of those it sends, or no more.
+    pub fn set_loss(&self, h: usize, percent: u8, on: bool) -> Result<()> {
+        if !on {
+            return self.remove_rules(h);
+        }
+        let drop = format!("numgen random mod 100 < {percent} drop");
+        self.load_rules(h, &[("input", drop.clone()), ("output", drop)])
+    }
+
+    /// Loads this run's table in host `h`'s namespace with one rule per (hook, rule) of `chains`
+    /// (one fault at a time: the table is new).
+    fn load_rules(&self, h: usize, chains: &[(&str, String)]) -> Result<()> {
+        let mut script = format!("table inet {TABLE} {{\n");
+        for (hook, rule) in chains {
+            script += &format!(
+                "  chain {hook} {{\n    type filter hook {hook} priority 0; policy accept;\n    {rule}\n  }}\n"
+            );
+        }
+        script += "}\n";
+        let ns = self.tag.namespace(h);
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &ns, "nft", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running `nft` in a namespace")?;
+        child.stdin.take().context("nft's stdin")?.write_all(script.as_bytes())?;
+        let out = child.wait_with_output()?;
+        if !out.status.success() {
+            bail!("nft in {ns} refused `{script}`: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(())
+    }
+
+    fn remove_rules(&self, h: usize) -> Result<()> {
+        ip(&["netns", "exec", &self.tag.namespace(h), "nft", "delete", "table", "inet", TABLE])
     }
 }
 
