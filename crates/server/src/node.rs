@@ -110,7 +110,9 @@ impl Shared {
         let req = REQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let client = waymark_core::ClientId(u64::MAX - 1);
         let cmd = VnodeCmd::Client { client, req, request: waymark_core::Request::Cut, reply };
-        let stopped = |what: &str| RunCutError::Failed(format!("{through} stopped{what}"));
+        // A secondary parent stops when its primary answers again (often right after a host's
+        // cut-off heals): the client asks the next host, which runs the primary.
+        let stopped = |what: &str| RunCutError::NotHere(format!("{through} stopped{what}: ask another host"));
         tx.send(cmd).await.map_err(|_| stopped(""))?;
         let response = tokio::time::timeout(timeout, rx)
             .await

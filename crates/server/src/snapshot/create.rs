@@ -127,6 +127,33 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Crea
         );
         return Err(why.into());
     }
+    let dir = manifest::snapshot_dir(root, &req.name, increment);
+    if dir.exists() {
+        // Left by a creation that failed before it could remove it (a host stopped meanwhile).
+        if dir.join(manifest::MANIFEST_FILE).exists() {
+            return Err(format!("{} exists already", dir.display()).into());
+        }
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| format!("removing {} (an interrupted creation's): {e}", dir.display()))?;
+    }
+    let created = create_in(shared, &req, previous, increment).await;
+    if created.is_err() {
+        // What this creation exported here is read by nothing without a manifest: removed, so
+        // that the next attempt starts clean (it had stopped every later increment of the chain).
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    created
+}
+
+/// `create` once its snapshot's directory is known to be free: the cut, the exports, the manifest.
+async fn create_in(
+    shared: &Shared,
+    req: &CreateRequest,
+    previous: Option<Manifest>,
+    increment: u32,
+) -> Result<Created, CreateError> {
+    let root = &shared.cfg.snapshot_dir;
+    let strategy = shared.cfg.cluster.strategy;
     let cut: CutReport = shared.run_cut(CUT_WAIT).await?;
     if !cut.ok {
         let why = cut.why.as_deref().unwrap_or("a store vnode did not take part");
@@ -163,7 +190,7 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Crea
     let files = manifest.vnodes.iter().map(|v| v.files().count()).sum();
     let export_ms = begun.elapsed().as_secs_f64() * 1000.0;
     Ok(Created {
-        name: req.name,
+        name: req.name.clone(),
         increment,
         cut: cut.cut,
         phases_ms: cut.phases_ms,
@@ -256,8 +283,10 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
                 Some(*from.ok_or_else(|| format!("{id} is not in the previous snapshot: take a full one"))?)
             }
         };
+        let dest = dir.join(id.to_string());
+        clear_interrupted(&dir, &dest)?;
         let (reply, rx) = oneshot::channel();
-        let cmd = VnodeCmd::Export { cut: CutId(req.cut), from, dest: dir.join(id.to_string()), reply };
+        let cmd = VnodeCmd::Export { cut: CutId(req.cut), from, dest, reply };
         tx.send(cmd).await.map_err(|_| format!("{id} stopped"))?;
         let files = tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| format!("{id}: export timed out"))?;
         let mut files = files.map_err(|_| format!("{id} stopped"))??;
@@ -265,6 +294,17 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         out.push(files);
     }
     Ok(out)
+}
+
+/// A vnode's files left in a snapshot directory without a manifest — by a creation that failed
+/// after this host exported (another host's export failed, a disk filled up) — are removed before
+/// the next attempt exports again: nothing reads a directory without a manifest.
+fn clear_interrupted(dir: &std::path::Path, dest: &std::path::Path) -> Result<(), String> {
+    if dest.exists() && !dir.join(manifest::MANIFEST_FILE).exists() {
+        std::fs::remove_dir_all(dest)
+            .map_err(|e| format!("removing {} (an interrupted creation's): {e}", dest.display()))?;
+    }
+    Ok(())
 }
 
 /// The partitions a store vnode holds by the placement it routes by, with their chains' epochs
@@ -346,5 +386,25 @@ mod tests {
         assert_eq!(serde_json::to_string(&req).unwrap(), before);
         let full: ExportRequest = serde_json::from_str(r#"{"name":"nightly","increment":0,"cut":9}"#).unwrap();
         assert!(full.from.is_empty(), "a full snapshot's request has no `from`");
+    }
+
+    #[test]
+    fn a_vnodes_files_left_without_a_manifest_are_removed_before_exporting_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, dest) = (tmp.path().join("inc-0008"), tmp.path().join("inc-0008/store0@node2"));
+        std::fs::create_dir_all(dest.join("wal")).unwrap();
+        std::fs::write(dest.join("wal/00000000000000000000.wal"), b"half").unwrap();
+        clear_interrupted(&dir, &dest).unwrap();
+        assert!(!dest.exists() && dir.exists());
+    }
+
+    #[test]
+    fn a_vnodes_files_under_a_manifest_are_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, dest) = (tmp.path().join("inc-0003"), tmp.path().join("inc-0003/store0@node2"));
+        std::fs::create_dir_all(&dest).unwrap();
+        std::fs::write(dir.join(manifest::MANIFEST_FILE), b"{}").unwrap();
+        clear_interrupted(&dir, &dest).unwrap();
+        assert!(dest.exists());
     }
 }

@@ -3,10 +3,9 @@
 //! lines in its colour. Text is drawn with DejaVu Sans embedded in the binary: no system fonts.
 
 use super::report::Report;
+use crate::cmd::charts::{draw_err, register_font, ChartError};
 use plotters::prelude::*;
-use plotters::style::FontStyle;
 use std::path::Path;
-use std::sync::Once;
 
 const WIDTH_PX: u32 = 1200;
 const HEIGHT_PX: u32 = 800;
@@ -18,28 +17,6 @@ const COLORS: [RGBColor; 6] = [
     RGBColor(148, 103, 189),
     RGBColor(140, 86, 75),
 ];
-
-#[derive(Debug, thiserror::Error)]
-pub enum ChartError {
-    #[error("drawing the chart: {0}")]
-    Draw(String),
-    #[error("the embedded font is unreadable")]
-    Font,
-}
-
-fn draw_err<E: std::fmt::Debug>(e: E) -> ChartError {
-    ChartError::Draw(format!("{e:?}"))
-}
-
-fn register_font() -> Result<(), ChartError> {
-    static ONCE: Once = Once::new();
-    let mut result = Ok(());
-    ONCE.call_once(|| {
-        result = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
-            .map_err(|_| ChartError::Font);
-    });
-    result
-}
 
 pub fn draw(report: &Report, file: &Path) -> Result<(), ChartError> {
     register_font()?;

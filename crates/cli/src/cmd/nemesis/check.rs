@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 /// How long the final read through a host may be refused (`TRYAGAIN` while it catches up).
 const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Availability is counted in slices of this length: a slice is up when an operation completed
+/// ok in it.
+const UP_SLICE_MS: u64 = 250;
 /// How long the replicas may take to agree after healing (in-doubt branches resolving).
 const AGREE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -24,10 +27,16 @@ pub struct Report {
     bad_audits: Vec<(u64, i64)>,
     /// Per host, the balances read at the end (or why none could be).
     finals: Vec<(String, Result<Vec<i64>, String>)>,
-    /// Transfers by the fault in force when each was invoked ("none" outside every window).
-    by_fault: BTreeMap<&'static str, [usize; 3]>,
+    /// Transfers by the fault in force when each was invoked ("none" outside every window):
+    /// ok, aborted, refused, unknown.
+    by_fault: BTreeMap<&'static str, [usize; 4]>,
+    /// Per fault kind ("none" outside every window): slices of `UP_SLICE_MS` in its windows, and
+    /// how many of them saw an operation answered ok.
+    up_by_fault: BTreeMap<&'static str, (usize, usize)>,
     /// Operations answered ok, per second of the run.
-    ok_per_second: Vec<usize>,
+    pub ok_per_second: Vec<usize>,
+    /// Operations refused or whose outcome is unknown, per second of the run.
+    pub not_ok_per_second: Vec<usize>,
     windows: Vec<Fault>,
     /// After healing: the partitions whose current replicas differ (or why none could be read).
     replicas: Result<Vec<String>, String>,
@@ -56,24 +65,30 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
     let audits: Vec<&Op> = history.iter().filter(|o| o.kind == OpKind::Audit && o.outcome == Outcome::Ok).collect();
     let bad_audits =
         audits.iter().filter(|o| o.sum != Some(total)).map(|o| (o.invoke_ms, o.sum.unwrap_or(0))).collect();
-    let mut by_fault: BTreeMap<&'static str, [usize; 3]> = BTreeMap::new();
+    let mut by_fault: BTreeMap<&'static str, [usize; 4]> = BTreeMap::new();
     let mut ok_per_second = vec![0; seconds as usize + 1];
+    let mut not_ok_per_second = vec![0; seconds as usize + 1];
     for op in history {
         let during = windows.iter().find(|w| (w.start_ms..w.end_ms).contains(&op.invoke_ms));
         let slot = match op.outcome {
             Outcome::Ok => 0,
-            Outcome::Failed => 1,
-            Outcome::Unknown => 2,
+            Outcome::Aborted => 1,
+            Outcome::Refused => 2,
+            Outcome::Unknown => 3,
         };
         if op.kind == OpKind::Transfer {
             by_fault.entry(during.map_or("none", |w| w.kind.name())).or_default()[slot] += 1;
         }
-        if op.outcome == Outcome::Ok {
-            if let Some(n) = ok_per_second.get_mut((op.complete_ms / 1000) as usize) {
-                *n += 1;
-            }
+        let per_second = match op.outcome {
+            Outcome::Ok => &mut ok_per_second,
+            Outcome::Refused | Outcome::Unknown => &mut not_ok_per_second,
+            Outcome::Aborted => continue,
+        };
+        if let Some(n) = per_second.get_mut((op.complete_ms / 1000) as usize) {
+            *n += 1;
         }
     }
+    let up_by_fault = up_by_fault(history, windows, seconds);
     let finals = hosts.hosts.iter().map(|h| (h.name.clone(), final_balances(h.redis, accounts))).collect();
     let admins: Vec<String> = hosts.hosts.iter().map(|h| h.admin.to_string()).collect();
     let ok_snapshots = snapshots.iter().filter(|a| a.result.is_ok()).count();
@@ -92,7 +107,9 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
         bad_audits,
         finals,
         by_fault,
+        up_by_fault,
         ok_per_second,
+        not_ok_per_second,
         windows: windows.to_vec(),
     })
 }
@@ -111,6 +128,27 @@ fn final_balances(addr: std::net::SocketAddr, accounts: &[String]) -> Result<Vec
         std::thread::sleep(Duration::from_millis(200));
     }
     Err(format!("no answer within {FINAL_READ_TIMEOUT:?}: {last}"))
+}
+
+/// Per fault kind, its slices and those in which an operation completed ok (a slice belongs to
+/// the fault whose window holds its start).
+fn up_by_fault(history: &[Op], windows: &[Fault], seconds: u64) -> BTreeMap<&'static str, (usize, usize)> {
+    let slices = (seconds * 1000).div_ceil(UP_SLICE_MS) as usize;
+    let mut up = vec![false; slices];
+    for op in history.iter().filter(|o| o.outcome == Outcome::Ok) {
+        if let Some(u) = up.get_mut((op.complete_ms / UP_SLICE_MS) as usize) {
+            *u = true;
+        }
+    }
+    let mut out: BTreeMap<&'static str, (usize, usize)> = BTreeMap::new();
+    for (i, is_up) in up.into_iter().enumerate() {
+        let at_ms = i as u64 * UP_SLICE_MS;
+        let during = windows.iter().find(|w| (w.start_ms..w.end_ms).contains(&at_ms));
+        let e = out.entry(during.map_or("none", |w| w.kind.name())).or_default();
+        e.0 += 1;
+        e.1 += is_up as usize;
+    }
+    out
 }
 
 /// The partitions whose replicas differ, asked again until none does or `AGREE_TIMEOUT` passes.
@@ -196,19 +234,37 @@ impl fmt::Display for Report {
             Some(Err(e)) => writeln!(f, "  snapshot        {:<9} {e}", verdict(false))?,
             None => writeln!(f, "  snapshot        none      none of {failed} taken during the run succeeded")?,
         }
-        for (at_ms, why) in &self.snapshot_failures {
-            writeln!(f, "    the snapshot asked at {:.1} s failed: {why}", *at_ms as f64 / 1e3)?;
+        // The first and the last failures: how the faults began to stop cuts, and whether
+        // anything stopped them for good.
+        let n = self.snapshot_failures.len();
+        for (i, (at_ms, why)) in self.snapshot_failures.iter().enumerate() {
+            if i == 3 && n > 6 {
+                writeln!(f, "    … {} more …", n - 6)?;
+            }
+            if i < 3 || i + 3 >= n {
+                writeln!(f, "    the snapshot asked at {:.1} s failed: {why}", *at_ms as f64 / 1e3)?;
+            }
         }
-        writeln!(f, "transfers by the fault in force when invoked (ok / failed / unknown):")?;
-        for (fault, [ok, failed, unknown]) in &self.by_fault {
-            let all = (ok + failed + unknown).max(1);
+        writeln!(
+            f,
+            "transfers by the fault in force when invoked: ok / aborted (WATCH) / refused / unknown, and \
+             answered (ok or aborted)"
+        )?;
+        for (fault, [ok, aborted, refused, unknown]) in &self.by_fault {
+            let all = (ok + aborted + refused + unknown).max(1);
+            let (slices, up) = self.up_by_fault.get(fault).copied().unwrap_or_default();
             writeln!(
                 f,
-                "  {fault:<8} {ok:>6} / {failed:>6} / {unknown:>6}   ok {:>5.1}%",
-                100.0 * *ok as f64 / all as f64
+                "  {fault:<9} {ok:>6} / {aborted:>6} / {refused:>6} / {unknown:>4}   answered {:>5.1}%   up {:>5.1}% of {:.1} s",
+                100.0 * (ok + aborted) as f64 / all as f64,
+                100.0 * up as f64 / slices.max(1) as f64,
+                (slices as u64 * UP_SLICE_MS) as f64 / 1e3
             )?;
         }
+        writeln!(f, "  (up: the share of {UP_SLICE_MS} ms slices in which an operation completed ok)")?;
         writeln!(f, "faults held: {}", self.windows.len())?;
+        let dark = self.ok_per_second.iter().filter(|n| **n == 0).count();
+        writeln!(f, "seconds with no operation answered ok: {dark} of {}", self.ok_per_second.len())?;
         let per_second: Vec<String> = self.ok_per_second.iter().map(|n| n.to_string()).collect();
         write!(f, "operations ok per second: {}", per_second.join(" "))
     }

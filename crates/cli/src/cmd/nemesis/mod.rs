@@ -8,6 +8,7 @@
 //! with the same balances, and the replicas of every partition agree). Not yet: the simulator's
 //! checkers over the history, a list-append workload, the chart.
 
+mod chart;
 mod check;
 mod disks;
 mod faults;
@@ -56,6 +57,10 @@ pub struct NemesisArgs {
     /// the checks catch it.
     #[arg(long = "break")]
     breaks: Vec<String>,
+    /// Where the chart goes (PNG: operations per second, fault windows shaded) [default:
+    /// DIR/chart.png].
+    #[arg(long)]
+    chart: Option<PathBuf>,
     /// Print the schedule the seed draws and stop (needs no root).
     #[arg(long)]
     schedule_only: bool,
@@ -119,6 +124,9 @@ pub fn run(args: NemesisArgs) -> Result<()> {
     match &result {
         Ok(()) if ours => {
             let _ = std::fs::remove_dir_all(&dir);
+            println!(
+                "the run's directory was removed: --dir DIR keeps it (history, logs, chart), --chart FILE the chart"
+            );
         }
         _ => println!("the cluster's directory (configs, logs, history.jsonl): {}", dir.display()),
     }
@@ -193,6 +201,27 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
     };
     let report = check::check(&history, run)?;
     println!("{report}");
+    println!(
+        "replay: waymark nemesis --hosts {} --seconds {} --seed {} --faults {} --clients {} --accounts {}{}",
+        args.hosts,
+        args.seconds,
+        args.seed,
+        args.faults.join(","),
+        args.clients,
+        args.accounts,
+        args.breaks.iter().map(|b| format!(" --break {b}")).collect::<String>()
+    );
+    let chart = args.chart.clone().unwrap_or_else(|| dir.join("chart.png"));
+    let series = chart::Series {
+        title: format!("waymark nemesis: {} hosts, seed {}, faults {}", args.hosts, args.seed, args.faults.join(",")),
+        ok: &report.ok_per_second,
+        not_ok: &report.not_ok_per_second,
+        windows: &windows,
+    };
+    match chart::draw(&series, &chart) {
+        Ok(()) => println!("chart: {}", chart.display()),
+        Err(e) => println!("no chart: {e}"),
+    }
     if !report.passed() {
         save_statuses(dir, &hosts);
         bail!("the nemesis found a violation (history: {})", dir.join("history.jsonl").display());

@@ -1,7 +1,7 @@
 //! The nemesis's workload: bank clients spread over the hosts, through the Redis protocol, each
-//! operation recorded with its invoke and completion times and its outcome — ok, failed (the
-//! server said nothing was done), or unknown (a timeout or a lost connection: it may have
-//! committed).
+//! operation recorded with its invoke and completion times and its outcome — ok, aborted (its
+//! WATCH saw a conflict), refused (the server said nothing was done), or unknown (a timeout or a
+//! lost connection: it may have committed).
 
 use crate::cmd::bank::{self, Transfer};
 use rand::rngs::StdRng;
@@ -24,8 +24,12 @@ pub enum OpKind {
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Ok,
-    Failed,
+    /// The server refused (`TRYAGAIN`…) before committing anything.
+    Refused,
     Unknown,
+    /// The cluster answered and wrote nothing: a transfer aborted by its WATCH (another
+    /// transaction wrote a balance it read) or declined (not enough money).
+    Aborted,
 }
 
 /// One operation of the history (a line of `history.jsonl`).
@@ -47,6 +51,8 @@ pub struct Op {
 
 /// One in this many operations is an audit.
 const AUDIT_ONE_IN: u32 = 8;
+/// Pause after a refusal (`TRYAGAIN`), as a client of a cluster that is failing over would.
+const REFUSED_PAUSE: Duration = Duration::from_millis(20);
 /// Back-off after a failed connection, doubled up to the cap.
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -82,8 +88,11 @@ impl Client<'_> {
             backoff = BACKOFF_MIN;
             while !self.stop.load(Ordering::Relaxed) {
                 let op = self.one(&mut con, &mut rng, host);
-                let lost = op.outcome == Outcome::Unknown;
+                let (lost, refused) = (op.outcome == Outcome::Unknown, op.outcome == Outcome::Refused);
                 history.push(op);
+                if refused {
+                    std::thread::sleep(REFUSED_PAUSE);
+                }
                 if lost {
                     host = (host + 1) % self.hosts.len();
                     break; // a new connection, to another host
@@ -110,8 +119,8 @@ impl Client<'_> {
         let (outcome, sum, error) = match result {
             Ok(Some(sum)) => (Outcome::Ok, (kind == OpKind::Audit).then_some(sum), None),
             // Aborted by a WATCH, or declined: nothing written.
-            Ok(None) => (Outcome::Failed, None, Some("not committed".into())),
-            Err(e) if is_definite(&e) => (Outcome::Failed, None, Some(e.to_string())),
+            Ok(None) => (Outcome::Aborted, None, None),
+            Err(e) if is_definite(&e) => (Outcome::Refused, None, Some(e.to_string())),
             Err(e) => (Outcome::Unknown, None, Some(e.to_string())),
         };
         Op { client: self.id, host, kind, invoke_ms, complete_ms, outcome, sum, error }

@@ -1,0 +1,28 @@
+//! What every chart the CLI draws shares: DejaVu Sans embedded in the binary (no system fonts),
+//! registered once, and the error a drawing gives.
+
+use plotters::style::FontStyle;
+use std::sync::Once;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("drawing the chart: {0}")]
+    Draw(String),
+    #[error("the embedded font is unreadable")]
+    Font,
+}
+
+pub fn draw_err<E: std::fmt::Debug>(e: E) -> ChartError {
+    ChartError::Draw(format!("{e:?}"))
+}
+
+/// Registers the embedded font as "sans-serif" (once per process).
+pub fn register_font() -> Result<(), ChartError> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        result = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular())
+            .map_err(|_| ChartError::Font);
+    });
+    result
+}
