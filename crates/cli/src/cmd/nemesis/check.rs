@@ -5,8 +5,9 @@
 
 use super::faults::Fault;
 use super::hosts::Hosts;
-use super::snapshots::{Attempt, Verified};
-use super::workload::{Op, OpKind, Outcome};
+use super::lists::{self, Verdict};
+use super::snapshots::{Attempt, Restored, Verified};
+use super::workload::{Op, OpKind, Outcome, Workload};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,6 +22,10 @@ const UP_SLICE_MS: u64 = 250;
 const AGREE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Report {
+    /// The bank's checks (audits, final balances) run with the bank workload only.
+    bank: bool,
+    /// The append workload's checks (`lists.rs`).
+    verdicts: Vec<Verdict>,
     total: i64,
     audits_ok: usize,
     /// Audits whose balances did not sum to the total: (invoke ms, sum).
@@ -50,6 +55,7 @@ pub struct Report {
 
 /// What the run left to check besides its history.
 pub struct Run<'a> {
+    pub workload: Workload,
     pub windows: &'a [Fault],
     pub total: i64,
     pub hosts: &'a Hosts,
@@ -61,7 +67,7 @@ pub struct Run<'a> {
 }
 
 pub fn check(history: &[Op], run: Run) -> Result<Report> {
-    let Run { windows, total, hosts, accounts, seconds, snapshots, restored } = run;
+    let Run { workload, windows, total, hosts, accounts, seconds, snapshots, restored } = run;
     let audits: Vec<&Op> = history.iter().filter(|o| o.kind == OpKind::Audit && o.outcome == Outcome::Ok).collect();
     let bad_audits =
         audits.iter().filter(|o| o.sum != Some(total)).map(|o| (o.invoke_ms, o.sum.unwrap_or(0))).collect();
@@ -76,7 +82,7 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
             Outcome::Refused => 2,
             Outcome::Unknown => 3,
         };
-        if op.kind == OpKind::Transfer {
+        if matches!(op.kind, OpKind::Transfer | OpKind::Append) {
             by_fault.entry(during.map_or("none", |w| w.kind.name())).or_default()[slot] += 1;
         }
         let per_second = match op.outcome {
@@ -89,10 +95,25 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
         }
     }
     let up_by_fault = up_by_fault(history, windows, seconds);
-    let finals = hosts.hosts.iter().map(|h| (h.name.clone(), final_balances(h.redis, accounts))).collect();
+    let bank = workload == Workload::Bank;
+    let (finals, verdicts) = match workload {
+        Workload::Bank => {
+            (hosts.hosts.iter().map(|h| (h.name.clone(), final_balances(h.redis, accounts))).collect(), vec![])
+        }
+        Workload::Append => {
+            let lists: Vec<_> = hosts.hosts.iter().map(|h| (h.name.clone(), lists::read_lists(h.redis))).collect();
+            let restored_lists = match &restored {
+                Some(Ok(Verified { holds: Restored::Lists(l), .. })) => Some(l),
+                _ => None,
+            };
+            (vec![], lists::check(history, &lists, restored_lists))
+        }
+    };
     let admins: Vec<String> = hosts.hosts.iter().map(|h| h.admin.to_string()).collect();
     let ok_snapshots = snapshots.iter().filter(|a| a.result.is_ok()).count();
     Ok(Report {
+        bank,
+        verdicts,
         replicas: replicas_once_agreed(&admins),
         snapshots: (ok_snapshots, snapshots.len() - ok_snapshots),
         snapshot_failures: snapshots
@@ -180,14 +201,14 @@ impl Report {
     }
 
     pub fn passed(&self) -> bool {
-        self.bad_audits.is_empty() && self.finals_agree() && self.replicas_agree() && self.restore_ok()
+        let bank = !self.bank || (self.bad_audits.is_empty() && self.finals_agree());
+        bank && self.verdicts.iter().all(|v| v.ok) && self.replicas_agree() && self.restore_ok()
     }
 }
 
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Report {
+    fn fmt_bank(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verdict = |ok: bool| if ok { "ok" } else { "VIOLATED" };
-        writeln!(f, "checks:")?;
         writeln!(
             f,
             "  bank audits     {:<9} {} audits read every account; {} did not sum to {}",
@@ -211,6 +232,24 @@ impl fmt::Display for Report {
                 Err(e) => writeln!(f, "    {host:<8} {e}")?,
             }
         }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = |ok: bool| if ok { "ok" } else { "VIOLATED" };
+        writeln!(f, "checks:")?;
+        if self.bank {
+            self.fmt_bank(f)?;
+        }
+        for v in &self.verdicts {
+            let mut said = v.said.iter();
+            writeln!(f, "  {:<15} {:<9} {}", v.name, verdict(v.ok), said.next().map_or("", |s| s.as_str()))?;
+            for line in said {
+                writeln!(f, "    {line}")?;
+            }
+        }
         writeln!(
             f,
             "  replicas        {:<9} after healing, the current replicas of every partition hold the same data",
@@ -229,7 +268,13 @@ impl fmt::Display for Report {
                 verdict(true),
                 v.increment,
                 v.cut,
-                v.total
+                match &v.holds {
+                    Restored::Bank { total } => total.to_string(),
+                    Restored::Lists(l) => format!(
+                        "{} list elements (in the serializability check)",
+                        l.values().map(Vec::len).sum::<usize>()
+                    ),
+                }
             )?,
             Some(Err(e)) => writeln!(f, "  snapshot        {:<9} {e}", verdict(false))?,
             None => writeln!(f, "  snapshot        none      none of {failed} taken during the run succeeded")?,
@@ -247,7 +292,7 @@ impl fmt::Display for Report {
         }
         writeln!(
             f,
-            "transfers by the fault in force when invoked: ok / aborted (WATCH) / refused / unknown, and \
+            "transactions by the fault in force when invoked: ok / aborted / refused / unknown, and \
              answered (ok or aborted)"
         )?;
         for (fault, [ok, aborted, refused, unknown]) in &self.by_fault {

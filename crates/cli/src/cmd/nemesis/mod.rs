@@ -13,6 +13,7 @@ mod check;
 mod disks;
 mod faults;
 mod hosts;
+mod lists;
 mod net;
 mod snapshots;
 mod workload;
@@ -43,7 +44,11 @@ pub struct NemesisArgs {
     /// Seed of the fault schedule and of the clients' choices.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Bank clients (threads, one connection each, spread over the hosts).
+    /// What the clients run: the bank (WATCH transfers, audits), or list appends (MULTI/EXEC of
+    /// GETs and APPENDs, checked by the simulator's serializability checker).
+    #[arg(long, value_enum, default_value_t = workload::Workload::Bank)]
+    workload: workload::Workload,
+    /// Clients (threads, one connection each, spread over the hosts).
     #[arg(long, default_value_t = 6)]
     clients: usize,
     /// Bank accounts.
@@ -165,6 +170,8 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
             .map(|id| {
                 let client = workload::Client {
                     id,
+                    workload: args.workload,
+                    appended: std::cell::Cell::new(0),
                     seed: args.seed,
                     hosts: &addrs,
                     accounts: &accounts,
@@ -187,10 +194,13 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
         return Ok(()); // `run` says it was interrupted
     }
     let restored = match snapshots.iter().any(|a| a.result.is_ok()) {
-        true => Some(snapshots::verify(dir, args.hosts as u32, &accounts, total).map_err(|e| format!("{e:#}"))),
+        true => Some(
+            snapshots::verify(dir, args.hosts as u32, args.workload, &accounts, total).map_err(|e| format!("{e:#}")),
+        ),
         false => None,
     };
     let run = check::Run {
+        workload: args.workload,
         windows: &windows,
         total,
         hosts: &hosts,
@@ -202,11 +212,12 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
     let report = check::check(&history, run)?;
     println!("{report}");
     println!(
-        "replay: waymark nemesis --hosts {} --seconds {} --seed {} --faults {} --clients {} --accounts {}{}",
+        "replay: waymark nemesis --hosts {} --seconds {} --seed {} --faults {} --workload {:?} --clients {} --accounts {}{}",
         args.hosts,
         args.seconds,
         args.seed,
         args.faults.join(","),
+        args.workload,
         args.clients,
         args.accounts,
         args.breaks.iter().map(|b| format!(" --break {b}")).collect::<String>()

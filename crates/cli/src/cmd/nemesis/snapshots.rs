@@ -2,6 +2,7 @@
 //! increments of its chain), and after the run the newest checked (`snapshot check`) and restored
 //! into a cluster of its own, where the bank's total and the replicas are checked again.
 
+use super::workload::Workload;
 use crate::cmd::admin_client::Admin;
 use crate::cmd::cluster;
 use crate::cmd::started::Started;
@@ -46,12 +47,18 @@ pub fn take_while_running(dir: &Path, started: Instant, stop: &AtomicBool) -> Re
 pub struct Verified {
     pub increment: u32,
     pub cut: u64,
-    pub total: i64,
+    /// What the restored cluster holds: the bank's total, or every list.
+    pub holds: Restored,
+}
+
+pub enum Restored {
+    Bank { total: i64 },
+    Lists(super::lists::Lists),
 }
 
 /// Checks the newest snapshot of the chain, restores it onto `hosts` hosts in `dir/restored`,
 /// and reads the bank's total and the replicas' agreement there.
-pub fn verify(dir: &Path, hosts: u32, accounts: &[String], total: i64) -> Result<Verified> {
+pub fn verify(dir: &Path, hosts: u32, workload: Workload, accounts: &[String], total: i64) -> Result<Verified> {
     let root = dir.join("snapshots");
     let report = waymark_server::snapshot::check::check(&root, NAME, None);
     if let Some(p) = report.problems.first() {
@@ -69,15 +76,23 @@ pub fn verify(dir: &Path, hosts: u32, accounts: &[String], total: i64) -> Result
     let up = cluster::start(&to);
     crate::cmd::set_quiet(false);
     up?;
-    let found = restored_total(&to, accounts)?;
+    let holds = match workload {
+        Workload::Bank => Restored::Bank { total: restored_total(&to, accounts)? },
+        Workload::Append => {
+            let first = cluster::hosts_of(&to)?[0].1.this_host().redis;
+            Restored::Lists(super::lists::read_lists(first).map_err(anyhow::Error::msg)?)
+        }
+    };
     let admins: Vec<String> = cluster::hosts_of(&to)?.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();
     if let Some(d) = crate::cmd::replicas::disagreements(&admins)?.first() {
         bail!("the restored replicas differ: {d}");
     }
-    if found != total {
-        bail!("the restored bank holds {found}, not {total}");
+    if let Restored::Bank { total: found } = holds {
+        if found != total {
+            bail!("the restored bank holds {found}, not {total}");
+        }
     }
-    Ok(Verified { increment, cut, total: found })
+    Ok(Verified { increment, cut, holds })
 }
 
 /// The accounts' sum, read in one MGET from the restored cluster's first host.

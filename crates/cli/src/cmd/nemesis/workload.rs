@@ -1,5 +1,6 @@
-//! The nemesis's workload: bank clients spread over the hosts, through the Redis protocol, each
-//! operation recorded with its invoke and completion times and its outcome — ok, aborted (its
+//! The nemesis's workloads: bank clients, or list-append clients (Elle's workload: MULTI/EXEC
+//! transactions that GET lists and APPEND unique elements to them), spread over the hosts,
+//! through the Redis protocol, each operation recorded with its invoke and completion times and its outcome — ok, aborted (its
 //! WATCH saw a conflict), refused (the server said nothing was done), or unknown (a timeout or a
 //! lost connection: it may have committed).
 
@@ -18,6 +19,43 @@ pub enum OpKind {
     Transfer,
     /// An MGET of every account: a read-only transaction, whose sum must be the bank's total.
     Audit,
+    /// A MULTI/EXEC of list reads then appends (`micro`).
+    Append,
+}
+
+/// Which workload the clients run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    Bank,
+    /// List-append transactions, checked by the simulator's serializability checker.
+    Append,
+}
+
+/// One step of a list-append transaction: a list key is `list<key>`, its value the elements
+/// appended so far, each followed by a comma.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Micro {
+    Append {
+        key: u64,
+        elem: u64,
+    },
+    /// The list read; `None` until EXEC answered.
+    Read {
+        key: u64,
+        list: Option<Vec<u64>>,
+    },
+}
+
+/// The Redis key of list `key`.
+pub fn list_key(key: u64) -> String {
+    format!("list{key}")
+}
+
+/// A list's elements from its value (`None`: the key does not exist, the empty list).
+pub fn parse_list(value: Option<&str>) -> Result<Vec<u64>, String> {
+    let text = value.unwrap_or_default();
+    text.split(',').filter(|e| !e.is_empty()).map(|e| e.parse().map_err(|_| format!("not a list: {text:?}"))).collect()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -47,6 +85,9 @@ pub struct Op {
     /// What the server or the connection said, when not ok.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A list-append transaction's steps (reads filled in when it committed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub micro: Vec<Micro>,
 }
 
 /// One in this many operations is an audit.
@@ -57,14 +98,23 @@ const REFUSED_PAUSE: Duration = Duration::from_millis(20);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// Lists of the append workload.
+pub const LIST_KEYS: u64 = 8;
+/// Element numbers: client `c` appends `(c + 1) * ELEMS_PER_CLIENT + n` for its `n`-th (far more
+/// than a client appends in a run).
+const ELEMS_PER_CLIENT: u64 = 10_000_000;
+
 /// What one client needs.
 pub struct Client<'a> {
     pub id: usize,
+    pub workload: Workload,
     pub seed: u64,
     pub hosts: &'a [SocketAddr],
     pub accounts: &'a [String],
     pub started: Instant,
     pub stop: &'a AtomicBool,
+    /// Elements this client appended so far (the append workload).
+    pub appended: std::cell::Cell<u64>,
 }
 
 impl Client<'_> {
@@ -103,6 +153,13 @@ impl Client<'_> {
     }
 
     fn one(&self, con: &mut redis::Connection, rng: &mut StdRng, host: usize) -> Op {
+        match self.workload {
+            Workload::Bank => self.bank_op(con, rng, host),
+            Workload::Append => self.append_op(con, rng, host),
+        }
+    }
+
+    fn bank_op(&self, con: &mut redis::Connection, rng: &mut StdRng, host: usize) -> Op {
         let invoke_ms = self.started.elapsed().as_millis() as u64;
         let audit = rng.gen_ratio(1, AUDIT_ONE_IN);
         let (kind, result) = if audit {
@@ -123,8 +180,80 @@ impl Client<'_> {
             Err(e) if is_definite(&e) => (Outcome::Refused, None, Some(e.to_string())),
             Err(e) => (Outcome::Unknown, None, Some(e.to_string())),
         };
-        Op { client: self.id, host, kind, invoke_ms, complete_ms, outcome, sum, error }
+        Op { client: self.id, host, kind, invoke_ms, complete_ms, outcome, sum, error, micro: vec![] }
     }
+
+    /// One transaction: GET one or two lists, then APPEND a unique element to one or two, in one
+    /// MULTI/EXEC (reads first, so none sees the transaction's own appends).
+    fn append_op(&self, con: &mut redis::Connection, rng: &mut StdRng, host: usize) -> Op {
+        let mut micro = vec![];
+        for _ in 0..rng.gen_range(1..=2) {
+            micro.push(Micro::Read { key: rng.gen_range(0..LIST_KEYS), list: None });
+        }
+        for _ in 0..rng.gen_range(1..=2) {
+            // Unique across the run (and readable): the client's number, then its own count.
+            let elem = (self.id as u64 + 1) * ELEMS_PER_CLIENT + self.appended.get() % ELEMS_PER_CLIENT;
+            self.appended.set(self.appended.get() + 1);
+            micro.push(Micro::Append { key: rng.gen_range(0..LIST_KEYS), elem });
+        }
+        let invoke_ms = self.started.elapsed().as_millis() as u64;
+        let result = exec_lists(con, &micro);
+        let complete_ms = self.started.elapsed().as_millis() as u64;
+        let (outcome, error) = match result {
+            Ok(replies) => match fill_reads(&mut micro, &replies) {
+                Ok(()) => (Outcome::Ok, None),
+                Err(e) => (Outcome::Unknown, Some(e)),
+            },
+            Err(e) => (exec_outcome(&e), Some(e.to_string())),
+        };
+        Op { client: self.id, host, kind: OpKind::Append, invoke_ms, complete_ms, outcome, sum: None, error, micro }
+    }
+}
+
+/// MULTI, the transaction's commands, EXEC: EXEC's replies, one per command.
+fn exec_lists(con: &mut redis::Connection, micro: &[Micro]) -> redis::RedisResult<Vec<redis::Value>> {
+    redis::cmd("MULTI").query::<()>(con)?;
+    for m in micro {
+        let queued = match m {
+            Micro::Read { key, .. } => redis::cmd("GET").arg(list_key(*key)).query::<String>(con),
+            Micro::Append { key, elem } => redis::cmd("APPEND").arg(list_key(*key)).arg(format!("{elem},")).query(con),
+        };
+        if let Err(e) = queued {
+            let _ = redis::cmd("DISCARD").query::<()>(con);
+            return Err(e);
+        }
+    }
+    redis::cmd("EXEC").query(con)
+}
+
+/// What an error of a MULTI/EXEC says became of the transaction: the server's words for "nothing
+/// was written" make it aborted (a conflict, a timeout before any commit) or refused; a lost
+/// connection, a timeout or the server's "unknown" leave it unknown.
+fn exec_outcome(e: &redis::RedisError) -> Outcome {
+    let text = e.to_string();
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || text.contains("unknown") {
+        Outcome::Unknown
+    } else if is_definite(e) || text.contains("unavailable") {
+        Outcome::Refused
+    } else if text.contains("aborted") || text.contains("nothing was written") {
+        Outcome::Aborted
+    } else {
+        Outcome::Unknown
+    }
+}
+
+/// The lists EXEC answered, into the transaction's reads (one reply per step, in order).
+fn fill_reads(micro: &mut [Micro], replies: &[redis::Value]) -> Result<(), String> {
+    if replies.len() != micro.len() {
+        return Err(format!("EXEC answered {} replies to {} commands", replies.len(), micro.len()));
+    }
+    for (m, reply) in micro.iter_mut().zip(replies) {
+        if let Micro::Read { list, .. } = m {
+            let value: Option<String> = redis::from_redis_value(reply).map_err(|e| e.to_string())?;
+            *list = Some(parse_list(value.as_deref())?);
+        }
+    }
+    Ok(())
 }
 
 /// An error reply that says nothing was done: the server refused before committing anything.
@@ -132,6 +261,13 @@ impl Client<'_> {
 fn is_definite(e: &redis::RedisError) -> bool {
     if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
         return false;
+    }
+    // The client library names some codes itself (`TryAgain: …`), so the kind is asked too.
+    if matches!(
+        e.kind(),
+        redis::ErrorKind::TryAgain | redis::ErrorKind::ClusterDown | redis::ErrorKind::BusyLoadingError
+    ) {
+        return true;
     }
     let text = e.to_string();
     ["TRYAGAIN", "NOREPLICAS", "CLUSTERDOWN", "LOADING", "EXECABORT"].iter().any(|w| text.contains(w))
