@@ -126,7 +126,8 @@ fn list_appends_under_kills_and_a_partition_are_serializable_and_none_acknowledg
     }
     let args =
         ["--hosts", "3", "--seconds", "20", "--seed", "20", "--faults", "kill,partition", "--workload", "append"];
-    let checks = ["serializable    ok", "final lists     ok", "replicas        ok", "snapshot        ok"];
+    let checks =
+        ["serializable    ok", "final lists     ok", "real time       ok", "replicas        ok", "snapshot        ok"];
     let text = passes_checks(&args, &checks, Duration::from_secs(180));
     assert!(text.contains("no cycle") && text.contains("0 acknowledged appends missing"), "{text}");
 }

@@ -2,8 +2,9 @@
 //! (`waymark_sim::checkers::serializability`, Elle's list-append check): every transaction
 //! answered ok, every one whose outcome is unknown (counted when an append of it was read), the
 //! final lists read through every host and the lists of the restored snapshot, as read-only
-//! transactions, form a serializable history; and every append answered ok is in the final list
-//! of its key.
+//! transactions, form a serializable history; every append answered ok is in the final list of
+//! its key; and reads respect real time — a read sees every append answered ok, and every list
+//! read, before it was invoked (no stale read: what a failover's leases are for).
 
 use super::workload::{list_key, parse_list, Micro, Op, OpKind, Outcome, LIST_KEYS};
 use std::collections::BTreeMap;
@@ -74,7 +75,60 @@ pub fn check(history: &[Op], finals: &[(String, Result<Lists, String>)], restore
             said: format!("{}: {anomaly}", anomaly.anomaly()).lines().map(cut_line).collect(),
         },
     };
-    vec![serializable, final_lists(history, finals)]
+    let order = finals.iter().find_map(|(_, r)| r.as_ref().ok());
+    vec![serializable, final_lists(history, finals), real_time(history, order)]
+}
+
+/// Every read of a list is at least as long as what was known of that list, answered, before it
+/// was invoked: each append answered ok (its place in the list's final order, plus one) and each
+/// list read. Times in whole milliseconds, compared strictly, so that no two operations that may
+/// overlap are ordered.
+fn real_time(history: &[Op], order: Option<&Lists>) -> Verdict {
+    let Some(order) = order else {
+        return Verdict { name: "real time", ok: false, said: vec!["no final lists were read".into()] };
+    };
+    let place: BTreeMap<(u64, u64), usize> =
+        order.iter().flat_map(|(k, list)| list.iter().enumerate().map(move |(i, e)| ((*k, *e), i + 1))).collect();
+    // Per key, (completed ms, length known by then), sorted, then made a running maximum.
+    let mut known: BTreeMap<u64, Vec<(u64, usize)>> = BTreeMap::new();
+    let mut reads = vec![];
+    for op in history.iter().filter(|o| o.outcome == Outcome::Ok) {
+        for m in &op.micro {
+            let (key, len) = match m {
+                Micro::Append { key, elem } => (*key, place.get(&(*key, *elem)).copied().unwrap_or(0)),
+                Micro::Read { key, list: Some(list) } => {
+                    reads.push((op, *key, list.len()));
+                    (*key, list.len())
+                }
+                Micro::Read { list: None, .. } => continue,
+            };
+            known.entry(key).or_default().push((op.complete_ms, len));
+        }
+    }
+    for events in known.values_mut() {
+        events.sort_unstable();
+        let mut most = 0;
+        for e in events.iter_mut() {
+            most = most.max(e.1);
+            e.1 = most;
+        }
+    }
+    let mut stale = vec![];
+    for (op, key, len) in reads {
+        let events = &known[&key];
+        let before = events.partition_point(|(done, _)| *done < op.invoke_ms);
+        let needed = if before == 0 { 0 } else { events[before - 1].1 };
+        if len < needed {
+            stale.push(format!(
+                "client {} read list{key} at {} ms: {len} elements, but {needed} were known before (a stale read)",
+                op.client, op.invoke_ms
+            ));
+        }
+    }
+    let n = stale.len();
+    let mut said = vec![format!("{n} reads saw less than was answered before they began")];
+    said.extend(stale.into_iter().take(3));
+    Verdict { name: "real time", ok: n == 0, said }
 }
 
 fn cut_line(line: &str) -> String {
@@ -153,4 +207,52 @@ fn final_lists(history: &[Op], finals: &[(String, Result<Lists, String>)]) -> Ve
         ),
     );
     Verdict { name: "final lists", ok: agree && lost == 0, said }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(client: usize, invoke_ms: u64, complete_ms: u64, micro: Vec<Micro>) -> Op {
+        let (kind, outcome, sum, error, host) = (OpKind::Append, Outcome::Ok, None, None, 0);
+        Op { client, host, kind, invoke_ms, complete_ms, outcome, sum, error, micro }
+    }
+
+    fn read(key: u64, list: &[u64]) -> Micro {
+        Micro::Read { key, list: Some(list.to_vec()) }
+    }
+
+    fn finals(list: &[u64]) -> Vec<(String, Result<Lists, String>)> {
+        vec![("node1".into(), Ok([(0, list.to_vec())].into_iter().collect()))]
+    }
+
+    #[test]
+    fn a_read_that_misses_an_append_answered_before_it_began_is_stale() {
+        let history = [op(1, 0, 10, vec![Micro::Append { key: 0, elem: 7 }]), op(2, 20, 25, vec![read(0, &[])])];
+        let v = check(&history, &finals(&[7]), None);
+        let real_time = v.iter().find(|v| v.name == "real time").unwrap();
+        assert!(!real_time.ok, "{:?}", real_time.said);
+        assert!(v.iter().filter(|v| v.name != "real time").all(|v| v.ok), "serializable all the same");
+    }
+
+    #[test]
+    fn reads_that_overlap_an_append_or_follow_it_seeing_it_are_in_real_time() {
+        let history = [
+            op(1, 0, 10, vec![Micro::Append { key: 0, elem: 7 }]),
+            op(2, 5, 12, vec![read(0, &[])]),
+            op(3, 20, 25, vec![read(0, &[7])]),
+        ];
+        assert!(check(&history, &finals(&[7]), None).iter().all(|v| v.ok));
+    }
+
+    #[test]
+    fn a_read_shorter_than_one_answered_before_it_is_stale() {
+        let history = [
+            op(1, 0, 10, vec![Micro::Append { key: 0, elem: 7 }, Micro::Append { key: 0, elem: 8 }]),
+            op(2, 20, 25, vec![read(0, &[7, 8])]),
+            op(3, 30, 35, vec![read(0, &[7])]),
+        ];
+        let v = check(&history, &finals(&[7, 8]), None);
+        assert!(!v.iter().find(|v| v.name == "real time").unwrap().ok);
+    }
 }
