@@ -12,6 +12,15 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Says so and is true when the test cannot run: the nemesis needs root for its namespaces.
+fn not_root() -> bool {
+    let not = !is_root();
+    if not {
+        eprintln!("not run: the nemesis needs root for its network namespaces");
+    }
+    not
+}
+
 /// Waits for `child` (its output read meanwhile); past `within`, interrupts it as Ctrl-C would —
 /// it must still clean up — and fails.
 fn finish(mut child: Child, within: Duration) -> (bool, String) {
@@ -86,8 +95,7 @@ fn passes_checks(args: &[&str], checks: &[&str], within: Duration) -> String {
 
 #[test]
 fn a_short_nemesis_with_kills_pauses_cut_offs_and_a_partition_finds_the_bank_whole_and_cleans_up() {
-    if !is_root() {
-        eprintln!("not run: the nemesis needs root for its network namespaces");
+    if not_root() {
         return;
     }
     // Seed 20's schedule: kill node1 (the root's host), kill node3, pause node2, node2 apart from
@@ -120,8 +128,7 @@ fn a_nemesis_with_partitions_loss_and_a_full_disk_finds_the_cluster_answering_af
 /// search), with the final lists of every host and the restored snapshot's lists as reads.
 #[test]
 fn list_appends_under_kills_and_a_partition_are_serializable_and_none_acknowledged_is_lost() {
-    if !is_root() {
-        eprintln!("not run: the nemesis needs root for its network namespaces");
+    if not_root() {
         return;
     }
     let args =
@@ -136,8 +143,7 @@ fn list_appends_under_kills_and_a_partition_are_serializable_and_none_acknowledg
 /// two transactions each read a list the other appends to (a G2 cycle) and lose appends.
 #[test]
 fn list_appends_over_nodes_that_skip_their_locks_are_reported_not_serializable() {
-    if !is_root() {
-        eprintln!("not run: the nemesis needs root for its network namespaces");
+    if not_root() {
         return;
     }
     let kept = tempfile::tempdir().expect("tempdir");
@@ -182,8 +188,7 @@ fn a_seed_draws_the_same_schedule_every_time() {
 
 #[test]
 fn an_interrupted_nemesis_removes_every_namespace_link_and_process_it_created() {
-    if !is_root() {
-        eprintln!("not run: the nemesis needs root for its network namespaces");
+    if not_root() {
         return;
     }
     let child = Command::new(common::WAYMARK)
@@ -208,8 +213,7 @@ fn an_interrupted_nemesis_removes_every_namespace_link_and_process_it_created() 
 /// violated, with no fault injected at all, and still cleans up.
 #[test]
 fn a_nemesis_over_nodes_that_skip_their_locks_reports_the_bank_violated() {
-    if !is_root() {
-        eprintln!("not run: the nemesis needs root for its network namespaces");
+    if not_root() {
         return;
     }
     // A failed run keeps its directory for inspection: this one's is in a directory the test removes.

@@ -1,6 +1,8 @@
 //! What every chart the CLI draws shares: DejaVu Sans embedded in the binary (no system fonts),
 //! registered once, and the error a drawing gives.
 
+use plotters::coord::CoordTranslate;
+use plotters::prelude::*;
 use plotters::style::FontStyle;
 use std::sync::Once;
 
@@ -25,4 +27,19 @@ pub fn register_font() -> Result<(), ChartError> {
             .map_err(|_| ChartError::Font);
     });
     result
+}
+
+/// The legend of `chart`'s labelled series, at `position`, in the charts' one style.
+pub fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), ChartError> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(position)
+        .draw()
+        .map_err(draw_err)
 }

@@ -3,7 +3,7 @@
 //! lines in its colour. Text is drawn with DejaVu Sans embedded in the binary: no system fonts.
 
 use super::report::Report;
-use crate::cmd::charts::{draw_err, register_font, ChartError};
+use crate::cmd::charts::{draw_err, legend, register_font, ChartError};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -73,12 +73,5 @@ fn panel<DB: DrawingBackend>(
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(draw_err)
+    legend(&mut chart, SeriesLabelPosition::LowerRight)
 }

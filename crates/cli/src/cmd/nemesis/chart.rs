@@ -2,7 +2,7 @@
 //! fault's window shaded in its kind's colour.
 
 use super::faults::{Fault, FaultKind};
-use crate::cmd::charts::{draw_err, register_font, ChartError};
+use crate::cmd::charts::{draw_err, legend, register_font, ChartError};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -76,13 +76,6 @@ pub fn draw(s: &Series, file: &Path) -> Result<(), ChartError> {
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(draw_err)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(draw_err)
 }
