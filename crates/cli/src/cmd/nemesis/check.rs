@@ -7,7 +7,7 @@ use super::faults::Fault;
 use super::hosts::Hosts;
 use super::lists::{self, Verdict};
 use super::snapshots::{Attempt, Restored, Verified};
-use super::workload::{Op, OpKind, Outcome, Workload};
+use super::workload::{list_keys, Op, OpKind, Outcome, Workload};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,6 +22,8 @@ const UP_SLICE_MS: u64 = 250;
 const AGREE_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct Report {
+    /// Hosts whose node stopped by itself (name, exit status, why).
+    stopped: Vec<(String, String, String)>,
     /// The bank's checks (audits, final balances) run with the bank workload only.
     bank: bool,
     /// The append workload's checks (`lists.rs`).
@@ -55,6 +57,8 @@ pub struct Report {
 
 /// What the run left to check besides its history.
 pub struct Run<'a> {
+    /// Hosts whose node stopped by itself during the run: name, exit status, its log's last line.
+    pub stopped: Vec<(String, String, String)>,
     pub workload: Workload,
     pub windows: &'a [Fault],
     pub total: i64,
@@ -67,7 +71,7 @@ pub struct Run<'a> {
 }
 
 pub fn check(history: &[Op], run: Run) -> Result<Report> {
-    let Run { workload, windows, total, hosts, accounts, seconds, snapshots, restored } = run;
+    let Run { stopped, workload, windows, total, hosts, accounts, seconds, snapshots, restored } = run;
     let audits: Vec<&Op> = history.iter().filter(|o| o.kind == OpKind::Audit && o.outcome == Outcome::Ok).collect();
     let bad_audits =
         audits.iter().filter(|o| o.sum != Some(total)).map(|o| (o.invoke_ms, o.sum.unwrap_or(0))).collect();
@@ -101,7 +105,8 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
             (hosts.hosts.iter().map(|h| (h.name.clone(), final_balances(h.redis, accounts))).collect(), vec![])
         }
         Workload::Append => {
-            let lists: Vec<_> = hosts.hosts.iter().map(|h| (h.name.clone(), lists::read_lists(h.redis))).collect();
+            let lists: Vec<_> =
+                hosts.hosts.iter().map(|h| (h.name.clone(), lists::read_lists(h.redis, list_keys(seconds)))).collect();
             let restored_lists = match &restored {
                 Some(Ok(Verified { holds: Restored::Lists(l), .. })) => Some(l),
                 _ => None,
@@ -112,6 +117,7 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
     let admins: Vec<String> = hosts.hosts.iter().map(|h| h.admin.to_string()).collect();
     let ok_snapshots = snapshots.iter().filter(|a| a.result.is_ok()).count();
     Ok(Report {
+        stopped,
         bank,
         verdicts,
         replicas: replicas_once_agreed(&admins),
@@ -200,9 +206,17 @@ impl Report {
         read.all(|r| r == Some(first)) && first.iter().sum::<i64>() == self.total
     }
 
+    /// A node may stop by itself only on a full disk (it stops rather than lie).
+    fn stops_explained(&self) -> bool {
+        self.stopped.iter().all(|(_, _, why)| why.contains("No space left on device"))
+    }
+
     pub fn passed(&self) -> bool {
         let bank = !self.bank || (self.bad_audits.is_empty() && self.finals_agree());
-        bank && self.verdicts.iter().all(|v| v.ok) && self.replicas_agree() && self.restore_ok()
+        bank && self.verdicts.iter().all(|v| v.ok)
+            && self.replicas_agree()
+            && self.restore_ok()
+            && self.stops_explained()
     }
 }
 
@@ -240,6 +254,15 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let verdict = |ok: bool| if ok { "ok" } else { "VIOLATED" };
         writeln!(f, "checks:")?;
+        writeln!(
+            f,
+            "  nodes           {:<9} {} stopped by themselves (only a full disk may stop one)",
+            verdict(self.stops_explained()),
+            self.stopped.len()
+        )?;
+        for (host, status, why) in &self.stopped {
+            writeln!(f, "    {host} ({status}): {}", why.chars().take(200).collect::<String>())?;
+        }
         if self.bank {
             self.fmt_bank(f)?;
         }

@@ -139,6 +139,26 @@ impl Hosts {
         Ok(exited)
     }
 
+    /// Every host whose node stopped by itself (not by the nemesis), started again: its name,
+    /// its exit status and the last line of its log (why it stopped).
+    pub fn restart_stopped(&mut self) -> Result<Vec<(String, String, String)>> {
+        let mut stopped = vec![];
+        for h in 0..self.hosts.len() {
+            let status = match self.hosts[h].child.as_mut() {
+                Some(child) => child.try_wait()?,
+                None => None,
+            };
+            if let Some(status) = status {
+                let log = fs::read_to_string(self.hosts[h].dir.join(LOG_FILE)).unwrap_or_default();
+                let why = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string();
+                stopped.push((self.hosts[h].name.clone(), status.to_string(), why));
+                self.hosts[h].child = None;
+                self.start(h)?;
+            }
+        }
+        Ok(stopped)
+    }
+
     /// SIGSTOP (`true`) or SIGCONT (`false`).
     pub fn pause(&mut self, h: usize, pause: bool) -> Result<()> {
         let host = &mut self.hosts[h];

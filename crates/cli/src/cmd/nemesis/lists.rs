@@ -6,7 +6,7 @@
 //! its key; and reads respect real time — a read sees every append answered ok, and every list
 //! read, before it was invoked (no stale read: what a failover's leases are for).
 
-use super::workload::{list_key, parse_list, Micro, Op, OpKind, Outcome, LIST_KEYS};
+use super::workload::{list_key, parse_list, Micro, Op, OpKind, Outcome};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -25,9 +25,9 @@ pub struct Verdict {
     pub said: Vec<String>,
 }
 
-/// Every list read in one MGET through `addr`, retried while the host refuses.
-pub fn read_lists(addr: SocketAddr) -> Result<Lists, String> {
-    let keys: Vec<String> = (0..LIST_KEYS).map(list_key).collect();
+/// Lists `0..count` read in one MGET through `addr`, retried while the host refuses.
+pub fn read_lists(addr: SocketAddr, count: u64) -> Result<Lists, String> {
+    let keys: Vec<String> = (0..count).map(list_key).collect();
     let deadline = Instant::now() + FINAL_READ_TIMEOUT;
     let mut last = String::new();
     while Instant::now() < deadline {
@@ -36,7 +36,7 @@ pub fn read_lists(addr: SocketAddr) -> Result<Lists, String> {
         match read {
             Ok(values) => {
                 let lists: Result<Vec<Vec<u64>>, String> = values.iter().map(|v| parse_list(v.as_deref())).collect();
-                return Ok((0..LIST_KEYS).zip(lists?).collect());
+                return Ok((0..count).zip(lists?).collect());
             }
             Err(e) => last = e.to_string(),
         }
@@ -198,13 +198,11 @@ fn final_lists(history: &[Op], finals: &[(String, Result<Lists, String>)]) -> Ve
         }
     }
     let appended: usize = read.first().map_or(0, |l| l.values().map(Vec::len).sum());
+    let lists = read.first().map_or(0, |l| l.values().filter(|l| !l.is_empty()).count());
+    let n = read.len();
     said.insert(
         0,
-        format!(
-            "{} hosts serve {appended} elements in {} lists; {lost} acknowledged appends missing",
-            read.len(),
-            LIST_KEYS
-        ),
+        format!("{n} hosts serve {appended} elements in {lists} lists; {lost} acknowledged appends missing"),
     );
     Verdict { name: "final lists", ok: agree && lost == 0, said }
 }

@@ -189,17 +189,30 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
         (history, windows.and_then(|w| Ok((w, snapshots?))))
     });
     let (windows, snapshots) = windows?;
+    // A node that stopped by itself is started again for the checks, and said.
+    let stopped = hosts.restart_stopped()?;
+    if !stopped.is_empty() {
+        hosts.wait_serving()?;
+    }
     write_history(dir, &history)?;
     if STOP.load(Ordering::Relaxed) {
         return Ok(()); // `run` says it was interrupted
     }
     let restored = match snapshots.iter().any(|a| a.result.is_ok()) {
         true => Some(
-            snapshots::verify(dir, args.hosts as u32, args.workload, &accounts, total).map_err(|e| format!("{e:#}")),
+            snapshots::verify(
+                dir,
+                args.hosts as u32,
+                args.workload,
+                (&accounts, total),
+                workload::list_keys(args.seconds),
+            )
+            .map_err(|e| format!("{e:#}")),
         ),
         false => None,
     };
     let run = check::Run {
+        stopped,
         workload: args.workload,
         windows: &windows,
         total,

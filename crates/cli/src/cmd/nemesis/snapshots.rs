@@ -58,7 +58,14 @@ pub enum Restored {
 
 /// Checks the newest snapshot of the chain, restores it onto `hosts` hosts in `dir/restored`,
 /// and reads the bank's total and the replicas' agreement there.
-pub fn verify(dir: &Path, hosts: u32, workload: Workload, accounts: &[String], total: i64) -> Result<Verified> {
+/// `lists`: how many lists the append workload may have touched.
+pub fn verify(
+    dir: &Path,
+    hosts: u32,
+    workload: Workload,
+    (accounts, total): (&[String], i64),
+    lists: u64,
+) -> Result<Verified> {
     let root = dir.join("snapshots");
     let report = waymark_server::snapshot::check::check(&root, NAME, None);
     if let Some(p) = report.problems.first() {
@@ -80,7 +87,7 @@ pub fn verify(dir: &Path, hosts: u32, workload: Workload, accounts: &[String], t
         Workload::Bank => Restored::Bank { total: restored_total(&to, accounts)? },
         Workload::Append => {
             let first = cluster::hosts_of(&to)?[0].1.this_host().redis;
-            Restored::Lists(super::lists::read_lists(first).map_err(anyhow::Error::msg)?)
+            Restored::Lists(super::lists::read_lists(first, lists).map_err(anyhow::Error::msg)?)
         }
     };
     let admins: Vec<String> = cluster::hosts_of(&to)?.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();

@@ -98,8 +98,17 @@ const REFUSED_PAUSE: Duration = Duration::from_millis(20);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// Lists of the append workload.
+/// Lists of the append workload written at a time...
 pub const LIST_KEYS: u64 = 8;
+/// ...for this long, then the next eight: a list's value is rewritten whole by each APPEND, so a
+/// list that grew for the whole run made the log grow with its square (a 300 s run filled a
+/// 256 MiB disk by itself).
+const LIST_LIFE_MS: u64 = 10_000;
+
+/// Every list a run of `seconds` may touch.
+pub fn list_keys(seconds: u64) -> u64 {
+    (seconds * 1000 / LIST_LIFE_MS + 2) * LIST_KEYS
+}
 /// Element numbers: client `c` appends `(c + 1) * ELEMS_PER_CLIENT + n` for its `n`-th (far more
 /// than a client appends in a run).
 const ELEMS_PER_CLIENT: u64 = 10_000_000;
@@ -187,14 +196,16 @@ impl Client<'_> {
     /// MULTI/EXEC (reads first, so none sees the transaction's own appends).
     fn append_op(&self, con: &mut redis::Connection, rng: &mut StdRng, host: usize) -> Op {
         let mut micro = vec![];
+        let first = self.started.elapsed().as_millis() as u64 / LIST_LIFE_MS * LIST_KEYS;
+        let keys = first..first + LIST_KEYS;
         for _ in 0..rng.gen_range(1..=2) {
-            micro.push(Micro::Read { key: rng.gen_range(0..LIST_KEYS), list: None });
+            micro.push(Micro::Read { key: rng.gen_range(keys.clone()), list: None });
         }
         for _ in 0..rng.gen_range(1..=2) {
             // Unique across the run (and readable): the client's number, then its own count.
             let elem = (self.id as u64 + 1) * ELEMS_PER_CLIENT + self.appended.get() % ELEMS_PER_CLIENT;
             self.appended.set(self.appended.get() + 1);
-            micro.push(Micro::Append { key: rng.gen_range(0..LIST_KEYS), elem });
+            micro.push(Micro::Append { key: rng.gen_range(keys.clone()), elem });
         }
         let invoke_ms = self.started.elapsed().as_millis() as u64;
         let result = exec_lists(con, &micro);
