@@ -25,6 +25,8 @@ use waymark_core::{ClientId, ClientRequest, Input, Lsn, Output, Request, Respons
 /// Commands handled before the driver looks at its other inputs again.
 const DRAIN_MAX: usize = 256;
 
+/// A checkpoint is taken once the log grew this much since the last one, whatever the timer.
+const CHECKPOINT_LOG_BYTES: u64 = 64 << 20;
 /// Syncs in a row before an export or a checkpoint gives up (each sync's steps may append more).
 const SETTLE_ROUNDS_MAX: usize = 8;
 /// How long records nothing waits for may go unsynced (a backup's `TxCommitted`, say): they
@@ -291,13 +293,20 @@ impl<M: Machine> Driver<M> {
                     Some(cmd) => self.on_commands(cmd, &mut inbox),
                     None => break,
                 },
-                _ = checkpoint.tick() => self.checkpoint(),
+                _ = checkpoint.tick() => self.checkpoint(false),
                 _ = tokio::time::sleep(put_off_left), if put_off => {}
             }
             self.flush_peers();
             if self.sync_due() {
                 self.sync_log();
                 self.flush_peers();
+            }
+            // Besides the timer: a log that grew this much is checkpointed now, so that the disk
+            // holds a bounded log even on a node restarted more often than the timer's period
+            // (the nemesis: a host killed every few seconds never checkpointed, and its log of
+            // large APPEND records filled its disk by itself).
+            if self.log.bytes_since_checkpoint() >= CHECKPOINT_LOG_BYTES {
+                self.checkpoint(true);
             }
         }
     }
@@ -414,14 +423,16 @@ impl<M: Machine> Driver<M> {
         }
     }
 
-    /// A checkpoint when the log grew since the last one: the image is taken in this step, so it
-    /// stands for exactly the records appended so far; a helper thread of the log writes it.
-    fn checkpoint(&mut self) {
+    /// A checkpoint when the log grew since the last one (or, `forced`, when its bytes since the
+    /// last one are too many, records appended or not: a node restarted on a long log): the image
+    /// is taken in this step, so it stands for exactly the records appended so far; a helper
+    /// thread of the log writes it.
+    fn checkpoint(&mut self, forced: bool) {
         if !self.settle_log() {
             return; // the next tick tries again
         }
         let appended = self.machine.appended();
-        if appended == self.checkpointed_at {
+        if appended == self.checkpointed_at && !forced {
             return;
         }
         self.checkpointed_at = appended;

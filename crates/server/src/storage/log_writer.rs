@@ -82,6 +82,9 @@ pub struct LogWriter {
     /// When the oldest record not yet synced was appended.
     unsynced_since: Option<Instant>,
     checkpoints: mpsc::UnboundedSender<CheckpointWritten>,
+    /// Where the log stood (global byte offset) when the last checkpoint was taken — at open, its
+    /// first record: a node restarted with a long log checkpoints soon.
+    checkpointed_at: u64,
 }
 
 impl LogWriter {
@@ -90,7 +93,9 @@ impl LogWriter {
         let LogSetup { wal, dir, base, fsync } = setup;
         let (checkpoints, written) = mpsc::unbounded_channel();
         let cuts = CutFiles::open(&dir);
+        let checkpointed_at = wal.first_position().global();
         let w = LogWriter {
+            checkpointed_at,
             wal,
             dir,
             fsync,
@@ -104,6 +109,11 @@ impl LogWriter {
             checkpoints,
         };
         (w, written)
+    }
+
+    /// Bytes appended since the last checkpoint was taken.
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.wal.appended().global().saturating_sub(self.checkpointed_at)
     }
 
     /// Records appended and not yet synced.
@@ -255,6 +265,7 @@ impl LogWriter {
     pub fn checkpoint(&mut self, image: Image) -> Result<(), String> {
         self.assert_synced_and_reported("a checkpoint");
         let resume_at = self.wal.roll_segment().map_err(|e| format!("rolling for a checkpoint: {e}"))?;
+        self.checkpointed_at = resume_at.global();
         let (dir, done) = (self.dir.clone(), self.checkpoints.clone());
         let spawned = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
             let begun = Instant::now();

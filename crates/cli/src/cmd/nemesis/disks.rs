@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// The size of each host's tmpfs: room for a run's logs and checkpoints, small enough to fill in
 /// a moment.
-pub const SIZE_MIB: u64 = 256;
+pub const SIZE_MIB: u64 = 512;
 /// The file that fills a disk up.
 const FILLER: &str = "nemesis-filler";
 /// Written in chunks of this size until the disk is full.

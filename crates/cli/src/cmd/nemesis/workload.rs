@@ -103,7 +103,7 @@ pub const LIST_KEYS: u64 = 8;
 /// ...for this long, then the next eight: a list's value is rewritten whole by each APPEND, so a
 /// list that grew for the whole run made the log grow with its square (a 300 s run filled a
 /// 256 MiB disk by itself).
-const LIST_LIFE_MS: u64 = 10_000;
+const LIST_LIFE_MS: u64 = 3_000;
 
 /// Every list a run of `seconds` may touch.
 pub fn list_keys(seconds: u64) -> u64 {
