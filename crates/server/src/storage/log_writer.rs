@@ -324,6 +324,23 @@ mod tests {
     }
 
     #[test]
+    fn the_bytes_since_the_last_checkpoint_count_from_the_log_start_then_from_each_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path());
+        for i in 0..100 {
+            w.append(&Record::Boot { incarnation: i }).unwrap();
+        }
+        let grown = w.bytes_since_checkpoint();
+        assert!(grown > 100, "{grown}");
+        w.sync().unwrap();
+        w.take_progress();
+        w.checkpoint(image()).unwrap();
+        assert_eq!(w.bytes_since_checkpoint(), 0);
+        w.append(&Record::Boot { incarnation: 100 }).unwrap();
+        assert!(w.bytes_since_checkpoint() > 0 && w.bytes_since_checkpoint() < grown);
+    }
+
+    #[test]
     fn a_checkpoint_after_a_sync_whose_progress_was_taken_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = writer(dir.path());
