@@ -76,7 +76,37 @@ pub fn check(history: &[Op], finals: &[(String, Result<Lists, String>)], restore
         },
     };
     let order = finals.iter().find_map(|(_, r)| r.as_ref().ok());
-    vec![serializable, final_lists(history, finals), real_time(history, order)]
+    vec![serializable, final_lists(history, finals), real_time(history, order), read_monotonic(history)]
+}
+
+/// Per client and list, no read answered ok is shorter than the client's read of that list
+/// before it (a client that moved to another host after a failure must not go back in time).
+fn read_monotonic(history: &[Op]) -> Verdict {
+    let mut last: BTreeMap<(usize, u64), (u64, usize)> = BTreeMap::new();
+    let mut back = vec![];
+    let mut ops: Vec<&Op> = history.iter().filter(|o| o.outcome == Outcome::Ok).collect();
+    ops.sort_by_key(|o| (o.client, o.invoke_ms, o.complete_ms));
+    for op in ops {
+        for m in &op.micro {
+            let Micro::Read { key, list: Some(list) } = m else { continue };
+            let seen = last.entry((op.client, *key)).or_insert((op.invoke_ms, 0));
+            if list.len() < seen.1 {
+                back.push(format!(
+                    "client {} read list{key} at {} ms: {} elements after {} at {} ms",
+                    op.client,
+                    op.invoke_ms,
+                    list.len(),
+                    seen.1,
+                    seen.0
+                ));
+            }
+            *seen = (op.invoke_ms, list.len().max(seen.1));
+        }
+    }
+    let n = back.len();
+    let mut said = vec![format!("{n} reads went back on what their client had read")];
+    said.extend(back.into_iter().take(3));
+    Verdict { name: "read monotonic", ok: n == 0, said }
 }
 
 /// Every read of a list is at least as long as what was known of that list, answered, before it
@@ -241,6 +271,13 @@ mod tests {
             op(3, 20, 25, vec![read(0, &[7])]),
         ];
         assert!(check(&history, &finals(&[7]), None).iter().all(|v| v.ok));
+    }
+
+    #[test]
+    fn a_client_whose_read_goes_back_breaks_read_monotonicity() {
+        let history = [op(1, 0, 10, vec![read(0, &[7, 8])]), op(1, 5, 12, vec![read(0, &[7])])];
+        let v = check(&history, &finals(&[7, 8]), None);
+        assert!(!v.iter().find(|v| v.name == "read monotonic").unwrap().ok);
     }
 
     #[test]

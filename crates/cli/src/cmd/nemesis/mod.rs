@@ -142,18 +142,8 @@ pub fn run(args: NemesisArgs) -> Result<()> {
 }
 
 fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Fault]) -> Result<()> {
-    let replicas = 2.min(args.hosts);
-    crate::cmd::set_quiet(true);
-    crate::cmd::cluster::init(dir, &crate::cmd::cluster::Spec::local(args.hosts as u32, replicas, 64))?;
-    crate::cmd::set_quiet(false);
-    if !args.breaks.is_empty() {
-        crate::cmd::cluster::set_breaks(dir, &args.breaks)?;
-        println!("every node runs with the break(s) {}", args.breaks.join(", "));
-    }
-    let disks = match args.faults.iter().any(|f| f == FaultKind::Disk.name()) {
-        true => Disks::mount(crate::cmd::cluster::hosts_of(dir)?.into_iter().map(|(_, c)| c.data_dir).collect())?,
-        false => Disks::none(),
-    };
+    // Declared before the hosts, so dropped after them: a tmpfs is unmounted once its node stopped.
+    let disks = prepare(args, dir)?;
     let mut hosts = Hosts::place(dir, net)?;
     for h in 0..args.hosts {
         hosts.start(h)?;
@@ -162,33 +152,8 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
     println!("{} hosts serve, each in its own namespace", args.hosts);
     let accounts: Vec<String> = (0..args.accounts).map(|i| format!("acct{i}")).collect();
     let total = open_bank(hosts.hosts[0].redis, &accounts)?;
-    let addrs: Vec<std::net::SocketAddr> = hosts.hosts.iter().map(|h| h.redis).collect();
-    let started = Instant::now();
-    let clients_stop = AtomicBool::new(false);
-    let (history, windows) = std::thread::scope(|s| {
-        let clients: Vec<_> = (0..args.clients)
-            .map(|id| {
-                let client = workload::Client {
-                    id,
-                    workload: args.workload,
-                    appended: std::cell::Cell::new(0),
-                    seed: args.seed,
-                    hosts: &addrs,
-                    accounts: &accounts,
-                    started,
-                    stop: &clients_stop,
-                };
-                s.spawn(move || client.run())
-            })
-            .collect();
-        let snapshots = s.spawn(|| snapshots::take_while_running(dir, started, &clients_stop));
-        let windows = inject(&mut Nemesis { hosts: &mut hosts, net, disks: &disks }, schedule, started, args.seconds);
-        clients_stop.store(true, Ordering::Relaxed);
-        let history: Vec<workload::Op> = clients.into_iter().flat_map(|c| c.join().unwrap_or_default()).collect();
-        let snapshots = snapshots.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the snapshot thread panicked")));
-        (history, windows.and_then(|w| Ok((w, snapshots?))))
-    });
-    let (windows, snapshots) = windows?;
+    let mut nemesis = Nemesis { hosts: &mut hosts, net, disks: &disks };
+    let (history, windows, snapshots) = drive(args, dir, &mut nemesis, schedule, &accounts)?;
     // A node that stopped by itself is started again for the checks, and said.
     let stopped = hosts.restart_stopped()?;
     if !stopped.is_empty() {
@@ -200,59 +165,99 @@ fn run_in(args: &NemesisArgs, dir: &std::path::Path, net: &Net, schedule: &[Faul
     if STOP.load(Ordering::Relaxed) {
         return Ok(()); // `run` says it was interrupted
     }
-    let restored = match snapshots.iter().any(|a| a.result.is_ok()) {
-        true => Some(
-            snapshots::verify(
-                dir,
-                args.hosts as u32,
-                args.workload,
-                (&accounts, total),
-                workload::list_keys(args.seconds),
-            )
-            .map_err(|e| format!("{e:#}")),
-        ),
-        false => None,
-    };
-    let run = check::Run {
-        stopped,
-        workload: args.workload,
-        windows: &windows,
-        total,
-        hosts: &hosts,
-        accounts: &accounts,
-        seconds: args.seconds,
-        snapshots: &snapshots,
-        restored,
-    };
+    let restored = snapshots.iter().any(|a| a.result.is_ok()).then(|| {
+        let lists = workload::list_keys(args.seconds);
+        let verified = snapshots::verify(dir, args.hosts as u32, args.workload, (&accounts, total), lists);
+        verified.map_err(|e| format!("{e:#}"))
+    });
+    let (windows, snapshots) = (&windows, &snapshots);
+    let (hosts, accounts, seconds, workload) = (&hosts, &accounts, args.seconds, args.workload);
+    let run = check::Run { stopped, workload, windows, total, hosts, accounts, seconds, snapshots, restored };
     let report = check::check(&history, run)?;
     println!("{report}");
-    println!(
-        "replay: waymark nemesis --hosts {} --seconds {} --seed {} --faults {} --workload {:?} --clients {} --accounts {}{}",
+    println!("replay: {}", replay_command(args));
+    draw_chart(args, dir, &report, windows);
+    if !report.passed() {
+        save_statuses(dir, hosts);
+        bail!("the nemesis found a violation (history: {})", dir.join("history.jsonl").display());
+    }
+    Ok(())
+}
+
+/// The cluster written in `dir` (its nodes with `--break`s if asked), and with the `disk` fault
+/// every host's data directory on a tmpfs of its own.
+fn prepare(args: &NemesisArgs, dir: &std::path::Path) -> Result<Disks> {
+    let replicas = 2.min(args.hosts);
+    crate::cmd::set_quiet(true);
+    crate::cmd::cluster::init(dir, &crate::cmd::cluster::Spec::local(args.hosts as u32, replicas, 64))?;
+    crate::cmd::set_quiet(false);
+    if !args.breaks.is_empty() {
+        crate::cmd::cluster::set_breaks(dir, &args.breaks)?;
+        println!("every node runs with the break(s) {}", args.breaks.join(", "));
+    }
+    match args.faults.iter().any(|f| f == FaultKind::Disk.name()) {
+        true => Disks::mount(crate::cmd::cluster::hosts_of(dir)?.into_iter().map(|(_, c)| c.data_dir).collect()),
+        false => Ok(Disks::none()),
+    }
+}
+
+/// The run itself: the clients and the snapshot taker in threads while the schedule is injected;
+/// the history, the windows the faults held and the snapshots' attempts.
+fn drive(
+    args: &NemesisArgs,
+    dir: &std::path::Path,
+    nemesis: &mut Nemesis,
+    schedule: &[Fault],
+    accounts: &[String],
+) -> Result<(Vec<workload::Op>, Vec<Fault>, Vec<snapshots::Attempt>)> {
+    let addrs: Vec<std::net::SocketAddr> = nemesis.hosts.hosts.iter().map(|h| h.redis).collect();
+    let started = Instant::now();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let clients: Vec<_> = (0..args.clients)
+            .map(|id| {
+                let (workload, seed, hosts, stop) = (args.workload, args.seed, &addrs[..], &stop);
+                let appended = std::cell::Cell::new(0);
+                let client = workload::Client { id, workload, appended, seed, hosts, accounts, started, stop };
+                s.spawn(move || client.run())
+            })
+            .collect();
+        let snapshots = s.spawn(|| snapshots::take_while_running(dir, started, &stop));
+        let windows = inject(nemesis, schedule, started, args.seconds);
+        stop.store(true, Ordering::Relaxed);
+        let history: Vec<workload::Op> = clients.into_iter().flat_map(|c| c.join().unwrap_or_default()).collect();
+        let snapshots = snapshots.join().unwrap_or_else(|_| Err(anyhow::anyhow!("the snapshot thread panicked")));
+        Ok((history, windows?, snapshots?))
+    })
+}
+
+/// The command line that runs this schedule and these clients again.
+fn replay_command(args: &NemesisArgs) -> String {
+    let breaks: String = args.breaks.iter().map(|b| format!(" --break {b}")).collect();
+    format!(
+        "waymark nemesis --hosts {} --seconds {} --seed {} --faults {} --workload {} --clients {} --accounts {}{breaks}",
         args.hosts,
         args.seconds,
         args.seed,
         args.faults.join(","),
-        args.workload,
+        args.workload.name(),
         args.clients,
-        args.accounts,
-        args.breaks.iter().map(|b| format!(" --break {b}")).collect::<String>()
-    );
+        args.accounts
+    )
+}
+
+fn draw_chart(args: &NemesisArgs, dir: &std::path::Path, report: &check::Report, windows: &[Fault]) {
     let chart = args.chart.clone().unwrap_or_else(|| dir.join("chart.png"));
     let series = chart::Series {
         title: format!("waymark nemesis: {} hosts, seed {}, faults {}", args.hosts, args.seed, args.faults.join(",")),
         ok: &report.ok_per_second,
         not_ok: &report.not_ok_per_second,
-        windows: &windows,
+        windows,
     };
     match chart::draw(&series, &chart) {
         Ok(()) => println!("chart: {}", chart.display()),
         Err(e) => println!("no chart: {e}"),
     }
-    if !report.passed() {
-        save_statuses(dir, &hosts);
-        bail!("the nemesis found a violation (history: {})", dir.join("history.jsonl").display());
-    }
-    Ok(())
 }
 
 /// How long the bank may take to open: a host answers PING before its vnodes serve (`TRYAGAIN`).

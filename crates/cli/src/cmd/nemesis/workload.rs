@@ -31,6 +31,16 @@ pub enum Workload {
     Append,
 }
 
+impl Workload {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Bank => "bank",
+            Workload::Append => "append",
+        }
+    }
+}
+
 /// One step of a list-append transaction: a list key is `list<key>`, its value the elements
 /// appended so far, each followed by a comma.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
