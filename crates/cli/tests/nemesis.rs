@@ -69,6 +69,16 @@ fn leftovers(pid: u32) -> Vec<String> {
     text.lines().filter(|l| ours.iter().any(|t| l.contains(t.as_str()))).map(str::to_owned).collect()
 }
 
+/// Starts `waymark nemesis ARGS` (with `--dir DIR` when given), its output piped.
+fn spawn_nemesis(args: &[&str], dir: Option<&std::path::Path>) -> Child {
+    let mut cmd = Command::new(common::WAYMARK);
+    cmd.arg("nemesis").args(args);
+    if let Some(dir) = dir {
+        cmd.arg("--dir").arg(dir);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start the nemesis")
+}
+
 /// Runs `waymark nemesis ARGS` and asserts that it passed every check and left nothing behind.
 fn passes(args: &[&str], within: Duration) -> String {
     let checks = ["bank audits     ok", "final state     ok", "replicas        ok", "snapshot        ok"];
@@ -76,13 +86,7 @@ fn passes(args: &[&str], within: Duration) -> String {
 }
 
 fn passes_checks(args: &[&str], checks: &[&str], within: Duration) -> String {
-    let child = Command::new(common::WAYMARK)
-        .arg("nemesis")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the nemesis");
+    let child = spawn_nemesis(args, None);
     let pid = child.id();
     let (ok, text) = finish(child, within);
     assert!(ok, "the nemesis failed:\n{text}");
@@ -147,14 +151,11 @@ fn list_appends_over_nodes_that_skip_their_locks_are_reported_not_serializable()
         return;
     }
     let kept = tempfile::tempdir().expect("tempdir");
-    let child = Command::new(common::WAYMARK)
-        .args(["nemesis", "--hosts", "3", "--seconds", "10", "--seed", "1", "--faults", "pause"])
-        .args(["--workload", "append", "--break", "skip-lock", "--dir"])
-        .arg(kept.path().join("run"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the nemesis");
+    let args = ["--hosts", "3", "--seconds", "10", "--seed", "1", "--faults", "pause"];
+    let child = spawn_nemesis(
+        &[&args[..], &["--workload", "append", "--break", "skip-lock"]].concat(),
+        Some(&kept.path().join("run")),
+    );
     let pid = child.id();
     let (ok, text) = finish(child, Duration::from_secs(120));
     assert!(!ok, "the nemesis passed nodes that skip their locks:\n{text}");
@@ -191,12 +192,7 @@ fn an_interrupted_nemesis_removes_every_namespace_link_and_process_it_created() 
     if not_root() {
         return;
     }
-    let child = Command::new(common::WAYMARK)
-        .args(["nemesis", "--hosts", "3", "--seconds", "60", "--seed", "5"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the nemesis");
+    let child = spawn_nemesis(&["--hosts", "3", "--seconds", "60", "--seed", "5"], None);
     let pid = child.id();
     std::thread::sleep(Duration::from_secs(8));
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
@@ -218,14 +214,9 @@ fn a_nemesis_over_nodes_that_skip_their_locks_reports_the_bank_violated() {
     }
     // A failed run keeps its directory for inspection: this one's is in a directory the test removes.
     let kept = tempfile::tempdir().expect("tempdir");
-    let child = Command::new(common::WAYMARK)
-        .args(["nemesis", "--hosts", "3", "--seconds", "12", "--seed", "1", "--break", "skip-lock"])
-        .args(["--clients", "8", "--accounts", "4", "--dir"])
-        .arg(kept.path().join("run"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the nemesis");
+    let args =
+        ["--hosts", "3", "--seconds", "12", "--seed", "1", "--break", "skip-lock", "--clients", "8", "--accounts", "4"];
+    let child = spawn_nemesis(&args, Some(&kept.path().join("run")));
     let pid = child.id();
     let (ok, text) = finish(child, Duration::from_secs(120));
     assert!(!ok, "the nemesis passed nodes that skip their locks:\n{text}");

@@ -51,3 +51,14 @@ pub fn transfer(con: &mut redis::Connection, from: &str, to: &str, amount: i64) 
         redis::pipe().atomic().cmd("DECRBY").arg(from).arg(amount).cmd("INCRBY").arg(to).arg(amount).query(con)?;
     Ok(if done.is_some() { Transfer::Committed } else { Transfer::Aborted })
 }
+
+/// The sum of `accounts`' balances, read in one MGET (one transaction) through `addr`; an account
+/// missing is an error (a restored cluster must hold every one).
+pub fn read_total(addr: SocketAddr, accounts: &[String]) -> Result<i64> {
+    let mut con = connect(addr)?;
+    let balances: Vec<Option<i64>> = redis::cmd("MGET").arg(accounts).query(&mut con)?;
+    if balances.iter().any(Option::is_none) {
+        anyhow::bail!("an account is missing in the restored cluster");
+    }
+    Ok(balances.into_iter().flatten().sum())
+}

@@ -276,13 +276,8 @@ fn restore_and_check(
 /// The sum of every account's balance, read in one transaction (MGET) from the first host.
 fn bank_total(dir: &Path, accounts: usize) -> Result<i64> {
     let hosts = cluster::hosts_of(dir)?;
-    let mut con = connect(hosts[0].1.this_host().redis)?;
     let keys: Vec<String> = (0..accounts).map(|i| format!("acct:{i}")).collect();
-    let balances: Vec<Option<i64>> = redis::cmd("MGET").arg(&keys).query(&mut con)?;
-    if balances.iter().any(Option::is_none) {
-        bail!("an account is missing in the restored cluster");
-    }
-    Ok(balances.into_iter().flatten().sum())
+    bank::read_total(hosts[0].1.this_host().redis, &keys)
 }
 
 /// Every partition's replicas hold the same keys, versions and values (digests from /status).

@@ -143,13 +143,22 @@ pub fn check(history: &[Op], run: Run) -> Result<Report> {
 
 /// The balances read through one host once it answers, retried while it refuses.
 fn final_balances(addr: std::net::SocketAddr, accounts: &[String]) -> Result<Vec<i64>, String> {
+    let values = mget_once_answered::<Option<i64>>(addr, accounts)?;
+    Ok(values.into_iter().map(|v| v.unwrap_or(0)).collect())
+}
+
+/// An MGET of `keys` through `addr`, asked again while the host refuses (`TRYAGAIN` while it
+/// catches up), for `FINAL_READ_TIMEOUT` at most.
+pub fn mget_once_answered<T: redis::FromRedisValue>(
+    addr: std::net::SocketAddr,
+    keys: &[String],
+) -> Result<Vec<T>, String> {
     let deadline = Instant::now() + FINAL_READ_TIMEOUT;
     let mut last = String::new();
     while Instant::now() < deadline {
-        match crate::cmd::bank::connect(addr)
-            .and_then(|mut con| redis::cmd("MGET").arg(accounts).query::<Vec<Option<i64>>>(&mut con))
+        match crate::cmd::bank::connect(addr).and_then(|mut con| redis::cmd("MGET").arg(keys).query::<Vec<T>>(&mut con))
         {
-            Ok(b) => return Ok(b.into_iter().map(|v| v.unwrap_or(0)).collect()),
+            Ok(values) => return Ok(values),
             Err(e) => last = e.to_string(),
         }
         std::thread::sleep(Duration::from_millis(200));

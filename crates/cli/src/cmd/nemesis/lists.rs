@@ -9,11 +9,7 @@
 use super::workload::{list_key, parse_list, Micro, Op, OpKind, Outcome};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 use waymark_sim::checkers::serializability::{self as elle, TxnRecord};
-
-/// How long the final read through a host may be refused (`TRYAGAIN` while it catches up).
-const FINAL_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Every list, as read in one transaction.
 pub type Lists = BTreeMap<u64, Vec<u64>>;
@@ -28,21 +24,9 @@ pub struct Verdict {
 /// Lists `0..count` read in one MGET through `addr`, retried while the host refuses.
 pub fn read_lists(addr: SocketAddr, count: u64) -> Result<Lists, String> {
     let keys: Vec<String> = (0..count).map(list_key).collect();
-    let deadline = Instant::now() + FINAL_READ_TIMEOUT;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        let read = crate::cmd::bank::connect(addr)
-            .and_then(|mut con| redis::cmd("MGET").arg(&keys).query::<Vec<Option<String>>>(&mut con));
-        match read {
-            Ok(values) => {
-                let lists: Result<Vec<Vec<u64>>, String> = values.iter().map(|v| parse_list(v.as_deref())).collect();
-                return Ok((0..count).zip(lists?).collect());
-            }
-            Err(e) => last = e.to_string(),
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    Err(format!("no answer within {FINAL_READ_TIMEOUT:?}: {last}"))
+    let values = super::check::mget_once_answered::<Option<String>>(addr, &keys)?;
+    let lists: Vec<Vec<u64>> = values.iter().map(|v| parse_list(v.as_deref())).collect::<Result<_, _>>()?;
+    Ok((0..count).zip(lists).collect())
 }
 
 /// The two checks: serializability (with the final and restored reads) and the final lists.

@@ -83,14 +83,13 @@ pub fn verify(
     let up = cluster::start(&to);
     crate::cmd::set_quiet(false);
     up?;
+    let restored_hosts = cluster::hosts_of(&to)?;
+    let first = restored_hosts[0].1.this_host().redis;
     let holds = match workload {
-        Workload::Bank => Restored::Bank { total: restored_total(&to, accounts)? },
-        Workload::Append => {
-            let first = cluster::hosts_of(&to)?[0].1.this_host().redis;
-            Restored::Lists(super::lists::read_lists(first, lists).map_err(anyhow::Error::msg)?)
-        }
+        Workload::Bank => Restored::Bank { total: crate::cmd::bank::read_total(first, accounts)? },
+        Workload::Append => Restored::Lists(super::lists::read_lists(first, lists).map_err(anyhow::Error::msg)?),
     };
-    let admins: Vec<String> = cluster::hosts_of(&to)?.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();
+    let admins: Vec<String> = restored_hosts.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();
     if let Some(d) = crate::cmd::replicas::disagreements(&admins)?.first() {
         bail!("the restored replicas differ: {d}");
     }
@@ -100,15 +99,4 @@ pub fn verify(
         }
     }
     Ok(Verified { increment, cut, holds })
-}
-
-/// The accounts' sum, read in one MGET from the restored cluster's first host.
-fn restored_total(dir: &Path, accounts: &[String]) -> Result<i64> {
-    let hosts = cluster::hosts_of(dir)?;
-    let mut con = crate::cmd::bank::connect(hosts[0].1.this_host().redis)?;
-    let balances: Vec<Option<i64>> = redis::cmd("MGET").arg(accounts).query(&mut con)?;
-    if balances.iter().any(Option::is_none) {
-        bail!("an account is missing in the restored cluster");
-    }
-    Ok(balances.into_iter().flatten().sum())
 }
