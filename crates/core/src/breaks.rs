@@ -106,10 +106,18 @@ pub struct Breaks {
     /// fresh parent, not half of one (`AlterNode::synced`): a lease longer than the promotion's
     /// wait, so a primary cut off from the tree still serves after its replacement does.
     pub long_lease: bool,
+    /// The transaction client answers every read-only batch from its reads, without the commit
+    /// whose read checks make reads of several keys one snapshot (`client::run`, `reads_suffice`).
+    pub client_skips_read_only_commit: bool,
+    /// After a conflict the transaction client reads again but keeps the replies and writes of
+    /// its first evaluation: the retry commits values computed from reads it no longer checks.
+    pub client_retries_stale_evaluation: bool,
+    /// `EXEC` commits without the `WATCH`ed versions as read checks.
+    pub client_ignores_watch: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 34] = [
+    pub const NAMES: [&'static str; 37] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -144,6 +152,9 @@ impl Breaks {
         "near-commits-first",
         "cut-counts-any-vnode",
         "long-lease",
+        "client-skips-read-only-commit",
+        "client-retries-stale-evaluation",
+        "client-ignores-watch",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -183,6 +194,9 @@ impl Breaks {
             "near-commits-first" => &mut self.near_commits_first,
             "cut-counts-any-vnode" => &mut self.cut_counts_any_vnode,
             "long-lease" => &mut self.long_lease,
+            "client-skips-read-only-commit" => &mut self.client_skips_read_only_commit,
+            "client-retries-stale-evaluation" => &mut self.client_retries_stale_evaluation,
+            "client-ignores-watch" => &mut self.client_ignores_watch,
             _ => return false,
         };
         *flag = true;
@@ -227,6 +241,9 @@ impl fmt::Display for Breaks {
             self.near_commits_first,
             self.cut_counts_any_vnode,
             self.long_lease,
+            self.client_skips_read_only_commit,
+            self.client_retries_stale_evaluation,
+            self.client_ignores_watch,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

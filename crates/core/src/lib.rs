@@ -7,11 +7,14 @@
 //!
 //! - [`txn`]: transactions — near vnode, primaries and backups, 2PC and 1PC, recovery (DESIGN §3).
 //! - [`cut`]: the consistent cut of seed 000 — local cut, cut process, restore filter (DESIGN §4).
+//! - [`client`]: the transaction client — a client's Redis commands as reads, evaluation and
+//!   commits, retried on conflict (DESIGN §3).
 //! - [`outbox`]: the write-ahead contract — promises leave only after their records are durable.
 
 pub mod alter;
 pub mod breaks;
 mod bytes;
+pub mod client;
 pub mod config;
 pub mod cut;
 pub mod ids;

@@ -2,22 +2,8 @@
 //! command, or into the error Redis itself would give (wrong arity, not an integer, an option
 //! Waymark does not support — never a silent success).
 
+pub use waymark_core::client::DataCmd;
 use waymark_core::{Key, Value};
-
-/// A command that reads or writes data: these run as one serializable transaction (alone, or
-/// together between `MULTI` and `EXEC`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DataCmd {
-    Get(Key),
-    Set(Key, Value),
-    Del(Vec<Key>),
-    Exists(Vec<Key>),
-    MGet(Vec<Key>),
-    MSet(Vec<(Key, Value)>),
-    IncrBy(Key, i64),
-    Append(Key, Value),
-    StrLen(Key),
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Cmd {

@@ -1,29 +1,23 @@
-//! One client connection: its protocol version, whether it authenticated, its `MULTI` queue and
-//! `WATCH`ed keys, and the store vnode of this host that coordinates its transactions (any host
-//! accepts any key; the near vnode routes to the primaries).
+//! One client connection: its protocol version, whether it authenticated, its `MULTI` queue, and
+//! the store vnode of this host that coordinates its transactions (any host accepts any key; the
+//! near vnode routes to the primaries).
 //!
-//! Every data command is a serializable transaction (`exec.rs`): the keys a reply depends on are
-//! read, the commands are evaluated, and the transaction commits only if what was read is still
-//! current. A conflict with another transaction (a lock held, a read value changed) is retried a
-//! bounded number of times with back-off; only a `WATCH`ed key that changed makes `EXEC` return nil.
+//! Every data command is a serializable transaction, run by the core's transaction client
+//! (`waymark_core::client`): it says which reads and commits to send, evaluates the commands,
+//! retries conflicts, and gives the reply. The session only carries its requests to the near
+//! vnode, sleeps its back-offs, and writes its replies.
 
 use super::command::{self, Cmd, CmdError, DataCmd};
-use super::exec;
 use super::info;
 use crate::driver::VnodeCmd;
 use crate::node::Shared;
 use crate::telemetry::{self, Abort};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
-use waymark_core::{AbortReason, ClientId, Key, ReadCheck, Request, Response, Value, Version, Write, WriteOp};
+use waymark_core::client::{Answer, ClientLimits, Ended, Finished, Step, TxnClient};
+use waymark_core::{ClientId, Key, Request, Response};
 use waymark_resp::{Protocol, Reply};
-
-/// Attempts of one transaction that conflicts with others before the client hears of it.
-const CONFLICT_RETRIES_MAX: u32 = 16;
-const CONFLICT_BACKOFF_MIN: Duration = Duration::from_micros(500);
-const CONFLICT_BACKOFF_MAX: Duration = Duration::from_millis(50);
 
 pub struct Session {
     shared: Arc<Shared>,
@@ -35,8 +29,8 @@ pub struct Session {
     name: Option<Vec<u8>>,
     /// Between `MULTI` and `EXEC`: the queued commands, and whether one of them was refused.
     multi: Option<(Vec<Cmd>, bool)>,
-    /// `WATCH`ed keys and the version each had when watched.
-    watched: BTreeMap<Key, Version>,
+    /// The connection's transactions: its `WATCH`ed keys and the batch in progress.
+    client: TxnClient,
     /// A reply was refused for its size (`limits.reply_max_bytes`): the connection closes after it.
     closing: bool,
 }
@@ -45,15 +39,6 @@ pub struct Session {
 pub enum Next {
     Continue,
     Close,
-}
-
-/// The outcome of one transaction attempt.
-enum Attempt {
-    Done(Vec<Reply>),
-    /// A `WATCH`ed key changed: `EXEC` answers nil.
-    WatchFailed,
-    /// Another transaction was in the way: try again.
-    Conflict(String),
 }
 
 fn err(e: impl Into<String>) -> Reply {
@@ -65,6 +50,14 @@ impl Session {
         let stores = &shared.stores;
         let near = stores[(id.0 as usize) % stores.len()].1.clone();
         let authenticated = shared.cfg.password.is_none();
+        let limits = &shared.cfg.limits;
+        let client_limits = ClientLimits {
+            value_max_bytes: limits.value_max_bytes,
+            reply_max_bytes: limits.reply_max_bytes,
+            txn_max_bytes: limits.frame_max_bytes / 2,
+            ..ClientLimits::default()
+        };
+        let client = TxnClient::new(client_limits, shared.cfg.breaks);
         Session {
             shared,
             id,
@@ -74,7 +67,7 @@ impl Session {
             authenticated,
             name: None,
             multi: None,
-            watched: BTreeMap::new(),
+            client,
             closing: false,
         }
     }
@@ -128,7 +121,7 @@ impl Session {
             Cmd::Exec => self.exec().await,
             Cmd::Discard => match self.multi.take() {
                 Some(_) => {
-                    self.watched.clear();
+                    self.client.unwatch();
                     Reply::ok()
                 }
                 None => err("ERR DISCARD without MULTI"),
@@ -136,7 +129,7 @@ impl Session {
             Cmd::Watch(_) if self.multi.is_some() => err("ERR WATCH inside MULTI is not allowed"),
             Cmd::Watch(keys) => self.watch(keys).await,
             Cmd::Unwatch => {
-                self.watched.clear();
+                self.client.unwatch();
                 Reply::ok()
             }
             other => self.connection(other).await,
@@ -213,30 +206,29 @@ impl Session {
     }
 
     async fn watch(&mut self, keys: Vec<Key>) -> Reply {
-        match self.read_all(&keys).await {
-            Ok(read) => self.watched.extend(keys.into_iter().zip(read).map(|(key, (_, version))| (key, version))),
-            Err(e) => return e,
+        let step = self.client.watch(keys);
+        match self.drive(step).await {
+            Ok(Finished { answer: Answer::Error(e), .. }) => err(e),
+            Ok(_) => Reply::ok(),
+            Err(e) => err(e.to_string()),
         }
-        Reply::ok()
     }
 
     async fn exec(&mut self) -> Reply {
         let Some((queue, failed)) = self.multi.take() else {
             return err("ERR EXEC without MULTI");
         };
-        let watched = std::mem::take(&mut self.watched);
         if failed {
+            self.client.unwatch();
             return err("EXECABORT Transaction discarded because of previous errors.");
         }
         let data: Vec<DataCmd> =
             queue.iter().filter_map(|c| if let Cmd::Data(d) = c { Some(d.clone()) } else { None }).collect();
-        let started = Instant::now();
-        let outcome = self.transaction(&data, &watched, &watched).await;
-        count(started, &outcome);
-        let mut data_replies = match outcome {
-            Ok(Some(replies)) => replies.into_iter(),
-            Ok(None) => return Reply::NullArray,
-            Err(e) => return e,
+        let step = self.client.exec(data);
+        let mut data_replies = match self.finish(step).await {
+            Answer::Replies(replies) => replies.into_iter(),
+            Answer::WatchFailed => return Reply::NullArray,
+            Answer::Error(e) => return err(e),
         };
         let mut replies = vec![];
         for c in queue {
@@ -248,299 +240,112 @@ impl Session {
         Reply::Array(replies)
     }
 
-    /// A data command outside `MULTI`: blind writes and `INCRBY`/`APPEND` go straight to the
-    /// primaries (their reply comes from the commit); a single `GET` is one read; the rest read first.
+    /// A data command outside `MULTI`.
     async fn single(&mut self, cmd: DataCmd) -> Reply {
-        let direct = match &cmd {
-            DataCmd::Get(k) => {
-                return self.read(k).await.map_or_else(|e| e, |(v, _)| v.map_or(Reply::Null, Reply::bulk))
-            }
-            DataCmd::Set(k, v) => Some(vec![Write { key: k.clone(), op: WriteOp::Set(v.clone()) }]),
-            DataCmd::MSet(pairs) => {
-                Some(pairs.iter().map(|(k, v)| Write { key: k.clone(), op: WriteOp::Set(v.clone()) }).collect())
-            }
-            DataCmd::IncrBy(k, by) => Some(vec![Write { key: k.clone(), op: WriteOp::IncrBy(*by) }]),
-            DataCmd::Append(k, v) => Some(vec![Write { key: k.clone(), op: WriteOp::Append(v.clone()) }]),
-            _ => None,
-        };
+        let step = self.client.command(cmd);
+        match self.finish(step).await {
+            Answer::Replies(mut replies) => replies.remove(0),
+            Answer::WatchFailed => Reply::NullArray,
+            Answer::Error(e) => err(e),
+        }
+    }
+
+    /// Drives a data batch to its end, counting it and closing the connection after a reply
+    /// refused for its size.
+    async fn finish(&mut self, step: Step) -> Answer {
         let started = Instant::now();
-        let result = match direct {
-            Some(writes) => self.direct(&cmd, writes).await,
-            None => {
-                let seen = self.watched.clone();
-                let one = std::slice::from_ref(&cmd);
-                self.transaction(one, &BTreeMap::new(), &seen).await.map(|r| r.map(|mut r| r.remove(0)))
-            }
-        };
-        count(started, &result);
-        match result {
-            Ok(Some(reply)) => reply,
-            Ok(None) => Reply::NullArray,
-            Err(e) => e,
-        }
-    }
-
-    /// Writes that need no read: the primary evaluates `INCRBY`/`APPEND` under its lock.
-    async fn direct(&mut self, cmd: &DataCmd, writes: Vec<Write>) -> Result<Option<Reply>, Reply> {
-        self.check_sizes(&writes)?;
-        for attempt in 0..CONFLICT_RETRIES_MAX {
-            let request = Request::Txn { reads: vec![], writes: writes.clone() };
-            match self.call(request).await? {
-                Response::Committed { writes: resolved, .. } => {
-                    let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
-                    return Ok(Some(match cmd {
-                        DataCmd::IncrBy(k, _) => Reply::Integer(integer_of(value(k))),
-                        DataCmd::Append(k, _) => Reply::Integer(value(k).map_or(0, |v| v.len() as i64)),
-                        _ => Reply::ok(),
-                    }));
+        match self.drive(step).await {
+            Ok(finished) => {
+                count(started, finished.ended);
+                if finished.close {
+                    tracing::warn!(client = self.id.0, "{:?}", finished.answer);
+                    self.closing = true;
                 }
-                Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => {
-                    return Err(err("ERR value is not an integer or out of range"))
+                finished.answer
+            }
+            Err(e) => {
+                count(started, Ended::Failed);
+                Answer::Error(e.to_string())
+            }
+        }
+    }
+
+    /// Carries out the client's steps until its batch is done: its requests to the near vnode,
+    /// its back-offs. `Err`: the node is stopping, and the batch was given up.
+    async fn drive(&mut self, mut step: Step) -> Result<Finished, Stopping> {
+        loop {
+            step = match step {
+                Step::Send(requests) => match self.send_all(requests).await {
+                    Ok(answers) => self.client.on_answers(answers),
+                    Err(e) => {
+                        self.client.abandon();
+                        return Err(e);
+                    }
+                },
+                Step::Backoff { base_us, why } => {
+                    backoff(base_us, &why).await;
+                    self.client.resume()
                 }
-                other => {
-                    let why = self.failure(other)?;
-                    backoff(attempt, &why).await;
-                }
+                Step::Done(finished) => return Ok(finished),
             }
-        }
-        Err(conflicts_exhausted())
-    }
-
-    /// Reads what the commands depend on, evaluates them, and commits if what was read is still
-    /// current (`None`: a `WATCH`ed key changed).
-    /// `seen`: versions this session read before (its `WATCH`), which can spare a read-only
-    /// transaction its commit (`attempt`).
-    async fn transaction(
-        &mut self,
-        cmds: &[DataCmd],
-        watched: &BTreeMap<Key, Version>,
-        seen: &BTreeMap<Key, Version>,
-    ) -> Result<Option<Vec<Reply>>, Reply> {
-        for attempt in 0..CONFLICT_RETRIES_MAX {
-            match self.attempt(cmds, watched, seen).await? {
-                Attempt::Done(replies) => return Ok(Some(replies)),
-                Attempt::WatchFailed => return Ok(None),
-                Attempt::Conflict(why) => backoff(attempt, &why).await,
-            }
-        }
-        Err(conflicts_exhausted())
-    }
-
-    async fn attempt(
-        &mut self,
-        cmds: &[DataCmd],
-        watched: &BTreeMap<Key, Version>,
-        seen: &BTreeMap<Key, Version>,
-    ) -> Result<Attempt, Reply> {
-        if let Some(writes) = exec::direct_writes(cmds) {
-            if let Some(done) = self.attempt_direct(cmds, writes, watched).await? {
-                return Ok(done);
-            }
-        }
-        let keys: Vec<Key> = exec::keys_to_read(cmds).into_iter().collect();
-        let mut values = BTreeMap::new();
-        let mut checks: BTreeMap<Key, Version> = watched.clone();
-        for (key, (value, version)) in keys.iter().zip(self.read_all(&keys).await?) {
-            if watched.get(key).is_some_and(|w| *w != version) {
-                return Ok(Attempt::WatchFailed);
-            }
-            checks.insert(key.clone(), version);
-            values.insert(key.clone(), value);
-        }
-        let limits = &self.shared.cfg.limits;
-        let evaluated = match exec::evaluate(cmds, &values, limits.value_max_bytes, limits.reply_max_bytes) {
-            Ok(evaluated) => evaluated,
-            Err(too_large) => {
-                tracing::warn!(client = self.id.0, "{too_large}");
-                self.closing = true;
-                return Err(err(too_large.to_string()));
-            }
-        };
-        // One key read and nothing written: the read alone was atomic.
-        if evaluated.writes.is_empty() && checks.len() <= 1 && watched.is_empty() {
-            return Ok(Attempt::Done(evaluated.replies));
-        }
-        if evaluated.writes.is_empty() && unchanged_since_seen(&keys, &checks, watched, seen) {
-            return Ok(Attempt::Done(evaluated.replies));
-        }
-        self.check_sizes(&evaluated.writes)?;
-        let reads = checks.into_iter().map(|(key, version)| ReadCheck { key, version }).collect();
-        match self.call(Request::Txn { reads, writes: evaluated.writes }).await? {
-            Response::Committed { .. } => Ok(Attempt::Done(evaluated.replies)),
-            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } if watched.contains_key(&key) => {
-                Ok(Attempt::WatchFailed)
-            }
-            other => self.failure(other).map(Attempt::Conflict),
         }
     }
 
-    /// Commands that need no read (`exec::direct_writes`), committed with the `WATCH`ed versions
-    /// as read checks. `None`: a command failed at a primary (`INCRBY` on text), and the caller
-    /// evaluates them the slow way, where the failing command answers an error and the others
-    /// still apply, as in Redis.
-    async fn attempt_direct(
-        &mut self,
-        cmds: &[DataCmd],
-        writes: Vec<Write>,
-        watched: &BTreeMap<Key, Version>,
-    ) -> Result<Option<Attempt>, Reply> {
-        self.check_sizes(&writes)?;
-        let reads = watched.iter().map(|(key, version)| ReadCheck { key: key.clone(), version: *version }).collect();
-        match self.call(Request::Txn { reads, writes }).await? {
-            Response::Committed { writes: resolved, .. } => {
-                let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
-                Ok(Some(Attempt::Done(exec::direct_replies(cmds, value))))
+    /// Hands requests to this connection's near vnode together, so reads cost one round trip to
+    /// the primaries, not one each; then waits for their answers until `client_timeout` from now
+    /// (`None`: not answered by then).
+    async fn send_all(&mut self, requests: Vec<Request>) -> Result<Vec<Option<Response>>, Stopping> {
+        let mut pending = Vec::with_capacity(requests.len());
+        for request in requests {
+            self.next_req += 1;
+            let (reply, rx) = oneshot::channel();
+            let cmd = VnodeCmd::Client { client: self.id, req: self.next_req, request, reply };
+            if self.near.send(cmd).await.is_err() {
+                return Err(Stopping::Unsent);
             }
-            Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => Ok(None),
-            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } if watched.contains_key(&key) => {
-                Ok(Some(Attempt::WatchFailed))
-            }
-            other => self.failure(other).map(|why| Some(Attempt::Conflict(why))),
+            pending.push(rx);
         }
-    }
-
-    /// A response that is not a commit: a conflict worth retrying (`Ok`, why), or the error the
-    /// client gets.
-    fn failure(&self, r: Response) -> Result<String, Reply> {
-        let show = |k: &Key| String::from_utf8_lossy(k).into_owned();
-        match r {
-            Response::Aborted { reason: AbortReason::LockConflict { key }, .. } => Ok(format!("lock conflict on '{}'", show(&key))),
-            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => Ok(format!("'{}' changed", show(&key))),
-            Response::Aborted { reason: AbortReason::PresumedAbort, .. } => Ok("aborted by recovery".into()),
-            Response::Aborted { reason: AbortReason::SnapshotOrder { key }, .. } => Ok(format!("'{}' is on the other side of a snapshot", show(&key))),
-            Response::Aborted { reason: AbortReason::CutMarkerWritten, .. } => Ok("a blocking snapshot was being written".into()),
-            Response::Aborted { reason: AbortReason::StalePlacement, .. } => Ok("a partition moved to another replica".into()),
-            Response::Aborted { reason: AbortReason::FailingOver, .. } => Ok("a partition is failing over".into()),
-            Response::Aborted { reason: AbortReason::Timeout, .. } => {
-                Err(err("ERR transaction aborted: a participant did not answer in time (nothing was written)"))
-            }
-            Response::Aborted { reason: AbortReason::NotAnInteger { .. }, .. } => Err(err("ERR value is not an integer or out of range")),
-            Response::Unknown { .. } => Err(err("ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out")),
-            // Redis Cluster's code for "retry in a moment": clients know it.
-            // Redis's code for too few replicas to write (`min-replicas-to-write`): `min_copies`.
-            Response::Unavailable { why } if why.starts_with("TRYAGAIN") || why.starts_with("NOREPLICAS") => {
-                Err(err(why))
-            }
-            Response::Unavailable { why } => Err(err(format!("ERR unavailable: {why}"))),
-            other => Err(err(format!("ERR unexpected response {other:?}"))),
-        }
-    }
-
-    fn check_sizes(&self, writes: &[Write]) -> Result<(), Reply> {
-        let max = self.shared.cfg.limits.value_max_bytes;
-        let size = |w: &Write| match &w.op {
-            WriteOp::Set(v) | WriteOp::Append(v) => v.len(),
-            _ => 0,
-        };
-        if writes.iter().any(|w| size(w) > max) {
-            return Err(err(format!("ERR string exceeds maximum allowed size ({max} bytes)")));
-        }
-        let total: usize = writes.iter().map(|w| size(w) + w.key.len()).sum();
-        if total > self.shared.cfg.limits.frame_max_bytes / 2 {
-            return Err(err("ERR transaction too large: its values exceed half of limits.frame_max_bytes"));
-        }
-        Ok(())
-    }
-
-    /// The current value and version of `key`, as its primary holds it.
-    async fn read(&mut self, key: &Key) -> Result<(Option<Value>, Version), Reply> {
-        let mut read = self.read_all(std::slice::from_ref(key)).await?;
-        Ok(read.remove(0))
-    }
-
-    /// The current value and version of every key of `keys`, in order: the reads are sent
-    /// together, so they cost one round trip to the primaries, not one each.
-    async fn read_all(&mut self, keys: &[Key]) -> Result<Vec<(Option<Value>, Version)>, Reply> {
-        let mut pending = Vec::with_capacity(keys.len());
-        for key in keys {
-            pending.push(self.send(Request::Get { key: key.clone() }).await?);
-        }
-        let mut read = Vec::with_capacity(keys.len());
+        let deadline = tokio::time::Instant::now() + self.shared.cfg.client_timeout;
+        let mut answers = Vec::with_capacity(pending.len());
         for rx in pending {
-            read.push(match self.answer(rx).await? {
-                Response::Value { value, version } => (value, version),
-                Response::Unavailable { why } => return Err(err(format!("ERR unavailable: {why}"))),
-                other => return Err(err(format!("ERR unexpected response {other:?}"))),
+            answers.push(match tokio::time::timeout_at(deadline, rx).await {
+                Ok(Ok(response)) => Some(response),
+                Ok(Err(_)) => return Err(Stopping::InFlight),
+                Err(_) => None,
             });
         }
-        Ok(read)
-    }
-
-    /// Hands a request to this connection's near vnode and waits for its answer.
-    async fn call(&mut self, request: Request) -> Result<Response, Reply> {
-        let rx = self.send(request).await?;
-        self.answer(rx).await
-    }
-
-    /// Hands a request to this connection's near vnode; its answer comes on the channel returned.
-    async fn send(&mut self, request: Request) -> Result<oneshot::Receiver<Response>, Reply> {
-        self.next_req += 1;
-        let (reply, rx) = oneshot::channel();
-        let cmd = VnodeCmd::Client { client: self.id, req: self.next_req, request, reply };
-        if self.near.send(cmd).await.is_err() {
-            return Err(err("ERR the node is shutting down"));
-        }
-        Ok(rx)
-    }
-
-    /// Waits for the answer to a request `send` handed over, at most `client_timeout`.
-    async fn answer(&self, rx: oneshot::Receiver<Response>) -> Result<Response, Reply> {
-        match tokio::time::timeout(self.shared.cfg.client_timeout, rx).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(_)) => Err(err("ERR the node is shutting down (a write in flight may or may not have committed)")),
-            Err(_) => Err(err(
-                "ERR timed out waiting for the cluster (a write may or may not have committed; a read can be retried)",
-            )),
-        }
+        Ok(answers)
     }
 }
 
-/// What the client hears when conflicting transactions were in the way of every attempt.
-/// Whether a read-only transaction's reads (`keys`, at the versions in `checks`) are atomic
-/// without a commit: every key `WATCH`ed was read now, and every key read now was read before by
-/// this session (`seen`) at the version read now.
-///
-/// Why that is enough: versions only grow, so key k held one value from its earlier read (at
-/// instant s_k) to its read now (r_k). Every earlier read ended before any read now began, so
-/// at t = min(r_k) — an instant inside this command — every key held the value read: the reads
-/// are one snapshot, at t, as the commit's read checks would have shown. Nothing is revealed
-/// that this client was not answered before, so real-time safety holds as for the reads.
-fn unchanged_since_seen(
-    keys: &[Key],
-    checks: &BTreeMap<Key, Version>,
-    watched: &BTreeMap<Key, Version>,
-    seen: &BTreeMap<Key, Version>,
-) -> bool {
-    let read_now = |key: &Key| keys.contains(key);
-    let as_seen = |key: &Key| checks.get(key).is_some_and(|v| seen.get(key) == Some(v));
-    !keys.is_empty() && watched.keys().all(read_now) && keys.iter().all(as_seen)
+/// The node stopped under a batch: its requests could not be handed over, or their answers will
+/// not come.
+#[derive(Debug, thiserror::Error)]
+enum Stopping {
+    #[error("ERR the node is shutting down")]
+    Unsent,
+    #[error("ERR the node is shutting down (a write in flight may or may not have committed)")]
+    InFlight,
 }
 
-fn conflicts_exhausted() -> Reply {
-    err(format!("ERR transaction aborted {CONFLICT_RETRIES_MAX} times by conflicting transactions; try again"))
-}
-
-/// Counts a client's transaction where its reply is produced: `None` is a failed `WATCH`.
-fn count<T>(started: Instant, outcome: &Result<Option<T>, Reply>) {
-    match outcome {
-        Ok(Some(_)) => telemetry::transaction_committed(started),
-        Ok(None) => telemetry::transaction_aborted(Abort::Watch),
-        Err(e) if *e == conflicts_exhausted() => telemetry::transaction_aborted(Abort::Conflict),
-        Err(_) => telemetry::transaction_aborted(Abort::Failed),
+/// Counts a client's transaction where its reply is produced.
+fn count(started: Instant, ended: Ended) {
+    match ended {
+        Ended::Committed => telemetry::transaction_committed(started),
+        Ended::WatchFailed => telemetry::transaction_aborted(Abort::Watch),
+        Ended::Conflicts => telemetry::transaction_aborted(Abort::Conflict),
+        Ended::Failed => telemetry::transaction_aborted(Abort::Failed),
+        Ended::NoTransaction => {}
     }
 }
 
-fn integer_of(v: Option<Value>) -> i64 {
-    v.and_then(|v| std::str::from_utf8(&v).ok()?.parse().ok()).unwrap_or(0)
-}
-
-/// Capped doubling back-off with jitter, so conflicting clients do not retry in lock-step.
-async fn backoff(attempt: u32, why: &str) {
-    let base = CONFLICT_BACKOFF_MIN.saturating_mul(1 << attempt.min(10)).min(CONFLICT_BACKOFF_MAX);
+/// The client's back-off, with jitter (between half and one and a half times `base_us`), so
+/// conflicting clients do not retry in lock-step.
+async fn backoff(base_us: u64, why: &str) {
     let jitter = rand::random::<f64>();
-    tracing::trace!(attempt, "transaction conflict ({why}); retrying");
+    tracing::trace!("transaction conflict ({why}); retrying");
     telemetry::transaction_retried();
-    tokio::time::sleep(base.mul_f64(0.5 + jitter)).await;
+    tokio::time::sleep(Duration::from_micros(base_us).mul_f64(0.5 + jitter)).await;
 }
 
 /// Compares a password without leaking, through timing, how many leading bytes were right.
@@ -549,40 +354,4 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn versions(pairs: &[(&str, Version)]) -> BTreeMap<Key, Version> {
-        pairs.iter().map(|(k, v)| (k.as_bytes().to_vec(), *v)).collect()
-    }
-
-    fn keys(names: &[&str]) -> Vec<Key> {
-        names.iter().map(|k| k.as_bytes().to_vec()).collect()
-    }
-
-    #[test]
-    fn reads_of_keys_unchanged_since_the_watch_need_no_commit() {
-        let seen = versions(&[("a", 3), ("b", 7)]);
-        assert!(unchanged_since_seen(&keys(&["a", "b"]), &versions(&[("a", 3), ("b", 7)]), &BTreeMap::new(), &seen));
-    }
-
-    #[test]
-    fn a_key_moved_or_never_seen_needs_the_commit() {
-        let seen = versions(&[("a", 3), ("b", 7)]);
-        let none = BTreeMap::new();
-        assert!(!unchanged_since_seen(&keys(&["a", "b"]), &versions(&[("a", 3), ("b", 8)]), &none, &seen));
-        assert!(!unchanged_since_seen(&keys(&["a", "c"]), &versions(&[("a", 3), ("c", 1)]), &none, &seen));
-        assert!(!unchanged_since_seen(&[], &none, &none, &seen));
-    }
-
-    #[test]
-    fn a_watched_key_not_read_again_needs_the_commit() {
-        // WATCH a b; MULTI; GET b; EXEC — `a` may have moved: only the commit's check tells.
-        let watched = versions(&[("a", 3), ("b", 7)]);
-        let checks = versions(&[("a", 3), ("b", 7)]);
-        assert!(!unchanged_since_seen(&keys(&["b"]), &checks, &watched, &watched));
-    }
 }

@@ -4,11 +4,12 @@
 //! a read check for every key read, so it commits only if those values are still current — and
 //! then every reply is exactly what running the commands at the commit point gives.
 //!
-//! Pure: no IO. The session does the reads and submits the transaction.
+//! Pure: no IO. The client's run (`run.rs`) does the reads and submits the transaction.
 
 use super::command::DataCmd;
+use crate::ids::{Key, Value};
+use crate::store::{Write, WriteOp};
 use std::collections::{BTreeMap, BTreeSet};
-use waymark_core::{Key, Value, Write, WriteOp};
 use waymark_resp::Reply;
 
 /// The keys whose current values the commands' replies or writes depend on. `SET` and `MSET`
@@ -52,7 +53,8 @@ pub fn direct_writes(cmds: &[DataCmd]) -> Option<Vec<Write>> {
 }
 
 /// The replies of commands `direct_writes` accepted, from the values the commit resolved
-/// (`resolved(key)`: a key's value after the transaction).
+/// (`resolved(key)`: a key's value after the transaction), and of a single `APPEND` sent the same
+/// way.
 pub fn direct_replies(cmds: &[DataCmd], resolved: impl Fn(&Key) -> Option<Value>) -> Vec<Reply> {
     let integer = |v: Option<Value>| v.and_then(|v| String::from_utf8(v).ok()?.parse::<i64>().ok());
     cmds.iter()
@@ -60,6 +62,7 @@ pub fn direct_replies(cmds: &[DataCmd], resolved: impl Fn(&Key) -> Option<Value>
             DataCmd::IncrBy(k, _) => {
                 integer(resolved(k)).map_or_else(|| Reply::error("ERR value is not an integer"), Reply::Integer)
             }
+            DataCmd::Append(k, _) => Reply::Integer(resolved(k).map_or(0, |v| v.len() as i64)),
             _ => Reply::ok(),
         })
         .collect()
@@ -73,7 +76,7 @@ pub struct ReplyTooLarge {
 }
 
 /// The commands run in order over the values read.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Evaluated {
     pub replies: Vec<Reply>,
     /// The final value of every key written (`Del` for a key deleted).
