@@ -1,149 +1,177 @@
-//! A simulated client: runs one workload operation at a time against a random near vnode —
-//! GETs first, then one `WATCH … MULTI … EXEC` transaction — and records what it saw.
+//! A simulated client: runs one workload operation at a time — a few batches of Redis commands
+//! (`WATCH`, a command, `MULTI … EXEC`) — through the core's transaction client
+//! (`waymark_core::client`), exactly as the server's Redis session does, and records what it saw.
 
 use crate::history::{ClientRead, ClientTxn, Observation, Outcome};
-use crate::workloads::Plan;
-use waymark_core::{AbortReason, ReadCheck, Request, Response, Write};
+use crate::workloads::{Batch, Plan};
+use std::collections::BTreeMap;
+use waymark_core::client::{AttemptOutcome, ClientLimits, Finished, Step, TxnClient};
+use waymark_core::{AbortReason, Breaks, Key, Request, Response, Value, Version};
 
-/// What a client does next, for the world to carry out.
-pub enum ClientAction {
-    Send(Request),
-    /// The operation is over (recorded or skipped); think, then plan the next one.
-    Done(Option<ClientTxn>),
+/// A batch's requests in flight: numbered `first_req` on, all sent to one near vnode together.
+#[derive(Clone, Debug)]
+pub struct InFlight {
+    pub first_req: u64,
+    /// When the client stops waiting for the answers still missing.
+    pub deadline_us: u64,
+    pub sent_us: u64,
+    requests: Vec<Request>,
+    answers: Vec<Option<Response>>,
+    answered: usize,
 }
 
-/// A client's request in flight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InFlight {
-    /// Its number among the client's requests.
-    pub req: u64,
-    /// When the client stops waiting for it.
-    pub deadline_us: u64,
+impl InFlight {
+    pub fn holds(&self, req: u64) -> bool {
+        (self.first_req..self.first_req + self.requests.len() as u64).contains(&req)
+    }
 }
 
 pub struct Client {
     pub id: usize,
     pub req_seq: u64,
     pub in_flight: Option<InFlight>,
-    /// When the request in flight was sent.
-    pub sent_us: u64,
+    txn: TxnClient,
     op: Option<Op>,
 }
 
 struct Op {
     plan: Plan,
-    reads: Vec<ClientRead>,
-    writes: Option<Vec<Write>>,
-    invoked_us: u64,
+    /// Batches of the plan begun so far.
+    batches: usize,
+    label: &'static str,
+    /// When the batch in progress began.
+    began_us: u64,
+    /// Every value a read of this operation answered, by key and version.
+    values: BTreeMap<(Key, Version), Option<Value>>,
 }
 
 impl Client {
-    pub fn new(id: usize) -> Self {
-        Client { id, req_seq: 0, in_flight: None, sent_us: 0, op: None }
+    pub fn new(id: usize, breaks: Breaks) -> Self {
+        Client { id, req_seq: 0, in_flight: None, txn: TxnClient::new(ClientLimits::default(), breaks), op: None }
     }
 
     pub fn is_idle(&self) -> bool {
         self.op.is_none()
     }
 
-    pub fn start(&mut self, plan: Plan, now_us: u64) -> Option<Request> {
-        let op = Op { plan, reads: vec![], writes: None, invoked_us: now_us };
-        self.op = Some(op);
-        self.next_get()
-    }
-
-    fn next_get(&self) -> Option<Request> {
-        let op = self.op.as_ref()?;
-        op.plan.read_keys.get(op.reads.len()).map(|k| Request::Get { key: k.clone() })
-    }
-
-    /// Called once every GET has answered: the workload turns the reads into writes (or skips).
-    pub fn begin_txn(&mut self, writes: Option<Vec<Write>>, now_us: u64) -> ClientAction {
-        let Some(op) = self.op.as_mut() else { return ClientAction::Done(None) };
-        let Some(writes) = writes else {
-            self.op = None;
-            return ClientAction::Done(None);
-        };
-        op.invoked_us = now_us;
-        op.writes = Some(writes.clone());
-        let reads = op.reads.iter().map(|r| ReadCheck { key: r.key.clone(), version: r.version }).collect();
-        ClientAction::Send(Request::Txn { reads, writes })
-    }
-
     pub fn plan(&self) -> Option<&Plan> {
         self.op.as_ref().map(|o| &o.plan)
     }
 
-    pub fn reads(&self) -> &[ClientRead] {
-        self.op.as_ref().map_or(&[], |o| &o.reads)
+    /// Begins an operation's first batch (`batch`, labelled `label` in the history).
+    pub fn start(&mut self, plan: Plan, label: &'static str, batch: Batch, now_us: u64) -> Step {
+        self.op = Some(Op { plan, batches: 0, label, began_us: now_us, values: BTreeMap::new() });
+        self.next_batch(label, batch, now_us)
     }
 
-    pub fn reads_complete(&self) -> bool {
-        self.op.as_ref().is_some_and(|o| o.reads.len() == o.plan.read_keys.len() && o.writes.is_none())
+    /// Begins the operation's next batch.
+    pub fn next_batch(&mut self, label: &'static str, batch: Batch, now_us: u64) -> Step {
+        let op = self.op.as_mut().expect("an operation in progress");
+        op.batches += 1;
+        op.label = label;
+        op.began_us = now_us;
+        match batch {
+            Batch::Watch(keys) => self.txn.watch(keys),
+            Batch::Command(cmd) => self.txn.command(cmd),
+            Batch::Exec(cmds) => self.txn.exec(cmds),
+        }
     }
 
-    /// What `response` to the request in flight tells this client of committed data (for the
-    /// real-time checker), besides a commit acknowledgement.
-    pub fn observation(&self, response: &Option<Response>) -> Option<Observation> {
-        let op = self.op.as_ref()?;
-        match response.as_ref()? {
-            Response::Value { version, .. } if op.writes.is_none() => {
-                let key = op.plan.read_keys.get(op.reads.len())?.clone();
-                Some(Observation::Read { key, version: *version })
+    /// Batches of the operation begun so far.
+    pub fn batches(&self) -> usize {
+        self.op.as_ref().map_or(0, |o| o.batches)
+    }
+
+    /// The operation is over: nothing stays `WATCH`ed for the next one.
+    pub fn end_op(&mut self) {
+        self.op = None;
+        self.txn.unwatch();
+    }
+
+    /// Numbers the requests of a `Step::Send` and keeps them in flight until answered.
+    pub fn send(&mut self, requests: Vec<Request>, now_us: u64, timeout_us: u64) -> (u64, Vec<Request>) {
+        let first_req = self.req_seq + 1;
+        self.req_seq += requests.len() as u64;
+        let answers = vec![None; requests.len()];
+        let flight = InFlight {
+            first_req,
+            deadline_us: now_us + timeout_us,
+            sent_us: now_us,
+            requests: requests.clone(),
+            answers,
+            answered: 0,
+        };
+        self.in_flight = Some(flight);
+        (first_req, requests)
+    }
+
+    /// What an answer to request `req` tells this client of committed data (for the real-time
+    /// checkers), besides a commit acknowledgement.
+    pub fn observation(&self, req: u64, response: &Response) -> Option<Observation> {
+        let flight = self.in_flight.as_ref().filter(|f| f.holds(req))?;
+        match (&flight.requests[(req - flight.first_req) as usize], response) {
+            (Request::Get { key }, Response::Value { version, .. }) => {
+                Some(Observation::Read { key: key.clone(), version: *version })
             }
-            Response::Aborted { reason: AbortReason::WatchFailed { key }, .. } => {
-                let read = op.reads.iter().find(|r| r.key == *key)?;
+            (Request::Txn { reads, .. }, Response::Aborted { reason: AbortReason::WatchFailed { key }, .. }) => {
+                let read = reads.iter().find(|r| r.key == *key)?;
                 Some(Observation::WatchFailed { key: key.clone(), read_version: read.version })
             }
             _ => None,
         }
     }
 
-    /// A response (or, with `None`, a time-out) for the request in flight.
-    pub fn on_response(&mut self, response: Option<Response>, now_us: u64) -> Option<ClientAction> {
-        self.in_flight = None;
-        let op = self.op.as_mut()?;
-        if op.writes.is_none() {
-            return Some(self.on_get(response));
+    /// An answer to request `req`; once every request of the batch is answered (or, with
+    /// `timed_out`, the deadline passed), the client's next step.
+    pub fn on_response(&mut self, req: u64, response: Option<Response>, timed_out: bool) -> Option<Step> {
+        let flight = self.in_flight.as_mut().filter(|f| f.holds(req) || timed_out)?;
+        if let Some(response) = response {
+            let i = (req - flight.first_req) as usize;
+            if flight.answers[i].is_none() {
+                flight.answered += 1;
+            }
+            if let (Request::Get { key }, Response::Value { value, version }) = (&flight.requests[i], &response) {
+                let op = self.op.as_mut().expect("an operation in progress");
+                op.values.insert((key.clone(), *version), value.clone());
+            }
+            flight.answers[i] = Some(response);
         }
-        let (outcome, tx, written) = match response {
-            Some(Response::Committed { tx, writes }) => (Outcome::Committed, Some(tx), writes),
-            Some(Response::Aborted { tx, .. }) => (Outcome::Aborted, tx, vec![]),
-            Some(Response::Unavailable { .. }) => (Outcome::Aborted, None, vec![]),
-            Some(Response::Unknown { tx }) => (Outcome::Unknown, Some(tx), vec![]),
-            Some(other) => panic!("unexpected response to a transaction: {other:?}"),
-            None => (Outcome::Unknown, None, vec![]),
-        };
-        let op = self.op.take().expect("an operation");
-        let record = ClientTxn {
-            client: self.id,
-            kind: op.plan.kind,
-            tx,
-            reads: op.reads,
-            writes: op.writes.unwrap_or_default(),
-            written,
-            outcome,
-            invoked_us: op.invoked_us,
-            completed_us: now_us,
-        };
-        Some(ClientAction::Done(Some(record)))
+        if flight.answered < flight.requests.len() && !timed_out {
+            return None;
+        }
+        let flight = self.in_flight.take().expect("a batch in flight");
+        Some(self.txn.on_answers(flight.answers))
     }
 
-    fn on_get(&mut self, response: Option<Response>) -> ClientAction {
-        let op = self.op.as_mut().expect("an operation");
-        match response {
-            Some(Response::Value { value, version }) => {
-                let key = op.plan.read_keys[op.reads.len()].clone();
-                op.reads.push(ClientRead { key, value, version });
-                match self.next_get() {
-                    Some(req) => ClientAction::Send(req),
-                    None => ClientAction::Done(None), // the world asks the workload, then calls begin_txn
-                }
-            }
-            _ => {
-                self.op = None;
-                ClientAction::Done(None)
-            }
-        }
+    pub fn resume(&mut self) -> Step {
+        self.txn.resume()
+    }
+
+    /// The transactions a finished batch submitted, as the history records them.
+    pub fn records(&self, finished: &Finished, now_us: u64) -> Vec<ClientTxn> {
+        let op = self.op.as_ref().expect("an operation in progress");
+        let value = |key: &Key, version: Version| op.values.get(&(key.clone(), version)).cloned().flatten();
+        let last = finished.attempts.len().saturating_sub(1);
+        let record = |(i, a): (usize, &waymark_core::client::Attempt)| ClientTxn {
+            client: self.id,
+            kind: op.label,
+            tx: a.tx.clone(),
+            reads: a
+                .reads
+                .iter()
+                .map(|r| ClientRead { key: r.key.clone(), value: value(&r.key, r.version), version: r.version })
+                .collect(),
+            writes: a.writes.clone(),
+            written: a.written.clone(),
+            outcome: match a.outcome {
+                AttemptOutcome::Committed => Outcome::Committed,
+                AttemptOutcome::Aborted => Outcome::Aborted,
+                AttemptOutcome::Unknown => Outcome::Unknown,
+            },
+            invoked_us: op.began_us,
+            completed_us: now_us,
+            retried: i < last,
+        };
+        finished.attempts.iter().enumerate().map(record).collect()
     }
 }

@@ -1,20 +1,26 @@
-//! The simulated clients' side of the world: the setup transaction, then each client's
-//! operations (GETs, then one transaction) sent to a random near vnode, with time-outs.
+//! The simulated clients' side of the world: the setup `MSET`, then each client's operations —
+//! batches of Redis commands run through the core's transaction client — sent to a random near
+//! vnode per batch, with time-outs and back-offs.
 
-use crate::client::{ClientAction, InFlight};
-use crate::history::{ClientTxn, Observed, Outcome};
+use crate::history::{Observed, Outcome};
 use crate::slot::Slot;
+use crate::workloads::{Batch, Plan};
 use crate::world::{Event, World, CLIENT_TIMEOUT_US, OPERATOR, SETUP_CLIENT};
 use rand::Rng;
-use waymark_core::{Request, Response, Write};
+use waymark_core::client::{DataCmd, Finished, Step};
+use waymark_core::{Request, Response};
+
+const SETUP: &str = "setup";
 
 impl World {
     pub(crate) fn start_setup(&mut self) {
-        let writes: Vec<Write> = self.workload.setup();
-        if writes.is_empty() {
+        let pairs = self.workload.setup();
+        if pairs.is_empty() {
             return self.setup_finished();
         }
-        self.issue_txn(SETUP_CLIENT, writes);
+        let plan = Plan { kind: SETUP, read_keys: vec![], params: vec![], target_keys: vec![] };
+        let step = self.clients[SETUP_CLIENT].start(plan, SETUP, Batch::Command(DataCmd::MSet(pairs)), self.now_us);
+        self.client_step(SETUP_CLIENT, step);
     }
 
     pub(crate) fn setup_finished(&mut self) {
@@ -25,87 +31,101 @@ impl World {
         }
     }
 
-    pub(crate) fn issue_txn(&mut self, client: usize, writes: Vec<Write>) {
-        let plan = crate::workloads::Plan { kind: "setup", read_keys: vec![], params: vec![], target_keys: vec![] };
-        let _ = self.clients[client].start(plan, self.now_us);
-        if let ClientAction::Send(req) = self.clients[client].begin_txn(Some(writes), self.now_us) {
-            self.client_send(client, req);
-        }
-    }
-
     pub(crate) fn client_wake(&mut self, client: usize) {
         if self.stopping || !self.clients[client].is_idle() {
             return;
         }
         let plan = self.workload.plan(client, &mut self.rng);
-        match self.clients[client].start(plan, self.now_us) {
-            Some(req) => self.client_send(client, req),
-            None => self.client_reads_done(client),
+        match self.workload.next(&plan, 0, None) {
+            Some((label, batch)) => {
+                let step = self.clients[client].start(plan, label, batch, self.now_us);
+                self.client_step(client, step);
+            }
+            None => self.client_idle(client),
         }
     }
 
-    pub(crate) fn client_send(&mut self, client: usize, request: Request) {
-        let c = &mut self.clients[client];
-        c.req_seq += 1;
-        let req = c.req_seq;
-        let deadline = self.now_us + CLIENT_TIMEOUT_US;
-        c.in_flight = Some(InFlight { req, deadline_us: deadline });
-        c.sent_us = self.now_us;
-        let node = Slot::random(&mut self.rng, self.nodes.len()); // a store vnode
-        let at = self.now_us + self.rng.gen_range(50..300);
-        self.schedule(at, Event::ToVnode { node, client: client as u64, req, request });
-        self.schedule(deadline, Event::ClientTimeout { client, req });
+    /// Carries out what the transaction client asks for next.
+    fn client_step(&mut self, c: usize, step: Step) {
+        match step {
+            Step::Send(requests) => self.client_send(c, requests),
+            Step::Backoff { base_us, .. } => {
+                let at = self.now_us + self.rng.gen_range(base_us / 2..=base_us + base_us / 2);
+                self.schedule(at, Event::ClientResume { client: c });
+            }
+            Step::Done(finished) => self.batch_done(c, finished),
+        }
     }
 
-    pub(crate) fn arrive_at_client(&mut self, client: u64, req: u64, response: Option<Response>) {
+    /// Sends a batch's requests together to one random store vnode, as a connection to one host.
+    fn client_send(&mut self, client: usize, requests: Vec<Request>) {
+        let (first_req, requests) = self.clients[client].send(requests, self.now_us, CLIENT_TIMEOUT_US);
+        let node = Slot::random(&mut self.rng, self.nodes.len());
+        let at = self.now_us + self.rng.gen_range(50..300);
+        for (i, request) in requests.into_iter().enumerate() {
+            let req = first_req + i as u64;
+            self.schedule(at, Event::ToVnode { node, client: client as u64, req, request });
+        }
+        self.schedule(self.now_us + CLIENT_TIMEOUT_US, Event::ClientTimeout { client, req: first_req });
+    }
+
+    pub(crate) fn client_resume(&mut self, c: usize) {
+        let step = self.clients[c].resume();
+        self.client_step(c, step);
+    }
+
+    pub(crate) fn client_timeout(&mut self, c: usize, first_req: u64) {
+        if self.clients[c].in_flight.as_ref().is_some_and(|f| f.first_req == first_req) {
+            if let Some(step) = self.clients[c].on_response(first_req, None, true) {
+                self.client_step(c, step);
+            }
+        }
+    }
+
+    pub(crate) fn arrive_at_client(&mut self, client: u64, req: u64, response: Response) {
         if client == OPERATOR {
-            return self.operator_reply(req, response);
+            return self.operator_reply(req, Some(response));
         }
         let c = client as usize;
-        if self.clients[c].in_flight.is_none_or(|f| f.req != req) {
+        let Some(invoked_us) = self.clients[c].in_flight.as_ref().filter(|f| f.holds(req)).map(|f| f.sent_us) else {
             return; // a late answer to a request the client gave up on
-        }
-        if let Some(what) = self.clients[c].observation(&response) {
-            let invoked_us = self.clients[c].sent_us;
+        };
+        if let Some(what) = self.clients[c].observation(req, &response) {
             self.history.observed.push(Observed { client: c, invoked_us, at_us: self.now_us, what });
         }
-        match self.clients[c].on_response(response, self.now_us) {
-            Some(ClientAction::Send(req)) => self.client_send(c, req),
-            Some(ClientAction::Done(Some(record))) => self.record_txn(c, record),
-            Some(ClientAction::Done(None)) if self.clients[c].reads_complete() => self.client_reads_done(c),
-            _ => self.client_idle(c),
+        if let Some(step) = self.clients[c].on_response(req, Some(response), false) {
+            self.client_step(c, step);
         }
     }
 
-    pub(crate) fn client_reads_done(&mut self, c: usize) {
-        let plan = self.clients[c].plan().cloned().expect("an operation");
-        let writes = self.workload.build(&plan, self.clients[c].reads());
-        match self.clients[c].begin_txn(writes, self.now_us) {
-            ClientAction::Send(req) => self.client_send(c, req),
-            ClientAction::Done(_) => self.client_idle(c),
-        }
-    }
-
-    pub(crate) fn record_txn(&mut self, c: usize, record: ClientTxn) {
-        let setup = record.kind == "setup";
-        let committed = record.outcome == Outcome::Committed;
-        self.history.txns.push(record);
-        if setup && !self.setup_done {
-            if committed {
+    /// A batch is over: its transactions go into the history, and the workload picks the next
+    /// batch from its answer.
+    fn batch_done(&mut self, c: usize, finished: Finished) {
+        let records = self.clients[c].records(&finished, self.now_us);
+        let setup_committed = records.iter().any(|r| r.kind == SETUP && r.outcome == Outcome::Committed);
+        self.history.txns.extend(records);
+        if !self.setup_done {
+            self.clients[c].end_op();
+            if setup_committed {
                 return self.setup_finished();
             }
-            self.history.txns.pop();
-            let writes = self.workload.setup();
-            return self.issue_txn(SETUP_CLIENT, writes);
+            return self.start_setup();
         }
-        self.client_idle(c);
+        let plan = self.clients[c].plan().cloned().expect("an operation");
+        let done = self.clients[c].batches();
+        match self.workload.next(&plan, done, Some(&finished.answer)) {
+            Some((label, batch)) if !self.stopping => {
+                let step = self.clients[c].next_batch(label, batch, self.now_us);
+                self.client_step(c, step);
+            }
+            _ => {
+                self.clients[c].end_op();
+                self.client_idle(c);
+            }
+        }
     }
 
     pub(crate) fn client_idle(&mut self, c: usize) {
-        if !self.setup_done {
-            let writes = self.workload.setup();
-            return self.issue_txn(SETUP_CLIENT, writes);
-        }
         let at = self.now_us + self.rng.gen_range(100..2_000);
         self.schedule(at, Event::ClientWake { client: c });
     }

@@ -26,6 +26,9 @@ pub struct ClientTxn {
     pub outcome: Outcome,
     pub invoked_us: u64,
     pub completed_us: u64,
+    /// An aborted attempt the client's transaction client tried again after a conflict: the same
+    /// operation's writes come again in a later record.
+    pub retried: bool,
 }
 
 /// What a client's GET answered: the key's value and version.

@@ -3,7 +3,7 @@
 //! (WAL with group commit, network, clients) and the faults.
 
 use crate::checkers::tree_answered::Incarnation;
-use crate::client::{Client, InFlight};
+use crate::client::Client;
 use crate::config::{SimConfig, WorkloadKind};
 use crate::faults::{Fault, Faults};
 use crate::history::{CutRun, CutWindow, DeclaredCut, History};
@@ -115,6 +115,10 @@ pub enum Event {
         instance: u32,
         seq: AlterSeq,
         bytes: Vec<u8>,
+    },
+    /// A client's back-off after a conflict is over.
+    ClientResume {
+        client: usize,
     },
 }
 
@@ -246,7 +250,7 @@ impl World {
             WorkloadKind::Bank => Box::new(Bank),
             WorkloadKind::Append => Box::<Append>::default(),
         };
-        let clients = (0..cfg.clients.max(1)).map(Client::new).collect();
+        let clients = (0..cfg.clients.max(1)).map(|id| Client::new(id, cfg.breaks)).collect();
         let trace = Trace::new(cfg.trace);
         let faults = Faults::default();
         // One draw before anything else: kept so that recorded regression seeds keep their scenario.
@@ -364,13 +368,10 @@ impl World {
             }
             Event::SyncDone { node, instance, upto } => self.sync_done(node, instance, upto),
             Event::ToVnode { node, client, req, request } => self.arrive_at_vnode(node, client, req, request),
-            Event::ToClient { client, req, response } => self.arrive_at_client(client, req, Some(response)),
+            Event::ToClient { client, req, response } => self.arrive_at_client(client, req, response),
             Event::ClientWake { client } => self.client_wake(client),
-            Event::ClientTimeout { client, req } => {
-                if self.clients[client].in_flight.is_some_and(|f| f.req == req) {
-                    self.arrive_at_client(client as u64, req, None);
-                }
-            }
+            Event::ClientTimeout { client, req } => self.client_timeout(client, req),
+            Event::ClientResume { client } => self.client_resume(client),
             Event::CutTick => self.cut_tick(),
             Event::Fault(f) => crate::faults::apply(self, f),
             Event::ManagerTimer { m, instance, timer } if self.managers[m].is_up(instance) => {
@@ -703,8 +704,8 @@ impl World {
             }
         }
         for c in 0..self.clients.len() {
-            if let Some(InFlight { req, deadline_us }) = self.clients[c].in_flight {
-                let at = deadline_us.max(self.now_us);
+            if let Some(flight) = &self.clients[c].in_flight {
+                let (req, at) = (flight.first_req, flight.deadline_us.max(self.now_us));
                 self.schedule(at, Event::ClientTimeout { client: c, req });
             }
         }

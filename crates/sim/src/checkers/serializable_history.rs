@@ -71,10 +71,23 @@ fn to_elle(id: u64, t: &crate::history::ClientTxn) -> TxnRecord {
             ops.push(Op::Read { key: k, list: parse_list(value) });
         }
     }
-    for w in &t.writes {
-        if let (Some(k), WriteOp::Append(bytes)) = (list_index(&w.key), &w.op) {
-            let elem = parse_i64(&Some(bytes.strip_suffix(b",").unwrap_or(bytes).to_vec())) as u64;
-            ops.push(Op::Append { key: k, elem });
+    // A retried attempt's elements are appended again by a later attempt: each element has one
+    // writer in the history.
+    for w in t.writes.iter().filter(|_| !t.retried) {
+        let Some(k) = list_index(&w.key) else { continue };
+        match &w.op {
+            WriteOp::Append(bytes) => {
+                let elem = parse_i64(&Some(bytes.strip_suffix(b",").unwrap_or(bytes).to_vec())) as u64;
+                ops.push(Op::Append { key: k, elem });
+            }
+            // An `APPEND` in `MULTI`: the client read the list and writes it whole; the elements
+            // past what it read are the ones appended.
+            WriteOp::Set(whole) => {
+                let before = t.reads.iter().find(|r| r.key == w.key).map_or(0, |r| parse_list(&r.value).len());
+                let appended = parse_list(&Some(whole.clone())).into_iter().skip(before);
+                ops.extend(appended.map(|elem| Op::Append { key: k, elem }));
+            }
+            _ => {}
         }
     }
     let outcome = match t.outcome {

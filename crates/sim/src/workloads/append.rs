@@ -1,12 +1,12 @@
-//! List-append: transactions read a few lists (validated by `WATCH`) and append unique elements to
-//! a few others, for the Elle-style dependency check.
+//! List-append: transactions read a few lists and append unique elements to a few others, in one
+//! `MULTI … EXEC`, for the Elle-style dependency check.
 
-use super::{Plan, Workload};
-use crate::history::ClientRead;
+use super::{Batch, Next, Plan, Workload};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use waymark_core::{Key, Value, Write, WriteOp};
+use waymark_core::client::{Answer, DataCmd};
+use waymark_core::{Key, Value};
 
 pub const KEYS: usize = 6;
 
@@ -32,7 +32,7 @@ pub struct Append {
 }
 
 impl Workload for Append {
-    fn setup(&self) -> Vec<Write> {
+    fn setup(&self) -> Vec<(Key, Value)> {
         vec![]
     }
 
@@ -53,13 +53,15 @@ impl Workload for Append {
         Plan { kind: "append", read_keys, params, target_keys }
     }
 
-    fn build(&mut self, plan: &Plan, _reads: &[ClientRead]) -> Option<Vec<Write>> {
-        let writes = plan
-            .target_keys
-            .iter()
-            .zip(&plan.params)
-            .map(|(k, e)| Write { key: k.clone(), op: WriteOp::Append(format!("{e},").into_bytes()) })
-            .collect();
-        Some(writes)
+    /// One `MULTI`: a `GET` of each list read, then an `APPEND` of one unique element to each
+    /// list written, and `EXEC`.
+    fn next(&mut self, plan: &Plan, done: usize, _last: Option<&Answer>) -> Next {
+        if done > 0 {
+            return None;
+        }
+        let gets = plan.read_keys.iter().map(|k| DataCmd::Get(k.clone()));
+        let appends =
+            plan.target_keys.iter().zip(&plan.params).map(|(k, e)| DataCmd::Append(k.clone(), format!("{e},").into_bytes()));
+        Some(("append", Batch::Exec(gets.chain(appends).collect())))
     }
 }

@@ -1,0 +1,79 @@
+//! What the near's answers mean to the client: a read's value, a commit, a conflict worth another
+//! attempt, or the error the client hears — in Redis's words where Redis has them.
+
+use super::run::AttemptOutcome;
+use crate::ids::{Key, Value, Version};
+use crate::io::Response;
+use crate::message::AbortReason;
+
+/// No answer within the client's time-out.
+pub const TIMED_OUT: &str =
+    "ERR timed out waiting for the cluster (a write may or may not have committed; a read can be retried)";
+pub const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+
+/// A commit's answer that is not a commit.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// Another transaction was in the way: worth another attempt (why, for the trace).
+    Conflict(String),
+    /// The client hears this error; `AttemptOutcome` says whether the attempt may have committed.
+    Error(String, AttemptOutcome),
+}
+
+/// The error reply a client hears, in Redis's words (the code first: `ERR`, `TRYAGAIN`, …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErrorReply(pub String);
+
+/// A read's answer: the key's value and version, or the error the client hears.
+pub fn read(answer: Option<Response>) -> Result<(Option<Value>, Version), ErrorReply> {
+    match answer {
+        Some(Response::Value { value, version }) => Ok((value, version)),
+        Some(Response::Unavailable { why }) => Err(ErrorReply(unavailable(why))),
+        Some(other) => Err(ErrorReply(format!("ERR unexpected response {other:?}"))),
+        None => Err(ErrorReply(TIMED_OUT.into())),
+    }
+}
+
+/// A commit's answer that is not `Committed`.
+pub fn failure(answer: Option<Response>) -> Failure {
+    let show = |k: &Key| String::from_utf8_lossy(k).into_owned();
+    let conflict = |why: String| Failure::Conflict(why);
+    let aborted = |e: &str| Failure::Error(e.into(), AttemptOutcome::Aborted);
+    let Some(response) = answer else {
+        return Failure::Error(TIMED_OUT.into(), AttemptOutcome::Unknown);
+    };
+    match response {
+        Response::Aborted { reason, .. } => match reason {
+            AbortReason::LockConflict { key } => conflict(format!("lock conflict on '{}'", show(&key))),
+            AbortReason::WatchFailed { key } => conflict(format!("'{}' changed", show(&key))),
+            AbortReason::PresumedAbort => conflict("aborted by recovery".into()),
+            AbortReason::SnapshotOrder { key } => {
+                conflict(format!("'{}' is on the other side of a snapshot", show(&key)))
+            }
+            AbortReason::CutMarkerWritten => conflict("a blocking snapshot was being written".into()),
+            AbortReason::StalePlacement => conflict("a partition moved to another replica".into()),
+            AbortReason::FailingOver => conflict("a partition is failing over".into()),
+            AbortReason::Timeout => {
+                aborted("ERR transaction aborted: a participant did not answer in time (nothing was written)")
+            }
+            AbortReason::NotAnInteger { .. } => aborted(NOT_AN_INTEGER),
+        },
+        Response::Unknown { .. } => Failure::Error(
+            "ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out"
+                .into(),
+            AttemptOutcome::Unknown,
+        ),
+        Response::Unavailable { why } => Failure::Error(unavailable(why), AttemptOutcome::Aborted),
+        other => Failure::Error(format!("ERR unexpected response {other:?}"), AttemptOutcome::Unknown),
+    }
+}
+
+/// Redis Cluster's `-TRYAGAIN` (retry in a moment) and Redis's `-NOREPLICAS` (too few replicas
+/// to write: `min_copies`) pass as they are: clients know them.
+fn unavailable(why: &str) -> String {
+    if why.starts_with("TRYAGAIN") || why.starts_with("NOREPLICAS") {
+        why.to_string()
+    } else {
+        format!("ERR unavailable: {why}")
+    }
+}

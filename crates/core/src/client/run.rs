@@ -1,0 +1,416 @@
+//! One batch of a client's commands, from its first request to its reply: the reads its replies
+//! depend on, the evaluation, the commit (or none, when nothing can have changed), and the
+//! retries of conflicts.
+//!
+//! Invariants: at most one set of requests is in flight (`Waiting`), and every answer handed back
+//! belongs to it, one per request, in order; every transaction the batch submitted is in
+//! `Finished::attempts`, with what its answer says of it, so a history built from them misses
+//! nothing that may have committed.
+
+use super::answer::{self, Failure, NOT_AN_INTEGER};
+use super::evaluate;
+use super::{ClientLimits, DataCmd, BACKOFF_MAX_US, BACKOFF_MIN_US};
+use crate::breaks::Breaks;
+use crate::ids::{Key, TxId, Value, Version};
+use crate::io::{Request, Response};
+use crate::message::AbortReason;
+use crate::store::{ReadCheck, ResolvedWrite, Write, WriteOp};
+use std::collections::BTreeMap;
+use waymark_resp::Reply;
+
+/// What the driver does next for the client.
+#[derive(Debug)]
+pub enum Step {
+    /// Send these requests to the client's near vnode, together, and hand every answer back to
+    /// `on_answers`, in the same order (`None`: no answer within the client's time-out).
+    Send(Vec<Request>),
+    /// A conflict: wait between half and one and a half times `base_us` (jitter, so conflicting
+    /// clients do not retry in lock-step), then call `resume`.
+    Backoff { base_us: u64, why: String },
+    /// The batch is over.
+    Done(Finished),
+}
+
+/// What the client is answered.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// One reply per data command of the batch (one for `WATCH`).
+    Replies(Vec<Reply>),
+    /// A `WATCH`ed key changed: `EXEC` answers a nil array.
+    WatchFailed,
+    /// The batch failed as a whole: the error reply's text.
+    Error(String),
+}
+
+/// How a batch ended, for the node's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    Committed,
+    WatchFailed,
+    /// Conflicting transactions were in the way of every attempt.
+    Conflicts,
+    Failed,
+    /// A `WATCH` or a single `GET`: no transaction to count.
+    NoTransaction,
+}
+
+/// What the client knows of one transaction it submitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Committed,
+    Aborted,
+    /// Timed out, or the near lost track of it: it may or may not have committed.
+    Unknown,
+}
+
+/// One transaction a batch submitted — or answered from its reads alone (`tx` is `None`), when
+/// the reads were atomic without a commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    pub tx: Option<TxId>,
+    /// The versions the commit required (the `WATCH`ed keys and every key read for it).
+    pub reads: Vec<ReadCheck>,
+    pub writes: Vec<Write>,
+    /// The values written, as the primaries evaluated them (a commit only).
+    pub written: Vec<ResolvedWrite>,
+    pub outcome: AttemptOutcome,
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub answer: Answer,
+    pub ended: Ended,
+    pub attempts: Vec<Attempt>,
+    /// Attempts that conflicted and were tried again.
+    pub retries: u32,
+    /// The reply would exceed `reply_max_bytes`: the driver closes the connection after it.
+    pub close: bool,
+}
+
+pub(super) enum Job {
+    Watch(Vec<Key>),
+    Get(Key),
+    Txn(TxnJob),
+}
+
+/// Data commands run as one transaction.
+pub(super) struct TxnJob {
+    pub cmds: Vec<DataCmd>,
+    /// `EXEC`: the versions the `WATCH`ed keys had; the commit requires them.
+    pub watched: BTreeMap<Key, Version>,
+    /// Versions this client read before (its `WATCH`), which may spare a read-only batch its
+    /// commit (`unchanged_since_seen`).
+    pub seen: BTreeMap<Key, Version>,
+    /// The writes, when the commands need no read (`evaluate::direct_writes`); `None` once a
+    /// primary refused one of them.
+    pub direct: Option<Vec<Write>>,
+    /// One command outside `MULTI`: a primary's refusal (`INCRBY` on text) is the reply.
+    pub single: bool,
+}
+
+enum Waiting {
+    Nothing,
+    Reads(Vec<Key>),
+    Commit(Pending),
+}
+
+/// A commit in flight and what the client is answered if it commits.
+struct Pending {
+    reads: Vec<ReadCheck>,
+    writes: Vec<Write>,
+    /// `None`: the writes went unevaluated to the primaries, and the replies come from the values
+    /// they resolved.
+    replies: Option<Vec<Reply>>,
+}
+
+pub(super) struct Run {
+    job: Job,
+    limits: ClientLimits,
+    breaks: Breaks,
+    /// Conflicts so far.
+    conflicts: u32,
+    waiting: Waiting,
+    attempts: Vec<Attempt>,
+    /// `WATCH`: the version of every key read.
+    pub(super) watch_read: Vec<(Key, Version)>,
+    /// Break `client-retries-stale-evaluation`: the first evaluation, kept for every retry.
+    stale: Option<evaluate::Evaluated>,
+}
+
+impl Run {
+    pub fn new(job: Job, limits: ClientLimits, breaks: Breaks) -> Run {
+        Run {
+            job,
+            limits,
+            breaks,
+            conflicts: 0,
+            waiting: Waiting::Nothing,
+            attempts: vec![],
+            watch_read: vec![],
+            stale: None,
+        }
+    }
+
+    /// The batch's first requests, or those of its next attempt after a back-off.
+    pub fn start(&mut self) -> Step {
+        assert!(matches!(self.waiting, Waiting::Nothing), "a batch starts with nothing in flight");
+        match &self.job {
+            Job::Watch(keys) => self.send_reads(keys.clone()),
+            Job::Get(key) => self.send_reads(vec![key.clone()]),
+            Job::Txn(_) => self.attempt(),
+        }
+    }
+
+    pub fn on_answers(&mut self, answers: Vec<Option<Response>>) -> Step {
+        match std::mem::replace(&mut self.waiting, Waiting::Nothing) {
+            Waiting::Reads(keys) => {
+                assert_eq!(answers.len(), keys.len(), "one answer per read sent");
+                let mut read = Vec::with_capacity(keys.len());
+                for a in answers {
+                    match answer::read(a) {
+                        Ok(r) => read.push(r),
+                        Err(e) => return self.fail(e.0),
+                    }
+                }
+                self.on_reads(keys, read)
+            }
+            Waiting::Commit(pending) => {
+                assert_eq!(answers.len(), 1, "one answer per commit sent");
+                self.on_commit(pending, answers.into_iter().next().flatten())
+            }
+            Waiting::Nothing => panic!("answers handed back with no request in flight"),
+        }
+    }
+
+    fn txn_ref(&self) -> &TxnJob {
+        match &self.job {
+            Job::Txn(job) => job,
+            _ => panic!("a transaction step in a batch that is no transaction"),
+        }
+    }
+
+    fn txn(&mut self) -> &mut TxnJob {
+        match &mut self.job {
+            Job::Txn(job) => job,
+            _ => panic!("a transaction step in a batch that is no transaction"),
+        }
+    }
+
+    fn send_reads(&mut self, keys: Vec<Key>) -> Step {
+        let requests = keys.iter().map(|key| Request::Get { key: key.clone() }).collect();
+        self.waiting = Waiting::Reads(keys);
+        Step::Send(requests)
+    }
+
+    /// One attempt of a transaction: straight to the commit when no command needs a read, else
+    /// the reads first.
+    fn attempt(&mut self) -> Step {
+        let ignore_watch = self.breaks.client_ignores_watch;
+        let job = self.txn();
+        if let Some(writes) = job.direct.clone() {
+            let reads = if ignore_watch { vec![] } else { checks(&job.watched) };
+            return self.commit(Pending { reads, writes, replies: None });
+        }
+        let keys: Vec<Key> = evaluate::keys_to_read(&job.cmds).into_iter().collect();
+        if keys.is_empty() {
+            return self.evaluate(vec![], vec![]);
+        }
+        self.send_reads(keys)
+    }
+
+    fn on_reads(&mut self, keys: Vec<Key>, read: Vec<(Option<Value>, Version)>) -> Step {
+        match &self.job {
+            Job::Watch(_) => {
+                self.watch_read = keys.into_iter().zip(read).map(|(key, (_, version))| (key, version)).collect();
+                self.done(Answer::Replies(vec![Reply::ok()]), Ended::NoTransaction)
+            }
+            Job::Get(key) => {
+                let (value, version) = read.into_iter().next().expect("one read sent");
+                let reads = vec![ReadCheck { key: key.clone(), version }];
+                self.attempts.push(answered_by_reads(reads));
+                self.done(Answer::Replies(vec![value.map_or(Reply::Null, Reply::bulk)]), Ended::NoTransaction)
+            }
+            Job::Txn(_) => self.evaluate(keys, read),
+        }
+    }
+
+    /// Runs the commands over what was read and commits, unless the reads alone were atomic.
+    fn evaluate(&mut self, keys: Vec<Key>, read: Vec<(Option<Value>, Version)>) -> Step {
+        let (limits, breaks) = (self.limits, self.breaks);
+        let watched = &self.txn_ref().watched;
+        let moved = |(key, (_, version)): (&Key, &(Option<Value>, Version))| watched.get(key).is_some_and(|w| w != version);
+        if !breaks.client_ignores_watch && keys.iter().zip(&read).any(moved) {
+            return self.done(Answer::WatchFailed, Ended::WatchFailed);
+        }
+        let job = self.txn_ref();
+        let mut checks = if breaks.client_ignores_watch { BTreeMap::new() } else { job.watched.clone() };
+        let mut values = BTreeMap::new();
+        for (key, (value, version)) in keys.iter().zip(read) {
+            checks.insert(key.clone(), version);
+            values.insert(key.clone(), value);
+        }
+        let evaluated = match evaluate::evaluate(&job.cmds, &values, limits.value_max_bytes, limits.reply_max_bytes) {
+            Ok(evaluated) => evaluated,
+            Err(too_large) => {
+                let mut finished = self.finish(Answer::Error(too_large.to_string()), Ended::Failed);
+                finished.close = true;
+                return Step::Done(finished);
+            }
+        };
+        let no_commit = evaluated.writes.is_empty() && self.reads_suffice(&keys, &checks);
+        let evaluated = match (breaks.client_retries_stale_evaluation, self.stale.take()) {
+            (true, Some(first)) => first,
+            _ => evaluated,
+        };
+        if breaks.client_retries_stale_evaluation {
+            self.stale = Some(evaluated.clone());
+        }
+        let reads = checks.into_iter().map(|(key, version)| ReadCheck { key, version }).collect();
+        if no_commit {
+            self.attempts.push(answered_by_reads(reads));
+            return self.done(Answer::Replies(evaluated.replies), Ended::Committed);
+        }
+        self.commit(Pending { reads, writes: evaluated.writes, replies: Some(evaluated.replies) })
+    }
+
+    /// Whether a read-only transaction's reads are atomic without a commit: one key read alone,
+    /// or every key read unchanged since this client read it before (`unchanged_since_seen`).
+    fn reads_suffice(&self, keys: &[Key], checks: &BTreeMap<Key, Version>) -> bool {
+        if self.breaks.client_skips_read_only_commit {
+            return true;
+        }
+        let job = self.txn_ref();
+        (checks.len() <= 1 && job.watched.is_empty()) || unchanged_since_seen(keys, checks, &job.watched, &job.seen)
+    }
+
+    fn commit(&mut self, pending: Pending) -> Step {
+        if let Some(e) = too_large(&pending.writes, &self.limits) {
+            return self.fail(e);
+        }
+        let request = Request::Txn { reads: pending.reads.clone(), writes: pending.writes.clone() };
+        self.waiting = Waiting::Commit(pending);
+        Step::Send(vec![request])
+    }
+
+    fn on_commit(&mut self, pending: Pending, answer: Option<Response>) -> Step {
+        let Pending { reads, writes, replies } = pending;
+        let attempt = |tx, written, outcome| Attempt { tx, reads: reads.clone(), writes: writes.clone(), written, outcome };
+        match answer {
+            Some(Response::Committed { tx, writes: resolved }) => {
+                let job = self.txn();
+                let replies = replies.unwrap_or_else(|| {
+                    let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
+                    evaluate::direct_replies(&job.cmds, value)
+                });
+                self.attempts.push(attempt(Some(tx), resolved, AttemptOutcome::Committed));
+                self.done(Answer::Replies(replies), Ended::Committed)
+            }
+            Some(Response::Aborted { tx, reason: AbortReason::NotAnInteger { .. } }) if replies.is_none() => {
+                self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
+                let job = self.txn();
+                if job.single {
+                    return self.fail(NOT_AN_INTEGER.into());
+                }
+                // The slow way: the failing command answers its error and the others apply.
+                job.direct = None;
+                self.attempt()
+            }
+            Some(Response::Aborted { tx, reason: AbortReason::WatchFailed { key } })
+                if self.txn_ref().watched.contains_key(&key) =>
+            {
+                self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
+                self.done(Answer::WatchFailed, Ended::WatchFailed)
+            }
+            other => {
+                let tx = other.as_ref().and_then(tx_of);
+                match answer::failure(other) {
+                    Failure::Conflict(why) => {
+                        self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
+                        self.conflict(why)
+                    }
+                    Failure::Error(e, outcome) => {
+                        self.attempts.push(attempt(tx, vec![], outcome));
+                        self.fail(e)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Another attempt after a back-off, within `conflict_retries_max`.
+    fn conflict(&mut self, why: String) -> Step {
+        self.conflicts += 1;
+        let max = self.limits.conflict_retries_max;
+        if self.conflicts >= max {
+            let e = format!("ERR transaction aborted {max} times by conflicting transactions; try again");
+            return self.done(Answer::Error(e), Ended::Conflicts);
+        }
+        let base_us = BACKOFF_MIN_US.saturating_mul(1 << (self.conflicts - 1).min(10)).min(BACKOFF_MAX_US);
+        Step::Backoff { base_us, why }
+    }
+
+    fn fail(&mut self, e: String) -> Step {
+        self.done(Answer::Error(e), Ended::Failed)
+    }
+
+    fn done(&mut self, answer: Answer, ended: Ended) -> Step {
+        Step::Done(self.finish(answer, ended))
+    }
+
+    fn finish(&mut self, answer: Answer, ended: Ended) -> Finished {
+        let retries = self.conflicts.min(self.limits.conflict_retries_max.saturating_sub(1));
+        Finished { answer, ended, attempts: std::mem::take(&mut self.attempts), retries, close: false }
+    }
+}
+
+fn checks(versions: &BTreeMap<Key, Version>) -> Vec<ReadCheck> {
+    versions.iter().map(|(key, version)| ReadCheck { key: key.clone(), version: *version }).collect()
+}
+
+fn answered_by_reads(reads: Vec<ReadCheck>) -> Attempt {
+    Attempt { tx: None, reads, writes: vec![], written: vec![], outcome: AttemptOutcome::Committed }
+}
+
+fn tx_of(r: &Response) -> Option<TxId> {
+    match r {
+        Response::Aborted { tx, .. } => tx.clone(),
+        Response::Unknown { tx } | Response::Committed { tx, .. } => Some(tx.clone()),
+        _ => None,
+    }
+}
+
+/// Why `writes` may not be sent: a value past `value_max_bytes`, or more than one prepare can
+/// carry.
+fn too_large(writes: &[Write], limits: &ClientLimits) -> Option<String> {
+    let size = |w: &Write| match &w.op {
+        WriteOp::Set(v) | WriteOp::Append(v) => v.len(),
+        _ => 0,
+    };
+    let max = limits.value_max_bytes;
+    if writes.iter().any(|w| size(w) > max) {
+        return Some(format!("ERR string exceeds maximum allowed size ({max} bytes)"));
+    }
+    let total: usize = writes.iter().map(|w| size(w) + w.key.len()).sum();
+    (total > limits.txn_max_bytes)
+        .then(|| "ERR transaction too large: its values exceed half of limits.frame_max_bytes".to_string())
+}
+
+/// Whether a read-only transaction's reads (`keys`, at the versions in `checks`) are atomic
+/// without a commit: every key `WATCH`ed was read now, and every key read now was read before by
+/// this client (`seen`) at the version read now.
+///
+/// Why that is enough: versions only grow, so key k held one value from its earlier read (at
+/// instant s_k) to its read now (r_k). Every earlier read ended before any read now began, so
+/// at t = min(r_k) — an instant inside this command — every key held the value read: the reads
+/// are one snapshot, at t, as the commit's read checks would have shown. Nothing is revealed
+/// that this client was not answered before, so real-time safety holds as for the reads.
+pub(super) fn unchanged_since_seen(
+    keys: &[Key],
+    checks: &BTreeMap<Key, Version>,
+    watched: &BTreeMap<Key, Version>,
+    seen: &BTreeMap<Key, Version>,
+) -> bool {
+    let read_now = |key: &Key| keys.contains(key);
+    let as_seen = |key: &Key| checks.get(key).is_some_and(|v| seen.get(key) == Some(v));
+    !keys.is_empty() && watched.keys().all(read_now) && keys.iter().all(as_seen)
+}
