@@ -43,6 +43,9 @@ struct Op {
     began_us: u64,
     /// Every value a read of this operation answered, by key and version.
     values: BTreeMap<(Key, Version), Option<Value>>,
+    /// When the batch in progress sent each of its commits, and its last reads.
+    commits_sent_us: Vec<u64>,
+    reads_sent_us: u64,
 }
 
 impl Client {
@@ -60,7 +63,16 @@ impl Client {
 
     /// Begins an operation's first batch (`batch`, labelled `label` in the history).
     pub fn start(&mut self, plan: Plan, label: &'static str, batch: Batch, now_us: u64) -> Step {
-        self.op = Some(Op { plan, batches: 0, label, began_us: now_us, values: BTreeMap::new() });
+        let values = BTreeMap::new();
+        self.op = Some(Op {
+            plan,
+            batches: 0,
+            label,
+            began_us: now_us,
+            values,
+            commits_sent_us: vec![],
+            reads_sent_us: now_us,
+        });
         self.next_batch(label, batch, now_us)
     }
 
@@ -70,6 +82,7 @@ impl Client {
         op.batches += 1;
         op.label = label;
         op.began_us = now_us;
+        op.commits_sent_us.clear();
         match batch {
             Batch::Watch(keys) => self.txn.watch(keys),
             Batch::Command(cmd) => self.txn.command(cmd),
@@ -90,6 +103,12 @@ impl Client {
 
     /// Numbers the requests of a `Step::Send` and keeps them in flight until answered.
     pub fn send(&mut self, requests: Vec<Request>, now_us: u64, timeout_us: u64) -> (u64, Vec<Request>) {
+        if let Some(op) = self.op.as_mut() {
+            match requests.first() {
+                Some(Request::Txn { .. }) => op.commits_sent_us.push(now_us),
+                _ => op.reads_sent_us = now_us,
+            }
+        }
         let first_req = self.req_seq + 1;
         self.req_seq += requests.len() as u64;
         let answers = vec![None; requests.len()];
@@ -147,9 +166,19 @@ impl Client {
         self.txn.resume()
     }
 
-    /// The transactions a finished batch submitted, as the history records them.
+    /// The transactions a finished batch submitted, as the history records them: each invoked when
+    /// its commit was sent (one answered by its reads alone, when they were).
     pub fn records(&self, finished: &Finished, now_us: u64) -> Vec<ClientTxn> {
         let op = self.op.as_ref().expect("an operation in progress");
+        let mut commits = op.commits_sent_us.iter();
+        let invoked: Vec<u64> = finished
+            .attempts
+            .iter()
+            .map(|a| match a.tx.is_none() && a.outcome == AttemptOutcome::Committed {
+                true => op.reads_sent_us,
+                false => *commits.next().unwrap_or(&op.began_us),
+            })
+            .collect();
         let value = |key: &Key, version: Version| op.values.get(&(key.clone(), version)).cloned().flatten();
         let last = finished.attempts.len().saturating_sub(1);
         let record = |(i, a): (usize, &waymark_core::client::Attempt)| ClientTxn {
@@ -168,7 +197,7 @@ impl Client {
                 AttemptOutcome::Aborted => Outcome::Aborted,
                 AttemptOutcome::Unknown => Outcome::Unknown,
             },
-            invoked_us: op.began_us,
+            invoked_us: invoked[i],
             completed_us: now_us,
             retried: i < last,
         };

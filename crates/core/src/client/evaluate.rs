@@ -28,44 +28,74 @@ pub fn keys_to_read(cmds: &[DataCmd]) -> BTreeSet<Key> {
     keys
 }
 
-/// The commands as writes the primaries evaluate under their locks, with no read first: every
-/// command a `SET`, `MSET` or `INCRBY`/`DECRBY`, and no key named twice (a second command on a key
-/// would need the first one's result). `None` when the commands need reads (`evaluate`).
+/// The commands of a batch the primaries evaluate under their locks, with no read first
+/// (`at_primary[i]`), and the writes they become: every `SET`, `MSET`, `INCRBY`/`DECRBY` and
+/// `APPEND` whose keys no other command of the batch names, nor the command twice (a second
+/// command on a key would need the first one's result). The other commands are evaluated here,
+/// over the keys they read (`evaluate`).
 ///
-/// Why it is the same transaction: an `INCRBY` evaluated at the primary under its lock, in a
-/// transaction whose read checks are the `WATCH`ed versions, gives the value and the reply that
-/// reading the key and evaluating here would, at the same commit point — one round trip fewer.
-/// `APPEND` is left to `evaluate`, which answers an oversized result as Redis does.
-pub fn direct_writes(cmds: &[DataCmd]) -> Option<Vec<Write>> {
-    let mut writes: Vec<Write> = vec![];
-    for c in cmds {
-        match c {
-            DataCmd::Set(k, v) => writes.push(Write { key: k.clone(), op: WriteOp::Set(v.clone()) }),
-            DataCmd::MSet(pairs) => {
-                writes.extend(pairs.iter().map(|(k, v)| Write { key: k.clone(), op: WriteOp::Set(v.clone()) }))
-            }
-            DataCmd::IncrBy(k, by) => writes.push(Write { key: k.clone(), op: WriteOp::IncrBy(*by) }),
-            _ => return None,
-        }
-    }
-    let keys: BTreeSet<&Key> = writes.iter().map(|w| &w.key).collect();
-    (keys.len() == writes.len()).then_some(writes)
+/// Why it is the same transaction: such a command, evaluated at its primary under its lock, in a
+/// transaction whose read checks are the `WATCH`ed versions and the versions of every key read
+/// here, gives the value and the reply that reading the key and evaluating here would, at the
+/// same commit point — one read fewer, and no read check to conflict on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AtPrimaries {
+    pub at_primary: Vec<bool>,
+    pub writes: Vec<Write>,
 }
 
-/// The replies of commands `direct_writes` accepted, from the values the commit resolved
-/// (`resolved(key)`: a key's value after the transaction), and of a single `APPEND` sent the same
-/// way.
-pub fn direct_replies(cmds: &[DataCmd], resolved: impl Fn(&Key) -> Option<Value>) -> Vec<Reply> {
-    let integer = |v: Option<Value>| v.and_then(|v| String::from_utf8(v).ok()?.parse::<i64>().ok());
-    cmds.iter()
-        .map(|c| match c {
-            DataCmd::IncrBy(k, _) => {
-                integer(resolved(k)).map_or_else(|| Reply::error("ERR value is not an integer"), Reply::Integer)
-            }
-            DataCmd::Append(k, _) => Reply::Integer(resolved(k).map_or(0, |v| v.len() as i64)),
-            _ => Reply::ok(),
+pub fn at_primaries(cmds: &[DataCmd]) -> AtPrimaries {
+    let mut named: BTreeMap<&Key, usize> = BTreeMap::new();
+    for key in cmds.iter().flat_map(keys_of) {
+        *named.entry(key).or_default() += 1;
+    }
+    let alone = |c: &DataCmd| keys_of(c).iter().all(|k| named.get(k) == Some(&1));
+    let mut writes = vec![];
+    let at_primary = cmds
+        .iter()
+        .map(|c| {
+            let Some(mine) = writes_of(c).filter(|_| alone(c)) else { return false };
+            writes.extend(mine);
+            true
         })
-        .collect()
+        .collect();
+    AtPrimaries { at_primary, writes }
+}
+
+/// The keys a command names, each as often as it names it.
+fn keys_of(c: &DataCmd) -> Vec<&Key> {
+    match c {
+        DataCmd::Get(k) | DataCmd::Set(k, _) | DataCmd::IncrBy(k, _) | DataCmd::Append(k, _) | DataCmd::StrLen(k) => {
+            vec![k]
+        }
+        DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter().collect(),
+        DataCmd::MSet(pairs) => pairs.iter().map(|(k, _)| k).collect(),
+    }
+}
+
+/// A command as writes a primary can evaluate, if it is one.
+fn writes_of(c: &DataCmd) -> Option<Vec<Write>> {
+    let write = |key: &Key, op: WriteOp| Write { key: key.clone(), op };
+    match c {
+        DataCmd::Set(k, v) => Some(vec![write(k, WriteOp::Set(v.clone()))]),
+        DataCmd::MSet(pairs) => Some(pairs.iter().map(|(k, v)| write(k, WriteOp::Set(v.clone()))).collect()),
+        DataCmd::IncrBy(k, by) => Some(vec![write(k, WriteOp::IncrBy(*by))]),
+        DataCmd::Append(k, v) => Some(vec![write(k, WriteOp::Append(v.clone()))]),
+        _ => None,
+    }
+}
+
+/// The reply of a command `at_primaries` sent to its primary, from the values the commit
+/// resolved (`resolved(key)`: a key's value after the transaction).
+pub fn reply_at_primary(c: &DataCmd, resolved: impl Fn(&Key) -> Option<Value>) -> Reply {
+    let integer = |v: Option<Value>| v.and_then(|v| String::from_utf8(v).ok()?.parse::<i64>().ok());
+    match c {
+        DataCmd::IncrBy(k, _) => {
+            integer(resolved(k)).map_or_else(|| Reply::error("ERR value is not an integer"), Reply::Integer)
+        }
+        DataCmd::Append(k, _) => Reply::Integer(resolved(k).map_or(0, |v| v.len() as i64)),
+        _ => Reply::ok(),
+    }
 }
 
 /// The replies would be larger than the client may be sent (`limits.reply_max_bytes`).
@@ -264,10 +294,12 @@ mod tests {
     #[test]
     fn increments_and_blind_writes_of_distinct_keys_need_no_read() {
         let cmds = vec![DataCmd::IncrBy(k("a"), -5), DataCmd::IncrBy(k("b"), 5), DataCmd::Set(k("c"), k("x"))];
-        let writes = direct_writes(&cmds).expect("no read needed");
-        assert_eq!(writes[0], Write { key: k("a"), op: WriteOp::IncrBy(-5) });
+        let split = at_primaries(&cmds);
+        assert_eq!(split.at_primary, vec![true, true, true]);
+        assert_eq!(split.writes[0], Write { key: k("a"), op: WriteOp::IncrBy(-5) });
         let after = read(&[("a", Some("95")), ("b", Some("105")), ("c", Some("x"))]);
-        let replies = direct_replies(&cmds, |key| after.get(key).cloned().flatten());
+        let replies: Vec<Reply> =
+            cmds.iter().map(|c| reply_at_primary(c, |key| after.get(key).cloned().flatten())).collect();
         // The same replies as reading first and evaluating here.
         let e = evaluate(&cmds, &read(&[("a", Some("100")), ("b", Some("100"))]), 1 << 20, usize::MAX)
             .expect("within the reply limit");
@@ -276,10 +308,16 @@ mod tests {
     }
 
     #[test]
-    fn a_key_named_twice_or_a_read_needs_the_evaluation() {
-        assert_eq!(direct_writes(&[DataCmd::IncrBy(k("a"), 1), DataCmd::IncrBy(k("a"), 1)]), None);
-        assert_eq!(direct_writes(&[DataCmd::Set(k("a"), k("x")), DataCmd::Get(k("a"))]), None);
-        assert_eq!(direct_writes(&[DataCmd::Append(k("a"), k("x"))]), None);
+    fn a_key_named_twice_keeps_its_commands_here_and_the_others_still_go_to_the_primaries() {
+        let twice = at_primaries(&[DataCmd::IncrBy(k("a"), 1), DataCmd::IncrBy(k("a"), 1)]);
+        assert_eq!(twice.at_primary, vec![false, false]);
+        let read_then_write = at_primaries(&[DataCmd::Get(k("a")), DataCmd::Set(k("a"), k("x"))]);
+        assert_eq!(read_then_write.at_primary, vec![false, false]);
+        let mixed = at_primaries(&[DataCmd::Get(k("l1")), DataCmd::Append(k("l2"), k("7,"))]);
+        assert_eq!(mixed.at_primary, vec![false, true]);
+        assert_eq!(mixed.writes, vec![Write { key: k("l2"), op: WriteOp::Append(k("7,")) }]);
+        let mset_twice = at_primaries(&[DataCmd::MSet(vec![(k("a"), k("1")), (k("a"), k("2"))])]);
+        assert_eq!(mset_twice.at_primary, vec![false]);
     }
 
     /// `MGET k k k …`: one value read, repeated in the reply. Counted before it is copied.

@@ -101,9 +101,9 @@ pub(super) struct TxnJob {
     /// Versions this client read before (its `WATCH`), which may spare a read-only batch its
     /// commit (`unchanged_since_seen`).
     pub seen: BTreeMap<Key, Version>,
-    /// The writes, when the commands need no read (`evaluate::direct_writes`); `None` once a
-    /// primary refused one of them.
-    pub direct: Option<Vec<Write>>,
+    /// Whether the primaries evaluate the commands they can (`evaluate::at_primaries`); `false`
+    /// once a primary refused one of them (`INCRBY` on text).
+    pub at_primary: bool,
     /// One command outside `MULTI`: a primary's refusal (`INCRBY` on text) is the reply.
     pub single: bool,
 }
@@ -118,9 +118,9 @@ enum Waiting {
 struct Pending {
     reads: Vec<ReadCheck>,
     writes: Vec<Write>,
-    /// `None`: the writes went unevaluated to the primaries, and the replies come from the values
-    /// they resolved.
-    replies: Option<Vec<Reply>>,
+    /// One per command; `None` for a command its primary evaluates, whose reply comes from the
+    /// value the commit resolved.
+    replies: Vec<Option<Reply>>,
 }
 
 pub(super) struct Run {
@@ -133,6 +133,8 @@ pub(super) struct Run {
     attempts: Vec<Attempt>,
     /// `WATCH`: the version of every key read.
     pub(super) watch_read: Vec<(Key, Version)>,
+    /// The attempt's commands the primaries evaluate.
+    split: evaluate::AtPrimaries,
     /// Break `client-retries-stale-evaluation`: the first evaluation, kept for every retry.
     stale: Option<evaluate::Evaluated>,
 }
@@ -147,6 +149,7 @@ impl Run {
             waiting: Waiting::Nothing,
             attempts: vec![],
             watch_read: vec![],
+            split: evaluate::AtPrimaries { at_primary: vec![], writes: vec![] },
             stale: None,
         }
     }
@@ -202,16 +205,16 @@ impl Run {
         Step::Send(requests)
     }
 
-    /// One attempt of a transaction: straight to the commit when no command needs a read, else
-    /// the reads first.
+    /// One attempt of a transaction: the reads the commands evaluated here need (none when the
+    /// primaries evaluate them all), then `evaluate`.
     fn attempt(&mut self) -> Step {
-        let ignore_watch = self.breaks.client_ignores_watch;
-        let job = self.txn();
-        if let Some(writes) = job.direct.clone() {
-            let reads = if ignore_watch { vec![] } else { checks(&job.watched) };
-            return self.commit(Pending { reads, writes, replies: None });
-        }
-        let keys: Vec<Key> = evaluate::keys_to_read(&job.cmds).into_iter().collect();
+        let job = self.txn_ref();
+        let split = match job.at_primary {
+            true => evaluate::at_primaries(&job.cmds),
+            false => evaluate::AtPrimaries { at_primary: vec![false; job.cmds.len()], writes: vec![] },
+        };
+        let keys: Vec<Key> = evaluate::keys_to_read(&here(&job.cmds, &split)).into_iter().collect();
+        self.split = split;
         if keys.is_empty() {
             return self.evaluate(vec![], vec![]);
         }
@@ -238,7 +241,8 @@ impl Run {
     fn evaluate(&mut self, keys: Vec<Key>, read: Vec<(Option<Value>, Version)>) -> Step {
         let (limits, breaks) = (self.limits, self.breaks);
         let watched = &self.txn_ref().watched;
-        let moved = |(key, (_, version)): (&Key, &(Option<Value>, Version))| watched.get(key).is_some_and(|w| w != version);
+        let moved =
+            |(key, (_, version)): (&Key, &(Option<Value>, Version))| watched.get(key).is_some_and(|w| w != version);
         if !breaks.client_ignores_watch && keys.iter().zip(&read).any(moved) {
             return self.done(Answer::WatchFailed, Ended::WatchFailed);
         }
@@ -249,7 +253,8 @@ impl Run {
             checks.insert(key.clone(), version);
             values.insert(key.clone(), value);
         }
-        let evaluated = match evaluate::evaluate(&job.cmds, &values, limits.value_max_bytes, limits.reply_max_bytes) {
+        let local = here(&job.cmds, &self.split);
+        let evaluated = match evaluate::evaluate(&local, &values, limits.value_max_bytes, limits.reply_max_bytes) {
             Ok(evaluated) => evaluated,
             Err(too_large) => {
                 let mut finished = self.finish(Answer::Error(too_large.to_string()), Ended::Failed);
@@ -257,7 +262,6 @@ impl Run {
                 return Step::Done(finished);
             }
         };
-        let no_commit = evaluated.writes.is_empty() && self.reads_suffice(&keys, &checks);
         let evaluated = match (breaks.client_retries_stale_evaluation, self.stale.take()) {
             (true, Some(first)) => first,
             _ => evaluated,
@@ -265,12 +269,18 @@ impl Run {
         if breaks.client_retries_stale_evaluation {
             self.stale = Some(evaluated.clone());
         }
+        let mut local_replies = evaluated.replies.into_iter();
+        let replies: Vec<Option<Reply>> =
+            self.split.at_primary.iter().map(|at| if *at { None } else { local_replies.next() }).collect();
+        let mut writes = evaluated.writes;
+        writes.extend(self.split.writes.iter().cloned());
+        let no_commit = writes.is_empty() && self.reads_suffice(&keys, &checks);
         let reads = checks.into_iter().map(|(key, version)| ReadCheck { key, version }).collect();
         if no_commit {
             self.attempts.push(answered_by_reads(reads));
-            return self.done(Answer::Replies(evaluated.replies), Ended::Committed);
+            return self.done(Answer::Replies(replies.into_iter().flatten().collect()), Ended::Committed);
         }
-        self.commit(Pending { reads, writes: evaluated.writes, replies: Some(evaluated.replies) })
+        self.commit(Pending { reads, writes, replies })
     }
 
     /// Whether a read-only transaction's reads are atomic without a commit: one key read alone,
@@ -294,25 +304,30 @@ impl Run {
 
     fn on_commit(&mut self, pending: Pending, answer: Option<Response>) -> Step {
         let Pending { reads, writes, replies } = pending;
-        let attempt = |tx, written, outcome| Attempt { tx, reads: reads.clone(), writes: writes.clone(), written, outcome };
+        let attempt =
+            |tx, written, outcome| Attempt { tx, reads: reads.clone(), writes: writes.clone(), written, outcome };
         match answer {
             Some(Response::Committed { tx, writes: resolved }) => {
-                let job = self.txn();
-                let replies = replies.unwrap_or_else(|| {
-                    let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
-                    evaluate::direct_replies(&job.cmds, value)
-                });
+                let job = self.txn_ref();
+                let value = |k: &Key| resolved.iter().find(|w| &w.key == k).and_then(|w| w.value.clone());
+                let replies = job
+                    .cmds
+                    .iter()
+                    .zip(replies)
+                    .map(|(c, r)| r.unwrap_or_else(|| evaluate::reply_at_primary(c, value)))
+                    .collect();
                 self.attempts.push(attempt(Some(tx), resolved, AttemptOutcome::Committed));
                 self.done(Answer::Replies(replies), Ended::Committed)
             }
-            Some(Response::Aborted { tx, reason: AbortReason::NotAnInteger { .. } }) if replies.is_none() => {
+            Some(Response::Aborted { tx, reason: AbortReason::NotAnInteger { .. } }) if replies.contains(&None) => {
                 self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
                 let job = self.txn();
                 if job.single {
                     return self.fail(NOT_AN_INTEGER.into());
                 }
-                // The slow way: the failing command answers its error and the others apply.
-                job.direct = None;
+                // Evaluated here instead: the failing command answers its error and the others
+                // apply, as in Redis.
+                job.at_primary = false;
                 self.attempt()
             }
             Some(Response::Aborted { tx, reason: AbortReason::WatchFailed { key } })
@@ -363,8 +378,9 @@ impl Run {
     }
 }
 
-fn checks(versions: &BTreeMap<Key, Version>) -> Vec<ReadCheck> {
-    versions.iter().map(|(key, version)| ReadCheck { key: key.clone(), version: *version }).collect()
+/// The commands evaluated here: those `split` leaves to no primary.
+fn here(cmds: &[DataCmd], split: &evaluate::AtPrimaries) -> Vec<DataCmd> {
+    cmds.iter().zip(&split.at_primary).filter(|(_, at)| !**at).map(|(c, _)| c.clone()).collect()
 }
 
 fn answered_by_reads(reads: Vec<ReadCheck>) -> Attempt {

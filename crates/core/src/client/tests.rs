@@ -214,3 +214,16 @@ mod unchanged_since_seen {
         assert!(!unchanged_since_seen(&keys(&["b"]), &checks, &watched, &watched));
     }
 }
+
+#[test]
+fn an_append_beside_a_get_of_another_key_is_evaluated_by_its_primary() {
+    let mut c = client();
+    let step = c.exec(vec![DataCmd::Get(k("l1")), DataCmd::Append(k("l2"), k("7,"))]);
+    assert_eq!(sent(step), gets(&["l1"]));
+    let step = c.on_answers(vec![value("3,", 5)]);
+    let reads = vec![ReadCheck { key: k("l1"), version: 5 }];
+    let writes = vec![Write { key: k("l2"), op: WriteOp::Append(k("7,")) }];
+    assert_eq!(sent(step), vec![Request::Txn { reads, writes }]);
+    let finished = done(c.on_answers(vec![committed(4, &[("l2", "1,7,", 2)])]));
+    assert_eq!(finished.answer, Answer::Replies(vec![Reply::bulk("3,"), Reply::Integer(4)]));
+}

@@ -1,12 +1,10 @@
 //! One client's transactions: the keys it `WATCH`es and the batch in progress (`run.rs`).
 
-use super::evaluate;
 use super::run::{Job, Run, Step, TxnJob};
 use super::{ClientLimits, DataCmd};
 use crate::breaks::Breaks;
 use crate::ids::{Key, Version};
 use crate::io::Response;
-use crate::store::{Write, WriteOp};
 use std::collections::BTreeMap;
 
 /// A client's side of its transactions, driven one batch at a time: start one with `watch`,
@@ -51,12 +49,8 @@ impl TxnClient {
         if let DataCmd::Get(key) = cmd {
             return self.begin(Job::Get(key));
         }
-        let direct = match &cmd {
-            DataCmd::Append(k, v) => Some(vec![Write { key: k.clone(), op: WriteOp::Append(v.clone()) }]),
-            other => evaluate::direct_writes(std::slice::from_ref(other)),
-        };
         let seen = self.watched.clone();
-        let job = TxnJob { cmds: vec![cmd], watched: BTreeMap::new(), seen, direct, single: true };
+        let job = TxnJob { cmds: vec![cmd], watched: BTreeMap::new(), seen, at_primary: true, single: true };
         self.begin(Job::Txn(job))
     }
 
@@ -64,8 +58,7 @@ impl TxnClient {
     /// The `WATCH`ed keys are forgotten, whatever the outcome.
     pub fn exec(&mut self, cmds: Vec<DataCmd>) -> Step {
         let watched = std::mem::take(&mut self.watched);
-        let direct = evaluate::direct_writes(&cmds);
-        let job = TxnJob { cmds, seen: watched.clone(), watched, direct, single: false };
+        let job = TxnJob { cmds, seen: watched.clone(), watched, at_primary: true, single: false };
         self.begin(Job::Txn(job))
     }
 

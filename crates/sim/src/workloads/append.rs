@@ -60,8 +60,11 @@ impl Workload for Append {
             return None;
         }
         let gets = plan.read_keys.iter().map(|k| DataCmd::Get(k.clone()));
-        let appends =
-            plan.target_keys.iter().zip(&plan.params).map(|(k, e)| DataCmd::Append(k.clone(), format!("{e},").into_bytes()));
+        let appends = plan
+            .target_keys
+            .iter()
+            .zip(&plan.params)
+            .map(|(k, e)| DataCmd::Append(k.clone(), format!("{e},").into_bytes()));
         Some(("append", Batch::Exec(gets.chain(appends).collect())))
     }
 }
