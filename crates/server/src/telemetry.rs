@@ -9,7 +9,7 @@
 //! Counts are per process: a host's `/metrics` counts the transactions its Redis clients ran,
 //! the cuts it ran, and its own vnodes' logs.
 
-use crate::node::CutReport;
+use crate::status::CutReport;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -11,7 +11,7 @@
 mod page;
 mod topology;
 
-use crate::node::Shared;
+use crate::host::Shared;
 use crate::snapshot::catalog::{self, State as Member};
 use crate::snapshot::create;
 use crate::snapshot::manifest::VnodeFiles;

@@ -8,7 +8,7 @@
 //! within `PEER_WAIT`) and merges their live parts, naming the hosts that did not answer: a
 //! browser may only ask the host that served the page.
 
-use crate::node::Shared;
+use crate::host::Shared;
 use axum::extract::{Query, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};

@@ -10,9 +10,9 @@
 use super::command::{self, Cmd, CmdError, DataCmd};
 use super::exec;
 use super::info;
-use crate::driver::VnodeCmd;
-use crate::node::Shared;
+use crate::host::Shared;
 use crate::telemetry::{self, Abort};
+use crate::vnode::VnodeCmd;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

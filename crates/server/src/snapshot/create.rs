@@ -15,8 +15,9 @@
 
 use super::catalog::{self, State};
 use super::manifest::{self, ClusterShape, Kind, Manifest, VnodeFiles};
-use crate::driver::VnodeCmd;
-use crate::node::{CutReport, RunCutError, Shared};
+use crate::host::{RunCutError, Shared};
+use crate::status::CutReport;
+use crate::vnode::VnodeCmd;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -9,7 +9,7 @@
 
 use super::create::{self, CreateRequest};
 use crate::config::Schedule;
-use crate::node::Shared;
+use crate::host::Shared;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::time::MissedTickBehavior;

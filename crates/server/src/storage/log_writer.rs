@@ -22,8 +22,8 @@
 
 use super::checkpoint::{self, Image};
 use super::cut_files::CutFiles;
+use super::export::export_vnode;
 use crate::config::FsyncPolicy;
-use crate::snapshot::export::export_vnode;
 use crate::snapshot::manifest::VnodeFiles;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -6,8 +6,8 @@
 //! The live side decides when: it seals the segment holding the cut's end before it exports
 //! (`Wal::seal_through`), so `upto` is a segment start and everything before it is sealed.
 
-use super::manifest::{size_and_crc, sync_dir, FileEntry, ManifestError, VnodeFiles};
-use crate::storage::checkpoint;
+use super::checkpoint;
+use crate::snapshot::manifest::{size_and_crc, sync_dir, FileEntry, ManifestError, VnodeFiles};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use waymark_wal::segment::HEADER_BYTES;
