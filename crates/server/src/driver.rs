@@ -14,7 +14,7 @@ use crate::clock;
 use crate::router::Router;
 use crate::status::VnodeStatus;
 use crate::storage::checkpoint::Image;
-use crate::storage::log_writer::{CheckpointWritten, LogWriter};
+use crate::storage::log_writer::{CheckpointWritten, CutExportError, LogWriteError, LogWriter};
 use crate::vnode::{HostEvent, VnodeCmd};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -265,7 +265,7 @@ impl<M: Machine> Driver<M> {
                 // What was appended before the request is exported: synced, and the vnode told.
                 let exported = match self.settle_log() {
                     true => self.log.export(cut, from, &dest),
-                    false => Err(format!("{}: its log did not settle for the export (or failed)", self.id)),
+                    false => Err(CutExportError::Unsettled { vnode: self.id.clone() }),
                 };
                 let _ = reply.send(exported);
             }
@@ -319,7 +319,7 @@ impl<M: Machine> Driver<M> {
     }
 
     /// A node with a broken disk stops rather than lie.
-    fn log_failed(&mut self, error: String) {
+    fn log_failed(&mut self, error: LogWriteError) {
         if self.failed {
             return;
         }

@@ -12,7 +12,7 @@ use crate::net::peer::LinkStats;
 use crate::router::Router;
 use crate::status::{CutReport, VnodeStatus};
 use crate::storage::checkpoint::Image;
-use crate::storage::log_writer::{LogSetup, LogWriter};
+use crate::storage::log_writer::{LogSetup, LogWriteError, LogWriter};
 use crate::storage::recover::{self, StorageError};
 use crate::topology::Topology;
 use crate::vnode::{HostEvent, VnodeCmd};
@@ -34,7 +34,11 @@ pub enum HostError {
     #[error("{dir}: {source}")]
     Dir { dir: PathBuf, source: std::io::Error },
     #[error("vnode {vnode}: {error}")]
-    Fatal { vnode: VnodeId, error: String },
+    Fatal {
+        vnode: VnodeId,
+        #[source]
+        error: LogWriteError,
+    },
 }
 
 /// What the front ends share with the node: the local store vnodes, and how to see every vnode.
@@ -55,10 +59,33 @@ pub struct Shared {
 #[derive(Debug, thiserror::Error)]
 pub enum RunCutError {
     /// This host does not run what starts a cut; another host does (clients ask the next one).
-    #[error("{0}")]
-    NotHere(String),
-    #[error("{0}")]
-    Failed(String),
+    #[error(transparent)]
+    NotHere(#[from] NotHere),
+    #[error("no answer from the cut process within {timeout:?}")]
+    NoAnswer { timeout: std::time::Duration },
+    /// The vnode that runs cuts refused (the core's words).
+    #[error("{through}: {why}")]
+    Unavailable { through: VnodeId, why: &'static str },
+    #[error("{through}: unexpected answer {answer:?}")]
+    Unexpected { through: VnodeId, answer: Box<waymark_core::Response> },
+}
+
+/// Why this host cannot run a cut process now, and which one to ask instead.
+#[derive(Debug, thiserror::Error)]
+pub enum NotHere {
+    #[error("{vnode} is not running")]
+    NotRunning { vnode: VnodeId },
+    /// A secondary parent stops when its primary answers again (often right after a host's
+    /// cut-off heals): the client asks the next host, which runs the primary.
+    #[error("{vnode} stopped{}: ask another host", if *during_the_cut { " during the cut" } else { "" })]
+    Stopped { vnode: VnodeId, during_the_cut: bool },
+    #[error("host {host} runs no manager vnode; ask one of: {}", hosts.join(", "))]
+    NoManager { host: String, hosts: Vec<String> },
+    #[error(
+        "host {host} does not run the cut coordinator {coordinator} of the `versions` strategy; ask host {}",
+        coordinator.host
+    )]
+    NotCoordinator { host: String, coordinator: VnodeId },
 }
 
 impl Shared {
@@ -71,8 +98,7 @@ impl Shared {
             waymark_core::CutStrategy::Versions => self.cut_coordinator()?,
             _ => self.cut_manager()?,
         };
-        let tx =
-            self.router.local(&through).ok_or_else(|| RunCutError::NotHere(format!("{through} is not running")))?;
+        let tx = self.router.local(&through).ok_or_else(|| NotHere::NotRunning { vnode: through.clone() })?;
         let (reply, rx) = oneshot::channel();
         let begun = std::time::Instant::now();
         // The admin API is one client of the vnode; each request its own number.
@@ -80,14 +106,12 @@ impl Shared {
         let req = REQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let client = waymark_core::ClientId(u64::MAX - 1);
         let cmd = VnodeCmd::Client { client, req, request: waymark_core::Request::Cut, reply };
-        // A secondary parent stops when its primary answers again (often right after a host's
-        // cut-off heals): the client asks the next host, which runs the primary.
-        let stopped = |what: &str| RunCutError::NotHere(format!("{through} stopped{what}: ask another host"));
-        tx.send(cmd).await.map_err(|_| stopped(""))?;
+        let stopped = |during_the_cut| NotHere::Stopped { vnode: through.clone(), during_the_cut };
+        tx.send(cmd).await.map_err(|_| stopped(false))?;
         let response = tokio::time::timeout(timeout, rx)
             .await
-            .map_err(|_| RunCutError::Failed(format!("no answer from the cut process within {timeout:?}")))?
-            .map_err(|_| stopped(" during the cut"))?;
+            .map_err(|_| RunCutError::NoAnswer { timeout })?
+            .map_err(|_| stopped(true))?;
         match response {
             waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5, failure, left_out } => {
                 let report = CutReport {
@@ -107,15 +131,15 @@ impl Shared {
                 crate::telemetry::cut_done(&report);
                 Ok(report)
             }
-            waymark_core::Response::Unavailable { why } => Err(RunCutError::Failed(format!("{through}: {why}"))),
-            other => Err(RunCutError::Failed(format!("{through}: unexpected answer {other:?}"))),
+            waymark_core::Response::Unavailable { why } => Err(RunCutError::Unavailable { through, why }),
+            other => Err(RunCutError::Unexpected { through, answer: Box::new(other) }),
         }
     }
 
     /// The manager vnode on this host whose operator runs the tree's cut process: the root or
     /// another manager of the configured tree, else a secondary parent this host started in place
     /// of one on a dead host (with 3 hosts the root is the only manager).
-    fn cut_manager(&self) -> Result<VnodeId, RunCutError> {
+    fn cut_manager(&self) -> Result<VnodeId, NotHere> {
         let host = &self.cfg.host;
         let mut managers: Vec<&AlterConfig> = self.topology.managers_on(host).collect();
         managers.sort_by_key(|c| !c.parents.is_empty()); // the root first
@@ -126,23 +150,18 @@ impl Shared {
             None => {
                 let hosts: std::collections::BTreeSet<&str> =
                     self.topology.tree.iter().filter(|c| !c.children.is_empty()).map(|c| c.id.host.as_str()).collect();
-                let hosts: Vec<&str> = hosts.into_iter().collect();
-                Err(RunCutError::NotHere(format!(
-                    "host {host} runs no manager vnode; ask one of: {}",
-                    hosts.join(", ")
-                )))
+                let hosts = hosts.into_iter().map(String::from).collect();
+                Err(NotHere::NoManager { host: host.clone(), hosts })
             }
         }
     }
 
     /// The `versions` strategy's coordinator, if this host runs it.
-    fn cut_coordinator(&self) -> Result<VnodeId, RunCutError> {
+    fn cut_coordinator(&self) -> Result<VnodeId, NotHere> {
         let coordinator = self.topology.cut_coordinator();
         if coordinator.host != self.cfg.host {
-            return Err(RunCutError::NotHere(format!(
-                "host {} does not run the cut coordinator {coordinator} of the `versions` strategy; ask host {}",
-                self.cfg.host, coordinator.host
-            )));
+            let (host, coordinator) = (self.cfg.host.clone(), coordinator.clone());
+            return Err(NotHere::NotCoordinator { host, coordinator });
         }
         Ok(coordinator.clone())
     }

@@ -5,6 +5,7 @@
 
 use crate::snapshot::manifest::VnodeFiles;
 use crate::status::VnodeStatus;
+use crate::storage::log_writer::{CutExportError, LogWriteError};
 use tokio::sync::oneshot;
 use waymark_core::alter::{Metadata, Term};
 use waymark_core::{ClientId, Request, Response, VnodeId};
@@ -26,7 +27,7 @@ pub enum VnodeCmd {
         cut: waymark_core::CutId,
         from: Option<waymark_wal::Position>,
         dest: std::path::PathBuf,
-        reply: oneshot::Sender<Result<VnodeFiles, String>>,
+        reply: oneshot::Sender<Result<VnodeFiles, CutExportError>>,
     },
 }
 
@@ -45,6 +46,6 @@ pub enum HostEvent {
     /// The vnode's log failed: a node with a broken disk stops rather than lie.
     Fatal {
         vnode: VnodeId,
-        error: String,
+        error: LogWriteError,
     },
 }
