@@ -16,8 +16,8 @@ use waymark_core::{CutStrategy, UnknownStrategy};
 pub enum ConfigError {
     #[error("cannot read config file {file}: {source}")]
     Read { file: PathBuf, source: std::io::Error },
-    #[error("config file {file} is not valid: {message}")]
-    Syntax { file: PathBuf, message: String },
+    #[error("config file {file} is not valid: {source}")]
+    Syntax { file: PathBuf, source: toml::de::Error },
     #[error("config file {file}: field `{field}`: {problem}")]
     Field { file: PathBuf, field: String, problem: String },
 }
@@ -144,7 +144,7 @@ impl NodeConfig {
     /// Validates config text as if read from `file` (which names the directory for relative paths).
     pub fn parse(file: &Path, text: &str) -> Result<NodeConfig, ConfigError> {
         let raw: raw::Config =
-            toml::from_str(text).map_err(|e| ConfigError::Syntax { file: file.into(), message: e.to_string() })?;
+            toml::from_str(text).map_err(|source| ConfigError::Syntax { file: file.into(), source })?;
         Checker { file }.config(raw)
     }
 }
