@@ -127,7 +127,25 @@ impl CreateError {
     pub fn not_here(&self) -> bool {
         matches!(self, CreateError::Cut(RunCutError::NotHere(_)))
     }
+
+    /// An increment of this chain cannot be made any more, only a full snapshot: the chain was
+    /// taken with another strategy, or a vnode's log from the chain's end was removed. Another
+    /// host's refusal arrives as the text of its admin API, which says so in these words.
+    pub fn wants_full_snapshot(&self) -> bool {
+        match self {
+            CreateError::Strategy { .. } => true,
+            CreateError::Export(ExportEverywhereError::Here { source, .. }) => {
+                matches!(source, HostExportError::Vnode(CutExportError::Removed { .. }))
+            }
+            CreateError::Export(ExportEverywhereError::Refused { body, .. }) => body.contains(TAKE_A_FULL_SNAPSHOT),
+            _ => false,
+        }
+    }
 }
+
+/// The words of a refusal that only a full snapshot can answer (`CutExportError::Removed`,
+/// `CreateError::Strategy`), as another host's admin API sends them.
+const TAKE_A_FULL_SNAPSHOT: &str = "take a full snapshot";
 
 fn down(left_out: &[String]) -> String {
     if left_out.is_empty() {
@@ -462,6 +480,36 @@ fn unix_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The schedule starts a new chain on exactly these refusals, local or from another host.
+    #[test]
+    fn only_a_removed_log_or_another_strategy_wants_a_full_snapshot() {
+        let (dir, p) = (PathBuf::from("vnodes/store0@node1"), Position::new(0, 24));
+        let removed = CutExportError::Removed { dir, from: p, first: Position::new(4096, 24) };
+        let refused_with = |e: &dyn std::fmt::Display| ExportEverywhereError::Refused {
+            host: "node2".into(),
+            code: 409,
+            body: e.to_string(),
+        };
+        let remote = CreateError::Export(refused_with(&removed));
+        let here = CreateError::Export(ExportEverywhereError::Here {
+            host: "node1".into(),
+            source: HostExportError::Vnode(removed),
+        });
+        let (consistent, versions) = (waymark_core::CutStrategy::Consistent, waymark_core::CutStrategy::Versions);
+        let strategy = CreateError::Strategy { name: "nightly".into(), taken: consistent, runs: versions };
+        assert!(here.wants_full_snapshot() && remote.wants_full_snapshot() && strategy.wants_full_snapshot());
+        let vnode = VnodeId::parse("store0@node2").unwrap();
+        let not_in_previous = HostExportError::NotInPrevious { vnode: vnode.clone() };
+        let timed_out = CreateError::Export(ExportEverywhereError::Here {
+            host: "node1".into(),
+            source: HostExportError::TimedOut { vnode },
+        });
+        let cut_failed = CreateError::CutFailed { cut: 7, why: "a store vnode did not take part".into() };
+        for e in [CreateError::Export(refused_with(&not_in_previous)), timed_out, cut_failed] {
+            assert!(!e.wants_full_snapshot(), "{e}");
+        }
+    }
 
     /// The request reads and writes as it did when positions were `(segment, offset)` pairs: a
     /// host sends it to the others, which may run the version before.

@@ -381,6 +381,15 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_that_did_not_finish_here_is_not_exported_and_the_error_names_the_vnode() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path());
+        let err = w.export(CutId(3), None, &dir.path().join("snap")).unwrap_err();
+        assert!(matches!(err, CutExportError::NotFinished { cut: CutId(3), .. }), "{err}");
+        assert!(err.to_string().starts_with(&dir.path().display().to_string()), "{err}");
+    }
+
+    #[test]
     fn a_checkpoint_after_a_sync_whose_progress_was_taken_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let mut w = writer(dir.path());
