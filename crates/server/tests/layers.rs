@@ -70,9 +70,12 @@ fn use_trees_are_read_into_every_path_they_name() {
     let paths = crate_paths("use crate::{a::{b, c::D}, e::*};\nfn f() { crate::g::h(1); } // crate::no", &[]);
     let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
     assert_eq!(paths, ["a::b", "a::c::D", "e", "g::h"]);
-    let in_tests = crate_paths("use super::x::Y;\nmod tests {\n    use super::*;\n}\n", &module_of("s/m.rs"));
+    let in_tests = "use super::x::Y;\nmod tests {\n    const C: char = '}';\n    use super::*;\n}\nuse super::z;";
+    let in_tests = crate_paths(in_tests, &module_of("s/m.rs"));
     let in_tests: Vec<String> = in_tests.iter().map(|p| p.join("::")).collect();
-    assert_eq!(in_tests, ["s::x::Y", "s::m"]);
+    assert_eq!(in_tests, ["s::x::Y", "s::m", "s::z"]);
+    let quoted = crate_paths("let a = \"crate::no {\"; let b = r#\"crate::no\"#; let c: &'static str = \"\";", &[]);
+    assert!(quoted.is_empty(), "{quoted:?}");
 }
 
 struct Import {
