@@ -16,10 +16,16 @@ use waymark_core::{CutStrategy, UnknownStrategy};
 pub enum ConfigError {
     #[error("cannot read config file {file}: {source}")]
     Read { file: PathBuf, source: std::io::Error },
-    #[error("config file {file} is not valid: {message}")]
-    Syntax { file: PathBuf, message: String },
+    #[error("config file {file} is not valid: {source}")]
+    Syntax { file: PathBuf, source: toml::de::Error },
     #[error("config file {file}: field `{field}`: {problem}")]
     Field { file: PathBuf, field: String, problem: String },
+    #[error("config file {file}: field `{field}`: {source}")]
+    Strategy { file: PathBuf, field: String, source: UnknownStrategy },
+    #[error("config file {file}: field `{field}`: `{text}` is not a duration like \"30s\" or \"5ms\": {source}")]
+    Duration { file: PathBuf, field: String, text: String, source: humantime::DurationError },
+    #[error("config file {file}: field `{field}`: cannot read {path}: {source}")]
+    ReadFile { file: PathBuf, field: String, path: PathBuf, source: std::io::Error },
 }
 
 /// When the WAL makes appended records durable.
@@ -144,7 +150,7 @@ impl NodeConfig {
     /// Validates config text as if read from `file` (which names the directory for relative paths).
     pub fn parse(file: &Path, text: &str) -> Result<NodeConfig, ConfigError> {
         let raw: raw::Config =
-            toml::from_str(text).map_err(|e| ConfigError::Syntax { file: file.into(), message: e.to_string() })?;
+            toml::from_str(text).map_err(|source| ConfigError::Syntax { file: file.into(), source })?;
         Checker { file }.config(raw)
     }
 }
@@ -361,7 +367,11 @@ impl Checker<'_> {
     /// 002) runs on the cut coordinator, the cluster's first store vnode, which gathers every
     /// vnode's versions and hands the map back (seed 002's distributed process).
     fn strategy(&self, raw: Option<&str>) -> Result<CutStrategy, ConfigError> {
-        raw.unwrap_or("consistent").parse().map_err(|e: UnknownStrategy| self.bad("cluster.strategy", e.to_string()))
+        raw.unwrap_or("consistent").parse().map_err(|source| ConfigError::Strategy {
+            file: self.file.into(),
+            field: "cluster.strategy".into(),
+            source,
+        })
     }
 
     fn hosts(&self, raw: Vec<raw::Host>) -> Result<Vec<HostConfig>, ConfigError> {
@@ -456,8 +466,12 @@ impl Checker<'_> {
 
     fn duration(&self, field: &str, text: Option<&str>, default: &str) -> Result<Duration, ConfigError> {
         let text = text.unwrap_or(default);
-        humantime::parse_duration(text)
-            .map_err(|e| self.bad(field, format!("`{text}` is not a duration like \"30s\" or \"5ms\": {e}")))
+        humantime::parse_duration(text).map_err(|source| ConfigError::Duration {
+            file: self.file.into(),
+            field: field.into(),
+            text: text.into(),
+            source,
+        })
     }
 
     fn positive_duration(&self, field: &str, text: Option<&str>, default: &str) -> Result<Duration, ConfigError> {
@@ -502,8 +516,12 @@ impl Checker<'_> {
     /// A secret file's content without the trailing newline editors add.
     fn read_trimmed(&self, field: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
         let full = self.relative(path);
-        let mut bytes =
-            std::fs::read(&full).map_err(|e| self.bad(field, format!("cannot read {}: {e}", full.display())))?;
+        let mut bytes = std::fs::read(&full).map_err(|source| ConfigError::ReadFile {
+            file: self.file.into(),
+            field: field.into(),
+            path: full.clone(),
+            source,
+        })?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }

@@ -12,15 +12,17 @@
 
 use crate::clock;
 use crate::router::Router;
+use crate::status::VnodeStatus;
 use crate::storage::checkpoint::Image;
-use crate::storage::log_writer::{CheckpointWritten, LogWriter};
+use crate::storage::log_writer::{CheckpointWritten, CutExportError, LogWriteError, LogWriter};
+use crate::vnode::{HostEvent, VnodeCmd};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use waymark_core::alter::{AlterSeq, Answered, ManagerVnode, Metadata, Term};
-use waymark_core::{ClientId, ClientRequest, Input, Lsn, Output, Request, Response, Timer, Vnode, VnodeId};
+use waymark_core::alter::{Answered, ManagerVnode};
+use waymark_core::{ClientRequest, Input, Lsn, Output, Response, Timer, Vnode, VnodeId};
 
 /// Commands handled before the driver looks at its other inputs again.
 const DRAIN_MAX: usize = 256;
@@ -32,80 +34,6 @@ const SETTLE_ROUNDS_MAX: usize = 8;
 /// How long records nothing waits for may go unsynced (a backup's `TxCommitted`, say): they
 /// join the next sync something does wait for, or are synced alone after this.
 const SYNC_PUT_OFF_MAX: Duration = Duration::from_millis(5);
-
-/// Envelopes are the common command and move once through the queue: boxing them would cost an
-/// allocation per message for nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum VnodeCmd {
-    Deliver(waymark_core::Envelope),
-    Client {
-        client: ClientId,
-        req: u64,
-        request: Request,
-        reply: oneshot::Sender<Response>,
-    },
-    Inspect(oneshot::Sender<VnodeStatus>),
-    /// Export a cut's files into a snapshot (from the vnode's log, in the log's order).
-    Export {
-        cut: waymark_core::CutId,
-        from: Option<waymark_wal::Position>,
-        dest: std::path::PathBuf,
-        reply: oneshot::Sender<Result<crate::snapshot::manifest::VnodeFiles, String>>,
-    },
-}
-
-/// What a host must do for a vnode: start or stop a secondary parent (seed 004), or stop itself.
-#[derive(Debug)]
-pub enum HostEvent {
-    StartSecondary {
-        id: VnodeId,
-        of: VnodeId,
-        metadata: Metadata,
-        term: Term,
-    },
-    StopSecondary {
-        id: VnodeId,
-    },
-    /// The vnode's log failed: a node with a broken disk stops rather than lie.
-    Fatal {
-        vnode: VnodeId,
-        error: String,
-    },
-}
-
-/// A vnode as seen from outside, for the admin API and tests.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct VnodeStatus {
-    pub id: String,
-    pub kind: &'static str,
-    pub parent: Option<String>,
-    /// The children this vnode heard from recently (configured or adopted); none at a leaf.
-    pub children: Vec<String>,
-    pub follows_primary_parent: bool,
-    pub metadata_term: Term,
-    /// The root term promised (or claimed, at a root).
-    pub promised_term: Term,
-    /// At a root: the term it won.
-    pub leading_term: Option<Term>,
-    pub metadata_seq: AlterSeq,
-    pub keys: usize,
-    /// Keys of the partitions whose primary replica this vnode holds.
-    pub primary_keys: usize,
-    pub prepared: usize,
-    /// Replies held for real-time safety until every vnode started a cut.
-    pub held_replies: usize,
-    /// GETs waiting for a prepared write on their key.
-    pub waiting_reads: usize,
-    pub running_cut: Option<u64>,
-    /// Per partition replica held here: a digest of its keys, versions and values.
-    pub partitions: BTreeMap<u32, String>,
-    /// Per partition replica held here: the epoch of the chain this vnode routes it by (above 0
-    /// once a failover changed it).
-    pub epochs: BTreeMap<u32, u64>,
-    /// Per partition replica held here: the chain this vnode routes it by, primary first.
-    pub chains: BTreeMap<u32, Vec<String>>,
-    pub checkpoints: u64,
-}
 
 /// A state machine the driver can run: a store vnode or a manager vnode.
 pub trait Machine: Send + 'static {
@@ -337,7 +265,7 @@ impl<M: Machine> Driver<M> {
                 // What was appended before the request is exported: synced, and the vnode told.
                 let exported = match self.settle_log() {
                     true => self.log.export(cut, from, &dest),
-                    false => Err(format!("{}: its log did not settle for the export (or failed)", self.id)),
+                    false => Err(CutExportError::Unsettled { vnode: self.id.clone() }),
                 };
                 let _ = reply.send(exported);
             }
@@ -391,7 +319,7 @@ impl<M: Machine> Driver<M> {
     }
 
     /// A node with a broken disk stops rather than lie.
-    fn log_failed(&mut self, error: String) {
+    fn log_failed(&mut self, error: LogWriteError) {
         if self.failed {
             return;
         }

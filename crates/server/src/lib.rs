@@ -9,11 +9,16 @@
 //! ```
 //! - `config`: the host's TOML file; `topology`: the tree, placement and genesis every host derives.
 //! - `driver`: a vnode's thread — carries out its outputs, syncs its log once per batch of inputs,
-//!   feeds it durability, timers, messages.
-//! - `storage`: the vnode's log writer (group commit, read-back, checkpoints) and checkpoint files.
+//!   feeds it durability, timers, messages; `vnode`: the commands of its queue, its host events.
+//! - `storage`: the vnode's log writer (group commit, read-back, checkpoints, a cut's export) and
+//!   checkpoint files.
 //! - `net`: authenticated, framed peer links; `router`: local queue or peer link.
-//! - `resp`: the Redis front end; `admin`: the HTTP API and status page; `node`: the process that
-//!   runs them all; `telemetry`: the metrics `/metrics` renders.
+//! - `host`: the host's vnodes and what the front ends share; `resp`: the Redis front end;
+//!   `admin`: the HTTP API and status page; `node`: the process that runs them all; `status`:
+//!   what is shown of a vnode and a cut; `telemetry`: the metrics `/metrics` renders.
+//!
+//! Imports point down the layers drawn in docs/ARCHITECTURE.md ("The server's layers");
+//! `tests/layers.rs` keeps it so.
 //!
 //! The server adds no protocol logic: transactions, cuts and alterations are decided by the core.
 
@@ -21,6 +26,7 @@ pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod driver;
+pub mod host;
 pub mod net;
 pub mod node;
 pub mod resp;
@@ -30,3 +36,4 @@ pub mod status;
 pub mod storage;
 pub mod telemetry;
 pub mod topology;
+pub mod vnode;

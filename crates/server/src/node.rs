@@ -1,217 +1,36 @@
-//! One host's process (DESIGN §7): its store and manager vnodes (each a driver thread that also
-//! writes and syncs the vnode's log), the peer links, the Redis front end and the admin API. It starts every vnode
-//! from its checkpoint and log, then serves until shutdown, starting and stopping secondary parents
-//! when a vnode asks (seed 004), and stops — fail-stop — if a vnode's log breaks.
+//! One host's process (DESIGN §7), the top of the crate: it binds the host's ports, starts its
+//! vnodes (`host.rs`: each a driver thread that also writes and syncs the vnode's log), then the
+//! peer links, the Redis front end, the admin API and the snapshot schedule, and serves until
+//! shutdown — or until a vnode's log breaks (fail-stop).
 
 use crate::admin;
 use crate::config::NodeConfig;
-use crate::driver::{self, DriverSetup, HostEvent, Machine, VnodeCmd, VnodeHandle, VnodeStatus};
+use crate::host::{Host, HostError, Shared};
 use crate::net::auth::Identity;
 use crate::net::outgoing::Outgoing;
 use crate::net::peer::{self, LinkContext, LinkStats, Peer};
 use crate::resp;
 use crate::router::Router;
-use crate::storage::checkpoint::Image;
-use crate::storage::log_writer::{LogSetup, LogWriter};
-use crate::storage::recover::{self, StorageError};
+use crate::snapshot::schedule;
 use crate::topology::{Topology, TopologyError};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use waymark_core::alter::{AlterConfig, ManagerVnode, Term};
-use waymark_core::{TreeImage, Vnode, VnodeId, VnodeImage};
 
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
     #[error(transparent)]
     Topology(#[from] TopologyError),
     #[error(transparent)]
-    Storage(#[from] StorageError),
+    Host(#[from] HostError),
     #[error("cannot listen on {addr} ({what}): {source}")]
     Listen { addr: std::net::SocketAddr, what: &'static str, source: std::io::Error },
     #[error("cannot write {file}: {source}")]
     Listening { file: PathBuf, source: std::io::Error },
-    #[error("cannot start a thread: {0}")]
-    Thread(std::io::Error),
     #[error("{dir}: {source}")]
     Dir { dir: PathBuf, source: std::io::Error },
-    #[error("vnode {vnode}: {error}")]
-    Fatal { vnode: VnodeId, error: String },
-}
-
-/// What the front ends share with the node: the local store vnodes, and how to see every vnode.
-pub struct Shared {
-    pub cfg: NodeConfig,
-    pub topology: Topology,
-    pub router: Arc<Router>,
-    pub links: Arc<LinkStats>,
-    /// This host's store vnodes: a client's transactions are coordinated by one of them.
-    pub stores: Vec<(VnodeId, mpsc::Sender<VnodeCmd>)>,
-    pub started: std::time::Instant,
-    /// The secondary parents this host runs now (seed 004), each with the primary parent it
-    /// stands in for: they are not in the static tree, and `/topology` shows them.
-    pub secondaries: std::sync::Mutex<std::collections::BTreeMap<VnodeId, VnodeId>>,
-}
-
-/// Why a cut process could not be run from this host.
-#[derive(Debug, thiserror::Error)]
-pub enum RunCutError {
-    /// This host does not run what starts a cut; another host does (clients ask the next one).
-    #[error("{0}")]
-    NotHere(String),
-    #[error("{0}")]
-    Failed(String),
-}
-
-/// A cut process run on the live cluster (`Request::Cut` to a manager's operator, or to the cut
-/// coordinator under `versions`).
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct CutReport {
-    pub cut: u64,
-    pub ok: bool,
-    /// Each phase, in milliseconds: START, STARTED, FINISH, END on the tree; under `versions`
-    /// the coordinator's four (snp_version, map, late transactions, skip set).
-    pub phases_ms: Vec<f64>,
-    /// From the request to the answer, in milliseconds, as this host measured it.
-    pub took_ms: f64,
-    /// The strategy that took it.
-    pub strategy: waymark_core::CutStrategy,
-    /// The vnode that ran it: a manager whose operator ran it, or the cut coordinator.
-    pub through: String,
-    /// md5 (hex) of the cluster metadata that manager held when the cut ended.
-    pub metadata_md5: String,
-    /// Why the cut failed, in words (absent when it succeeded).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-    /// Hosts recorded dead when the cut started: it did not reach them, and covers their
-    /// partitions by the live replicas (failover).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub left_out: Vec<String>,
-}
-
-impl Shared {
-    /// Runs one cut process, waiting at most `timeout`. Transactions go on meanwhile: nothing is
-    /// paused (except by the `blocking` strategy, which is there to show what that costs).
-    /// `consistent` and `blocking` run through a manager vnode on this host (the root if it runs
-    /// here); `versions` through the cut coordinator, the cluster's first store vnode.
-    pub async fn run_cut(&self, timeout: std::time::Duration) -> Result<CutReport, RunCutError> {
-        let through = match self.cfg.cluster.strategy {
-            waymark_core::CutStrategy::Versions => self.cut_coordinator()?,
-            _ => self.cut_manager()?,
-        };
-        let tx =
-            self.router.local(&through).ok_or_else(|| RunCutError::NotHere(format!("{through} is not running")))?;
-        let (reply, rx) = oneshot::channel();
-        let begun = std::time::Instant::now();
-        // The admin API is one client of the vnode; each request its own number.
-        static REQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let req = REQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let client = waymark_core::ClientId(u64::MAX - 1);
-        let cmd = VnodeCmd::Client { client, req, request: waymark_core::Request::Cut, reply };
-        // A secondary parent stops when its primary answers again (often right after a host's
-        // cut-off heals): the client asks the next host, which runs the primary.
-        let stopped = |what: &str| RunCutError::NotHere(format!("{through} stopped{what}: ask another host"));
-        tx.send(cmd).await.map_err(|_| stopped(""))?;
-        let response = tokio::time::timeout(timeout, rx)
-            .await
-            .map_err(|_| RunCutError::Failed(format!("no answer from the cut process within {timeout:?}")))?
-            .map_err(|_| stopped(" during the cut"))?;
-        match response {
-            waymark_core::Response::CutDone { cut, ok, phases_us, metadata_md5, failure, left_out } => {
-                let report = CutReport {
-                    cut: cut.0,
-                    ok,
-                    phases_ms: phases_us.iter().map(|us| *us as f64 / 1000.0).collect(),
-                    took_ms: begun.elapsed().as_secs_f64() * 1000.0,
-                    strategy: self.cfg.cluster.strategy,
-                    through: through.to_string(),
-                    metadata_md5: metadata_md5
-                        .map(|m| m.iter().map(|b| format!("{b:02x}")).collect())
-                        .unwrap_or_default(),
-                    // The core says why exactly when a cut failed (`CutFailure`, both processes).
-                    why: failure.map(|f| f.to_string()),
-                    left_out,
-                };
-                crate::telemetry::cut_done(&report);
-                Ok(report)
-            }
-            waymark_core::Response::Unavailable { why } => Err(RunCutError::Failed(format!("{through}: {why}"))),
-            other => Err(RunCutError::Failed(format!("{through}: unexpected answer {other:?}"))),
-        }
-    }
-
-    /// The manager vnode on this host whose operator runs the tree's cut process: the root or
-    /// another manager of the configured tree, else a secondary parent this host started in place
-    /// of one on a dead host (with 3 hosts the root is the only manager).
-    fn cut_manager(&self) -> Result<VnodeId, RunCutError> {
-        let host = &self.cfg.host;
-        let mut managers: Vec<&AlterConfig> = self.topology.managers_on(host).collect();
-        managers.sort_by_key(|c| !c.parents.is_empty()); // the root first
-        let standing_in = self.secondary_parents().into_iter().map(|(id, _)| id).next();
-        match managers.first() {
-            Some(manager) => Ok(manager.id.clone()),
-            None if standing_in.is_some() => Ok(standing_in.expect("checked")),
-            None => {
-                let hosts: std::collections::BTreeSet<&str> =
-                    self.topology.tree.iter().filter(|c| !c.children.is_empty()).map(|c| c.id.host.as_str()).collect();
-                let hosts: Vec<&str> = hosts.into_iter().collect();
-                Err(RunCutError::NotHere(format!(
-                    "host {host} runs no manager vnode; ask one of: {}",
-                    hosts.join(", ")
-                )))
-            }
-        }
-    }
-
-    /// The `versions` strategy's coordinator, if this host runs it.
-    fn cut_coordinator(&self) -> Result<VnodeId, RunCutError> {
-        let coordinator = self.topology.cut_coordinator();
-        if coordinator.host != self.cfg.host {
-            return Err(RunCutError::NotHere(format!(
-                "host {} does not run the cut coordinator {coordinator} of the `versions` strategy; ask host {}",
-                self.cfg.host, coordinator.host
-            )));
-        }
-        Ok(coordinator.clone())
-    }
-
-    /// The status of every vnode this host runs now, the secondary parents it started included.
-    pub async fn statuses(&self) -> Vec<VnodeStatus> {
-        let mut ids: Vec<VnodeId> = self.topology.stores_on(&self.cfg.host).cloned().collect();
-        ids.extend(self.topology.managers_on(&self.cfg.host).map(|c| c.id.clone()));
-        ids.extend(self.secondary_parents().into_iter().map(|(id, _)| id));
-        self.statuses_of(ids).await
-    }
-
-    /// The secondary parents this host runs, each with the primary parent it stands in for.
-    pub fn secondary_parents(&self) -> Vec<(VnodeId, VnodeId)> {
-        let running = self.secondaries.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        running.iter().map(|(id, of)| (id.clone(), of.clone())).collect()
-    }
-
-    /// The status of each of `ids` that runs on this host now.
-    pub async fn statuses_of(&self, ids: Vec<VnodeId>) -> Vec<VnodeStatus> {
-        let mut out = vec![];
-        for id in ids {
-            let Some(tx) = self.router.local(&id) else { continue };
-            let (reply, rx) = oneshot::channel();
-            if tx.send(VnodeCmd::Inspect(reply)).await.is_ok() {
-                if let Ok(s) = rx.await {
-                    out.push(s);
-                }
-            }
-        }
-        out
-    }
-}
-
-struct Host {
-    shared: Arc<Shared>,
-    vnodes: HashMap<VnodeId, VnodeHandle>,
-    events_tx: mpsc::UnboundedSender<HostEvent>,
-    stop: CancellationToken,
 }
 
 /// The file in the data directory where a node says, once it holds all three of its ports, which
@@ -276,17 +95,17 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     }
     let started = std::time::Instant::now();
     let shared = Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default() };
-    let mut host = Host { shared: Arc::new(shared), vnodes: HashMap::new(), events_tx, stop };
+    let mut host = Host::new(shared, events_tx, stop);
     host.start_vnodes()?;
-    host.start_front_ends(listeners, peers);
-    tracing::info!(host = %host.shared.cfg.host, "node started: {} vnodes", host.vnodes.len());
+    start_front_ends(&host, listeners, peers);
+    tracing::info!(host = %host.shared.cfg.host, "node started: {} vnodes", host.vnode_count());
     if host.shared.cfg.breaks != waymark_core::Breaks::default() {
         tracing::warn!(breaks = ?host.shared.cfg.breaks, "node.breaks: deliberate protocol bugs are on (tests only)");
     }
     let result = loop {
         tokio::select! {
             _ = shutdown.cancelled() => break Ok(()),
-            Some(ev) = events.recv() => if let Err(e) = host.on_event(ev) { break Err(e) },
+            Some(ev) = events.recv() => if let Err(e) = host.on_event(ev) { break Err(e.into()) },
         }
     };
     host.stop_all().await;
@@ -304,157 +123,22 @@ fn peer_queues(cfg: &NodeConfig) -> (Vec<Peer>, HashMap<String, Arc<Outgoing>>) 
     (peers, senders)
 }
 
-impl Host {
-    fn cfg(&self) -> &NodeConfig {
-        &self.shared.cfg
-    }
-
-    fn start_vnodes(&mut self) -> Result<(), NodeError> {
-        let host = self.cfg().host.clone();
-        let stores: Vec<VnodeId> = self.shared.topology.stores_on(&host).cloned().collect();
-        let mut local_stores = vec![];
-        for id in stores {
-            let cfg = self.shared.topology.store_config(&id, self.cfg());
-            let genesis = cfg.tree.as_ref().map(|_| cfg.genesis.clone());
-            let handle = self.start(&id, false, |image, records| {
-                let image = match image {
-                    Some(Image::Store(i)) => i,
-                    _ => VnodeImage::empty(genesis.as_ref()),
-                };
-                Vnode::recover_from(cfg, image, records)
-            })?;
-            local_stores.push((id.clone(), handle.tx.clone()));
-            self.vnodes.insert(id, handle);
-        }
-        Arc::get_mut(&mut self.shared).expect("not shared yet").stores = local_stores;
-        let managers: Vec<AlterConfig> = self.shared.topology.managers_on(&host).cloned().collect();
-        let leaves = self.shared.topology.stores.len() as u64;
-        let operator_timeout_us = self.shared.topology.timeouts.cut_phase_timeout_us * 4;
-        for cfg in managers {
-            let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: Term::ZERO };
-            let id = cfg.id.clone();
-            let handle = self.start(&id, false, |image, records| {
-                let image = match image {
-                    Some(Image::Manager(i)) => i,
-                    _ => genesis,
-                };
-                ManagerVnode::recover(cfg, image, records).with_operator(leaves, operator_timeout_us)
-            })?;
-            self.vnodes.insert(id, handle);
-        }
-        Ok(())
-    }
-
-    /// Opens a vnode's storage (`fresh`: emptied first), rebuilds the machine and starts its threads.
-    fn start<M: Machine>(
-        &self,
-        id: &VnodeId,
-        fresh: bool,
-        build: impl FnOnce(Option<Image>, &[waymark_core::Record]) -> M,
-    ) -> Result<VnodeHandle, NodeError> {
-        let dir = self.cfg().data_dir.join("vnodes").join(id.to_string());
-        if fresh && dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|source| NodeError::Dir { dir: dir.clone(), source })?;
-        }
-        let options = waymark_wal::Options {
-            max_record_bytes: self.cfg().limits.frame_max_bytes as u64,
-            preallocate: self.cfg().wal_preallocate,
-            ..waymark_wal::Options::default()
-        };
-        let opened = recover::open(&dir, options)?;
-        if opened.truncated_bytes > 0 {
-            tracing::warn!(vnode = %id, "cut a torn log tail of {} bytes", opened.truncated_bytes);
-        }
-        tracing::info!(vnode = %id, records = opened.records.len(), checkpoint = opened.image.is_some(), "recovered");
-        let machine = build(opened.image, &opened.records);
-        // The log writer counts appends from where the machine's log positions stand.
-        let base = machine.appended();
-        let limits = &self.cfg().limits;
-        let (log, checkpoints) = LogWriter::open(LogSetup { wal: opened.wal, dir, base, fsync: self.cfg().fsync });
-        let setup = DriverSetup {
-            id: id.clone(),
-            log,
-            checkpoints,
-            router: self.shared.router.clone(),
-            host_events: self.events_tx.clone(),
-            checkpoint_every: self.cfg().checkpoint_every,
-            queue_max: limits.vnode_queue_max,
-            stop: self.stop.child_token(),
-        };
-        driver::spawn(machine, setup).map_err(NodeError::Thread)
-    }
-
-    fn start_front_ends(&mut self, listeners: Listeners, peers: Vec<Peer>) {
-        let cfg = self.cfg().clone();
-        let identity =
-            Identity { cluster: cfg.cluster.name.clone(), host: cfg.host.clone(), secret: cfg.secret.clone() };
-        let ctx = LinkContext {
-            me: identity,
-            hosts: cfg.cluster.hosts.iter().map(|h| h.name.clone()).collect(),
-            frame_max_bytes: cfg.limits.frame_max_bytes,
-            router: self.shared.router.clone(),
-            stats: self.shared.links.clone(),
-            shutdown: self.stop.clone(),
-        };
-        peer::start(ctx, listeners.peer, peers);
-        resp::server::start(self.shared.clone(), listeners.redis, self.stop.clone());
-        admin::start(self.shared.clone(), listeners.admin, self.stop.clone());
-        if let Some(schedule) = cfg.schedule {
-            tokio::spawn(crate::snapshot::schedule::run(self.shared.clone(), schedule, self.stop.clone()));
-        }
-    }
-
-    fn on_event(&mut self, ev: HostEvent) -> Result<(), NodeError> {
-        match ev {
-            HostEvent::StartSecondary { id, of, metadata, term } => self.start_secondary(id, of, metadata, term),
-            HostEvent::StopSecondary { id } => self.stop_secondary(&id),
-            HostEvent::Fatal { vnode, error } => return Err(NodeError::Fatal { vnode, error }),
-        }
-        Ok(())
-    }
-
-    /// Seed 004: this host's vnode was elected assisting child; start the secondary parent `id`
-    /// in place of `of`, from the assisting child's metadata, on a fresh log.
-    fn start_secondary(&mut self, id: VnodeId, of: VnodeId, metadata: waymark_core::alter::Metadata, term: Term) {
-        if self.vnodes.get(&id).is_some_and(|h| !h.join.is_finished()) {
-            return;
-        }
-        let Some(cfg) = self.shared.topology.tree_config(&of).map(|c| c.secondary(id.clone())) else {
-            return tracing::warn!(vnode = %id, "asked to stand in for {of}, which is not in the tree");
-        };
-        let image = TreeImage { metadata, term };
-        // It may be the only manager left (3 hosts: the root stands alone): it runs cuts too.
-        let leaves = self.shared.topology.stores.len() as u64;
-        let operator_timeout_us = self.shared.topology.timeouts.cut_phase_timeout_us * 4;
-        let build = |_: Option<Image>, records: &[waymark_core::Record]| {
-            ManagerVnode::recover(cfg, image, records).with_operator(leaves, operator_timeout_us)
-        };
-        match self.start(&id, true, build) {
-            Ok(handle) => {
-                tracing::info!(vnode = %id, "secondary parent started in place of {of}");
-                self.shared.secondaries.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), of);
-                self.vnodes.insert(id, handle);
-            }
-            Err(e) => tracing::error!(vnode = %id, "cannot start secondary parent: {e}"),
-        }
-    }
-
-    fn stop_secondary(&mut self, id: &VnodeId) {
-        self.shared.secondaries.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
-        if let Some(handle) = self.vnodes.remove(id) {
-            tracing::info!(vnode = %id, "secondary parent stopped");
-            handle.stop.cancel();
-        }
-    }
-
-    async fn stop_all(&mut self) {
-        self.stop.cancel();
-        let handles: Vec<VnodeHandle> = self.vnodes.drain().map(|(_, h)| h).collect();
-        let _ = tokio::task::spawn_blocking(move || {
-            for h in handles {
-                let _ = h.join.join();
-            }
-        })
-        .await;
+/// The peer links, then the front ends: the Redis server, the admin API and the snapshot schedule.
+fn start_front_ends(host: &Host, listeners: Listeners, peers: Vec<Peer>) {
+    let cfg = host.shared.cfg.clone();
+    let identity = Identity { cluster: cfg.cluster.name.clone(), host: cfg.host.clone(), secret: cfg.secret.clone() };
+    let ctx = LinkContext {
+        me: identity,
+        hosts: cfg.cluster.hosts.iter().map(|h| h.name.clone()).collect(),
+        frame_max_bytes: cfg.limits.frame_max_bytes,
+        router: host.shared.router.clone(),
+        stats: host.shared.links.clone(),
+        shutdown: host.stop.clone(),
+    };
+    peer::start(ctx, listeners.peer, peers);
+    resp::server::start(host.shared.clone(), listeners.redis, host.stop.clone());
+    admin::start(host.shared.clone(), listeners.admin, host.stop.clone());
+    if let Some(schedule) = cfg.schedule {
+        tokio::spawn(schedule::run(host.shared.clone(), schedule, host.stop.clone()));
     }
 }

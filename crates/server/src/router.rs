@@ -6,8 +6,8 @@
 //! Envelopes for a peer are encoded by the sending thread into the peer's buffer (`queue`) and
 //! written by it when it calls `flush` — a vnode's driver once per turn, for all its steps sent.
 
-use crate::driver::VnodeCmd;
 use crate::net::outgoing::{Dropped, Outgoing};
+use crate::vnode::VnodeCmd;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

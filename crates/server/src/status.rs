@@ -1,10 +1,70 @@
-//! What the admin API and tests see of a vnode: its place in the tree, its metadata version, and a
-//! digest per partition replica — equal digests on a partition's replicas mean equal data.
-
-use crate::driver::VnodeStatus;
+//! What the admin API and tests see of a vnode — its place in the tree, its metadata version, and
+//! a digest per partition replica (equal digests on a partition's replicas mean equal data) — and
+//! of a cut process run from this host (`CutReport`). Plain data, low in the crate: the driver,
+//! the host, the front ends and the metrics all read it.
 use std::collections::BTreeMap;
 use waymark_core::alter::{AlterNode, AlterSeq, ManagerVnode, Term};
 use waymark_core::Vnode;
+
+/// A vnode as seen from outside, for the admin API and tests.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct VnodeStatus {
+    pub id: String,
+    pub kind: &'static str,
+    pub parent: Option<String>,
+    /// The children this vnode heard from recently (configured or adopted); none at a leaf.
+    pub children: Vec<String>,
+    pub follows_primary_parent: bool,
+    pub metadata_term: Term,
+    /// The root term promised (or claimed, at a root).
+    pub promised_term: Term,
+    /// At a root: the term it won.
+    pub leading_term: Option<Term>,
+    pub metadata_seq: AlterSeq,
+    pub keys: usize,
+    /// Keys of the partitions whose primary replica this vnode holds.
+    pub primary_keys: usize,
+    pub prepared: usize,
+    /// Replies held for real-time safety until every vnode started a cut.
+    pub held_replies: usize,
+    /// GETs waiting for a prepared write on their key.
+    pub waiting_reads: usize,
+    pub running_cut: Option<u64>,
+    /// Per partition replica held here: a digest of its keys, versions and values.
+    pub partitions: BTreeMap<u32, String>,
+    /// Per partition replica held here: the epoch of the chain this vnode routes it by (above 0
+    /// once a failover changed it).
+    pub epochs: BTreeMap<u32, u64>,
+    /// Per partition replica held here: the chain this vnode routes it by, primary first.
+    pub chains: BTreeMap<u32, Vec<String>>,
+    pub checkpoints: u64,
+}
+
+/// A cut process run on the live cluster (`Request::Cut` to a manager's operator, or to the cut
+/// coordinator under `versions`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CutReport {
+    pub cut: u64,
+    pub ok: bool,
+    /// Each phase, in milliseconds: START, STARTED, FINISH, END on the tree; under `versions`
+    /// the coordinator's four (snp_version, map, late transactions, skip set).
+    pub phases_ms: Vec<f64>,
+    /// From the request to the answer, in milliseconds, as this host measured it.
+    pub took_ms: f64,
+    /// The strategy that took it.
+    pub strategy: waymark_core::CutStrategy,
+    /// The vnode that ran it: a manager whose operator ran it, or the cut coordinator.
+    pub through: String,
+    /// md5 (hex) of the cluster metadata that manager held when the cut ended.
+    pub metadata_md5: String,
+    /// Why the cut failed, in words (absent when it succeeded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Hosts recorded dead when the cut started: it did not reach them, and covers their
+    /// partitions by the live replicas (failover).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
 
 pub fn store(v: &Vnode) -> VnodeStatus {
     let placement = v.placement();

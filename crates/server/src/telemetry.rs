@@ -9,7 +9,7 @@
 //! Counts are per process: a host's `/metrics` counts the transactions its Redis clients ran,
 //! the cuts it ran, and its own vnodes' logs.
 
-use crate::node::CutReport;
+use crate::status::CutReport;
 use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,7 +56,7 @@ static LAST_CUT_OK_UNIX_MS: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug, thiserror::Error)]
 pub enum TelemetryError {
     #[error("the metrics recorder cannot be installed: {0}")]
-    Install(String),
+    Install(#[source] metrics_exporter_prometheus::BuildError),
 }
 
 /// Installs the process's recorder (once per process) and starts its upkeep on the current
@@ -84,7 +84,7 @@ pub fn install() -> Result<(), TelemetryError> {
 }
 
 fn build() -> Result<PrometheusHandle, TelemetryError> {
-    let install = |e: metrics_exporter_prometheus::BuildError| TelemetryError::Install(e.to_string());
+    let install = TelemetryError::Install;
     PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS_BUCKETS)
         .map_err(install)?

@@ -23,12 +23,12 @@ use waymark_server::snapshot::catalog::{self, State};
 use waymark_server::snapshot::chain::load_chain;
 use waymark_server::snapshot::check::check;
 use waymark_server::snapshot::expire::{self, Rule};
-use waymark_server::snapshot::export::export_vnode;
 use waymark_server::snapshot::manifest::{
     snapshot_dir, write_manifest, ClusterShape, Kind, Manifest, VnodeFiles, FORMAT,
 };
 use waymark_server::snapshot::restore::{rebuild, write_host};
 use waymark_server::storage::checkpoint::{self, Image};
+use waymark_server::storage::export::export_vnode;
 use waymark_server::storage::recover;
 use waymark_server::topology::Topology;
 use waymark_wal::{Options, Position, Wal};

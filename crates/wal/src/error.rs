@@ -145,7 +145,7 @@ pub enum WalError {
     },
     /// Options that cannot work.
     #[error("invalid options: {0}")]
-    InvalidOptions(String),
+    InvalidOptions(#[source] InvalidOptions),
     /// A read position before the oldest kept segment.
     #[error("position {requested} is no longer in the log; it starts at {first}")]
     PositionTruncated {
@@ -178,4 +178,15 @@ pub enum WalError {
 pub(crate) fn io_err(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> WalError {
     let path = path.into();
     move |source| WalError::Io { action, path, source }
+}
+
+/// A setting of [`crate::Options`] that cannot work, and the bound it breaks.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidOptions {
+    #[error("max_record_bytes {max_record_bytes} exceeds the u32 length field ({})", u32::MAX)]
+    RecordLimit { max_record_bytes: u64 },
+    #[error("segment_size_bytes {segment_size_bytes} cannot hold a header and an empty record ({least} bytes)")]
+    SegmentSize { segment_size_bytes: u64, least: u64 },
+    #[error("write_buffer_bytes must be > 0")]
+    WriteBuffer,
 }

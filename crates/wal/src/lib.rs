@@ -29,7 +29,7 @@ pub mod segment;
 mod wal;
 
 pub use dir::SegmentInfo;
-pub use error::{FrameError, HeaderError, Result, WalError};
+pub use error::{FrameError, HeaderError, InvalidOptions, Result, WalError};
 pub use options::Options;
 pub use position::Position;
 pub use reader::{Reader, Record};

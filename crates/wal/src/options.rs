@@ -1,6 +1,6 @@
 //! Tunables of a log, with their limits in the names' units.
 
-use crate::error::{Result, WalError};
+use crate::error::{InvalidOptions, Result, WalError};
 use crate::segment::{frame_bytes, HEADER_BYTES};
 
 /// How a log is laid out and buffered.
@@ -55,21 +55,18 @@ impl Options {
     /// Rejects settings that cannot work, before any file is touched.
     pub fn validate(&self) -> Result<()> {
         if self.max_record_bytes > u64::from(u32::MAX) {
-            return Err(WalError::InvalidOptions(format!(
-                "max_record_bytes {} exceeds the u32 length field ({})",
-                self.max_record_bytes,
-                u32::MAX
-            )));
+            return Err(WalError::InvalidOptions(InvalidOptions::RecordLimit {
+                max_record_bytes: self.max_record_bytes,
+            }));
         }
         if self.segment_size_bytes < HEADER_BYTES + frame_bytes(0) {
-            return Err(WalError::InvalidOptions(format!(
-                "segment_size_bytes {} cannot hold a header and an empty record ({} bytes)",
-                self.segment_size_bytes,
-                HEADER_BYTES + frame_bytes(0)
-            )));
+            return Err(WalError::InvalidOptions(InvalidOptions::SegmentSize {
+                segment_size_bytes: self.segment_size_bytes,
+                least: HEADER_BYTES + frame_bytes(0),
+            }));
         }
         if self.write_buffer_bytes == 0 {
-            return Err(WalError::InvalidOptions("write_buffer_bytes must be > 0".into()));
+            return Err(WalError::InvalidOptions(InvalidOptions::WriteBuffer));
         }
         Ok(())
     }

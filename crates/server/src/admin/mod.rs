@@ -11,7 +11,7 @@
 mod page;
 mod topology;
 
-use crate::node::Shared;
+use crate::host::Shared;
 use crate::snapshot::catalog::{self, State as Member};
 use crate::snapshot::create;
 use crate::snapshot::manifest::VnodeFiles;
@@ -81,10 +81,7 @@ async fn create_snapshot(
     authorize(&shared, &headers)?;
     let created = create::create(&shared, req).await.map_err(|e| {
         // A host that cannot start the cut says so with 503, and a client asks the next one.
-        let status = match e {
-            create::CreateError::NotHere(_) => StatusCode::SERVICE_UNAVAILABLE,
-            create::CreateError::Refused(_) => StatusCode::CONFLICT,
-        };
+        let status = if e.not_here() { StatusCode::SERVICE_UNAVAILABLE } else { StatusCode::CONFLICT };
         (status, e.to_string() + "\n")
     })?;
     tracing::info!(name = %created.name, increment = created.increment, cut = created.cut, "snapshot created");
@@ -98,7 +95,7 @@ async fn export(
     Json(req): Json<create::ExportRequest>,
 ) -> Result<Json<Vec<VnodeFiles>>, Refusal> {
     authorize(&shared, &headers)?;
-    let files = create::export_local(&shared, &req).await.map_err(|e| (StatusCode::CONFLICT, e + "\n"))?;
+    let files = create::export_local(&shared, &req).await.map_err(|e| (StatusCode::CONFLICT, e.to_string() + "\n"))?;
     Ok(Json(files))
 }
 

@@ -8,7 +8,7 @@
 //! within `PEER_WAIT`) and merges their live parts, naming the hosts that did not answer: a
 //! browser may only ask the host that served the page.
 
-use crate::node::Shared;
+use crate::host::Shared;
 use axum::extract::{Query, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -60,7 +60,7 @@ pub async fn topology(State(shared): State<Arc<Shared>>, Query(q): Query<Scope>)
                     live.vnodes.extend(theirs.vnodes);
                     live.secondary_parents.extend(theirs.secondary_parents);
                 }
-                Err(e) => unreachable.push(serde_json::json!({ "host": host, "error": e })),
+                Err(e) => unreachable.push(serde_json::json!({ "host": host, "error": e.to_string() })),
             }
         }
     }
@@ -117,7 +117,7 @@ fn with_host(mut v: Value, host: &str) -> Value {
 }
 
 /// Every other host's live part, or why it is missing.
-async fn peers(shared: &Shared) -> Vec<(String, Result<Live, String>)> {
+async fn peers(shared: &Shared) -> Vec<(String, Result<Live, AskError>)> {
     let others = shared.cfg.cluster.hosts.iter().filter(|h| h.name != shared.cfg.host);
     let asks: Vec<_> = others
         .map(|h| {
@@ -127,17 +127,30 @@ async fn peers(shared: &Shared) -> Vec<(String, Result<Live, String>)> {
         .collect();
     let mut out = vec![];
     for (name, ask) in asks {
-        let answer = ask.await.unwrap_or_else(|e| Err(format!("asking failed: {e}")));
+        let answer = ask.await.unwrap_or_else(|e| Err(AskError::Task(e)));
         out.push((name, answer));
     }
     out
 }
 
-fn ask(url: &str) -> Result<Live, String> {
+/// Why another host's live part is missing from the page (shown there, by host).
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("asking failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+    #[error("{0}")]
+    Call(#[source] Box<ureq::Error>),
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    #[error("not a topology: {0}")]
+    NotATopology(#[source] serde_json::Error),
+}
+
+fn ask(url: &str) -> Result<Live, AskError> {
     use std::io::Read;
     let agent = ureq::AgentBuilder::new().timeout(PEER_WAIT).build();
-    let answer = agent.get(url).call().map_err(|e| e.to_string())?;
+    let answer = agent.get(url).call().map_err(|e| AskError::Call(Box::new(e)))?;
     let mut body = String::new();
-    answer.into_reader().take(PEER_ANSWER_MAX_BYTES).read_to_string(&mut body).map_err(|e| e.to_string())?;
-    serde_json::from_str(&body).map_err(|e| format!("not a topology: {e}"))
+    answer.into_reader().take(PEER_ANSWER_MAX_BYTES).read_to_string(&mut body).map_err(AskError::Read)?;
+    serde_json::from_str(&body).map_err(AskError::NotATopology)
 }

@@ -46,9 +46,11 @@ pub enum AuthError {
     #[error("connection closed during the handshake")]
     Closed,
     #[error("handshake frame: {0}")]
-    Frame(String),
-    #[error("unexpected handshake message {0}")]
-    Unexpected(String),
+    Read(#[source] std::io::Error),
+    #[error("handshake frame: {0}")]
+    Frame(#[from] frame::FrameError),
+    #[error("unexpected handshake message {0:?}")]
+    Unexpected(Box<Handshake>),
     #[error("the peer is {found}, expected {expected}")]
     WrongHost { expected: String, found: String },
     #[error("the peer belongs to cluster {0}")]
@@ -100,8 +102,8 @@ async fn send(framed: &mut PeerFramed, msg: &Handshake) -> Result<(), AuthError>
 }
 
 async fn recv(framed: &mut PeerFramed) -> Result<Handshake, AuthError> {
-    let bytes = framed.next().await.ok_or(AuthError::Closed)?.map_err(|e| AuthError::Frame(e.to_string()))?;
-    frame::decode(&bytes).map_err(|e| AuthError::Frame(e.to_string()))
+    let bytes = framed.next().await.ok_or(AuthError::Closed)?.map_err(AuthError::Read)?;
+    Ok(frame::decode(&bytes)?)
 }
 
 /// The dialing end: proves itself to `expected`, which must prove itself first.
@@ -115,7 +117,7 @@ async fn dial_steps(framed: &mut PeerFramed, me: &Identity, expected: &str) -> R
     let (host, acceptor_nonce, proof) = match recv(framed).await? {
         Handshake::Challenge { host, nonce, proof } => (host, nonce, proof),
         Handshake::Refused { reason } => return Err(AuthError::Refused(reason)),
-        other => return Err(AuthError::Unexpected(format!("{other:?}"))),
+        other => return Err(AuthError::Unexpected(Box::new(other))),
     };
     if host != expected {
         return Err(AuthError::WrongHost { expected: expected.into(), found: host });
@@ -134,7 +136,7 @@ async fn dial_steps(framed: &mut PeerFramed, me: &Identity, expected: &str) -> R
     match recv(framed).await? {
         Handshake::Welcome => Ok(()),
         Handshake::Refused { reason } => Err(AuthError::Refused(reason)),
-        other => Err(AuthError::Unexpected(format!("{other:?}"))),
+        other => Err(AuthError::Unexpected(Box::new(other))),
     }
 }
 
@@ -152,7 +154,7 @@ pub async fn accept(framed: &mut PeerFramed, me: &Identity, known: &[String]) ->
 async fn accept_steps(framed: &mut PeerFramed, me: &Identity, known: &[String]) -> Result<String, AuthError> {
     let (cluster, host, dialer_nonce) = match recv(framed).await? {
         Handshake::Hello { cluster, host, nonce } => (cluster, host, nonce),
-        other => return Err(AuthError::Unexpected(format!("{other:?}"))),
+        other => return Err(AuthError::Unexpected(Box::new(other))),
     };
     if cluster != me.cluster {
         return Err(AuthError::WrongCluster(cluster));
@@ -173,7 +175,7 @@ async fn accept_steps(framed: &mut PeerFramed, me: &Identity, known: &[String]) 
     match recv(framed).await? {
         Handshake::Proof { proof } if t.verify(&me.secret, "dial", &proof) => {}
         Handshake::Proof { .. } => return Err(AuthError::BadProof),
-        other => return Err(AuthError::Unexpected(format!("{other:?}"))),
+        other => return Err(AuthError::Unexpected(Box::new(other))),
     }
     send(framed, &Handshake::Welcome).await?;
     Ok(host)

@@ -127,17 +127,28 @@ async fn dialing(ctx: LinkContext, mut peer: Peer) {
     }
 }
 
-async fn connect(ctx: &LinkContext, peer: &Peer) -> Result<PeerFramed, String> {
+/// Why a dial of a peer did not give an authenticated link (it is tried again after a back-off).
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    #[error("connect timed out")]
+    TimedOut,
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
+    #[error("{0}")]
+    Auth(#[source] auth::AuthError),
+}
+
+async fn connect(ctx: &LinkContext, peer: &Peer) -> Result<PeerFramed, ConnectError> {
     let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(peer.addr))
         .await
-        .map_err(|_| "connect timed out".to_string())?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| ConnectError::TimedOut)?
+        .map_err(ConnectError::Io)?;
     let _ = stream.set_nodelay(true);
     let mut framed = frame::framed(stream, ctx.frame_max_bytes);
     if let Err(e) = auth::dial(&mut framed, &ctx.me, &peer.host).await {
         ctx.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
         tracing::warn!(peer = %peer.host, addr = %peer.addr, "authentication failed: {e}");
-        return Err(e.to_string());
+        return Err(ConnectError::Auth(e));
     }
     ctx.stats.connects.fetch_add(1, Ordering::Relaxed);
     Ok(framed)
@@ -170,7 +181,8 @@ async fn accepting(ctx: LinkContext, mut peer: Peer, mut accepted: mpsc::Receive
 enum Why {
     Shutdown,
     Closed,
-    Failed(String),
+    Write(std::io::Error),
+    Malformed(Malformed),
     Replaced((PeerFramed, SocketAddr)),
 }
 
@@ -179,7 +191,8 @@ impl std::fmt::Display for Why {
         match self {
             Why::Shutdown => write!(f, "shutting down"),
             Why::Closed => write!(f, "closed by the peer"),
-            Why::Failed(e) => write!(f, "{e}"),
+            Why::Write(e) => write!(f, "write: {e}"),
+            Why::Malformed(e) => write!(f, "malformed frame: {e}"),
             Why::Replaced(_) => write!(f, "replaced by a new connection"),
         }
     }
@@ -195,21 +208,21 @@ async fn run(
 ) -> Why {
     let (mut stream, conn) = split(framed);
     peer.out.attach(conn.clone());
-    let write = async { Why::Failed(format!("write: {}", peer.out.write_backlog(&conn).await)) };
+    let write = async { Why::Write(peer.out.write_backlog(&conn).await) };
     let (host, addr) = (peer.host.clone(), peer.addr);
     let read = async {
         loop {
             let bytes = match stream.next().await {
                 None => return Why::Closed,
-                Some(Err(e)) => return malformed(ctx, &host, addr, e.to_string()),
+                Some(Err(e)) => return malformed(ctx, &host, addr, Malformed::Read(e)),
                 Some(Ok(b)) => b,
             };
             let env: Envelope = match frame::decode(&bytes) {
                 Ok(env) => env,
-                Err(e) => return malformed(ctx, &host, addr, e.to_string()),
+                Err(e) => return malformed(ctx, &host, addr, Malformed::Decode(e)),
             };
             if env.from.host != host || env.to.host != ctx.me.host {
-                let e = format!("envelope from {} to {} on the link of {host}", env.from, env.to);
+                let e = Malformed::Misaddressed { from: env.from, to: env.to, host: host.clone() };
                 return malformed(ctx, &host, addr, e);
             }
             ctx.router.deliver(env).await;
@@ -248,8 +261,19 @@ fn split(
     (reader, Arc::new(write))
 }
 
-fn malformed(ctx: &LinkContext, host: &str, addr: SocketAddr, e: String) -> Why {
+/// What was wrong with a frame that closed its link.
+#[derive(Debug, thiserror::Error)]
+enum Malformed {
+    #[error("{0}")]
+    Read(std::io::Error),
+    #[error("{0}")]
+    Decode(frame::FrameError),
+    #[error("envelope from {from} to {to} on the link of {host}")]
+    Misaddressed { from: waymark_core::VnodeId, to: waymark_core::VnodeId, host: String },
+}
+
+fn malformed(ctx: &LinkContext, host: &str, addr: SocketAddr, e: Malformed) -> Why {
     ctx.stats.malformed_frames.fetch_add(1, Ordering::Relaxed);
     tracing::warn!(peer = %host, %addr, "malformed frame: {e}; closing this link");
-    Why::Failed(format!("malformed frame: {e}"))
+    Why::Malformed(e)
 }

@@ -4,7 +4,7 @@
 
 use super::command::TABLE;
 use crate::config::FsyncPolicy;
-use crate::node::Shared;
+use crate::host::Shared;
 use waymark_resp::glob::Glob;
 use waymark_resp::Reply;
 

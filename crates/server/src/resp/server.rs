@@ -4,7 +4,7 @@
 //! closes that connection only.
 
 use super::session::{Next, Session};
-use crate::node::Shared;
+use crate::host::Shared;
 use bytes::{Buf, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

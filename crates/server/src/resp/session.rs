@@ -9,9 +9,9 @@
 
 use super::command::{self, Cmd, CmdError, DataCmd};
 use super::info;
-use crate::driver::VnodeCmd;
-use crate::node::Shared;
+use crate::host::Shared;
 use crate::telemetry::{self, Abort};
+use crate::vnode::VnodeCmd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};

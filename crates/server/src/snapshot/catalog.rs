@@ -2,8 +2,9 @@
 //! (a manifest) or not. Only directories that look like a snapshot count — a stray directory, or a
 //! cluster directory given by mistake, is listed as ignored and never taken for an incomplete one.
 
-use super::manifest::{parse_increment_dir_name, read_manifest, Manifest, MANIFEST_FILE};
+use super::manifest::{parse_increment_dir_name, read_manifest, Manifest, ManifestError, MANIFEST_FILE};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
 /// A member of a chain as found on disk.
@@ -22,8 +23,8 @@ pub enum State {
     Complete(Box<Manifest>),
     /// No manifest: being written, or abandoned.
     Incomplete,
-    /// A manifest that cannot be read; the message names the file.
-    Unreadable(String),
+    /// A manifest that cannot be read; the error names the file (shared: a listing is cloned).
+    Unreadable(Arc<ManifestError>),
 }
 
 /// A full snapshot and its increments, in increment order.
@@ -130,7 +131,7 @@ fn listed(dir: &Path, increment: u32) -> Result<Listed, CatalogError> {
     let state = match read_manifest(dir) {
         Ok(Some(m)) => State::Complete(Box::new(m)),
         Ok(None) => State::Incomplete,
-        Err(e) => State::Unreadable(e.to_string()),
+        Err(e) => State::Unreadable(Arc::new(e)),
     };
     let meta = std::fs::metadata(dir).map_err(|source| CatalogError::Io { dir: dir.into(), source })?;
     let modified = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok());

@@ -13,12 +13,16 @@
 //! `node.snapshot_dir`: the hosts of one machine share it (as `cluster init` sets up); hosts on
 //! several machines need it on a shared file system.
 
-use super::catalog::{self, State};
-use super::manifest::{self, ClusterShape, Kind, Manifest, VnodeFiles};
-use crate::driver::VnodeCmd;
-use crate::node::{CutReport, RunCutError, Shared};
+use super::catalog::{self, CatalogError, State};
+use super::manifest::{self, ClusterShape, Kind, Manifest, ManifestError, VnodeFiles};
+use crate::host::{RunCutError, Shared};
+use crate::status::CutReport;
+use crate::storage::log_writer::CutExportError;
+use crate::vnode::VnodeCmd;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use waymark_core::{CutId, VnodeId};
@@ -87,26 +91,131 @@ mod positions_as_pairs {
 /// Why a snapshot was not created.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
-    /// This host cannot start the cut process; another can.
-    #[error("{0}")]
-    NotHere(String),
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// The cut process could not be run from this host (`NotHere`: another host can).
+    #[error(transparent)]
+    Cut(#[from] RunCutError),
+    #[error("snapshot {name} exists already in {root}")]
+    Exists { name: String, root: PathBuf },
+    #[error("{dir} exists already")]
+    DirExists { dir: PathBuf },
+    #[error(
+        "snapshot {name} was taken with `{taken}` cuts and this cluster runs `{runs}`: an increment \
+         continues its chain with the same strategy; take a full snapshot under another name"
+    )]
+    Strategy { name: String, taken: waymark_core::CutStrategy, runs: waymark_core::CutStrategy },
+    #[error(transparent)]
+    Chain(#[from] ChainError),
+    #[error(transparent)]
+    Clear(#[from] ClearError),
+    #[error("cut {cut} failed: {why} (is every host up? `waymark cluster status` shows them)")]
+    CutFailed { cut: u64, why: String },
+    #[error(transparent)]
+    Export(#[from] ExportEverywhereError),
+    #[error(
+        "partition {partition} has no copy among the hosts the cut reached (down: {}): the snapshot would lose it",
+        down(left_out)
+    )]
+    PartitionLost { partition: u32, left_out: Vec<String> },
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
 }
 
-impl From<String> for CreateError {
-    fn from(why: String) -> Self {
-        CreateError::Refused(why)
+impl CreateError {
+    /// This host cannot start the cut process; another can (a client asks the next host).
+    pub fn not_here(&self) -> bool {
+        matches!(self, CreateError::Cut(RunCutError::NotHere(_)))
     }
-}
 
-impl From<RunCutError> for CreateError {
-    fn from(e: RunCutError) -> Self {
-        match e {
-            RunCutError::NotHere(why) => CreateError::NotHere(why),
-            RunCutError::Failed(why) => CreateError::Refused(why),
+    /// An increment of this chain cannot be made any more, only a full snapshot: the chain was
+    /// taken with another strategy, or a vnode's log from the chain's end was removed. Another
+    /// host's refusal arrives as the text of its admin API, which says so in these words.
+    pub fn wants_full_snapshot(&self) -> bool {
+        match self {
+            CreateError::Strategy { .. } => true,
+            CreateError::Export(ExportEverywhereError::Here { source, .. }) => {
+                matches!(source, HostExportError::Vnode(CutExportError::Removed { .. }))
+            }
+            CreateError::Export(ExportEverywhereError::Refused { body, .. }) => body.contains(TAKE_A_FULL_SNAPSHOT),
+            _ => false,
         }
     }
+}
+
+/// The words of a refusal that only a full snapshot can answer (`CutExportError::Removed`,
+/// `CreateError::Strategy`), as another host's admin API sends them.
+const TAKE_A_FULL_SNAPSHOT: &str = "take a full snapshot";
+
+fn down(left_out: &[String]) -> String {
+    if left_out.is_empty() {
+        "none".to_string()
+    } else {
+        left_out.join(", ")
+    }
+}
+
+/// Names become directory names: keep them plain.
+#[derive(Debug, thiserror::Error)]
+#[error("snapshot name `{name}`: use 1-64 letters, digits, '-', '_' or '.'")]
+pub struct NameError {
+    name: String,
+}
+
+/// Why the chain an increment continues could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum ChainError {
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    #[error("no snapshot {name} in {root}: create a full one first (without --incremental)")]
+    NoSuchChain { name: String, root: PathBuf },
+    #[error("snapshot {name} is empty")]
+    Empty { name: String },
+    #[error("{dir} has no manifest (an interrupted creation): expire it")]
+    Incomplete { dir: PathBuf },
+    #[error(transparent)]
+    Unreadable(Arc<ManifestError>),
+}
+
+/// A directory an interrupted creation left could not be removed.
+#[derive(Debug, thiserror::Error)]
+#[error("removing {dir} (an interrupted creation's): {source}")]
+pub struct ClearError {
+    dir: PathBuf,
+    source: std::io::Error,
+}
+
+/// Why a host's part of a snapshot was not exported.
+#[derive(Debug, thiserror::Error)]
+pub enum HostExportError {
+    #[error(transparent)]
+    Name(#[from] NameError),
+    #[error("{vnode} stopped")]
+    Stopped { vnode: VnodeId },
+    #[error("{vnode} is not in the previous snapshot: take a full one")]
+    NotInPrevious { vnode: VnodeId },
+    #[error(transparent)]
+    Clear(#[from] ClearError),
+    #[error("{vnode}: export timed out")]
+    TimedOut { vnode: VnodeId },
+    #[error(transparent)]
+    Vnode(#[from] CutExportError),
+}
+
+/// Why the exports of the hosts the cut reached did not all come back.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportEverywhereError {
+    #[error("{host}: {source}")]
+    Here { host: String, source: HostExportError },
+    #[error("export task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("{host}: unreadable export answer: {source}")]
+    Unreadable { host: String, source: std::io::Error },
+    /// The other host's refusal, as its admin API worded it.
+    #[error("{host}: export refused ({code}): {body}")]
+    Refused { host: String, code: u16, body: String },
+    #[error("{host} ({url}): {source} (is the host up?)")]
+    Unreachable { host: String, url: String, source: Box<ureq::Error> },
 }
 
 /// Creates snapshot `req.name` (or its next increment) of the running cluster.
@@ -115,26 +224,20 @@ pub async fn create(shared: &Shared, req: CreateRequest) -> Result<Created, Crea
     let root = &shared.cfg.snapshot_dir;
     let previous = if req.incremental { Some(last_of_chain(root, &req.name)?) } else { None };
     if previous.is_none() && root.join(&req.name).exists() {
-        return Err(format!("snapshot {} exists already in {}", req.name, root.display()).into());
+        return Err(CreateError::Exists { name: req.name.clone(), root: root.clone() });
     }
     let increment = previous.as_ref().map_or(0, |m| m.kind.number() + 1);
     let strategy = shared.cfg.cluster.strategy;
     if let Some(p) = previous.as_ref().filter(|p| p.strategy != strategy) {
-        let why = format!(
-            "snapshot {} was taken with `{}` cuts and this cluster runs `{strategy}`: an increment \
-             continues its chain with the same strategy; take a full snapshot under another name",
-            req.name, p.strategy
-        );
-        return Err(why.into());
+        return Err(CreateError::Strategy { name: req.name.clone(), taken: p.strategy, runs: strategy });
     }
     let dir = manifest::snapshot_dir(root, &req.name, increment);
     if dir.exists() {
         // Left by a creation that failed before it could remove it (a host stopped meanwhile).
         if dir.join(manifest::MANIFEST_FILE).exists() {
-            return Err(format!("{} exists already", dir.display()).into());
+            return Err(CreateError::DirExists { dir });
         }
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| format!("removing {} (an interrupted creation's): {e}", dir.display()))?;
+        std::fs::remove_dir_all(&dir).map_err(|source| ClearError { dir: dir.clone(), source })?;
     }
     let created = create_in(shared, &req, previous, increment).await;
     if created.is_err() {
@@ -156,10 +259,8 @@ async fn create_in(
     let strategy = shared.cfg.cluster.strategy;
     let cut: CutReport = shared.run_cut(CUT_WAIT).await?;
     if !cut.ok {
-        let why = cut.why.as_deref().unwrap_or("a store vnode did not take part");
-        return Err(
-            format!("cut {} failed: {why} (is every host up? `waymark cluster status` shows them)", cut.cut).into()
-        );
+        let why = cut.why.unwrap_or_else(|| "a store vnode did not take part".to_string());
+        return Err(CreateError::CutFailed { cut: cut.cut, why });
     }
     let begun = Instant::now();
     let from = previous.as_ref().map(starts_after).unwrap_or_default();
@@ -186,7 +287,7 @@ async fn create_in(
         hosts_down: cut.left_out.clone(),
     };
     let dir = manifest::snapshot_dir(root, &req.name, increment);
-    manifest::write_manifest(&dir, &manifest).map_err(|e| e.to_string())?;
+    manifest::write_manifest(&dir, &manifest)?;
     let files = manifest.vnodes.iter().map(|v| v.files().count()).sum();
     let export_ms = begun.elapsed().as_secs_f64() * 1000.0;
     Ok(Created {
@@ -203,28 +304,28 @@ async fn create_in(
 }
 
 /// Names become directory names: keep them plain.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), NameError> {
     let plain = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
     if (1..=64).contains(&name.len()) && plain && !name.starts_with('.') {
         Ok(())
     } else {
-        Err(format!("snapshot name `{name}`: use 1-64 letters, digits, '-', '_' or '.'"))
+        Err(NameError { name: name.to_string() })
     }
 }
 
 /// The newest member of chain `name`, which the next increment continues.
-fn last_of_chain(root: &std::path::Path, name: &str) -> Result<Manifest, String> {
-    let catalog = catalog::list(root).map_err(|e| e.to_string())?;
-    let chain = catalog.chains.iter().find(|c| c.name == name).ok_or_else(|| {
-        format!("no snapshot {name} in {}: create a full one first (without --incremental)", root.display())
-    })?;
-    let last = chain.members.last().ok_or_else(|| format!("snapshot {name} is empty"))?;
+fn last_of_chain(root: &std::path::Path, name: &str) -> Result<Manifest, ChainError> {
+    let catalog = catalog::list(root)?;
+    let chain = catalog
+        .chains
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ChainError::NoSuchChain { name: name.to_string(), root: root.into() })?;
+    let last = chain.members.last().ok_or_else(|| ChainError::Empty { name: name.to_string() })?;
     match &last.state {
         State::Complete(m) => Ok((**m).clone()),
-        State::Incomplete => {
-            Err(format!("{} has no manifest (an interrupted creation): expire it", last.dir.display()))
-        }
-        State::Unreadable(e) => Err(e.clone()),
+        State::Incomplete => Err(ChainError::Incomplete { dir: last.dir.clone() }),
+        State::Unreadable(e) => Err(ChainError::Unreadable(e.clone())),
     }
 }
 
@@ -238,7 +339,7 @@ async fn export_everywhere(
     shared: &Shared,
     req: &ExportRequest,
     left_out: &[String],
-) -> Result<Vec<VnodeFiles>, String> {
+) -> Result<Vec<VnodeFiles>, ExportEverywhereError> {
     let mut remote = vec![];
     let reached = |h: &&crate::config::HostConfig| h.name != shared.cfg.host && !left_out.contains(&h.name);
     for host in shared.cfg.cluster.hosts.iter().filter(reached) {
@@ -247,32 +348,41 @@ async fn export_everywhere(
         let name = host.name.clone();
         remote.push(tokio::task::spawn_blocking(move || post_export(&name, &url, &token, &body)));
     }
-    let mut all = export_local(shared, req).await.map_err(|e| format!("{}: {e}", shared.cfg.host))?;
+    let here = |source| ExportEverywhereError::Here { host: shared.cfg.host.clone(), source };
+    let mut all = export_local(shared, req).await.map_err(here)?;
     for task in remote {
-        all.extend(task.await.map_err(|e| format!("export task: {e}"))??);
+        all.extend(task.await??);
     }
     Ok(all)
 }
 
-fn post_export(host: &str, url: &str, token: &[u8], body: &ExportRequest) -> Result<Vec<VnodeFiles>, String> {
+fn post_export(
+    host: &str,
+    url: &str,
+    token: &[u8],
+    body: &ExportRequest,
+) -> Result<Vec<VnodeFiles>, ExportEverywhereError> {
     let agent = ureq::AgentBuilder::new().timeout(EXPORT_WAIT).build();
     let auth = format!("Bearer {}", String::from_utf8_lossy(token));
+    let host = host.to_string();
     match agent.post(url).set("Authorization", &auth).send_json(body) {
-        Ok(resp) => resp.into_json().map_err(|e| format!("{host}: unreadable export answer: {e}")),
+        Ok(resp) => resp.into_json().map_err(|source| ExportEverywhereError::Unreadable { host, source }),
         Err(ureq::Error::Status(code, resp)) => {
-            Err(format!("{host}: export refused ({code}): {}", resp.into_string().unwrap_or_default().trim()))
+            let body = resp.into_string().unwrap_or_default().trim().to_string();
+            Err(ExportEverywhereError::Refused { host, code, body })
         }
-        Err(e) => Err(format!("{host} ({url}): {e} (is the host up?)")),
+        Err(e) => Err(ExportEverywhereError::Unreachable { host, url: url.to_string(), source: Box::new(e) }),
     }
 }
 
 /// This host's part: each local store vnode's writer exports its files.
-pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<VnodeFiles>, String> {
+pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<VnodeFiles>, HostExportError> {
     check_name(&req.name)?;
     let dir = manifest::snapshot_dir(&shared.cfg.snapshot_dir, &req.name, req.increment);
     let mut out = vec![];
     for (id, tx) in &shared.stores {
-        let (epochs, chains) = held_chains(tx).await.ok_or_else(|| format!("{id} stopped"))?;
+        let stopped = || HostExportError::Stopped { vnode: id.clone() };
+        let (epochs, chains) = held_chains(tx).await.ok_or_else(stopped)?;
         if epochs.is_empty() && !req.from.contains_key(&id.to_string()) {
             continue; // it holds no partition (its host came back after they moved): nothing to restore
         }
@@ -280,16 +390,17 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
             true => None,
             false => {
                 let from = req.from.get(&id.to_string());
-                Some(*from.ok_or_else(|| format!("{id} is not in the previous snapshot: take a full one"))?)
+                Some(*from.ok_or_else(|| HostExportError::NotInPrevious { vnode: id.clone() })?)
             }
         };
         let dest = dir.join(id.to_string());
         clear_interrupted(&dir, &dest)?;
         let (reply, rx) = oneshot::channel();
         let cmd = VnodeCmd::Export { cut: CutId(req.cut), from, dest, reply };
-        tx.send(cmd).await.map_err(|_| format!("{id} stopped"))?;
-        let files = tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| format!("{id}: export timed out"))?;
-        let mut files = files.map_err(|_| format!("{id} stopped"))??;
+        tx.send(cmd).await.map_err(|_| stopped())?;
+        let files =
+            tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| HostExportError::TimedOut { vnode: id.clone() })?;
+        let mut files = files.map_err(|_| stopped())??;
         (files.epochs, files.chains) = (epochs, chains);
         out.push(files);
     }
@@ -299,10 +410,9 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
 /// A vnode's files left in a snapshot directory without a manifest — by a creation that failed
 /// after this host exported (another host's export failed, a disk filled up) — are removed before
 /// the next attempt exports again: nothing reads a directory without a manifest.
-fn clear_interrupted(dir: &std::path::Path, dest: &std::path::Path) -> Result<(), String> {
+fn clear_interrupted(dir: &std::path::Path, dest: &std::path::Path) -> Result<(), ClearError> {
     if dest.exists() && !dir.join(manifest::MANIFEST_FILE).exists() {
-        std::fs::remove_dir_all(dest)
-            .map_err(|e| format!("removing {} (an interrupted creation's): {e}", dest.display()))?;
+        std::fs::remove_dir_all(dest).map_err(|source| ClearError { dir: dest.into(), source })?;
     }
     Ok(())
 }
@@ -345,14 +455,11 @@ fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
 
 /// Every partition has a copy among the exports: a snapshot without one would restore nothing of
 /// it. (A partition whose every replica was on hosts down at once waits for one to come back.)
-fn every_partition_held(partitions: u32, vnodes: &[VnodeFiles], left_out: &[String]) -> Result<(), String> {
+fn every_partition_held(partitions: u32, vnodes: &[VnodeFiles], left_out: &[String]) -> Result<(), CreateError> {
     let held: std::collections::BTreeSet<u32> = vnodes.iter().flat_map(|v| v.partitions.iter().copied()).collect();
     match (0..partitions).find(|p| !held.contains(p)) {
         None => Ok(()),
-        Some(p) => Err(format!(
-            "partition {p} has no copy among the hosts the cut reached (down: {}): the snapshot would lose it",
-            if left_out.is_empty() { "none".to_string() } else { left_out.join(", ") }
-        )),
+        Some(partition) => Err(CreateError::PartitionLost { partition, left_out: left_out.to_vec() }),
     }
 }
 
@@ -373,6 +480,36 @@ fn unix_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The schedule starts a new chain on exactly these refusals, local or from another host.
+    #[test]
+    fn only_a_removed_log_or_another_strategy_wants_a_full_snapshot() {
+        let (dir, p) = (PathBuf::from("vnodes/store0@node1"), Position::new(0, 24));
+        let removed = CutExportError::Removed { dir, from: p, first: Position::new(4096, 24) };
+        let refused_with = |e: &dyn std::fmt::Display| ExportEverywhereError::Refused {
+            host: "node2".into(),
+            code: 409,
+            body: e.to_string(),
+        };
+        let remote = CreateError::Export(refused_with(&removed));
+        let here = CreateError::Export(ExportEverywhereError::Here {
+            host: "node1".into(),
+            source: HostExportError::Vnode(removed),
+        });
+        let (consistent, versions) = (waymark_core::CutStrategy::Consistent, waymark_core::CutStrategy::Versions);
+        let strategy = CreateError::Strategy { name: "nightly".into(), taken: consistent, runs: versions };
+        assert!(here.wants_full_snapshot() && remote.wants_full_snapshot() && strategy.wants_full_snapshot());
+        let vnode = VnodeId::parse("store0@node2").unwrap();
+        let not_in_previous = HostExportError::NotInPrevious { vnode: vnode.clone() };
+        let timed_out = CreateError::Export(ExportEverywhereError::Here {
+            host: "node1".into(),
+            source: HostExportError::TimedOut { vnode },
+        });
+        let cut_failed = CreateError::CutFailed { cut: 7, why: "a store vnode did not take part".into() };
+        for e in [CreateError::Export(refused_with(&not_in_previous)), timed_out, cut_failed] {
+            assert!(!e.wants_full_snapshot(), "{e}");
+        }
+    }
 
     /// The request reads and writes as it did when positions were `(segment, offset)` pairs: a
     /// host sends it to the others, which may run the version before.

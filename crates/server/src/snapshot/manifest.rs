@@ -140,16 +140,21 @@ impl Manifest {
     /// name and each vnode's are one plain path component (no `/`, no `..`), and each file's path
     /// is relative, of plain components, under its vnode's directory. A manifest is read from
     /// disk, which may hold anything.
-    pub fn confined(&self) -> Result<(), String> {
-        plain_component(&self.name).map_err(|why| format!("the snapshot's name {:?} {why}", self.name))?;
+    pub fn confined(&self) -> Result<(), Escape> {
+        let not_plain = |what, name: &str| Escape::NotPlain { what, name: name.to_string() };
+        if !plain_component(&self.name) {
+            return Err(not_plain("the snapshot's name", &self.name));
+        }
         for v in &self.vnodes {
-            plain_component(&v.vnode).map_err(|why| format!("the vnode name {:?} {why}", v.vnode))?;
+            if !plain_component(&v.vnode) {
+                return Err(not_plain("the vnode name", &v.vnode));
+            }
             for f in v.files() {
                 let mut parts = Path::new(&f.path).components();
                 let under_vnode = parts.next() == Some(std::path::Component::Normal(v.vnode.as_ref()));
                 let plain = parts.all(|c| matches!(c, std::path::Component::Normal(_)));
                 if !under_vnode || !plain {
-                    return Err(format!("the file {:?} is not a plain path under {}/", f.path, v.vnode));
+                    return Err(Escape::NotUnderVnode { path: f.path.clone(), vnode: v.vnode.clone() });
                 }
             }
         }
@@ -158,12 +163,18 @@ impl Manifest {
 }
 
 /// Whether `name` is one plain path component.
-fn plain_component(name: &str) -> Result<(), &'static str> {
+fn plain_component(name: &str) -> bool {
     let mut parts = Path::new(name).components();
-    match (parts.next(), parts.next()) {
-        (Some(std::path::Component::Normal(one)), None) if one == name => Ok(()),
-        _ => Err("is not a plain name (no `/`, `.` or `..`)"),
-    }
+    matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(one)), None) if one == name)
+}
+
+/// A name in a manifest that would lead a restore out of its snapshot's directory.
+#[derive(Debug, thiserror::Error)]
+pub enum Escape {
+    #[error("{what} {name:?} is not a plain name (no `/`, `.` or `..`)")]
+    NotPlain { what: &'static str, name: String },
+    #[error("the file {path:?} is not a plain path under {vnode}/")]
+    NotUnderVnode { path: String, vnode: String },
 }
 
 /// `<root>/<name>` for the full snapshot (increment 0), `<root>/<name>/inc-<K:04>` for increment K.
@@ -195,7 +206,11 @@ pub enum ManifestError {
     #[error("{file}: format {found}, this build reads format {FORMAT}")]
     Format { file: PathBuf, found: u32 },
     #[error("{file}: {problem}: a manifest names files inside its own snapshot only")]
-    Escapes { file: PathBuf, problem: String },
+    Escapes {
+        file: PathBuf,
+        #[source]
+        problem: Escape,
+    },
 }
 
 fn io<'a>(file: &'a Path, action: &'static str) -> impl FnOnce(std::io::Error) -> ManifestError + 'a {

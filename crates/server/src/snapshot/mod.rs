@@ -2,8 +2,8 @@
 //! operator can copy, check and restore without a running cluster.
 //!
 //! - `manifest`: the JSON manifest of a snapshot and the directory layout;
-//! - `export`: a vnode's sealed segments (and base checkpoint) linked into a snapshot — the live
-//!   side calls it once a cut's `CutFinish` is durable, then `manifest::write_manifest` last;
+//! - (`storage::export`: a vnode's sealed segments and base checkpoint linked into a snapshot, by
+//!   the vnode's log writer, which owns the log; `create` writes the manifest last);
 //! - `chain`: a full snapshot and its increments read back, and their consistency;
 //! - `replay`: a vnode's base and log read from a chain and replayed to the target cut;
 //! - `check`: every problem of a chain, each naming its file;
@@ -17,7 +17,6 @@ pub mod chain;
 pub mod check;
 pub mod create;
 pub mod expire;
-pub mod export;
 pub mod manifest;
 pub mod replay;
 pub mod restore;

@@ -34,8 +34,8 @@ pub enum ReplayError {
     MissingVnode { manifest: PathBuf, vnode: String },
     #[error("log of {vnode} in {dir}: {source}")]
     Wal { vnode: String, dir: PathBuf, source: WalError },
-    #[error("{file}: record at offset {offset} does not decode: {message}")]
-    Record { file: PathBuf, offset: u64, message: String },
+    #[error("{file}: record at offset {offset} does not decode: {source}")]
+    Record { file: PathBuf, offset: u64, source: waymark_core::record::RecordError },
     #[error("{dir}: no CutFinish of cut {cut} in the log of {vnode}: its local cut did not finish there")]
     NoFinish { dir: PathBuf, vnode: String, cut: u64 },
     #[error("{dir}: no VersionsMap and VersionsSkip of cut {cut} in the log of {vnode}: its phases 2 and 3 did not end there")]
@@ -99,7 +99,7 @@ fn read_segments(vnode_dir: &Path, vnode: &str, files: &VnodeFiles, log: &mut Vn
         let record = Record::decode(read.kind, &read.payload).map_err(|e| ReplayError::Record {
             file: wal_dir.join(waymark_wal::segment::segment_file_name(read.position.segment)),
             offset: read.position.offset,
-            message: e.to_string(),
+            source: e,
         })?;
         log.records.push(record);
     }
@@ -256,7 +256,7 @@ impl Pass {
             let view = RecordView::decode(frame.kind, frame.payload).map_err(|e| ReplayError::Record {
                 file: wal_dir.join(waymark_wal::segment::segment_file_name(frame.position.segment)),
                 offset: frame.position.offset,
-                message: e.to_string(),
+                source: e,
             })?;
             self.finish_seen |= matches!(&view, RecordView::CutFinish(f) if f.cut == self.cut);
             if self.verdict.is_ok() {

@@ -9,7 +9,7 @@
 
 use super::create::{self, CreateRequest};
 use crate::config::Schedule;
-use crate::node::Shared;
+use crate::host::Shared;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::time::MissedTickBehavior;
@@ -46,7 +46,7 @@ pub async fn run(shared: Arc<Shared>, schedule: Schedule, stop: CancellationToke
                 chain = Some(Chain { name, since: Instant::now() });
             }
             Ok(c) => tracing::debug!(name = %c.name, increment = c.increment, cut = c.cut, "scheduled increment"),
-            Err(e) if e.to_string().contains("take a full snapshot") => {
+            Err(e) if e.wants_full_snapshot() => {
                 tracing::warn!("scheduled increment of {name} impossible ({e}); starting a new chain");
                 chain = None;
             }

@@ -21,7 +21,7 @@
 //! Invariant: for a kept cut C, `base(C).from <= finished(C)`, and every segment in between is
 //! on disk while C is kept.
 
-use super::checkpoint;
+use super::checkpoint::{self, CheckpointError};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,20 @@ use waymark_wal::Position;
 const KEEP_CUTS: usize = 8;
 const BASES_DIR: &str = "cut-bases";
 const PIN_FILE: &str = "snapshot-pin";
+
+/// Why a cut's base or the export pin could not be kept: the log writer fails with it, and the
+/// vnode stops (a snapshot missing its base would be found only when restored).
+#[derive(Debug, thiserror::Error)]
+pub enum CutFileError {
+    #[error("{action} {path}: {source}")]
+    Io { action: &'static str, path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Base(#[from] CheckpointError),
+}
+
+fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> CutFileError + 'a {
+    move |source| CutFileError::Io { action, path: path.into(), source }
+}
 
 /// Where a full snapshot of a cut starts: a checkpoint file (absent before the first checkpoint)
 /// and the position its replay resumes at.
@@ -72,16 +86,16 @@ impl CutFiles {
     }
 
     /// `CutStart{cut}` was appended at a log whose oldest record is at `log_start`.
-    pub fn on_cut_start(&mut self, cut: CutId, log_start: Position) -> Result<(), String> {
+    pub fn on_cut_start(&mut self, cut: CutId, log_start: Position) -> Result<(), CutFileError> {
         let current = self.dir.join(checkpoint::FILE_NAME);
         let base = if current.exists() {
             let bases = self.dir.join(BASES_DIR);
-            fs::create_dir_all(&bases).map_err(|e| format!("creating {}: {e}", bases.display()))?;
+            fs::create_dir_all(&bases).map_err(io("creating", &bases))?;
             let link = bases.join(format!("{}.checkpoint", cut.0));
             let _ = fs::remove_file(&link); // a cut id is never reused; a leftover is from a crash
-            fs::hard_link(&current, &link).map_err(|e| format!("linking {}: {e}", link.display()))?;
+            fs::hard_link(&current, &link).map_err(io("linking", &link))?;
             // Read from the link: the file it names cannot change under us any more.
-            let from = checkpoint::read_resume_at(&link).map_err(|e| e.to_string())?;
+            let from = checkpoint::read_resume_at(&link)?;
             Base { checkpoint: Some(link), from }
         } else {
             Base { checkpoint: None, from: log_start }
@@ -93,7 +107,7 @@ impl CutFiles {
 
     /// A record of `cut` that may be its first here (`versions`): the base is the checkpoint in
     /// force at the first one; later ones keep it.
-    pub fn on_cut_first_record(&mut self, cut: CutId, log_start: Position) -> Result<(), String> {
+    pub fn on_cut_first_record(&mut self, cut: CutId, log_start: Position) -> Result<(), CutFileError> {
         if self.bases.contains_key(&cut) {
             return Ok(());
         }
@@ -126,13 +140,13 @@ impl CutFiles {
     }
 
     /// An export ended at `upto`: the next increment starts there, so keep it, durably.
-    pub fn exported(&mut self, upto: Position) -> Result<(), String> {
+    pub fn exported(&mut self, upto: Position) -> Result<(), CutFileError> {
         self.chain_upto = Some(upto);
         let tmp = self.dir.join(format!("{PIN_FILE}.tmp"));
         let text = format!("{} {}\n", upto.segment, upto.offset);
-        fs::write(&tmp, text).map_err(|e| format!("writing {}: {e}", tmp.display()))?;
+        fs::write(&tmp, text).map_err(io("writing", &tmp))?;
         let file = self.dir.join(PIN_FILE);
-        fs::rename(&tmp, &file).map_err(|e| format!("renaming {}: {e}", file.display()))
+        fs::rename(&tmp, &file).map_err(io("renaming", &file))
     }
 
     /// Segments before this position may be removed; later ones are needed by a kept cut or by

@@ -21,16 +21,58 @@
 //! after the records before it are synced (or, with `fsync = "never"`, handed to the OS).
 
 use super::checkpoint::{self, Image};
-use super::cut_files::CutFiles;
+use super::cut_files::{CutFileError, CutFiles};
+use super::export::{export_vnode, ExportError};
 use crate::config::FsyncPolicy;
-use crate::snapshot::export::export_vnode;
 use crate::snapshot::manifest::VnodeFiles;
 use std::path::PathBuf;
 use std::time::Instant;
 use tokio::sync::mpsc;
 use waymark_core::alter::AlterSeq;
-use waymark_core::{CutId, Lsn, Record};
-use waymark_wal::{Position, Wal};
+use waymark_core::{CutId, Lsn, Record, VnodeId};
+use waymark_wal::{Position, Wal, WalError};
+
+/// Why a vnode's log cannot go on: the driver stops the host (`HostEvent::Fatal`), since a node
+/// with a broken disk stops rather than lie.
+#[derive(Debug, thiserror::Error)]
+pub enum LogWriteError {
+    #[error("appending: {source}")]
+    Append { source: WalError },
+    #[error("syncing: {source}")]
+    Sync { source: WalError },
+    #[error("reading back at {at}: {source}")]
+    ReadBack { at: Position, source: WalError },
+    /// A cut's base could not be kept as its first record was appended.
+    #[error(transparent)]
+    CutBase(#[from] CutFileError),
+    #[error("rolling for a checkpoint: {source}")]
+    Roll { source: WalError },
+    #[error("starting the checkpoint writer: {source}")]
+    CheckpointThread { source: std::io::Error },
+    #[error("removing old segments: {source}")]
+    Truncate { source: WalError },
+}
+
+/// Why a cut's files were not exported into a snapshot; the vnode goes on (the snapshot fails).
+#[derive(Debug, thiserror::Error)]
+pub enum CutExportError {
+    #[error("{dir}: {cut} did not finish here (or finished before this process started)")]
+    NotFinished { dir: PathBuf, cut: CutId },
+    #[error("{dir}: sealing the log through {cut}'s end: {source}")]
+    Seal { dir: PathBuf, cut: CutId, source: WalError },
+    #[error("{dir}: no base kept for {cut}")]
+    NoBase { dir: PathBuf, cut: CutId },
+    /// An increment cannot continue the chain: only a full snapshot can be taken now.
+    #[error("{dir}: the log from {from} was removed (it starts at {first}); take a full snapshot")]
+    Removed { dir: PathBuf, from: Position, first: Position },
+    #[error(transparent)]
+    Files(#[from] ExportError),
+    #[error(transparent)]
+    Pin(#[from] CutFileError),
+    /// The driver could not sync everything appended before the request (or its log failed).
+    #[error("{vnode}: its log did not settle for the export (or failed)")]
+    Unsettled { vnode: VnodeId },
+}
 
 /// A checkpoint file the helper thread finished: the segments before `resume_at` may go.
 #[derive(Debug)]
@@ -132,8 +174,8 @@ impl LogWriter {
         !self.to_read_back.is_empty() || self.cuts.finish_pending()
     }
 
-    pub fn append(&mut self, record: &Record) -> Result<(), String> {
-        let at = self.wal.append(record.kind(), &record.encode()).map_err(|e| format!("appending: {e}"))?;
+    pub fn append(&mut self, record: &Record) -> Result<(), LogWriteError> {
+        let at = self.wal.append(record.kind(), &record.encode()).map_err(|source| LogWriteError::Append { source })?;
         self.appended = Lsn(self.appended.0 + 1);
         self.unsynced_since.get_or_insert_with(Instant::now);
         match record {
@@ -153,7 +195,7 @@ impl LogWriter {
     }
 
     /// Group commit: one sync for everything appended since the last one.
-    pub fn sync(&mut self) -> Result<(), String> {
+    pub fn sync(&mut self) -> Result<(), LogWriteError> {
         if !self.unsynced() {
             return Ok(());
         }
@@ -166,7 +208,7 @@ impl LogWriter {
             }
             FsyncPolicy::Never => self.wal.flush().map(|_| ()),
         };
-        done.map_err(|e| format!("syncing: {e}"))?;
+        done.map_err(|source| LogWriteError::Sync { source })?;
         assert!(self.appended >= self.durable, "the log's durable end passed its appended end");
         self.durable = self.appended;
         self.unsynced_since = None;
@@ -202,7 +244,12 @@ impl LogWriter {
     /// append waited for ever (the nemesis, `--seed 3 --faults partition,loss,disk`: a snapshot's
     /// export synced what a store vnode's `Alive` waited for; its lease lapsed, it refused every
     /// client, appended nothing more, and the cluster stopped answering).
-    pub fn export(&mut self, cut: CutId, from: Option<Position>, dest: &std::path::Path) -> Result<VnodeFiles, String> {
+    pub fn export(
+        &mut self,
+        cut: CutId,
+        from: Option<Position>,
+        dest: &std::path::Path,
+    ) -> Result<VnodeFiles, CutExportError> {
         self.assert_synced_and_reported("an export");
         self.export_synced(cut, from, dest)
     }
@@ -218,38 +265,31 @@ impl LogWriter {
         cut: CutId,
         from: Option<Position>,
         dest: &std::path::Path,
-    ) -> Result<VnodeFiles, String> {
-        let vnode = self.dir.display().to_string();
-        let end = self
-            .cuts
-            .finish_of(cut)
-            .ok_or_else(|| format!("{vnode}: {cut} did not finish here (or finished before this process started)"))?;
+    ) -> Result<VnodeFiles, CutExportError> {
+        let dir = || self.dir.clone();
+        let end = self.cuts.finish_of(cut).ok_or_else(|| CutExportError::NotFinished { dir: dir(), cut })?;
         // A snapshot links sealed segments: everything up to the cut's end is sealed now. The
         // segments may hold records after the end; a restore stops at the cut's `CutFinish`.
-        let upto =
-            self.wal.seal_through(end).map_err(|e| format!("{vnode}: sealing the log through {cut}'s end: {e}"))?;
+        let upto = self.wal.seal_through(end).map_err(|source| CutExportError::Seal { dir: dir(), cut, source })?;
         let (checkpoint, from) = match from {
             Some(from) => (None, from),
             None => {
-                let base = self.cuts.base(cut).ok_or_else(|| format!("{vnode}: no base kept for {cut}"))?;
+                let base = self.cuts.base(cut).ok_or_else(|| CutExportError::NoBase { dir: dir(), cut })?;
                 (base.checkpoint.clone(), base.from)
             }
         };
-        if from < self.wal.first_position() {
-            return Err(format!(
-                "{vnode}: the log from {from} was removed (it starts at {}); take a full snapshot",
-                self.wal.first_position()
-            ));
+        let first = self.wal.first_position();
+        if from < first {
+            return Err(CutExportError::Removed { dir: dir(), from, first });
         }
-        let files = export_vnode(&mut self.wal, &self.dir, checkpoint.as_deref(), from, upto, dest)
-            .map_err(|e| e.to_string())?;
+        let files = export_vnode(&mut self.wal, &self.dir, checkpoint.as_deref(), from, upto, dest)?;
         self.cuts.exported(upto)?;
         Ok(files)
     }
 
     /// Seed 004 point 4: the alteration as the log gives it back, not as it was handed over.
-    fn read_back_one(&mut self, at: Position) -> Result<(), String> {
-        let read = self.wal.read_at(at).map_err(|e| format!("reading back at {at}: {e}"))?;
+    fn read_back_one(&mut self, at: Position) -> Result<(), LogWriteError> {
+        let read = self.wal.read_at(at).map_err(|source| LogWriteError::ReadBack { at, source })?;
         match Record::decode(read.kind, &read.payload) {
             Ok(Record::Alteration { seq, bytes }) => self.read_back.push(ReadBack { seq, bytes }),
             // A record that does not decode is damage: the alteration is not confirmed and times
@@ -262,9 +302,9 @@ impl LogWriter {
     /// With the vnode's image of every record appended so far, all synced and reported (`export`
     /// says why): seals the active segment so the image stands for exactly the sealed log, then writes the file in the
     /// background (a large store takes a while; appends go on meanwhile).
-    pub fn checkpoint(&mut self, image: Image) -> Result<(), String> {
+    pub fn checkpoint(&mut self, image: Image) -> Result<(), LogWriteError> {
         self.assert_synced_and_reported("a checkpoint");
-        let resume_at = self.wal.roll_segment().map_err(|e| format!("rolling for a checkpoint: {e}"))?;
+        let resume_at = self.wal.roll_segment().map_err(|source| LogWriteError::Roll { source })?;
         self.checkpointed_at = resume_at.global();
         let (dir, done) = (self.dir.clone(), self.checkpoints.clone());
         let spawned = std::thread::Builder::new().name("checkpoint".into()).spawn(move || {
@@ -277,14 +317,14 @@ impl LogWriter {
                 Err(e) => tracing::error!("checkpoint failed (the log is kept whole): {e}"),
             }
         });
-        spawned.map(drop).map_err(|e| format!("starting the checkpoint writer: {e}"))
+        spawned.map(drop).map_err(|source| LogWriteError::CheckpointThread { source })
     }
 
     /// Removes the sealed segments wholly before the written checkpoint, keeping what is pinned;
     /// how many it removed.
-    pub fn truncate(&mut self, written: &CheckpointWritten) -> Result<usize, String> {
+    pub fn truncate(&mut self, written: &CheckpointWritten) -> Result<usize, LogWriteError> {
         let upto = self.cuts.pinned_from().map_or(written.resume_at, |p| p.min(written.resume_at));
-        let removed = self.wal.truncate_before(upto).map_err(|e| format!("removing old segments: {e}"))?;
+        let removed = self.wal.truncate_before(upto).map_err(|source| LogWriteError::Truncate { source })?;
         Ok(removed.len())
     }
 }
@@ -338,6 +378,15 @@ mod tests {
         assert_eq!(w.bytes_since_checkpoint(), 0);
         w.append(&Record::Boot { incarnation: 100 }).unwrap();
         assert!(w.bytes_since_checkpoint() > 0 && w.bytes_since_checkpoint() < grown);
+    }
+
+    #[test]
+    fn a_cut_that_did_not_finish_here_is_not_exported_and_the_error_names_the_vnode() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path());
+        let err = w.export(CutId(3), None, &dir.path().join("snap")).unwrap_err();
+        assert!(matches!(err, CutExportError::NotFinished { cut: CutId(3), .. }), "{err}");
+        assert!(err.to_string().starts_with(&dir.path().display().to_string()), "{err}");
     }
 
     #[test]

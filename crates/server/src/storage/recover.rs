@@ -5,6 +5,7 @@
 
 use super::checkpoint::{self, CheckpointError, Image};
 use std::path::{Path, PathBuf};
+use waymark_core::record::RecordError;
 use waymark_core::Record;
 use waymark_wal::{Options, Position, Wal, WalError};
 
@@ -20,8 +21,8 @@ pub enum StorageError {
     Gap { dir: PathBuf, resume_at: Position, first: Position },
     #[error("{dir}: the log starts at {first} and there is no checkpoint: its first segments are missing")]
     NoCheckpoint { dir: PathBuf, first: Position },
-    #[error("{dir}: record at {at} cannot be decoded: {message}")]
-    Record { dir: PathBuf, at: Position, message: String },
+    #[error("{dir}: record at {at} cannot be decoded: {source}")]
+    Record { dir: PathBuf, at: Position, source: RecordError },
 }
 
 /// A vnode's storage, opened: the log ready for appends and what a restart rebuilds from.
@@ -53,10 +54,10 @@ pub fn open(dir: &Path, options: Options) -> Result<Opened, StorageError> {
     let mut records = vec![];
     for read in wal.reader_from(start).map_err(wal_err)? {
         let read = read.map_err(wal_err)?;
-        let record = Record::decode(read.kind, &read.payload).map_err(|e| StorageError::Record {
+        let record = Record::decode(read.kind, &read.payload).map_err(|source| StorageError::Record {
             dir: dir.into(),
             at: read.position,
-            message: e.to_string(),
+            source,
         })?;
         records.push(record);
     }

@@ -56,6 +56,20 @@ fn v(evidence: String) -> Violation {
     CHECKER.violation(evidence)
 }
 
+/// Transactions of a cut that wait on each other in a cycle, so no serial order of them exists.
+#[derive(Debug)]
+struct NoSerialOrder {
+    waiting: usize,
+    /// A few of them, to start the search from.
+    among: Vec<String>,
+}
+
+impl std::fmt::Display for NoSerialOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} transactions wait on each other, among them {}", self.waiting, self.among.join(", "))
+    }
+}
+
 /// A serial order of `included` in which every key's writers come in version order, and a
 /// transaction that read a version comes after its writer and before the next version's (Kahn's
 /// algorithm, smallest transaction id first among those ready); `Err` names the transactions left
@@ -64,7 +78,7 @@ fn serial_order<'a>(
     facts: &'a LogFacts,
     included: &BTreeSet<&'a TxId>,
     ops: &BTreeMap<&'a TxId, &'a ClientTxn>,
-) -> Result<Vec<&'a TxId>, String> {
+) -> Result<Vec<&'a TxId>, NoSerialOrder> {
     let mut edges: BTreeSet<(&TxId, &TxId)> = BTreeSet::new();
     let mut per_key: BTreeMap<&Key, Vec<(u64, &TxId)>> = BTreeMap::new();
     for tx in included {
@@ -102,12 +116,8 @@ fn serial_order<'a>(
         }
     }
     if order.len() < included.len() {
-        let stuck: Vec<String> = waits.iter().filter(|(_, n)| **n > 0).take(4).map(|(t, _)| t.to_string()).collect();
-        return Err(format!(
-            "{} transactions wait on each other, among them {}",
-            included.len() - order.len(),
-            stuck.join(", ")
-        ));
+        let among: Vec<String> = waits.iter().filter(|(_, n)| **n > 0).take(4).map(|(t, _)| t.to_string()).collect();
+        return Err(NoSerialOrder { waiting: included.len() - order.len(), among });
     }
     Ok(order)
 }

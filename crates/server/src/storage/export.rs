@@ -6,8 +6,8 @@
 //! The live side decides when: it seals the segment holding the cut's end before it exports
 //! (`Wal::seal_through`), so `upto` is a segment start and everything before it is sealed.
 
-use super::manifest::{size_and_crc, sync_dir, FileEntry, ManifestError, VnodeFiles};
-use crate::storage::checkpoint;
+use super::checkpoint;
+use crate::snapshot::manifest::{size_and_crc, sync_dir, FileEntry, ManifestError, VnodeFiles};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use waymark_wal::segment::HEADER_BYTES;
@@ -26,7 +26,18 @@ pub enum ExportError {
     #[error("{dir}: not a vnode directory (its name must be `kind@host`)")]
     VnodeName { dir: PathBuf },
     #[error("log in {dir}: cannot export [{from}, {upto}): {reason}")]
-    Range { dir: PathBuf, from: Position, upto: Position, reason: String },
+    Range { dir: PathBuf, from: Position, upto: Position, reason: RangeProblem },
+}
+
+/// Why `[from, upto)` is not a range of sealed segments the export can link.
+#[derive(Debug, thiserror::Error)]
+pub enum RangeProblem {
+    #[error("`upto` must be a segment start (offset {HEADER_BYTES}) at or after `from`")]
+    NotSegmentStart,
+    #[error("`from` is not in a sealed segment (the oldest kept starts at {oldest})")]
+    FromNotSealed { oldest: u64 },
+    #[error("the sealed segments end at {end}, not at `upto` (is the segment rolled?)")]
+    EndsElsewhere { end: u64 },
 }
 
 fn io<'a>(file: &'a Path, action: &'static str) -> impl FnOnce(std::io::Error) -> ExportError + 'a {
@@ -82,9 +93,9 @@ fn vnode_name(vnode_dir: &Path) -> Result<String, ExportError> {
 
 /// The bases of the sealed segments covering `[from, upto)`, checked to cover it exactly.
 fn covering_segments(wal: &Wal, from: Position, upto: Position) -> Result<std::ops::Range<u64>, ExportError> {
-    let fail = |reason: String| ExportError::Range { dir: wal.dir().into(), from, upto, reason };
+    let fail = |reason| ExportError::Range { dir: wal.dir().into(), from, upto, reason };
     if upto.offset != HEADER_BYTES || from.offset < HEADER_BYTES || from > upto {
-        return Err(fail(format!("`upto` must be a segment start (offset {HEADER_BYTES}) at or after `from`")));
+        return Err(fail(RangeProblem::NotSegmentStart));
     }
     let sealed = wal.sealed_segments();
     let picked: Vec<_> = sealed.iter().filter(|s| s.base >= from.segment && s.base < upto.segment).collect();
@@ -93,13 +104,10 @@ fn covering_segments(wal: &Wal, from: Position, upto: Position) -> Result<std::o
     }
     match (picked.first(), picked.last()) {
         (Some(first), _) if first.base != from.segment || from.offset > first.len => {
-            Err(fail(format!("`from` is not in a sealed segment (the oldest kept starts at {})", first.base)))
+            Err(fail(RangeProblem::FromNotSealed { oldest: first.base }))
         }
         (Some(_), Some(last)) if last.end_global() == upto.segment => Ok(from.segment..upto.segment),
-        (_, last) => Err(fail(format!(
-            "the sealed segments end at {}, not at `upto` (is the segment rolled?)",
-            last.map_or(from.segment, |s| s.end_global())
-        ))),
+        (_, last) => Err(fail(RangeProblem::EndsElsewhere { end: last.map_or(from.segment, |s| s.end_global()) })),
     }
 }
 
