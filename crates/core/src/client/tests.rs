@@ -164,15 +164,13 @@ fn a_commit_not_answered_in_time_is_an_unknown_outcome() {
 
 #[test]
 fn each_client_break_changes_what_is_sent() {
-    let mut breaks = Breaks::default();
-    breaks.client_ignores_watch = true;
+    let breaks = Breaks { client_ignores_watch: true, ..Breaks::default() };
     let mut c = TxnClient::new(ClientLimits::default(), breaks);
     watch(&mut c, &[("a", "100", 3)]);
     let writes = vec![Write { key: k("a"), op: WriteOp::Set(k("1")) }];
     assert_eq!(sent(c.exec(vec![DataCmd::Set(k("a"), k("1"))])), vec![Request::Txn { reads: vec![], writes }]);
 
-    let mut breaks = Breaks::default();
-    breaks.client_skips_read_only_commit = true;
+    let breaks = Breaks { client_skips_read_only_commit: true, ..Breaks::default() };
     let mut c = TxnClient::new(ClientLimits::default(), breaks);
     sent(c.command(DataCmd::MGet(vec![k("a"), k("b")])));
     done(c.on_answers(vec![value("1", 1), value("2", 1)]));
