@@ -159,8 +159,10 @@ fn seed_002_problem_2_a_forgotten_one_phase_transaction_splits_a_cut_and_the_fix
     // Re-found after the 2PC primary began preparing its backups while it syncs (the earlier
     // seeds 518, 11, 106 no longer reach the case), then after the near's `Prepare` began to
     // leave unheld (311, 51, 246 no longer did), then after read-only branches began to be logged
-    // (793, 132, 146 no longer did): 28 of 3 vnodes, 128 and 132 of 4/3.
-    for (seed, vnodes, replicas) in [(28, 3, 2), (128, 4, 3), (132, 4, 3)] {
+    // (793, 132, 146 no longer did), then after the workloads began to run through the
+    // transaction client (28 of 3 vnodes, 128 and 132 of 4/3 no longer did; no seed of 400 with
+    // 3 vnodes does): 33 and 170 of 4/3.
+    for (seed, vnodes, replicas) in [(33, 4, 3), (170, 4, 3)] {
         let mut cfg = SimConfig::new(seed, WorkloadKind::Bank);
         (cfg.vnodes, cfg.replicas) = (vnodes, replicas);
         cfg.cuts = true;
