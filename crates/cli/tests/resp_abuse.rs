@@ -237,3 +237,37 @@ fn arguments_past_what_could_be_stored_are_refused_before_they_are_read() {
     redis::cmd("SET").arg("after").arg("1").exec(&mut con).expect("SET on another connection");
     cluster.assert_running("node1");
 }
+
+/// An `APPEND` its primary evaluates is held to `limits.value_max_bytes` there: alone it answers
+/// Redis's error; in `MULTI` that command alone answers it and the others apply; the value stays
+/// as it was. (Before, a lone `APPEND` grew a value past the limit.)
+#[test]
+fn appends_past_the_value_limit_are_refused_at_the_primary() {
+    let mut cluster = Cluster::init(&Spec::new(1, 1).fsync_never());
+    cluster.edit_configs(|text| text.replace("[limits]\n", "[limits]\nvalue_max_bytes = 1024\n"));
+    cluster.spawn("node1");
+    cluster.wait_serving("node1");
+    let mut con = cluster.redis("node1");
+    redis::cmd("SET").arg("k").arg(vec![b'a'; 1000]).exec(&mut con).expect("SET 1000 bytes");
+
+    let alone = redis::cmd("APPEND").arg("k").arg(vec![b'b'; 100]).query::<i64>(&mut con);
+    let e = alone.expect_err("an APPEND past 1024 bytes");
+    assert!(e.to_string().contains("string exceeds maximum allowed size"), "{e}");
+
+    let mut raw = RawClient::connect(cluster.host("node1").redis_addr()).expect("connect");
+    for cmd in [&["MULTI"][..], &["APPEND", "k", &"c".repeat(100)], &["SET", "other", "x"]] {
+        raw.send(&resp_command(cmd)).expect("send");
+        raw.read_line().expect("OK or QUEUED");
+    }
+    raw.send(&resp_command(&["EXEC"])).expect("send EXEC");
+    assert_eq!(raw.read_line().expect("the EXEC array"), "*2");
+    let first = raw.read_line().expect("the APPEND's answer");
+    assert!(first.starts_with("-ERR string exceeds maximum allowed size"), "{first}");
+    assert_eq!(raw.read_line().expect("the SET's answer"), "+OK");
+
+    let k: Vec<u8> = redis::cmd("GET").arg("k").query(&mut con).expect("GET k");
+    assert_eq!(k, vec![b'a'; 1000], "the value stays as it was");
+    let other: String = redis::cmd("GET").arg("other").query(&mut con).expect("GET other");
+    assert_eq!(other, "x");
+    cluster.assert_running("node1");
+}

@@ -101,11 +101,14 @@ pub struct Limits {
     pub txn_keys_max: usize,
     /// Client transactions queued while a blocking cut pauses this vnode.
     pub paused_queue_max: usize,
+    /// The largest value a write a primary evaluates (`INCRBY`, `APPEND`) may leave: past it the
+    /// transaction aborts (`AbortReason::ValueTooLarge`) instead of storing it.
+    pub value_max_bytes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { near_txs_max: 10_000, txn_keys_max: 1_024, paused_queue_max: 10_000 }
+        Limits { near_txs_max: 10_000, txn_keys_max: 1_024, paused_queue_max: 10_000, value_max_bytes: 4 << 20 }
     }
 }
 

@@ -50,6 +50,8 @@ pub enum AbortReason {
     /// The partition's primary is on a host the metadata records dead and no replica has taken
     /// over yet: retry in a moment (Redis Cluster's `-TRYAGAIN`).
     FailingOver,
+    /// A write the primary evaluated (`APPEND`) would leave `key` past the value limit.
+    ValueTooLarge { key: Key },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

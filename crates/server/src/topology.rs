@@ -103,7 +103,11 @@ impl Topology {
         cfg.real_time_safety = self.real_time_safety;
         cfg.strategy = node.cluster.strategy;
         cfg.timeouts = self.timeouts;
-        cfg.limits = Limits { txn_keys_max: node.limits.txn_keys_max, ..Limits::default() };
+        cfg.limits = Limits {
+            txn_keys_max: node.limits.txn_keys_max,
+            value_max_bytes: node.limits.value_max_bytes,
+            ..Limits::default()
+        };
         cfg.tree = self.tree_config(id).cloned();
         cfg.genesis = self.genesis.clone();
         cfg.breaks = node.breaks;

@@ -10,6 +10,8 @@ use crate::message::AbortReason;
 pub const TIMED_OUT: &str =
     "ERR timed out waiting for the cluster (a write may or may not have committed; a read can be retried)";
 pub const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+/// A primary refused a value past its limit (`limits.value_max_bytes`).
+pub const VALUE_TOO_LARGE: &str = "ERR string exceeds maximum allowed size (limits.value_max_bytes)";
 
 /// A commit's answer that is not a commit.
 #[derive(Debug, PartialEq, Eq)]
@@ -57,6 +59,7 @@ pub fn failure(answer: Option<Response>) -> Failure {
                 aborted("ERR transaction aborted: a participant did not answer in time (nothing was written)")
             }
             AbortReason::NotAnInteger { .. } => aborted(NOT_AN_INTEGER),
+            AbortReason::ValueTooLarge { .. } => aborted(VALUE_TOO_LARGE),
         },
         Response::Unknown { .. } => Failure::Error(
             "ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out"

@@ -319,14 +319,21 @@ impl Run {
                 self.attempts.push(attempt(Some(tx), resolved, AttemptOutcome::Committed));
                 self.done(Answer::Replies(replies), Ended::Committed)
             }
-            Some(Response::Aborted { tx, reason: AbortReason::NotAnInteger { .. } }) if replies.contains(&None) => {
+            Some(Response::Aborted {
+                tx,
+                reason: reason @ (AbortReason::NotAnInteger { .. } | AbortReason::ValueTooLarge { .. }),
+            }) if replies.contains(&None) => {
                 self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
                 let job = self.txn();
                 if job.single {
-                    return self.fail(NOT_AN_INTEGER.into());
+                    let max = self.limits.value_max_bytes;
+                    return self.fail(match reason {
+                        AbortReason::NotAnInteger { .. } => NOT_AN_INTEGER.into(),
+                        _ => format!("ERR string exceeds maximum allowed size ({max} bytes)"),
+                    });
                 }
-                // Evaluated here instead: the failing command answers its error and the others
-                // apply, as in Redis.
+                // Evaluated here instead: the failing command (`INCRBY` on text, `APPEND` past the
+                // value limit) answers its error and the others apply, as in Redis.
                 job.at_primary = false;
                 self.attempt()
             }

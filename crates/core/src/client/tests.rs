@@ -225,3 +225,23 @@ fn an_append_beside_a_get_of_another_key_is_evaluated_by_its_primary() {
     let finished = done(c.on_answers(vec![committed(4, &[("l2", "1,7,", 2)])]));
     assert_eq!(finished.answer, Answer::Replies(vec![Reply::bulk("3,"), Reply::Integer(4)]));
 }
+
+#[test]
+fn an_append_its_primary_refuses_for_its_size_answers_the_error_alone_in_exec() {
+    let mut c = client();
+    sent(c.exec(vec![DataCmd::Append(k("a"), k("xx")), DataCmd::Set(k("b"), k("y"))]));
+    let step = c.on_answers(vec![aborted(AbortReason::ValueTooLarge { key: k("a") })]);
+    assert_eq!(sent(step), gets(&["a"]), "evaluated here instead");
+    let big = "v".repeat(ClientLimits::default().value_max_bytes - 1);
+    let step = c.on_answers(vec![value(&big, 3)]);
+    let writes = vec![Write { key: k("b"), op: WriteOp::Set(k("y")) }];
+    assert_eq!(sent(step), vec![Request::Txn { reads: vec![ReadCheck { key: k("a"), version: 3 }], writes }]);
+    let finished = done(c.on_answers(vec![committed(5, &[("b", "y", 1)])]));
+    let Answer::Replies(replies) = finished.answer else { panic!("replies") };
+    assert!(matches!(&replies[0], Reply::Error(e) if e.contains("exceeds maximum allowed size")));
+    assert_eq!(replies[1], Reply::ok());
+
+    sent(c.command(DataCmd::Append(k("a"), k("xx"))));
+    let finished = done(c.on_answers(vec![aborted(AbortReason::ValueTooLarge { key: k("a") })]));
+    assert!(matches!(finished.answer, Answer::Error(e) if e.contains("exceeds maximum allowed size (4194304 bytes)")));
+}

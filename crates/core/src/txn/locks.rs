@@ -97,6 +97,9 @@ impl Vnode {
         let mut resolved: Vec<ResolvedWrite> = Vec::with_capacity(writes.len());
         for w in writes {
             let r = scratch.resolve(&w.key, &w.op).map_err(|_| AbortReason::NotAnInteger { key: w.key.clone() })?;
+            if r.value.as_ref().is_some_and(|v| v.len() > self.cfg.limits.value_max_bytes) {
+                return Err(AbortReason::ValueTooLarge { key: w.key.clone() });
+            }
             scratch.apply(&r);
             resolved.retain(|earlier| earlier.key != r.key);
             resolved.push(r);
