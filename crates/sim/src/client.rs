@@ -174,9 +174,13 @@ impl Client {
         let invoked: Vec<u64> = finished
             .attempts
             .iter()
-            .map(|a| match a.tx.is_none() && a.outcome == AttemptOutcome::Committed {
-                true => op.reads_sent_us,
-                false => *commits.next().unwrap_or(&op.began_us),
+            .map(|a| {
+                let answered_by_reads = a.tx.is_none() && a.outcome == AttemptOutcome::Committed;
+                if answered_by_reads {
+                    op.reads_sent_us
+                } else {
+                    *commits.next().unwrap_or(&op.began_us)
+                }
             })
             .collect();
         let value = |key: &Key, version: Version| op.values.get(&(key.clone(), version)).cloned().flatten();

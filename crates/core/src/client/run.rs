@@ -133,8 +133,10 @@ pub(super) struct Run {
     attempts: Vec<Attempt>,
     /// `WATCH`: the version of every key read.
     pub(super) watch_read: Vec<(Key, Version)>,
-    /// The attempt's commands the primaries evaluate.
+    /// The attempt's commands the primaries evaluate, and the others (evaluated here), worked out
+    /// once per attempt.
     split: evaluate::AtPrimaries,
+    local: Vec<DataCmd>,
     /// Break `client-retries-stale-evaluation`: the first evaluation, kept for every retry.
     stale: Option<evaluate::Evaluated>,
 }
@@ -150,6 +152,7 @@ impl Run {
             attempts: vec![],
             watch_read: vec![],
             split: evaluate::AtPrimaries { at_primary: vec![], writes: vec![] },
+            local: vec![],
             stale: None,
         }
     }
@@ -213,8 +216,9 @@ impl Run {
             true => evaluate::at_primaries(&job.cmds),
             false => evaluate::AtPrimaries { at_primary: vec![false; job.cmds.len()], writes: vec![] },
         };
-        let keys: Vec<Key> = evaluate::keys_to_read(&here(&job.cmds, &split)).into_iter().collect();
-        self.split = split;
+        let local = here(&job.cmds, &split);
+        let keys: Vec<Key> = evaluate::keys_to_read(&local).into_iter().collect();
+        (self.split, self.local) = (split, local);
         if keys.is_empty() {
             return self.evaluate(vec![], vec![]);
         }
@@ -253,8 +257,7 @@ impl Run {
             checks.insert(key.clone(), version);
             values.insert(key.clone(), value);
         }
-        let local = here(&job.cmds, &self.split);
-        let evaluated = match evaluate::evaluate(&local, &values, limits.value_max_bytes, limits.reply_max_bytes) {
+        let evaluated = match evaluate::evaluate(&self.local, &values, limits.value_max_bytes, limits.reply_max_bytes) {
             Ok(evaluated) => evaluated,
             Err(too_large) => {
                 let mut finished = self.finish(Answer::Error(too_large.to_string()), Ended::Failed);
