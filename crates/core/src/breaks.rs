@@ -114,10 +114,13 @@ pub struct Breaks {
     pub client_retries_stale_evaluation: bool,
     /// `EXEC` commits without the `WATCH`ed versions as read checks.
     pub client_ignores_watch: bool,
+    /// A vnode's kept tallies (`tally.rs`) add an overwritten key's new entry without taking out
+    /// its old one: `DBSIZE` and the memory limit drift from the data with every overwrite.
+    pub tally_keeps_overwritten: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 37] = [
+    pub const NAMES: [&'static str; 38] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -155,6 +158,7 @@ impl Breaks {
         "client-skips-read-only-commit",
         "client-retries-stale-evaluation",
         "client-ignores-watch",
+        "tally-keeps-overwritten",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -197,6 +201,7 @@ impl Breaks {
             "client-skips-read-only-commit" => &mut self.client_skips_read_only_commit,
             "client-retries-stale-evaluation" => &mut self.client_retries_stale_evaluation,
             "client-ignores-watch" => &mut self.client_ignores_watch,
+            "tally-keeps-overwritten" => &mut self.tally_keeps_overwritten,
             _ => return false,
         };
         *flag = true;
@@ -244,6 +249,7 @@ impl fmt::Display for Breaks {
             self.client_skips_read_only_commit,
             self.client_retries_stale_evaluation,
             self.client_ignores_watch,
+            self.tally_keeps_overwritten,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

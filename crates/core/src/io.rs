@@ -27,6 +27,12 @@ pub enum Input {
         seq: crate::alter::AlterSeq,
         bytes: Vec<u8>,
     },
+    /// The host's data reached its memory limit (`reached`), or fell back below it. While it is
+    /// reached, this vnode's primary branches refuse writes that store a value
+    /// (`AbortReason::OutOfMemory`); its replicas still apply what their primaries commit.
+    MemoryLimit {
+        reached: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

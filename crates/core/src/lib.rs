@@ -26,6 +26,7 @@ pub mod placement;
 pub mod record;
 pub mod record_view;
 pub mod store;
+pub mod tally;
 pub mod txn;
 pub mod vnode;
 

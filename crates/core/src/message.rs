@@ -52,6 +52,10 @@ pub enum AbortReason {
     FailingOver,
     /// A write the primary evaluated (`APPEND`) would leave `key` past the value limit.
     ValueTooLarge { key: Key },
+    /// The primary's host holds `limits.maxmemory_bytes` of data or more (`Input::MemoryLimit`):
+    /// a transaction that stores a value is refused, as Redis's `noeviction` refuses writes;
+    /// one that only deletes goes on.
+    OutOfMemory,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

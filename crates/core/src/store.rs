@@ -66,6 +66,11 @@ impl Store {
         self.entries.get(key).cloned().unwrap_or_default()
     }
 
+    /// `key`'s entry, if it has one (a deleted key keeps its entry and version).
+    pub fn entry(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
     pub fn version(&self, key: &[u8]) -> Version {
         self.entries.get(key).map_or(0, |e| e.version)
     }

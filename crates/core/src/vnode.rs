@@ -34,6 +34,11 @@ pub struct Vnode {
     pub(crate) booted: bool,
     pub(crate) boot_lsn: Lsn,
     pub(crate) store: Store,
+    /// Invariant: `Tallies::of(store)`, kept up to date as writes apply (`tally.rs`).
+    pub(crate) tallies: crate::tally::Tallies,
+    /// The host's data is at its memory limit (`Input::MemoryLimit`): primary branches refuse
+    /// writes that store a value. Not durable: the host says so again after a restart.
+    pub(crate) memory_full: bool,
     /// Key → the branches that hold it (primaries only; `txn::locks`).
     pub(crate) locks: crate::txn::locks::LockTable,
     pub(crate) near: NearState,
@@ -83,6 +88,8 @@ impl Vnode {
             booted: false,
             boot_lsn: Lsn(0),
             store: Store::default(),
+            tallies: Default::default(),
+            memory_full: false,
             locks: Default::default(),
             near: NearState::default(),
             part: ParticipantState::default(),
@@ -142,6 +149,16 @@ impl Vnode {
         &self.store
     }
 
+    /// Counts and digests of the store per partition, kept up to date (`tally.rs`).
+    pub fn tallies(&self) -> &crate::tally::Tallies {
+        &self.tallies
+    }
+
+    /// Whether the kept tallies equal those counted anew from the store (their invariant).
+    pub fn tallies_agree(&self) -> bool {
+        self.tallies == crate::tally::Tallies::of(&self.store, &self.cfg.placement)
+    }
+
     pub fn config(&self) -> &VnodeConfig {
         &self.cfg
     }
@@ -192,6 +209,7 @@ impl Vnode {
             Input::Timer(timer) => self.on_timer(timer),
             Input::Message(env) => self.on_message(env),
             Input::AlterPersisted { seq, bytes } => self.on_alter_persisted(seq, bytes),
+            Input::MemoryLimit { reached } => self.memory_full = reached,
         }
         self.blocking_progress();
         self.versions_progress();

@@ -2,6 +2,7 @@
 
 mod harness;
 use harness::{prepare_to, Cluster};
+use waymark_core::message::AbortReason;
 use waymark_core::{
     Body, Breaks, ClientId, CutStrategy, Envelope, ReadCheck, Record, Request, Response, Timer, TxnMsg, Write, WriteOp,
 };
@@ -160,4 +161,32 @@ fn a_read_lock_survives_a_crash_so_no_write_commits_under_an_acknowledged_read()
     );
     c.settle();
     assert!(matches!(c.heard(ClientId(1))[..], [Response::Committed { .. }]), "T1 commits its read");
+}
+
+/// Redis's `noeviction`, with `replica-ignore-maxmemory`: while node001's host is at its memory
+/// limit, its primary refuses a write that stores a value and takes one that deletes, while its
+/// replica still applies what node000's primary commits; below the limit, it takes writes again.
+#[test]
+fn a_primary_at_the_memory_limit_refuses_values_but_takes_deletes_and_its_replicas_still_apply() {
+    let mut c = Cluster::new(2, 2, CutStrategy::Consistent, Breaks::default());
+    let (on_full, on_other) = (c.key_with_chain(&[1, 0]), c.key_with_chain(&[0, 1]));
+    let txn = |key: &[u8], op| Request::Txn { reads: vec![], writes: vec![Write { key: key.to_vec(), op }] };
+    let mut ask = |c: &mut Cluster, request| {
+        c.client(0, ClientId(1), request);
+        c.settle();
+        c.heard(ClientId(1)).last().map(|r| (*r).clone()).expect("an answer")
+    };
+    let committed = |r: &Response| matches!(r, Response::Committed { .. });
+    assert!(committed(&ask(&mut c, txn(&on_full, WriteOp::Set(b"v".to_vec())))));
+
+    c.step(1, waymark_core::Input::MemoryLimit { reached: true });
+    let refused = ask(&mut c, txn(&on_full, WriteOp::Append(b"w".to_vec())));
+    assert!(matches!(refused, Response::Aborted { reason: AbortReason::OutOfMemory, .. }), "{refused:?}");
+    assert!(committed(&ask(&mut c, txn(&on_other, WriteOp::Set(b"x".to_vec())))), "node000's primary is not full");
+    assert_eq!(c.vnode(1).store().get(&on_other).value, Some(b"x".to_vec()), "the full host's replica applied it");
+    assert!(committed(&ask(&mut c, txn(&on_full, WriteOp::Del))));
+    assert_eq!(c.vnode(1).store().get(&on_full).value, None);
+
+    c.step(1, waymark_core::Input::MemoryLimit { reached: false });
+    assert!(committed(&ask(&mut c, txn(&on_full, WriteOp::Set(b"y".to_vec())))));
 }

@@ -93,6 +93,10 @@ pub struct Limits {
     pub reply_max_bytes: usize,
     /// Commands queued between `MULTI` and `EXEC`; past it the transaction is refused at `EXEC`.
     pub multi_queue_max: usize,
+    /// Redis's `maxmemory` with `noeviction`: once this host's data (`memory.rs`) reaches it, its
+    /// primaries refuse writes that store a value (`-OOM …`); reads and deletes go on. 0: no
+    /// limit. Default: half the machine's memory, shared by the cluster's hosts on this machine.
+    pub maxmemory_bytes: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -241,6 +245,7 @@ pub mod raw {
         pub txn_keys_max: Option<usize>,
         pub reply_max_bytes: Option<usize>,
         pub multi_queue_max: Option<usize>,
+        pub maxmemory_bytes: Option<u64>,
     }
 }
 
@@ -258,6 +263,7 @@ impl Default for Limits {
             txn_keys_max: 1_024,
             reply_max_bytes: 256 << 20,
             multi_queue_max: 100_000,
+            maxmemory_bytes: 0,
         }
     }
 }
@@ -273,7 +279,8 @@ impl Checker<'_> {
 
     fn config(&self, raw: raw::Config) -> Result<NodeConfig, ConfigError> {
         let cluster = self.cluster(raw.cluster)?;
-        let limits = self.limits(raw.limits)?;
+        let maxmemory_set = raw.limits.maxmemory_bytes.is_some();
+        let mut limits = self.limits(raw.limits)?;
         let schedule = self.schedule(&raw.snapshots)?;
         let n = raw.node;
         if !cluster.hosts.iter().any(|h| h.name == n.host) {
@@ -281,6 +288,11 @@ impl Checker<'_> {
             return Err(
                 self.bad("node.host", format!("`{}` is not one of cluster.hosts ({})", n.host, known.join(", ")))
             );
+        }
+        if !maxmemory_set {
+            let here = cluster.hosts.iter().find(|h| h.name == n.host).map(|h| h.redis.ip());
+            let hosts_here = cluster.hosts.iter().filter(|h| Some(h.redis.ip()) == here).count();
+            limits.maxmemory_bytes = crate::memory::default_limit_bytes(hosts_here).unwrap_or(0);
         }
         let secret = self.secret(&n.secret_file)?;
         let password = n.password_file.as_deref().map(|p| self.password(p)).transpose()?;
@@ -419,6 +431,7 @@ impl Checker<'_> {
             txn_keys_max: l.txn_keys_max.unwrap_or(d.txn_keys_max),
             reply_max_bytes: l.reply_max_bytes.unwrap_or(d.reply_max_bytes),
             multi_queue_max: l.multi_queue_max.unwrap_or(d.multi_queue_max),
+            maxmemory_bytes: l.maxmemory_bytes.unwrap_or(d.maxmemory_bytes),
         };
         let positive = [
             ("limits.clients_max", limits.clients_max),

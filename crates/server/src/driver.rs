@@ -11,6 +11,7 @@
 //! the sync.
 
 use crate::clock;
+use crate::memory::MemoryShare;
 use crate::router::Router;
 use crate::status::VnodeStatus;
 use crate::storage::checkpoint::Image;
@@ -58,6 +59,10 @@ pub trait Machine: Send + 'static {
     fn take_hold_durations_us(&mut self) -> Vec<u64> {
         Vec::new()
     }
+    /// What this vnode's data takes in memory (store vnodes only; `waymark_core::tally`).
+    fn data_bytes(&self) -> u64 {
+        0
+    }
 }
 
 impl Machine for Vnode {
@@ -81,6 +86,9 @@ impl Machine for Vnode {
     }
     fn take_hold_durations_us(&mut self) -> Vec<u64> {
         Vnode::take_hold_durations_us(self)
+    }
+    fn data_bytes(&self) -> u64 {
+        self.tallies().total().bytes
     }
 }
 
@@ -119,6 +127,8 @@ pub struct DriverSetup {
     pub checkpoint_every: Duration,
     pub queue_max: usize,
     pub stop: CancellationToken,
+    /// This vnode's share of the host's memory gauge (`memory.rs`).
+    pub memory: MemoryShare,
 }
 
 /// Starts the vnode's thread; it steps `Restarted` first.
@@ -129,7 +139,7 @@ pub fn spawn<M: Machine>(machine: M, setup: DriverSetup) -> std::io::Result<Vnod
     let name = format!("vnode {}", setup.id);
     let join = std::thread::Builder::new().name(name).spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
-        let mut d = Driver::new(machine, setup.id, setup.log, setup.router, setup.host_events);
+        let mut d = Driver::new(machine, setup.id, setup.log, setup.router, setup.host_events, setup.memory);
         rt.block_on(d.run(inbox, setup.checkpoints, setup.checkpoint_every, setup.stop));
         d.router.remove_local(&d.id);
         // What the vnode appended last becomes durable before the thread ends.
@@ -164,6 +174,7 @@ struct Driver<M> {
     failed: bool,
     /// Envelopes for other hosts were queued since the last `flush_peers`.
     to_peers: bool,
+    memory: MemoryShare,
 }
 
 impl<M: Machine> Driver<M> {
@@ -173,6 +184,7 @@ impl<M: Machine> Driver<M> {
         log: LogWriter,
         router: Arc<Router>,
         host: mpsc::UnboundedSender<HostEvent>,
+        memory: MemoryShare,
     ) -> Self {
         let checkpointed_at = machine.appended();
         Driver {
@@ -188,6 +200,7 @@ impl<M: Machine> Driver<M> {
             checkpoints: 0,
             failed: false,
             to_peers: false,
+            memory,
         }
     }
 
@@ -199,6 +212,7 @@ impl<M: Machine> Driver<M> {
         stop: CancellationToken,
     ) {
         self.step(Input::Restarted);
+        self.gauge_memory();
         self.sync_log();
         self.flush_peers();
         let mut checkpoint = tokio::time::interval(checkpoint_every);
@@ -240,12 +254,30 @@ impl<M: Machine> Driver<M> {
     }
 
     fn on_commands(&mut self, first: VnodeCmd, inbox: &mut mpsc::Receiver<VnodeCmd>) {
+        // The host's memory may have crossed its limit through another vnode's writes: this one
+        // learns it before it evaluates anything (and publishes its own growth after).
+        self.gauge_memory();
         self.on_command(first);
         for _ in 1..DRAIN_MAX {
             match inbox.try_recv() {
                 Ok(cmd) => self.on_command(cmd),
                 Err(_) => break,
             }
+        }
+        self.gauge_memory();
+    }
+
+    /// Counts this vnode's data in the host's gauge and tells the vnode when the host's memory
+    /// crossed its limit since it was last told (`Input::MemoryLimit`).
+    fn gauge_memory(&mut self) {
+        if let Some(reached) = self.memory.update(self.machine.data_bytes()) {
+            tracing::warn!(
+                vnode = %self.id,
+                used_bytes = self.memory.used_bytes(),
+                "{}",
+                if reached { "the host's data reached limits.maxmemory_bytes: writes are refused" } else { "the host's data is below limits.maxmemory_bytes again" }
+            );
+            self.step(Input::MemoryLimit { reached });
         }
     }
 

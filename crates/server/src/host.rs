@@ -53,6 +53,8 @@ pub struct Shared {
     /// The secondary parents this host runs now (seed 004), each with the primary parent it
     /// stands in for: they are not in the static tree, and `/topology` shows them.
     pub secondaries: std::sync::Mutex<std::collections::BTreeMap<VnodeId, VnodeId>>,
+    /// This host's data against `limits.maxmemory_bytes`.
+    pub memory: Arc<crate::memory::MemoryGauge>,
 }
 
 /// Why a cut process could not be run from this host.
@@ -290,6 +292,7 @@ impl Host {
             checkpoint_every: self.cfg().checkpoint_every,
             queue_max: limits.vnode_queue_max,
             stop: self.stop.child_token(),
+            memory: self.shared.memory.share(),
         };
         driver::spawn(machine, setup).map_err(HostError::Thread)
     }

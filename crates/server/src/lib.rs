@@ -27,6 +27,7 @@ pub mod clock;
 pub mod config;
 pub mod driver;
 pub mod host;
+pub mod memory;
 pub mod net;
 pub mod node;
 pub mod resp;

@@ -94,7 +94,9 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
         tracing::warn!("{e}; /metrics will say so");
     }
     let started = std::time::Instant::now();
-    let shared = Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default() };
+    let memory = crate::memory::MemoryGauge::new(cfg.limits.maxmemory_bytes);
+    let shared =
+        Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default(), memory };
     let mut host = Host::new(shared, events_tx, stop);
     host.start_vnodes()?;
     start_front_ends(&host, listeners, peers);

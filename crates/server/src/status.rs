@@ -4,7 +4,7 @@
 //! the host, the front ends and the metrics all read it.
 use std::collections::BTreeMap;
 use waymark_core::alter::{AlterNode, AlterSeq, ManagerVnode, Term};
-use waymark_core::Vnode;
+use waymark_core::{PartitionId, Vnode};
 
 /// A vnode as seen from outside, for the admin API and tests.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -22,6 +22,9 @@ pub struct VnodeStatus {
     pub leading_term: Option<Term>,
     pub metadata_seq: AlterSeq,
     pub keys: usize,
+    /// What this vnode's data takes in memory: key and value bytes plus an estimate per entry
+    /// (`waymark_core::tally::ENTRY_OVERHEAD_BYTES`); what `limits.maxmemory` is held to.
+    pub data_bytes: u64,
     /// Keys of the partitions whose primary replica this vnode holds.
     pub primary_keys: usize,
     pub prepared: usize,
@@ -30,7 +33,8 @@ pub struct VnodeStatus {
     /// GETs waiting for a prepared write on their key.
     pub waiting_reads: usize,
     pub running_cut: Option<u64>,
-    /// Per partition replica held here: a digest of its keys, versions and values.
+    /// Per partition replica held here: a digest of its keys, versions and values, and the count
+    /// of its entries (`Tally::digest_text`); equal on replicas that hold the same data.
     pub partitions: BTreeMap<u32, String>,
     /// Per partition replica held here: the epoch of the chain this vnode routes it by (above 0
     /// once a failover changed it).
@@ -66,31 +70,28 @@ pub struct CutReport {
     pub left_out: Vec<String>,
 }
 
+/// A store vnode's status, from its kept tallies: one step per partition, no pass over its keys
+/// (this runs on the vnode's own thread, between its transactions).
 pub fn store(v: &Vnode) -> VnodeStatus {
     let placement = v.placement();
-    let mut digests: BTreeMap<u32, Digest> = BTreeMap::new();
-    for p in placement.partitions_of(v.id()) {
-        digests.insert(p.0, Digest::default());
-    }
-    let mut primary_keys = 0;
-    for (key, entry) in v.store().iter() {
-        let partition = placement.partition_of(key);
-        if let Some(d) = digests.get_mut(&partition.0) {
-            d.add(key, entry.version, entry.value.as_deref());
-        }
-        primary_keys += (placement.primary(partition) == v.id() && entry.value.is_some()) as usize;
-    }
+    let tallies = v.tallies();
+    let held: Vec<u32> = placement.partitions_of(v.id()).map(|p| p.0).collect();
+    let primary_keys = (0..placement.partitions())
+        .filter(|p| placement.primary(PartitionId(*p)) == v.id())
+        .map(|p| tallies.partition(p).live)
+        .sum::<u64>();
     let mut s = base(v.id().to_string(), "store", v.tree());
-    s.keys = v.store().len();
-    s.primary_keys = primary_keys;
+    s.keys = tallies.total().entries as usize;
+    s.primary_keys = primary_keys as usize;
+    s.data_bytes = tallies.total().bytes;
     s.prepared = v.prepared_count();
     s.held_replies = v.held_replies();
     s.waiting_reads = v.waiting_reads();
     s.running_cut = v.running_cut().map(|c| c.0);
-    s.epochs = digests.keys().map(|p| (*p, placement.epoch(waymark_core::PartitionId(*p)))).collect();
-    let chain = |p: u32| placement.chain(waymark_core::PartitionId(p)).iter().map(|v| v.to_string()).collect();
-    s.chains = digests.keys().map(|p| (*p, chain(*p))).collect();
-    s.partitions = digests.into_iter().map(|(p, d)| (p, d.hex())).collect();
+    s.epochs = held.iter().map(|p| (*p, placement.epoch(PartitionId(*p)))).collect();
+    let chain = |p: u32| placement.chain(PartitionId(p)).iter().map(|v| v.to_string()).collect();
+    s.chains = held.iter().map(|p| (*p, chain(*p))).collect();
+    s.partitions = held.iter().map(|p| (*p, tallies.partition(*p).digest_text())).collect();
     s
 }
 
@@ -110,6 +111,7 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         leading_term: tree.and_then(|t| t.leading_term()),
         metadata_seq: tree.map_or(AlterSeq::ZERO, |t| t.metadata().seq()),
         keys: 0,
+        data_bytes: 0,
         primary_keys: 0,
         prepared: 0,
         held_replies: 0,
@@ -119,38 +121,5 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         epochs: BTreeMap::new(),
         chains: BTreeMap::new(),
         checkpoints: 0,
-    }
-}
-
-/// A partition replica's digest: SHA-256 over its entries in key order (the store is ordered),
-/// each as length-prefixed key, version, and value (or a marker for a deleted key).
-#[derive(Default)]
-struct Digest {
-    hash: sha2::Sha256,
-    count: u64,
-}
-
-impl Digest {
-    fn add(&mut self, key: &[u8], version: u64, value: Option<&[u8]>) {
-        use sha2::Digest as _;
-        self.hash.update((key.len() as u64).to_le_bytes());
-        self.hash.update(key);
-        self.hash.update(version.to_le_bytes());
-        match value {
-            Some(v) => {
-                self.hash.update([1]);
-                self.hash.update((v.len() as u64).to_le_bytes());
-                self.hash.update(v);
-            }
-            None => self.hash.update([0]),
-        }
-        self.count += 1;
-    }
-
-    fn hex(self) -> String {
-        use sha2::Digest as _;
-        let sum = self.hash.finalize();
-        let head: String = sum[..8].iter().map(|b| format!("{b:02x}")).collect();
-        format!("{head}/{}", self.count)
     }
 }

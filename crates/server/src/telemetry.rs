@@ -33,6 +33,8 @@ const HELD: &str = "waymark_vnode_held_replies";
 const ALTERATIONS: &str = "waymark_alterations_total";
 const BLOCKING_STALL: &str = "waymark_blocking_stall_seconds";
 const HELD_FOR: &str = "waymark_held_reply_seconds";
+const MEMORY_USED: &str = "waymark_memory_used_bytes";
+const MEMORY_LIMIT: &str = "waymark_memory_limit_bytes";
 
 /// The cut operator's phases, in the order of `CutReport::phases_ms`.
 pub const CUT_PHASES: [&str; 4] = ["start", "started", "finish", "end"];
@@ -117,6 +119,12 @@ fn describe() {
     describe_counter!(SNAPSHOTS, "Snapshots created through this host, by kind (full, increment)");
     describe_gauge!(PREPARED, "Transactions prepared at a store vnode and not yet decided");
     describe_gauge!(HELD, "Replies a store vnode holds until every vnode started the cut they reveal");
+    describe_gauge!(MEMORY_USED, Unit::Bytes, "This host's data in memory (keys, values, an estimate per entry)");
+    describe_gauge!(
+        MEMORY_LIMIT,
+        Unit::Bytes,
+        "limits.maxmemory_bytes: past it writes that store a value are refused (0: no limit)"
+    );
     describe_counter!(ALTERATIONS, "Metadata alterations this host's managers proposed, by outcome (ok, failed)");
 }
 
@@ -217,6 +225,12 @@ pub fn held_replies(vnode: &str, count: usize) {
 /// Transactions prepared and not decided at `vnode`, as its status reported at the scrape.
 pub fn prepared(vnode: &str, count: usize) {
     gauge!(PREPARED, "vnode" => vnode.to_string()).set(count as f64);
+}
+
+/// This host's data and its limit, read at the scrape.
+pub fn memory(used_bytes: u64, limit_bytes: u64) {
+    gauge!(MEMORY_USED).set(used_bytes as f64);
+    gauge!(MEMORY_LIMIT).set(limit_bytes as f64);
 }
 
 fn unix_ms() -> u64 {

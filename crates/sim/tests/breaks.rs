@@ -478,3 +478,9 @@ fn an_exec_that_ignores_its_watch_is_caught_by_the_bank_total() {
 fn a_retry_that_keeps_its_first_evaluation_is_caught_by_serializability() {
     assert_caught_by("client-retries-stale-evaluation", "serializability", SimConfig::new(0, WorkloadKind::Append));
 }
+
+/// Tallies that keep an overwritten entry: every bank transfer overwrites two balances.
+#[test]
+fn tallies_that_keep_overwritten_entries_are_caught_against_the_store() {
+    assert_caught_by("tally-keeps-overwritten", "tallies", SimConfig::new(0, WorkloadKind::Bank));
+}

@@ -137,6 +137,7 @@ impl ManagerVnode {
                 None
             }
             Input::AlterPersisted { seq, bytes } => Some(AlterInput::Persisted { seq, bytes }),
+            Input::MemoryLimit { .. } => None, // a manager holds no data
             Input::Client { client, req, request: Request::Cut } => {
                 self.start_cut(ClientRequest { client, req });
                 None

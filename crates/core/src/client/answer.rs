@@ -13,6 +13,9 @@ pub const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
 /// A primary refused a value past its limit (`limits.value_max_bytes`).
 pub const VALUE_TOO_LARGE: &str = "ERR string exceeds maximum allowed size (limits.value_max_bytes)";
 
+/// A primary's host is at its memory limit (Redis's words under `noeviction`).
+pub const OUT_OF_MEMORY: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
 /// A commit's answer that is not a commit.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Failure {
@@ -60,6 +63,7 @@ pub fn failure(answer: Option<Response>) -> Failure {
             }
             AbortReason::NotAnInteger { .. } => aborted(NOT_AN_INTEGER),
             AbortReason::ValueTooLarge { .. } => aborted(VALUE_TOO_LARGE),
+            AbortReason::OutOfMemory => aborted(OUT_OF_MEMORY),
         },
         Response::Unknown { .. } => Failure::Error(
             "ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out"

@@ -119,7 +119,16 @@ impl Vnode {
     /// Applies committed writes, remembering which values reveal a cut not yet started everywhere.
     pub(crate) fn apply_committed(&mut self, writes: &[ResolvedWrite], tx_cut: Option<CutId>) {
         for w in writes {
-            if !self.store.apply(w) {
+            let before = crate::tally::counted(&self.store, &w.key);
+            let applied = self.store.apply(w);
+            // A write that does not apply still gives a new key its (empty) entry.
+            if applied || before.is_none() {
+                let partition = self.cfg.placement.partition_of(&w.key).0;
+                let after = crate::tally::counted(&self.store, &w.key);
+                let before = before.filter(|_| !self.cfg.breaks.tally_keeps_overwritten);
+                self.tallies.replace(partition, before, after);
+            }
+            if !applied {
                 continue;
             }
             match self.rt.needs_hold(tx_cut) {

@@ -104,6 +104,9 @@ impl Vnode {
             resolved.retain(|earlier| earlier.key != r.key);
             resolved.push(r);
         }
+        if self.memory_full && resolved.iter().any(|w| w.value.is_some()) {
+            return Err(AbortReason::OutOfMemory);
+        }
         Ok(Evaluated { writes: resolved, after: after.into_iter().collect() })
     }
 

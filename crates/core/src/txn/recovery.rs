@@ -16,6 +16,7 @@ impl Vnode {
     pub(crate) fn rebuild(&mut self, image: VnodeImage) {
         let VnodeImage { summary, store, prepared, decided, tombstones } = image;
         self.incarnation = summary.incarnation;
+        self.tallies = crate::tally::Tallies::of(&store, &self.cfg.placement);
         self.store = store;
         self.near.decided = decided;
         self.part.tombstones = tombstones;

@@ -130,6 +130,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Result<impl IntoResponse,
         crate::telemetry::prepared(&v.id, v.prepared);
         crate::telemetry::held_replies(&v.id, v.held_replies);
     }
+    crate::telemetry::memory(shared.memory.used_bytes(), shared.memory.limit_bytes());
     let text = crate::telemetry::render()
         .ok_or((StatusCode::SERVICE_UNAVAILABLE, "no metrics recorder of Waymark's in this process\n".into()))?;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text))
@@ -143,6 +144,11 @@ async fn status(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
         "cluster": shared.cfg.cluster.name,
         "host": shared.cfg.host,
         "uptime_seconds": shared.started.elapsed().as_secs(),
+        "memory": {
+            "used_bytes": shared.memory.used_bytes(),
+            "limit_bytes": shared.memory.limit_bytes(),
+            "limit_reached": shared.memory.reached(),
+        },
         "vnodes": vnodes,
         "links": {
             "connects": links.connects.load(Ordering::Relaxed),

@@ -26,6 +26,8 @@ pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
         ("databases", "1".to_string()),
         ("maxclients", cfg.limits.clients_max.to_string()),
         ("proto-max-bulk-len", cfg.limits.bulk_max_bytes.to_string()),
+        ("maxmemory", cfg.limits.maxmemory_bytes.to_string()),
+        ("maxmemory-policy", "noeviction".to_string()),
     ];
     // Compiled once; linear in the pattern (a recursive matcher took exponential time on `***…x`).
     let globs: Vec<Glob> = patterns.iter().filter_map(|p| Glob::new(p, true)).collect();
@@ -80,7 +82,16 @@ pub async fn dbsize(shared: &Shared) -> u64 {
     shared.statuses().await.iter().map(|s| s.primary_keys as u64).sum()
 }
 
-/// `INFO [section]`: server, clients, persistence, keyspace, and Waymark's own section.
+/// Redis's `_human` form: `1.50M`, `512B`.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [(1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    match UNITS.iter().find(|(size, _)| n >= *size) {
+        Some((size, unit)) => format!("{:.2}{unit}", n as f64 / *size as f64),
+        None => format!("{n}B"),
+    }
+}
+
+/// `INFO [section]`: server, memory, persistence, keyspace, and Waymark's own section.
 pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
     let cfg = &shared.cfg;
     let host = cfg.this_host();
@@ -95,6 +106,14 @@ pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
             shared.started.elapsed().as_secs(),
             cfg.cluster.name,
             cfg.host,
+        );
+    }
+    if wants("memory") {
+        let (used, limit) = (shared.memory.used_bytes(), shared.memory.limit_bytes());
+        text += &format!(
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nmaxmemory:{limit}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\n\r\n",
+            human_bytes(used),
+            human_bytes(limit),
         );
     }
     if wants("persistence") {

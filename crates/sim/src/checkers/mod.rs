@@ -17,6 +17,7 @@ pub mod replicas;
 pub mod replies;
 pub mod serializability;
 pub mod serializable_history;
+pub mod tallies;
 pub mod tree_alterations;
 pub mod tree_answered;
 pub mod tree_applied;
@@ -86,6 +87,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(durability::check(w, &facts));
     out.extend(atomicity::check(w, &facts));
     out.extend(replicas::check(w));
+    out.extend(tallies::check(w));
     out.extend(serializable_history::check(w));
     out.extend(cuts.violations);
     out.extend(liveness::check(w));

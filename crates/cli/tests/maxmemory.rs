@@ -1,0 +1,81 @@
+//! Redis's `maxmemory` with `noeviction` on a real node (issue 37, item 4).
+
+mod common;
+
+use common::{resp_command, Cluster, RawClient, Spec};
+
+/// A 1 000-byte value and its key take about 1.1 KB with the per-entry estimate.
+const VALUE_BYTES: usize = 1_000;
+const LIMIT_BYTES: u64 = 256 * 1024;
+
+fn info_field(con: &mut redis::Connection, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("memory").query(con).expect("INFO memory");
+    let line = info.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).expect("the field in INFO memory");
+    line.trim().parse().expect("a number")
+}
+
+/// Past `limits.maxmemory_bytes` a write that stores a value answers `-OOM`, while reads and
+/// deletes go on and the node stays up; every acknowledged write is still there, after a kill and
+/// restart too; once deletes bring the data below the limit, writes are taken again.
+#[test]
+fn writes_past_maxmemory_answer_oom_while_reads_and_deletes_go_on_and_nothing_acknowledged_is_lost() {
+    let mut cluster = Cluster::init(&Spec::new(1, 1).fsync_never());
+    cluster.edit_configs(|text| text.replace("[limits]\n", &format!("[limits]\nmaxmemory_bytes = {LIMIT_BYTES}\n")));
+    cluster.spawn("node1");
+    cluster.wait_serving("node1");
+    let mut con = cluster.redis("node1");
+    let value = vec![b'v'; VALUE_BYTES];
+
+    let mut acknowledged = vec![];
+    let mut refusal = None;
+    for i in 0..2_000 {
+        let key = format!("key:{i}");
+        match redis::cmd("SET").arg(&key).arg(&value).exec(&mut con) {
+            Ok(()) => acknowledged.push(key),
+            Err(e) => {
+                refusal = Some(e);
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("2 MB of SETs past a 256 KiB limit were all taken");
+    assert_eq!(refusal.code(), Some("OOM"), "{refusal}");
+    assert!(refusal.to_string().contains("command not allowed when used memory > 'maxmemory'"), "{refusal}");
+    let taken_bytes = (acknowledged.len() * VALUE_BYTES) as u64;
+    assert!(taken_bytes > LIMIT_BYTES / 2 && taken_bytes <= LIMIT_BYTES, "{} values taken", acknowledged.len());
+    assert!(info_field(&mut con, "used_memory") >= LIMIT_BYTES);
+    assert_eq!(info_field(&mut con, "maxmemory"), LIMIT_BYTES);
+
+    // Every write that stores a value is refused, in MULTI too; reads go on.
+    let incr = redis::cmd("INCR").arg("counter").query::<i64>(&mut con).expect_err("INCR past the limit");
+    assert_eq!(incr.code(), Some("OOM"), "{incr}");
+    let mut raw = RawClient::connect(cluster.host("node1").redis_addr()).expect("connect");
+    let exec = [&["MULTI"][..], &["GET", &acknowledged[0]], &["SET", "in-multi", "v"], &["EXEC"]];
+    for command in exec {
+        raw.send(&resp_command(command)).expect("send");
+    }
+    let answers: Vec<String> = (0..4).map(|_| raw.read_line().expect("an answer")).collect();
+    assert_eq!(answers[..3], ["+OK", "+QUEUED", "+QUEUED"]);
+    assert!(answers[3].starts_with("-OOM command not allowed"), "EXEC answered {}", answers[3]);
+    let got: Vec<Vec<u8>> = redis::cmd("MGET").arg(&acknowledged).query(&mut con).expect("MGET past the limit");
+    assert!(got.iter().all(|v| v == &value), "an acknowledged value is missing or changed");
+
+    // The node comes back with every acknowledged write, and still refuses.
+    cluster.kill("node1");
+    cluster.spawn("node1");
+    cluster.wait_serving("node1");
+    let mut con = cluster.redis("node1");
+    let got: Vec<Vec<u8>> = redis::cmd("MGET").arg(&acknowledged).query(&mut con).expect("MGET after the restart");
+    assert!(got.iter().all(|v| v == &value), "an acknowledged value was lost in the restart");
+    let again = redis::cmd("SET").arg("more").arg(&value).exec(&mut con).expect_err("SET after the restart");
+    assert_eq!(again.code(), Some("OOM"), "{again}");
+
+    // Deletes go on, and bring the data below the limit: writes are taken again.
+    let (gone, kept) = acknowledged.split_at(acknowledged.len() / 2);
+    let deleted: u64 = redis::cmd("DEL").arg(gone).query(&mut con).expect("DEL past the limit");
+    assert_eq!(deleted, gone.len() as u64);
+    redis::cmd("SET").arg("more").arg(&value).exec(&mut con).expect("SET once deletes made room");
+    let got: Vec<Vec<u8>> = redis::cmd("MGET").arg(kept).query(&mut con).expect("MGET of the kept keys");
+    assert!(got.iter().all(|v| v == &value));
+    cluster.assert_running("node1");
+}
