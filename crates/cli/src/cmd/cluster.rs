@@ -90,6 +90,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 wal_preallocate: true,
                 checkpoint_every,
                 password,
+                maxmemory_bytes: None,
             };
             init(&dir, &spec)
         }
@@ -112,6 +113,8 @@ pub struct Spec {
     pub wal_preallocate: bool,
     pub checkpoint_every: String,
     pub password: bool,
+    /// `limits.maxmemory_bytes` when set (else the node's default from the machine's memory).
+    pub maxmemory_bytes: Option<u64>,
 }
 
 impl Spec {
@@ -128,6 +131,7 @@ impl Spec {
             wal_preallocate: true,
             checkpoint_every: "30s".into(),
             password: false,
+            maxmemory_bytes: None,
         }
     }
 }
@@ -240,7 +244,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             admin_token_file: Some("../admin-token".into()),
             breaks: None,
         },
-        limits: Default::default(),
+        limits: raw::Limits { maxmemory_bytes: spec.maxmemory_bytes, ..Default::default() },
         snapshots: Default::default(),
     };
     let header = format!("# Waymark host `{me}` of a local cluster written by `waymark cluster init`.\n\n");

@@ -74,6 +74,14 @@ pub struct BenchArgs {
     /// --start-hosts: preallocate WAL segments (`--wal-preallocate false` to measure what it saves).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     wal_preallocate: bool,
+    /// --start-hosts: each host's `limits.maxmemory_bytes` (default: the node's, from the
+    /// machine's memory). Past it writes answer `-OOM`, counted as refused, not as errors.
+    #[arg(long)]
+    maxmemory_bytes: Option<u64>,
+    /// set: read every key a SET was acknowledged for back after the runs, and fail if one is
+    /// missing or changed (each client remembers its acknowledged keys).
+    #[arg(long)]
+    verify: bool,
     #[arg(long, value_enum, default_value_t = Kind::Bank)]
     workload: Kind,
     /// Clients, each its own connection.
@@ -186,6 +194,9 @@ fn check(args: &BenchArgs) -> Result<()> {
     if args.compare_cuts && args.cut_every.is_empty() {
         bail!("--compare-cuts needs --cut-every");
     }
+    if args.verify && args.workload != Kind::Set {
+        bail!("--verify is for the set workload");
+    }
     if args.rounds == 0 || args.rounds > ROUNDS_MAX || (args.rounds > 1 && !args.compare_cuts) {
         bail!("--rounds must be in 1..={ROUNDS_MAX}, and more than 1 only with --compare-cuts");
     }
@@ -211,6 +222,7 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
             stores: args.stores,
             strategy: args.strategy,
             wal_preallocate: args.wal_preallocate,
+            maxmemory_bytes: args.maxmemory_bytes,
             ..Spec::local(hosts, args.replicas.min(hosts as usize), args.partitions)
         };
         cluster::init(&dir, &spec)?;
@@ -256,6 +268,7 @@ fn run_all(args: &BenchArgs, target: &mut Tested) -> Result<Report> {
         accounts: Arc::new(Workload::accounts(args.accounts, target.placement.as_deref())),
         keyspace: args.keyspace,
         value: Arc::new(vec![b'x'; args.value_size]),
+        acknowledged: (args.verify && args.workload == Kind::Set).then(Default::default),
     };
     match args.workload {
         Kind::Bank => {
@@ -278,6 +291,14 @@ fn run_all(args: &BenchArgs, target: &mut Tested) -> Result<Report> {
         for cut_every in order {
             runs.push(one_run(args, target, &work, cut_every, round)?);
         }
+    }
+    if work.acknowledged.is_some() {
+        let read = workload::verify_acknowledged(target.redis[0], &work).context("verifying the acknowledged SETs")?;
+        eprintln!("verified: every one of the {read} keys a SET was acknowledged for reads back its value");
+    }
+    let refused: u64 = runs.iter().map(|r| r.refused).sum();
+    if refused > 0 {
+        eprintln!("refused: {refused} writes answered -OOM (past limits.maxmemory_bytes)");
     }
     let setup = Setup {
         workload: args.workload,

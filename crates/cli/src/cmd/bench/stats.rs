@@ -27,6 +27,9 @@ pub enum Outcome {
     Declined,
     /// The server answered an error, or the connection failed.
     Error,
+    /// `ops` writes refused with `-OOM` (past `limits.maxmemory_bytes`): the cluster said no, as
+    /// it should; not an error.
+    Refused { ops: u64 },
 }
 
 struct Second {
@@ -36,6 +39,7 @@ struct Second {
     retried: u64,
     declined: u64,
     errors: u64,
+    refused: u64,
 }
 
 /// Shared by a run's clients. Invariant: every recorded operation finished in `[from, from + seconds)`.
@@ -64,6 +68,7 @@ impl Recorder {
                 retried: 0,
                 declined: 0,
                 errors: 0,
+                refused: 0,
             })
         };
         Recorder {
@@ -104,6 +109,7 @@ impl Recorder {
             }
             Outcome::Declined => s.declined += 1,
             Outcome::Error => s.errors += 1,
+            Outcome::Refused { ops } => s.refused += ops,
         }
     }
 
@@ -127,6 +133,7 @@ impl Recorder {
                     aborted: s.aborted,
                     declined: s.declined,
                     errors: s.errors,
+                    refused: s.refused,
                     p50_ms: q(0.5),
                     p99_ms: q(0.99),
                     max_ms: if s.committed == 0 { 0.0 } else { ms(s.latency_us.max()) },
@@ -155,6 +162,7 @@ impl Recorder {
             retried: seconds.iter().map(|s| s.retried).sum(),
             declined: seconds.iter().map(|s| s.declined).sum(),
             errors: seconds.iter().map(|s| s.errors).sum(),
+            refused: seconds.iter().map(|s| s.refused).sum(),
             first_error: lock(&self.first_error).clone(),
             cuts: CutStats::of(cuts),
             held: None,
@@ -228,6 +236,8 @@ pub struct SecondStats {
     pub retried: u64,
     pub declined: u64,
     pub errors: u64,
+    /// Writes refused with `-OOM`.
+    pub refused: u64,
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
@@ -253,6 +263,8 @@ pub struct RunStats {
     pub retried: u64,
     pub declined: u64,
     pub errors: u64,
+    /// Writes refused with `-OOM` (past `limits.maxmemory_bytes`).
+    pub refused: u64,
     pub first_error: Option<String>,
     pub cuts: CutStats,
     /// Replies the cluster held for real-time safety during the run (`None`: not read, e.g.

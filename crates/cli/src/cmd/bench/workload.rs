@@ -8,8 +8,9 @@ use crate::cmd::bank::{self, Transfer};
 use clap::ValueEnum;
 use rand::rngs::ThreadRng;
 use rand::Rng;
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use waymark_core::Placement;
@@ -41,6 +42,9 @@ pub struct Workload {
     pub accounts: Arc<Vec<(String, Option<u32>)>>,
     pub keyspace: u64,
     pub value: Arc<Vec<u8>>,
+    /// `set --verify`: every key a SET was acknowledged for (a pipeline's keys once all of its
+    /// SETs were), to read back after the runs.
+    pub acknowledged: Option<Arc<Mutex<BTreeSet<String>>>>,
 }
 
 impl Workload {
@@ -159,14 +163,43 @@ fn transfer(con: &mut redis::Connection, work: &Workload, rng: &mut ThreadRng) -
 /// `pipeline` SETs or GETs of random keys in one round trip.
 fn single_keys(con: &mut redis::Connection, work: &Workload, rng: &mut ThreadRng) -> Result<Outcome, String> {
     let mut pipe = redis::pipe();
-    for _ in 0..work.pipeline {
+    let keys: Vec<String> = (0..work.pipeline).map(|_| work.key(rng)).collect();
+    for key in &keys {
         match work.kind {
-            Kind::Set => pipe.cmd("SET").arg(work.key(rng)).arg(work.value.as_slice()).ignore(),
-            _ => pipe.cmd("GET").arg(work.key(rng)).ignore(),
+            Kind::Set => pipe.cmd("SET").arg(key).arg(work.value.as_slice()).ignore(),
+            _ => pipe.cmd("GET").arg(key).ignore(),
         };
     }
-    pipe.query::<()>(con).map_err(|e| e.to_string())?;
-    Ok(Outcome::Committed { ops: work.pipeline as u64, retries: 0 })
+    let ops = work.pipeline as u64;
+    match pipe.query::<()>(con) {
+        Ok(()) => {}
+        // Past `maxmemory`: the connection stays in step (every reply of the pipeline was read).
+        Err(e) if e.code() == Some("OOM") => return Ok(Outcome::Refused { ops }),
+        Err(e) => return Err(e.to_string()),
+    }
+    if let (Kind::Set, Some(acknowledged)) = (work.kind, &work.acknowledged) {
+        acknowledged.lock().unwrap_or_else(|e| e.into_inner()).extend(keys);
+    }
+    Ok(Outcome::Committed { ops, retries: 0 })
+}
+
+/// `set --verify`: reads every acknowledged key back (MGET batches); how many were read, or
+/// the keys missing or changed.
+pub fn verify_acknowledged(addr: SocketAddr, work: &Workload) -> anyhow::Result<usize> {
+    const BATCH: usize = 1_000;
+    let Some(acknowledged) = &work.acknowledged else { return Ok(0) };
+    let keys: Vec<String> = acknowledged.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+    let mut con = bank::connect(addr)?;
+    let mut wrong = vec![];
+    for batch in keys.chunks(BATCH) {
+        let got: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg(batch).query(&mut con)?;
+        wrong
+            .extend(batch.iter().zip(got).filter(|(_, v)| v.as_deref() != Some(work.value.as_slice())).map(|(k, _)| k));
+    }
+    if let Some(first) = wrong.first() {
+        anyhow::bail!("{} of {} acknowledged keys are missing or changed, {first} first", wrong.len(), keys.len());
+    }
+    Ok(keys.len())
 }
 
 /// For `get`: every key of the keyspace gets a value first (MSET batches), so reads find data.
