@@ -703,12 +703,16 @@ fn a_near_fenced_by_its_own_recovery_still_answers_its_commit() {
 /// another host; its own host's branches waited on it while the near's next telling was 1.9 s
 /// away, and cuts after healing failed. A near back in touch with the tree tells again at once.
 ///
-/// Since the workloads run through the transaction client the seed's schedule is another: it now
-/// shows the open liveness gap of this busier config (a store vnode answering "TRYAGAIN vnode is
-/// starting" — not synced with a fresh parent — for over a second after healing; 11 577 such
-/// answers, 19 of 40 alterations answered ok against the floor of 20), not the bug it kept.
+/// Since the workloads run through the transaction client the seed's schedule is another. It
+/// showed a liveness gap, since fixed: a manager that crashed while its parent, the root, was cut
+/// off stayed down until the root's host came back (its host asked the primary parent alone),
+/// and without it the secondary root had no majority — every store vnode answered "TRYAGAIN vnode
+/// is starting" until then (`tree_scenarios`, `a_child_of_a_cut_off_root_is_booted_…`). What is
+/// left is the liveness checker's whole-run floor: two of the three hosts are cut off together
+/// for 0.9 s of the 2 s (no majority anywhere), and 19 of 40 alterations are answered ok against
+/// the floor of 20.
 #[test]
-#[ignore = "open liveness gap: a vnode left unsynced after healing (docs/ARCHITECTURE.md, open items)"]
+#[ignore = "two of three hosts cut off for 45% of the run: the alterations floor cannot be met"]
 fn a_near_back_from_a_partition_tells_its_unacknowledged_commits_again_at_once() {
     let mut cfg = aimed_failover_seed(145, WorkloadKind::Append);
     (cfg.clients, cfg.duration_us) = (12, 2_000_000);

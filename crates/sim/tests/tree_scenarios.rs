@@ -141,3 +141,22 @@ fn with_three_hosts_the_crash_of_any_one_host_leaves_the_root_a_majority() {
         assert!(at < 1_700_000, "{host} down: answered only once it was back (at {at} us)");
     }
 }
+
+/// Boot loading by a secondary parent: the root is cut off, and a child of the root crashes and
+/// comes back meanwhile. Its host asks every parent that may stand in for the root; the secondary
+/// root's host answers, the child starts, and with it the secondary root has the majority it
+/// needs. Asking the primary parent alone left the child down, and the cluster without a root,
+/// until the root's side healed (the simulator's `--seed 145 --workload append --tree --fanout 2
+/// --failover --clients 12`: a manager down for 0.4 s after its host was back).
+#[test]
+fn a_child_of_a_cut_off_root_is_booted_by_a_secondary_root_and_gives_it_its_majority() {
+    let r = run(vec![
+        (200_000, Scripted::Split { side: vec![v("manager3@node00001")], heal_us: 1_500_000 }),
+        (300_000, Scripted::Crash { vnode: v("manager2@node00000"), down_us: 150_000 }),
+        (1_000_000, Scripted::Propose { vnode: v("store0@node00005"), record: set("config/while-cut-off") }),
+    ]);
+    assert!(r.tree.boots_by_parent >= 1, "the child was not booted by a parent");
+    let (ok, at) = outcome(&r, "config/while-cut-off");
+    assert_eq!(ok, Some(true));
+    assert!(at < 1_700_000, "answered only once the root's side healed (at {at} us)");
+}

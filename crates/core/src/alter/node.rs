@@ -262,7 +262,10 @@ impl AlterNode {
             AlterMsg::Defer => self.on_defer(),
             AlterMsg::SecondaryAt { parent } => self.follow_secondary(parent),
             AlterMsg::HostAlive { host } => {
-                let vnodes = self.metadata.vnodes_on(&host, &self.cfg.id);
+                // A secondary parent answers for the primary it stands in for: a host whose
+                // primary parent is cut off is still told which vnodes to start.
+                let parent = self.cfg.secondary_of.as_ref().unwrap_or(&self.cfg.id);
+                let vnodes = self.metadata.vnodes_on(&host, parent);
                 self.send(&from, AlterMsg::StartVnodes { vnodes });
                 self.report_host_alive(&host);
             }

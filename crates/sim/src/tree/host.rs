@@ -70,15 +70,25 @@ pub trait TreeHost {
     }
 
     /// Boot loading by parent: the host of the crashed vnode at `at` is back and asks the vnode's
-    /// primary parent which vnodes to start on it; it asks again while no answer comes.
+    /// parents — the primary and the secondaries that may stand in for it — which vnodes to start
+    /// on it; it asks again while no answer comes. Asking the primary alone left a manager down
+    /// for as long as its parent's host was cut off, and with it the majority a secondary root
+    /// needed (`--seed 145 --workload append --tree --fanout 2 --failover --clients 12`).
     fn host_back(&mut self, at: Self::At) {
         if self.tree_stopping() || self.tree_running(at) {
             return;
         }
         let cfg = self.tree_config(at);
-        let Some(parent) = cfg.parents.first().cloned() else { return self.boot_root(at) };
+        let queue = cfg.parent_queue();
+        if queue.is_empty() {
+            return self.boot_root(at);
+        }
         let host = cfg.id.host.clone();
-        self.send_alter(at, &parent, AlterMsg::HostAlive { host });
+        // A secondary never started has no address yet: it could not answer.
+        let parents: Vec<VnodeId> = queue.into_iter().filter(|p| self.tree_vnode(p).is_some()).collect();
+        for parent in &parents {
+            self.send_alter(at, parent, AlterMsg::HostAlive { host: host.clone() });
+        }
         self.host_back_later(at, HOST_ASK_AGAIN_US);
     }
 
