@@ -92,7 +92,12 @@ impl Mutator {
                     "1e400",
                 ];
                 let digits = digits[self.rng.gen_range(0..digits.len())].as_bytes();
-                let run = bytes[at.min(len)..].iter().take_while(|b| b.is_ascii_digit()).count();
+                // One of the numbers already there, whole (or, if there is none, a new one).
+                let starts: Vec<usize> = (0..len)
+                    .filter(|&i| bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_digit()))
+                    .collect();
+                let at = if starts.is_empty() { at } else { starts[self.rng.gen_range(0..starts.len())] };
+                let run = bytes[at..].iter().take_while(|b| b.is_ascii_digit()).count();
                 bytes.splice(at..at + run, digits.iter().copied());
             }
             // Spliced: this one's head, another's tail.

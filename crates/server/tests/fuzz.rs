@@ -51,6 +51,20 @@ fn manifests_of_any_bytes_are_read_and_checked_or_refused_never_a_crash() {
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant read: the mutations are too coarse");
 }
 
+/// A corpus file kept from a crash the campaign found, run alone so that its test names it.
+fn crash(target: &'static str, file: &str, body: impl Fn(&[u8]) -> bool) -> bool {
+    let path = corpus_dir(env!("CARGO_MANIFEST_DIR"), target).join(file);
+    body(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+}
+
+/// Found by the campaign: a manifest of kind `Increment` numbered 0, in the full snapshot's place.
+/// The check took member 0 for an increment and looked up member -1 (a subtraction overflow that
+/// panicked `waymark snapshot check` and a restore); it is a problem of the chain now.
+#[test]
+fn an_increment_numbered_zero_in_the_full_snapshots_place_is_a_problem_not_a_panic() {
+    assert!(crash("manifest", "crash-increment-numbered-zero", manifest), "the manifest itself reads");
+}
+
 /// The seed corpora, from values the code encodes (`valid-…`, each must decode) and a few edges:
 /// peer frames wrap the core's `peer_message` corpus, WAL segments are written by `Wal` from the
 /// core's `wal_record` corpus. `cargo test -p waymark-server --test fuzz -- --ignored` rewrites
