@@ -22,11 +22,13 @@ impl BoundedAlloc {
     /// Reserves `size` bytes of the live budget; false (nothing reserved) if it would be exceeded.
     fn reserve(&self, size: usize) -> bool {
         if size > self.single_max_bytes {
+            crate::campaign::refusing(size);
             return false;
         }
         let before = self.live.fetch_add(size, Ordering::Relaxed);
         if before.saturating_add(size) > self.live_max_bytes {
             self.live.fetch_sub(size, Ordering::Relaxed);
+            crate::campaign::refusing(size);
             return false;
         }
         true
@@ -65,7 +67,11 @@ unsafe impl GlobalAlloc for BoundedAlloc {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let grows = new_size > layout.size();
-        if new_size > self.single_max_bytes || (grows && !self.reserve(new_size - layout.size())) {
+        if new_size > self.single_max_bytes {
+            crate::campaign::refusing(new_size);
+            return std::ptr::null_mut();
+        }
+        if grows && !self.reserve(new_size - layout.size()) {
             return std::ptr::null_mut();
         }
         let p = System.realloc(ptr, layout, new_size);

@@ -3,6 +3,7 @@
 use crate::mutate::Mutator;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -11,6 +12,32 @@ use std::time::{Duration, Instant};
 /// A case running longer than this is a hang (a loop on a length read from the input, or work as
 /// large as a number it read): the watchdog saves the input and aborts the process.
 const CASE_TIME_LIMIT: Duration = Duration::from_secs(20);
+
+thread_local! {
+    /// The case this thread runs, for the allocator to name when it refuses an allocation.
+    static RUNNING: RefCell<Option<(&'static str, Vec<u8>)>> = const { RefCell::new(None) };
+    static SAVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called by [`crate::BoundedAlloc`] before it refuses `size` bytes (the process then aborts):
+/// saves the input of the case this thread runs, if any, and says where.
+pub(crate) fn refusing(size: usize) {
+    if SAVING.with(|s| s.replace(true)) {
+        return;
+    }
+    let _ = RUNNING.try_with(|running| {
+        if let Ok(running) = running.try_borrow() {
+            if let Some((target, input)) = &*running {
+                let file = save(target, input);
+                eprintln!("{target}: a case asked for {size} bytes more than allowed; its input is in {}", file.display());
+                if std::env::var_os("WAYMARK_FUZZ_BACKTRACE").is_some() {
+                    eprintln!("{}", std::backtrace::Backtrace::force_capture());
+                }
+            }
+        }
+    });
+    SAVING.with(|s| s.set(false));
+}
 
 /// A fuzz campaign against one target body.
 pub struct Campaign {
@@ -133,7 +160,9 @@ impl Watchdog {
 
     fn case(&self, name: &str, bytes: &[u8], body: &impl Fn(&[u8]) -> bool) -> bool {
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), bytes.to_vec()));
+        RUNNING.with(|r| *r.borrow_mut() = Some((self.target, bytes.to_vec())));
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(bytes)));
+        RUNNING.with(|r| *r.borrow_mut() = None);
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
         match outcome {
             Ok(accepted) => accepted,

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use crate::config::PARTITIONS_MAX;
 use waymark_wal::Position;
 
 /// The only format this code writes and reads.
@@ -205,6 +206,8 @@ pub enum ManifestError {
     Json { file: PathBuf, source: serde_json::Error },
     #[error("{file}: format {found}, this build reads format {FORMAT}")]
     Format { file: PathBuf, found: u32 },
+    #[error("{file}: {partitions} partitions, not in 1..={PARTITIONS_MAX}: no cluster has as many")]
+    Partitions { file: PathBuf, partitions: u32 },
     #[error("{file}: {problem}: a manifest names files inside its own snapshot only")]
     Escapes {
         file: PathBuf,
@@ -251,6 +254,10 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
         serde_json::from_slice(&text).map_err(|source| ManifestError::Json { file: file.clone(), source })?;
     if manifest.format != FORMAT {
         return Err(ManifestError::Format { file, found: manifest.format });
+    }
+    // Checked before anything is sized by it (`fewer_copies`, a restore's placement).
+    if !(1..=PARTITIONS_MAX).contains(&manifest.cluster.partitions) {
+        return Err(ManifestError::Partitions { file, partitions: manifest.cluster.partitions });
     }
     if let Err(problem) = manifest.confined() {
         return Err(ManifestError::Escapes { file, problem });
