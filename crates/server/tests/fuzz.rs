@@ -74,6 +74,13 @@ fn a_manifest_of_more_partitions_than_a_cluster_can_have_is_refused_not_an_abort
     assert!(!crash("manifest", "crash-huge-partition-count", manifest), "the manifest is refused");
 }
 
+/// Found by the campaign: a manifest whose file sizes add up past `u64::MAX`. The check's total
+/// overflowed (a panic in a debug build, a wrong total in a release one); totals saturate now.
+#[test]
+fn file_sizes_that_add_up_past_u64_max_are_checked_without_overflow() {
+    assert!(crash("manifest", "crash-file-sizes-overflow", manifest), "the manifest itself reads");
+}
+
 /// The seed corpora, from values the code encodes (`valid-…`, each must decode) and a few edges:
 /// peer frames wrap the core's `peer_message` corpus, WAL segments are written by `Wal` from the
 /// core's `wal_record` corpus. `cargo test -p waymark-server --test fuzz -- --ignored` rewrites

@@ -109,6 +109,12 @@ impl VnodeFiles {
     }
 }
 
+/// The bytes of `files` together, saturating at `u64::MAX`: the sizes are read from a manifest,
+/// which may hold anything.
+pub fn bytes_of<'a>(files: impl IntoIterator<Item = &'a FileEntry>) -> u64 {
+    files.into_iter().fold(0, |total, f| total.saturating_add(f.size))
+}
+
 /// A file of a snapshot, relative to its manifest's directory.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
@@ -120,7 +126,7 @@ pub struct FileEntry {
 impl Manifest {
     /// Bytes of every file the manifest names.
     pub fn size_bytes(&self) -> u64 {
-        self.vnodes.iter().flat_map(|v| v.files()).map(|f| f.size).sum()
+        bytes_of(self.vnodes.iter().flat_map(|v| v.files()))
     }
 
     pub fn vnode(&self, vnode: &str) -> Option<&VnodeFiles> {
