@@ -81,6 +81,14 @@ fn file_sizes_that_add_up_past_u64_max_are_checked_without_overflow() {
     assert!(crash("manifest", "crash-file-sizes-overflow", manifest), "the manifest itself reads");
 }
 
+/// Found by the campaign: a store's checkpoint whose map of decisions claims 4294967295 entries
+/// (its checksum right). imbl's decoder reserved room for every claimed entry up front — 288 GiB —
+/// and the start aborted; the image's persistent maps reserve no more than the bytes can hold now.
+#[test]
+fn a_checkpoint_claiming_a_huge_map_is_refused_not_an_abort() {
+    assert!(!crash("checkpoint", "crash-huge-map-length", checkpoint), "the checkpoint is refused");
+}
+
 /// The seed corpora, from values the code encodes (`valid-…`, each must decode) and a few edges:
 /// peer frames wrap the core's `peer_message` corpus, WAL segments are written by `Wal` from the
 /// core's `wal_record` corpus. `cargo test -p waymark-server --test fuzz -- --ignored` rewrites
