@@ -23,7 +23,7 @@ static ALLOC: BoundedAlloc = BoundedAlloc::new(64 << 20, 1 << 30);
 #[test]
 fn peer_messages_of_any_bytes_are_decoded_or_refused_never_a_crash() {
     let summary = Campaign::new("peer_message", corpus_dir(env!("CARGO_MANIFEST_DIR"), "peer_message"))
-        .mutants(6000)
+        .mutants(600_000)
         .run(peer_message);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant decoded: the mutations are too coarse");
 }
@@ -31,7 +31,7 @@ fn peer_messages_of_any_bytes_are_decoded_or_refused_never_a_crash() {
 #[test]
 fn wal_records_of_any_bytes_are_decoded_alike_by_recovery_and_restore_or_refused() {
     let summary =
-        Campaign::new("wal_record", corpus_dir(env!("CARGO_MANIFEST_DIR"), "wal_record")).mutants(6000).run(wal_record);
+        Campaign::new("wal_record", corpus_dir(env!("CARGO_MANIFEST_DIR"), "wal_record")).mutants(600_000).run(wal_record);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant decoded: the mutations are too coarse");
 }
 

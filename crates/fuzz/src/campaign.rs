@@ -63,7 +63,7 @@ impl Campaign {
     /// the target's name, so each target sees its own series.
     pub fn new(target: &'static str, corpus: impl Into<PathBuf>) -> Campaign {
         let seed = target.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-        Campaign { target, corpus: corpus.into(), mutants: 1000, seed, time_limit: Some(Duration::from_secs(15)) }
+        Campaign { target, corpus: corpus.into(), mutants: 1000, seed, time_limit: Some(Duration::from_secs(10)) }
     }
 
     /// How many mutants follow the corpus (`WAYMARK_FUZZ_CASES` overrides it).
@@ -105,6 +105,10 @@ impl Campaign {
             Ok(n) => (n.parse().expect("WAYMARK_FUZZ_CASES is a number"), None),
             Err(_) => (self.mutants, self.time_limit),
         };
+        let seed = match std::env::var("WAYMARK_FUZZ_SEED") {
+            Ok(n) => self.seed ^ n.parse::<u64>().expect("WAYMARK_FUZZ_SEED is a number"),
+            Err(_) => self.seed,
+        };
         let watch = Watchdog::start(self.target);
         let mut summary = Summary { corpus_files: corpus.len(), mutants: 0, accepted: 0, elapsed: Duration::ZERO };
         for (name, bytes) in &corpus {
@@ -113,14 +117,14 @@ impl Campaign {
             summary.accepted += u32::from(accepted);
         }
         let seeds: Vec<Vec<u8>> = corpus.into_iter().map(|(_, b)| b).collect();
-        let mut mutator = Mutator::new(ChaCha8Rng::seed_from_u64(self.seed));
+        let mut mutator = Mutator::new(ChaCha8Rng::seed_from_u64(seed));
         for case in 0..mutants {
             if time_limit.is_some_and(|limit| started.elapsed() > limit) {
                 eprintln!("{}: stopped after {case} of {mutants} mutants, at the time limit", self.target);
                 break;
             }
             let bytes = mutator.mutant(&seeds);
-            summary.accepted += u32::from(watch.case(&format!("mutant {case} (seed {:#x})", self.seed), &bytes, &body));
+            summary.accepted += u32::from(watch.case(&format!("mutant {case} (seed {seed:#x})"), &bytes, &body));
             summary.mutants += 1;
         }
         summary.elapsed = started.elapsed();

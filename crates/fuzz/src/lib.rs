@@ -15,7 +15,7 @@
 //! crate's `fuzz/` directory, e.g. `cd crates/server/fuzz && cargo +nightly fuzz run peer_frames
 //! corpus/peer_frames`; its targets call the same bodies as the tests. `WAYMARK_FUZZ_CASES=N`
 //! makes a `cargo test` campaign run N mutants instead of its default count (and lifts the time
-//! limit).
+//! limit); `WAYMARK_FUZZ_SEED=N` draws another series.
 
 mod alloc;
 mod campaign;

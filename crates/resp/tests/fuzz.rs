@@ -13,7 +13,7 @@ use waymark_resp::fuzzing::request_parser;
 static ALLOC: BoundedAlloc = BoundedAlloc::new(64 << 20, 1 << 30);
 
 fn campaign() -> Campaign {
-    Campaign::new("request_parser", corpus_dir(env!("CARGO_MANIFEST_DIR"), "request_parser")).mutants(4000)
+    Campaign::new("request_parser", corpus_dir(env!("CARGO_MANIFEST_DIR"), "request_parser")).mutants(300_000)
 }
 
 #[test]

@@ -29,25 +29,25 @@ fn campaign(target: &'static str) -> Campaign {
 
 #[test]
 fn peer_frames_of_any_bytes_are_refused_or_decoded_never_a_crash() {
-    let summary = campaign("peer_frames").mutants(5000).run(peer_frames);
+    let summary = campaign("peer_frames").mutants(400_000).run(peer_frames);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant decoded: the mutations are too coarse");
 }
 
 #[test]
 fn wal_segments_of_any_bytes_are_recovered_or_refused_never_a_crash() {
-    let summary = campaign("wal_segment").mutants(1500).run(wal_segment);
+    let summary = campaign("wal_segment").mutants(25_000).run(wal_segment);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant opened: the mutations are too coarse");
 }
 
 #[test]
 fn checkpoints_of_any_bytes_are_read_or_refused_never_a_crash() {
-    let summary = campaign("checkpoint").mutants(2000).run(checkpoint);
+    let summary = campaign("checkpoint").mutants(80_000).run(checkpoint);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant read: the mutations are too coarse");
 }
 
 #[test]
 fn manifests_of_any_bytes_are_read_and_checked_or_refused_never_a_crash() {
-    let summary = campaign("manifest").mutants(1500).run(manifest);
+    let summary = campaign("manifest").mutants(50_000).run(manifest);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant read: the mutations are too coarse");
 }
 
