@@ -65,10 +65,10 @@ fn an_increment_numbered_zero_in_the_full_snapshots_place_is_a_problem_not_a_pan
     assert!(crash("manifest", "crash-increment-numbered-zero", manifest), "the manifest itself reads");
 }
 
-/// Found by the campaign: a manifest claiming 2147483647 partitions. `fewer_copies` (run by the
-/// check, and by a restore) built a map of every partition up front — a 32 GiB allocation that
-/// aborted the process; a manifest is refused at read now unless its partition count is one a
-/// cluster can have.
+/// Found by the campaign: a manifest claiming 2147483647 partitions. `fewer_copies` (the check's)
+/// built a map of every partition up front — a 32 GiB allocation that aborted the process, as a
+/// restore's placement would have; a manifest is refused at read now unless its partition count
+/// is one a cluster can have.
 #[test]
 fn a_manifest_of_more_partitions_than_a_cluster_can_have_is_refused_not_an_abort() {
     assert!(!crash("manifest", "crash-huge-partition-count", manifest), "the manifest is refused");
