@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use waymark_core::alter::Metadata;
-use waymark_core::{TreeImage, VnodeImage};
+use waymark_core::{CutId, ResolvedWrite, TreeImage, TxId, VnodeId, VnodeImage};
 use waymark_fuzz::{corpus_dir, BoundedAlloc, Campaign};
 use waymark_server::fuzzing::{checkpoint, manifest, peer_frames, wal_segment};
 use waymark_server::net::auth::Handshake;
@@ -152,8 +152,15 @@ fn writes_the_seed_corpus() {
 
     // Checkpoints: a store's and a manager's, as `checkpoint::write` lays them out.
     let tree = TreeImage { metadata: Metadata::default(), term: waymark_core::alter::Term(7) };
+    let mut store = VnodeImage::empty(Some(&Metadata::default()));
+    let tx = |seq| TxId { near: VnodeId::new("store0", "node1"), incarnation: 1, seq };
+    store.store.apply(&ResolvedWrite { key: b"user:1".to_vec(), value: Some(b"alice".to_vec()), version: 3 });
+    store.store.apply(&ResolvedWrite { key: b"n".to_vec(), value: Some(b"42".to_vec()), version: 4 });
+    store.decided = [(tx(3), Some(CutId(2))), (tx(1), None)].into_iter().collect();
+    store.tombstones = [tx(5)].into_iter().collect();
     let images = [
         ("store", Image::Store(VnodeImage::empty(Some(&Metadata::default())))),
+        ("store-with-data", Image::Store(store)),
         ("manager", Image::Manager(tree)),
     ];
     for (name, image) in images {
