@@ -47,7 +47,9 @@ pub fn wal_record(data: &[u8]) -> bool {
             true
         }
         (Err(_), Err(_)) => false,
-        _ => panic!("the record decoder and the restore's view disagree on a frame of kind {kind}: {record:?} / {view:?}"),
+        _ => panic!(
+            "the record decoder and the restore's view disagree on a frame of kind {kind}: {record:?} / {view:?}"
+        ),
     }
 }
 

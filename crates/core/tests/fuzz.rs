@@ -30,8 +30,9 @@ fn peer_messages_of_any_bytes_are_decoded_or_refused_never_a_crash() {
 
 #[test]
 fn wal_records_of_any_bytes_are_decoded_alike_by_recovery_and_restore_or_refused() {
-    let summary =
-        Campaign::new("wal_record", corpus_dir(env!("CARGO_MANIFEST_DIR"), "wal_record")).mutants(600_000).run(wal_record);
+    let summary = Campaign::new("wal_record", corpus_dir(env!("CARGO_MANIFEST_DIR"), "wal_record"))
+        .mutants(600_000)
+        .run(wal_record);
     assert!(summary.accepted > summary.corpus_files as u32, "no mutant decoded: the mutations are too coarse");
 }
 
@@ -81,7 +82,12 @@ fn envelopes() -> Vec<(&'static str, Envelope)> {
         ),
         (
             "prepare-ack",
-            Body::Txn(TxnMsg::PrepareAck { tx: tx(1), role: Role::Primary, result: Ok(resolved()), tx_cut: Some(CutId(2)) }),
+            Body::Txn(TxnMsg::PrepareAck {
+                tx: tx(1),
+                role: Role::Primary,
+                result: Ok(resolved()),
+                tx_cut: Some(CutId(2)),
+            }),
         ),
         (
             "prepare-refused",
@@ -111,7 +117,9 @@ fn envelopes() -> Vec<(&'static str, Envelope)> {
     ];
     bodies
         .into_iter()
-        .map(|(name, body)| (name, Envelope { from: v("store0", "node1"), to: v("store0", "node2"), cut: Some(CutId(3)), body }))
+        .map(|(name, body)| {
+            (name, Envelope { from: v("store0", "node1"), to: v("store0", "node2"), cut: Some(CutId(3)), body })
+        })
         .collect()
 }
 
@@ -140,7 +148,10 @@ fn records() -> Vec<(&'static str, Record)> {
         ("decided", Record::TxDecided { tx: tx(5), tx_cut: None }),
         ("cut-start", Record::CutStart { cut: CutId(4) }),
         ("cut-finish", Record::CutFinish(finish)),
-        ("alteration", Record::Alteration { seq: AlterSeq(3), bytes: AlterRecord::set("k", "v").encode(Default::default()) }),
+        (
+            "alteration",
+            Record::Alteration { seq: AlterSeq(3), bytes: AlterRecord::set("k", "v").encode(Default::default()) },
+        ),
         ("alter-applied", Record::AlterApplied { term: Term(2), seq: AlterSeq(3), record: AlterRecord::set("k", "v") }),
         ("versions-local-state", Record::VersionsLocalState { cut: CutId(4), snp: TxVersion::of(&tx(7)) }),
         ("versions-skip", Record::VersionsSkip { cut: CutId(4), skip: BTreeSet::from([tx(8)]) }),
@@ -163,7 +174,11 @@ fn writes_the_seed_corpus() {
         from: v("store0", "node1"),
         to: v("store0", "node2"),
         cut: None,
-        body: Body::Alter(AlterMsg::Relay { to: v("a", "b"), origin: v("c", "d"), msg: Relayed::wrap(&AlterMsg::Reach { hears: vec![] }).unwrap() }),
+        body: Body::Alter(AlterMsg::Relay {
+            to: v("a", "b"),
+            origin: v("c", "d"),
+            msg: Relayed::wrap(&AlterMsg::Reach { hears: vec![] }).unwrap(),
+        }),
     })
     .unwrap();
     let nested: Vec<u8> = relay.iter().copied().cycle().take(relay.len() * 64).collect();

@@ -29,7 +29,10 @@ pub(crate) fn refusing(size: usize) {
         if let Ok(running) = running.try_borrow() {
             if let Some((target, input)) = &*running {
                 let file = save(target, input);
-                eprintln!("{target}: a case asked for {size} bytes more than allowed; its input is in {}", file.display());
+                eprintln!(
+                    "{target}: a case asked for {size} bytes more than allowed; its input is in {}",
+                    file.display()
+                );
                 if std::env::var_os("WAYMARK_FUZZ_BACKTRACE").is_some() {
                     eprintln!("{}", std::backtrace::Backtrace::force_capture());
                 }
@@ -62,7 +65,8 @@ impl Campaign {
     /// `corpus` is the target's directory of seed files. The seed of the generator is drawn from
     /// the target's name, so each target sees its own series.
     pub fn new(target: &'static str, corpus: impl Into<PathBuf>) -> Campaign {
-        let seed = target.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let seed =
+            target.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
         Campaign { target, corpus: corpus.into(), mutants: 1000, seed, time_limit: Some(Duration::from_secs(10)) }
     }
 
@@ -81,8 +85,9 @@ impl Campaign {
 
     /// The corpus files, by name.
     pub fn corpus(&self) -> Vec<(String, Vec<u8>)> {
-        let entries = std::fs::read_dir(&self.corpus)
-            .unwrap_or_else(|e| panic!("{}: {e} (write it with the ignored `writes_the_seed_corpus` test)", self.corpus.display()));
+        let entries = std::fs::read_dir(&self.corpus).unwrap_or_else(|e| {
+            panic!("{}: {e} (write it with the ignored `writes_the_seed_corpus` test)", self.corpus.display())
+        });
         let mut files: Vec<(String, Vec<u8>)> = entries
             .map(|e| {
                 let path = e.expect("a directory entry").path();
@@ -133,17 +138,19 @@ impl Campaign {
     }
 }
 
+/// A case in progress: when it started, and its input.
+type Case = (Instant, Vec<u8>);
+
 /// Watches the case in progress from another thread.
 struct Watchdog {
     target: &'static str,
-    /// The case in progress: when it started, and its input.
-    current: Arc<Mutex<Option<(Instant, Vec<u8>)>>>,
+    current: Arc<Mutex<Option<Case>>>,
     done: Arc<Mutex<bool>>,
 }
 
 impl Watchdog {
     fn start(target: &'static str) -> Watchdog {
-        let current: Arc<Mutex<Option<(Instant, Vec<u8>)>>> = Arc::default();
+        let current: Arc<Mutex<Option<Case>>> = Arc::default();
         let done: Arc<Mutex<bool>> = Arc::default();
         let (watched, finished) = (current.clone(), done.clone());
         std::thread::spawn(move || loop {

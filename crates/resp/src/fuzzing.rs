@@ -46,7 +46,10 @@ fn feed(limits: Limits, authenticated: bool, reads: &[&[u8]]) -> (Vec<Command>, 
     let (args_max, bulk_max_bytes) = if authenticated {
         (limits.args_max, limits.bulk_max_bytes)
     } else {
-        (limits.args_max.min(limits.unauthenticated_args_max), limits.bulk_max_bytes.min(limits.unauthenticated_bulk_max_bytes))
+        (
+            limits.args_max.min(limits.unauthenticated_args_max),
+            limits.bulk_max_bytes.min(limits.unauthenticated_bulk_max_bytes),
+        )
     };
     let mut parser = RequestParser::new(limits);
     let mut buffer = Vec::new();

@@ -190,12 +190,22 @@ fn writes_the_seed_corpus() {
         cut: 12,
         strategy: Default::default(),
         created_unix_ms: 1_700_000_000_000,
-        cluster: ClusterShape { name: "c".into(), partitions: 2, replicas: 2, hosts: vec!["node1".into(), "node2".into()] },
+        cluster: ClusterShape {
+            name: "c".into(),
+            partitions: 2,
+            replicas: 2,
+            hosts: vec!["node1".into(), "node2".into()],
+        },
         metadata_md5: String::new(),
         vnodes: vec![vnode("store0@node1", true), vnode("store0@node2", false)],
         hosts_down: vec![],
     };
-    let increment = Manifest { kind: Kind::Increment { number: 1, previous_cut: 12 }, cut: 13, hosts_down: vec!["node3".into()], ..full.clone() };
+    let increment = Manifest {
+        kind: Kind::Increment { number: 1, previous_cut: 12 },
+        cut: 13,
+        hosts_down: vec!["node3".into()],
+        ..full.clone()
+    };
     for (name, m) in [("full", full), ("increment", increment)] {
         let dir = tempfile::tempdir().unwrap();
         write_manifest(dir.path(), &m).unwrap();

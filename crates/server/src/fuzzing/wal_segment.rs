@@ -37,7 +37,12 @@ pub fn wal_segment(data: &[u8]) -> bool {
         let Ok(opened) = recover::open(dir, options.clone()) else {
             return false;
         };
-        assert!(opened.truncated_bytes <= segment.len() as u64, "cut {} of {} bytes", opened.truncated_bytes, segment.len());
+        assert!(
+            opened.truncated_bytes <= segment.len() as u64,
+            "cut {} of {} bytes",
+            opened.truncated_bytes,
+            segment.len()
+        );
         let records = opened.records;
         drop(opened.wal);
         let again = recover::open(dir, options).expect("a repaired log opens again");

@@ -6,12 +6,12 @@
 //! for increment K. The manifest is written last, durably (temporary name, fsync, rename, fsync of
 //! the directory): a directory without one is an incomplete snapshot, never a restorable one.
 
+use crate::config::PARTITIONS_MAX;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use crate::config::PARTITIONS_MAX;
 use waymark_wal::Position;
 
 /// The only format this code writes and reads.
