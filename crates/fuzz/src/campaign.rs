@@ -212,3 +212,47 @@ fn crc(bytes: &[u8]) -> u32 {
 pub fn corpus_dir(manifest_dir: &str, target: &str) -> PathBuf {
     Path::new(manifest_dir).join("fuzz").join("corpus").join(target)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A corpus directory of its own for a test, with `files` in it.
+    fn corpus(test: &str, files: &[(&str, &[u8])]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("waymark-fuzz-test-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_body_that_panics_on_a_mutant_fails_the_campaign() {
+        let dir = corpus("panics", &[("valid-a", b"abc")]);
+        let run = panic::catch_unwind(|| {
+            Campaign::new("panics", &dir).mutants(1000).run(|bytes| {
+                assert_eq!(bytes.len(), 3, "only the seed's length is fine");
+                true
+            })
+        });
+        assert!(run.is_err(), "the campaign passed a panicking body");
+    }
+
+    #[test]
+    fn a_valid_corpus_file_the_body_refuses_fails_the_campaign() {
+        let dir = corpus("refuses", &[("valid-a", b"abc"), ("junk", b"xyz")]);
+        let run = panic::catch_unwind(|| Campaign::new("refuses", &dir).mutants(0).run(|bytes| bytes != b"abc"));
+        assert!(run.is_err(), "a valid- file that does not decode passed");
+        let dir = corpus("accepts", &[("valid-a", b"abc"), ("junk", b"xyz")]);
+        let summary = Campaign::new("accepts", &dir).mutants(10).run(|bytes| bytes == b"abc");
+        assert_eq!(summary.corpus_files, 2);
+        assert!(summary.accepted >= 1, "the valid file was not counted");
+        for test in ["panics", "refuses", "accepts"] {
+            let _ = std::fs::remove_dir_all(
+                std::env::temp_dir().join(format!("waymark-fuzz-test-{}-{test}", std::process::id())),
+            );
+        }
+    }
+}
