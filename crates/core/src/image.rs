@@ -25,8 +25,10 @@ pub struct VnodeImage {
     /// Branches prepared here (with a `TxPrepared` record) and not finished.
     pub prepared: BTreeMap<Branch, Prepared>,
     /// Decisions this vnode made as first committer (persistent: copied in O(1)).
+    #[serde(deserialize_with = "cautious::map")]
     pub decided: imbl::OrdMap<TxId, Option<CutId>>,
     /// Transactions rolled back here (persistent: copied in O(1)).
+    #[serde(deserialize_with = "cautious::set")]
     pub tombstones: imbl::OrdSet<TxId>,
 }
 
@@ -180,6 +182,64 @@ impl TreeImage {
     }
 }
 
+/// Decoders of the image's persistent maps that reserve room as entries arrive, not for the
+/// length the bytes claim: imbl's own reserve the claimed length up front, so a checkpoint claiming
+/// 4 billion decisions asked for 288 GiB and aborted the start. They read the same bytes as imbl's
+/// (a map, a sequence) into the same values.
+mod cautious {
+    use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    /// Entries reserved up front at most, whatever the bytes claim.
+    const RESERVED_MAX: usize = 4096;
+
+    pub fn map<'de, D, K, V>(d: D) -> Result<imbl::OrdMap<K, V>, D::Error>
+    where
+        D: Deserializer<'de>,
+        K: Deserialize<'de> + Ord + Clone,
+        V: Deserialize<'de> + Clone,
+    {
+        struct Entries<K, V>(PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de> + Ord + Clone, V: Deserialize<'de> + Clone> Visitor<'de> for Entries<K, V> {
+            type Value = imbl::OrdMap<K, V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(access.size_hint().unwrap_or(0).min(RESERVED_MAX));
+                while let Some(entry) = access.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(entries.into_iter().collect())
+            }
+        }
+        d.deserialize_map(Entries(PhantomData))
+    }
+
+    pub fn set<'de, D, T>(d: D) -> Result<imbl::OrdSet<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de> + Ord + Clone,
+    {
+        struct Elements<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Ord + Clone> Visitor<'de> for Elements<T> {
+            type Value = imbl::OrdSet<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut access: A) -> Result<Self::Value, A::Error> {
+                let mut elements = Vec::with_capacity(access.size_hint().unwrap_or(0).min(RESERVED_MAX));
+                while let Some(element) = access.next_element()? {
+                    elements.push(element);
+                }
+                Ok(elements.into_iter().collect())
+            }
+        }
+        d.deserialize_seq(Elements(PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +260,16 @@ mod tests {
         let set: imbl::OrdSet<TxId> = [tx(5), tx(4)].into_iter().collect();
         let std_set: std::collections::BTreeSet<TxId> = [tx(5), tx(4)].into_iter().collect();
         assert_eq!(postcard::to_stdvec(&set).expect("serializes"), postcard::to_stdvec(&std_set).expect("serializes"));
+    }
+
+    /// The image's own decoders of its persistent maps (`cautious`) read what imbl's encoders wrote.
+    #[test]
+    fn an_image_reads_back_its_decisions_and_tombstones() {
+        let tx = |seq| TxId { near: VnodeId::new("store0", "node1"), incarnation: 1, seq };
+        let mut image = VnodeImage::empty(None);
+        image.decided = [(tx(3), Some(CutId(2))), (tx(1), None)].into_iter().collect();
+        image.tombstones = [tx(5), tx(4)].into_iter().collect();
+        let bytes = postcard::to_stdvec(&image).expect("serializes");
+        assert_eq!(postcard::from_bytes::<VnodeImage>(&bytes).expect("reads back"), image);
     }
 }

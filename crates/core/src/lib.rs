@@ -17,6 +17,8 @@ mod bytes;
 pub mod client;
 pub mod config;
 pub mod cut;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ids;
 pub mod image;
 pub mod io;

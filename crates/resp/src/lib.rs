@@ -60,10 +60,14 @@
 //! On any [`ProtocolError`] the caller replies `-ERR <error>` and closes the
 //! connection: the stream is out of sync and the parser does not recover.
 //!
-//! The parser never panics on any input; `fuzz/` holds a cargo-fuzz target
-//! that checks it.
+//! The parser never panics on any input: `fuzzing::request_parser` states
+//! the contract, `tests/fuzz.rs` runs it over a committed corpus and its
+//! mutants in every `cargo test`, and `fuzz/` runs it coverage-guided with
+//! cargo-fuzz on nightly.
 
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod glob;
 mod inline;
 mod limits;

@@ -51,6 +51,10 @@ pub struct HostConfig {
     pub stores: u32,
 }
 
+/// The most partitions a cluster has (`cluster.partitions`); a snapshot's manifest claiming more
+/// is not one a cluster wrote.
+pub const PARTITIONS_MAX: u32 = 65_536;
+
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     pub name: String,
@@ -335,8 +339,8 @@ impl Checker<'_> {
         }
         let hosts = self.hosts(c.hosts)?;
         let partitions = c.partitions.unwrap_or(64);
-        if !(1..=65_536).contains(&partitions) {
-            return Err(self.bad("cluster.partitions", format!("{partitions} is not in 1..=65536")));
+        if !(1..=PARTITIONS_MAX).contains(&partitions) {
+            return Err(self.bad("cluster.partitions", format!("{partitions} is not in 1..={PARTITIONS_MAX}")));
         }
         let replicas = c.replicas.unwrap_or(2.min(hosts.len()));
         if replicas == 0 {

@@ -26,6 +26,8 @@ pub mod admin;
 pub mod clock;
 pub mod config;
 pub mod driver;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod host;
 pub mod memory;
 pub mod net;

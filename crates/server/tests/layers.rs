@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The layers, top first. A file belongs to the layer of the longest prefix of its path (under
 /// `src/`) listed here.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("the process", &["lib.rs", "node.rs"]),
+    ("the process", &["lib.rs", "node.rs", "fuzzing/"]),
     ("front ends", &["resp/", "admin/"]),
     ("host", &["host.rs", "snapshot/create.rs", "snapshot/schedule.rs"]),
     ("vnode driver", &["driver.rs"]),

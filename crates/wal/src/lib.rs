@@ -13,8 +13,9 @@
 //! * [`Reader`] yields [`Record`]s in order across segments.
 //! * [`FrameScanner`] lends the same frames from large reads into one reused
 //!   buffer, for replays that read a whole log once.
-//! * [`segment`] holds the pure byte format (fuzzed via
-//!   [`segment::decode_records`]).
+//! * [`segment`] holds the pure byte format. The log is fuzzed as a start
+//!   and a snapshot's replay read it, through the server
+//!   (`waymark_server::fuzzing::wal_segment`).
 
 mod cursor;
 mod dir;

@@ -1,7 +1,8 @@
-//! The same properties the fuzz target checks (fuzz/fuzz_targets/
-//! segment_decoder.rs), run on every `cargo test`: the decoder never panics,
-//! returns only checksum-valid records, and a damaged stream decodes to a
-//! prefix of the original.
+//! Properties of the pure segment decoder (`segment::decode_records`, which
+//! the tests and tools use; production reads the log through `Wal::open`,
+//! `Reader` and `FrameScanner`, fuzzed by the server's `wal_segment` target):
+//! the decoder never panics, returns only checksum-valid records, and a
+//! damaged stream decodes to a prefix of the original.
 
 use proptest::prelude::*;
 use waymark_wal::segment::{decode_records, encode_frame, frame_crc, FRAME_HEADER_BYTES};

@@ -16,7 +16,7 @@ use waymark_server::snapshot::catalog::{self, format_unix_ms, ChainListing, List
 use waymark_server::snapshot::chain::{load_chain, Chain};
 use waymark_server::snapshot::create::{CreateRequest, Created};
 use waymark_server::snapshot::expire::{self, Decision, Rule};
-use waymark_server::snapshot::manifest::{increment_dir_name, Kind};
+use waymark_server::snapshot::manifest::{bytes_of, increment_dir_name, Kind};
 use waymark_server::snapshot::{check, restore};
 use waymark_server::topology::Topology;
 
@@ -302,8 +302,7 @@ pub fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts
 
 /// Replays every vnode in parallel, one thread per core, with a progress bar in log bytes.
 fn replay_with_progress(chain: &Chain) -> Result<restore::Rebuilt> {
-    let total: u64 =
-        chain.members.iter().flat_map(|m| &m.manifest.vnodes).flat_map(|v| &v.segments).map(|s| s.size).sum();
+    let total = bytes_of(chain.members.iter().flat_map(|m| &m.manifest.vnodes).flat_map(|v| &v.segments));
     let bar = ProgressBar::new(total);
     let style = ProgressStyle::with_template(
         "{spinner} replaying [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}",

@@ -24,9 +24,12 @@ pub enum FrameError {
 }
 
 pub fn framed(stream: TcpStream, frame_max_bytes: usize) -> PeerFramed {
-    let codec =
-        LengthDelimitedCodec::builder().length_field_type::<u32>().max_frame_length(frame_max_bytes).new_codec();
-    Framed::new(stream, codec)
+    Framed::new(stream, codec(frame_max_bytes))
+}
+
+/// The codec that splits a peer link's bytes into frames, refusing a length over `frame_max_bytes`.
+pub fn codec(frame_max_bytes: usize) -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder().length_field_type::<u32>().max_frame_length(frame_max_bytes).new_codec()
 }
 
 /// A frame's payload, for a codec that adds the length: the version, then the value.

@@ -137,7 +137,9 @@ pub fn chain_problems(chain: &Chain) -> Vec<Problem> {
         }
         match (k, m.kind) {
             (0, Kind::Full) => {}
-            (_, Kind::Increment { number, previous_cut }) if number as usize == k => {
+            // Member 0 is the full snapshot: an increment there (numbered 0 or not) has no
+            // previous member, and is the wrong kind below.
+            (1.., Kind::Increment { number, previous_cut }) if number as usize == k => {
                 let prev = chain.members[k - 1].manifest.cut;
                 if previous_cut != prev {
                     say(format!("follows cut {previous_cut}, but the previous snapshot is of cut {prev}"));

@@ -60,7 +60,7 @@ pub fn check(root: &Path, name: &str, increment: Option<u32>) -> Report {
     report.problems.extend(chain_problems(&chain));
     for (member, file) in chain.files() {
         report.files += 1;
-        report.bytes += file.size;
+        report.bytes = report.bytes.saturating_add(file.size);
         report.problems.extend(file_problem(member, file));
     }
     for vnode in chain.vnodes() {

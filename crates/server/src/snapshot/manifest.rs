@@ -6,6 +6,7 @@
 //! for increment K. The manifest is written last, durably (temporary name, fsync, rename, fsync of
 //! the directory): a directory without one is an incomplete snapshot, never a restorable one.
 
+use crate::config::PARTITIONS_MAX;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -108,6 +109,12 @@ impl VnodeFiles {
     }
 }
 
+/// The bytes of `files` together, saturating at `u64::MAX`: the sizes are read from a manifest,
+/// which may hold anything.
+pub fn bytes_of<'a>(files: impl IntoIterator<Item = &'a FileEntry>) -> u64 {
+    files.into_iter().fold(0, |total, f| total.saturating_add(f.size))
+}
+
 /// A file of a snapshot, relative to its manifest's directory.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileEntry {
@@ -119,7 +126,7 @@ pub struct FileEntry {
 impl Manifest {
     /// Bytes of every file the manifest names.
     pub fn size_bytes(&self) -> u64 {
-        self.vnodes.iter().flat_map(|v| v.files()).map(|f| f.size).sum()
+        bytes_of(self.vnodes.iter().flat_map(|v| v.files()))
     }
 
     pub fn vnode(&self, vnode: &str) -> Option<&VnodeFiles> {
@@ -205,6 +212,8 @@ pub enum ManifestError {
     Json { file: PathBuf, source: serde_json::Error },
     #[error("{file}: format {found}, this build reads format {FORMAT}")]
     Format { file: PathBuf, found: u32 },
+    #[error("{file}: {partitions} partitions, not in 1..={PARTITIONS_MAX}: no cluster has as many")]
+    Partitions { file: PathBuf, partitions: u32 },
     #[error("{file}: {problem}: a manifest names files inside its own snapshot only")]
     Escapes {
         file: PathBuf,
@@ -251,6 +260,10 @@ pub fn read_manifest(dir: &Path) -> Result<Option<Manifest>, ManifestError> {
         serde_json::from_slice(&text).map_err(|source| ManifestError::Json { file: file.clone(), source })?;
     if manifest.format != FORMAT {
         return Err(ManifestError::Format { file, found: manifest.format });
+    }
+    // Checked before anything is sized by it (`fewer_copies`, a restore's placement).
+    if !(1..=PARTITIONS_MAX).contains(&manifest.cluster.partitions) {
+        return Err(ManifestError::Partitions { file, partitions: manifest.cluster.partitions });
     }
     if let Err(problem) = manifest.confined() {
         return Err(ManifestError::Escapes { file, problem });

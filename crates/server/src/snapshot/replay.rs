@@ -8,7 +8,7 @@
 //! the transactions the filter leaves out (closure across replicas).
 
 use super::chain::Chain;
-use super::manifest::VnodeFiles;
+use super::manifest::{bytes_of, VnodeFiles};
 use crate::storage::checkpoint::{self, CheckpointError, Image};
 use std::path::{Path, PathBuf};
 use waymark_core::cut::restore::{
@@ -103,7 +103,7 @@ fn read_segments(vnode_dir: &Path, vnode: &str, files: &VnodeFiles, log: &mut Vn
         })?;
         log.records.push(record);
     }
-    log.log_bytes += files.segments.iter().map(|s| s.size).sum::<u64>();
+    log.log_bytes = log.log_bytes.saturating_add(bytes_of(&files.segments));
     Ok(())
 }
 
@@ -185,7 +185,7 @@ fn stream_once(
     start: impl FnOnce(restore::Checkpoint) -> CutReplay,
 ) -> Result<(Replayed, u64, u64), ReplayError> {
     let cut = CutId(chain.target().manifest.cut);
-    let (mut log_bytes, mut records) = (0, 0);
+    let (mut log_bytes, mut records) = (0u64, 0);
     let mut start = Some(start);
     let mut pass = None;
     for (k, member) in chain.members.iter().enumerate() {
@@ -203,7 +203,7 @@ fn stream_once(
             continue;
         }
         records += pass.segments(&vnode_dir, vnode, files)?;
-        log_bytes += files.segments.iter().map(|s| s.size).sum::<u64>();
+        log_bytes = log_bytes.saturating_add(bytes_of(&files.segments));
     }
     let pass = pass.ok_or_else(|| missing(chain, 0, vnode))?;
     let no_finish = || ReplayError::NoFinish { dir: chain.target().dir.join(vnode), vnode: vnode.into(), cut: cut.0 };
