@@ -171,7 +171,7 @@ fn a_primary_at_the_memory_limit_refuses_values_but_takes_deletes_and_its_replic
     let mut c = Cluster::new(2, 2, CutStrategy::Consistent, Breaks::default());
     let (on_full, on_other) = (c.key_with_chain(&[1, 0]), c.key_with_chain(&[0, 1]));
     let txn = |key: &[u8], op| Request::Txn { reads: vec![], writes: vec![Write { key: key.to_vec(), op }] };
-    let mut ask = |c: &mut Cluster, request| {
+    let ask = |c: &mut Cluster, request| {
         c.client(0, ClientId(1), request);
         c.settle();
         c.heard(ClientId(1)).last().map(|r| (*r).clone()).expect("an answer")
