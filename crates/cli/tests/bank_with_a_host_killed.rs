@@ -13,7 +13,7 @@
 mod common;
 
 use common::bank::{self, account, Transfer, ACCOUNTS, INITIAL_BALANCE, RESPONSE_TIMEOUT};
-use common::{replicas_agree_live, Cluster, Spec, SETTLED_WITHIN};
+use common::{Cluster, Spec, SETTLED_WITHIN};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -91,7 +91,8 @@ async fn acknowledged_transfers_survive_a_host_killed_and_restarted_and_the_mone
         let balances: Vec<i64> = redis::cmd("MGET").arg(&accounts).query(&mut cluster.redis(&h.name)).expect("MGET");
         assert_eq!(balances, expected, "balances read on {} vs. initial + recorded transfers", h.name);
     }
-    let partitions = cluster.hosts[0].cfg.cluster.partitions;
-    replicas_agree_live(&cluster.store_vnodes().expect("/status"), partitions).expect("copies agree");
+    // The MGETs' read-only commits finish at their participants after the client has its answer:
+    // settled again, not checked once (CI once saw one such branch still prepared).
+    cluster.settled(SETTLED_WITHIN);
     assert_commits_through_every_host(&cluster);
 }
