@@ -352,8 +352,9 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy
             w.sort_unstable();
             let ms = |q: f64| w.get(((w.len() as f64 - 1.0) * q) as usize).map_or(0.0, |us| *us as f64 / 1000.0);
             println!(
-                "failover: partitions promoted {} | windows {} (host down → a chain without it in use) p50 {:.1} ms p99 {:.1} ms max {:.1} ms | cuts verified without a dead host {}",
+                "failover: partitions promoted {} | availability {:.1}% (partition-time with a serving primary) | windows {} (host down → a chain without it in use) p50 {:.1} ms p99 {:.1} ms max {:.1} ms | cuts verified without a dead host {}",
                 t.promoted_partitions,
+                100.0 * t.availability.share(),
                 w.len(),
                 ms(0.5),
                 ms(0.99),

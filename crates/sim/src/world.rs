@@ -209,6 +209,8 @@ pub struct World {
     pub epochs: crate::checkers::placement_epochs::EpochsSeen,
     /// `--tree`: every whole host crash, and when (the failover windows are measured from them).
     pub host_downs: Vec<(String, u64)>,
+    /// `--failover`: up to when availability was counted (`count_availability`).
+    availability_upto_us: u64,
     /// `--failover`: hosts cut off from every other host (`Fault::Isolate`), each with how many
     /// isolations hold it; no message crosses between one of them and another host.
     pub isolated: BTreeMap<String, u32>,
@@ -291,6 +293,7 @@ impl World {
             answers: Default::default(),
             epochs: Default::default(),
             host_downs: vec![],
+            availability_upto_us: 0,
             isolated: BTreeMap::new(),
             after_decision: None,
         }
@@ -331,6 +334,7 @@ impl World {
                 self.stop_and_heal();
                 continue;
             }
+            self.count_availability(at.min(end_us));
             self.now_us = at;
             self.trace.event(at, &event);
             self.handle(event);
@@ -339,6 +343,24 @@ impl World {
             self.stop_and_heal();
         }
         self.follow_placement();
+    }
+
+    /// `--failover`: the partitions that had a serving primary since the last event count as
+    /// available for the time between. Reads state only: the run is the same with or without it.
+    fn count_availability(&mut self, upto_us: u64) {
+        if !(self.cfg.tree && self.cfg.failover) || upto_us <= self.availability_upto_us {
+            return;
+        }
+        let partitions = self.placement.partitions();
+        let served = (0..partitions)
+            .filter(|p| {
+                let p = waymark_core::PartitionId(*p);
+                self.nodes.iter().any(|n| n.vnode.as_ref().is_some_and(|v| v.serves_primary_of(p)))
+            })
+            .count() as u64;
+        let us = upto_us - self.availability_upto_us;
+        self.tree_stats.availability.add(us, served, u64::from(partitions));
+        self.availability_upto_us = upto_us;
     }
 
     /// The checkers judge the end state by the placement in force: after promotions, the one the

@@ -185,6 +185,12 @@ impl Vnode {
         self.tree_synced() && !self.failing_over(&self.cfg.id)
     }
 
+    /// Whether this vnode serves partition `p` as its primary now: booted, the placement it routes
+    /// by names it, and it may serve. The simulator's availability figure counts these.
+    pub fn serves_primary_of(&self, p: crate::PartitionId) -> bool {
+        self.booted && self.cfg.placement.primary(p) == &self.cfg.id && self.may_serve()
+    }
+
     /// Whether this vnode may answer a read of `key` as its primary.
     pub(crate) fn leads(&self, key: &Key) -> bool {
         self.cfg.placement.primary_of(key) == &self.cfg.id && self.may_serve()

@@ -34,6 +34,33 @@ pub struct TreeStats {
     /// `--failover`: for each host crash and each partition it held, how long until a store vnode
     /// first routed by a chain without it (the failover window), in µs.
     pub failover_windows_us: Vec<u64>,
+    /// `--failover`: partition-microseconds of the workload, and of those, the ones in which some
+    /// running store vnode served the partition as its primary (`Vnode::serves_primary_of`).
+    pub availability: Availability,
+}
+
+/// The share of time partitions had a primary that served, counted between events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Availability {
+    pub partition_us: u64,
+    pub served_us: u64,
+}
+
+impl Availability {
+    /// `served` of `partitions` partitions had a serving primary for the last `us`.
+    pub fn add(&mut self, us: u64, served: u64, partitions: u64) {
+        assert!(served <= partitions);
+        self.partition_us += us * partitions;
+        self.served_us += us * served;
+    }
+
+    /// The share served, 1.0 when nothing was counted.
+    pub fn share(&self) -> f64 {
+        if self.partition_us == 0 {
+            return 1.0;
+        }
+        self.served_us as f64 / self.partition_us as f64
+    }
 }
 
 impl TreeStats {
@@ -55,5 +82,7 @@ impl TreeStats {
         self.relayed += o.relayed;
         self.promoted_partitions += o.promoted_partitions;
         self.failover_windows_us.extend(&o.failover_windows_us);
+        self.availability.partition_us += o.availability.partition_us;
+        self.availability.served_us += o.availability.served_us;
     }
 }
