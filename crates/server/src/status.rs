@@ -80,10 +80,11 @@ pub fn store(v: &Vnode) -> VnodeStatus {
         .filter(|p| placement.primary(PartitionId(*p)) == v.id())
         .map(|p| tallies.partition(p).live)
         .sum::<u64>();
+    let total = tallies.total();
     let mut s = base(v.id().to_string(), "store", v.tree());
-    s.keys = tallies.total().entries as usize;
+    s.keys = total.entries as usize;
     s.primary_keys = primary_keys as usize;
-    s.data_bytes = tallies.total().bytes;
+    s.data_bytes = total.bytes;
     s.prepared = v.prepared_count();
     s.held_replies = v.held_replies();
     s.waiting_reads = v.waiting_reads();
