@@ -663,6 +663,23 @@ fn a_branch_with_a_successor_committed_does_not_presume_abort() {
     assert_eq!(waymark_sim::run_seed(&cfg).faults.isolated_hosts, 1, "seed 158 cuts a running host off");
 }
 
+/// Regression (`--seed 1238 --workload append --vnodes 5 --replicas 2 --cuts --tree --fanout 5
+/// --failover`, cut-restore and cut-replay; found by the 2 000-seed matrix sweep): three 1PC
+/// transactions pipelined on one key at its primary, T0 ← T1 ← T2, the first committer committed
+/// all three and died; T2's acknowledgement reached the primary, T0's and T1's were delayed for a
+/// second. T1 knew its successor committed and asked the first committer; T0 did not (it was not
+/// T2's direct predecessor), presumed itself aborted, and when the first committer came back it
+/// answered T1 committed — over T0's value. A successor's commit now marks every transaction it
+/// was evaluated after, transitively.
+#[test]
+fn a_successors_commit_forbids_presuming_any_transaction_it_was_pipelined_after() {
+    let mut cfg = SimConfig::new(1238, WorkloadKind::Append);
+    (cfg.cuts, cfg.tree, cfg.failover) = (true, true, true);
+    (cfg.vnodes, cfg.replicas, cfg.fanout) = (5, 2, 5);
+    assert_seed_passes(cfg.clone());
+    assert_eq!(waymark_sim::run_seed(&cfg).faults.host_crashes, 2, "seed 1238 kills two hosts");
+}
+
 /// Regression (`--seed 20 --workload append --fanout 2 --failover --clients 12 --duration-ms 2000`,
 /// liveness): a host cut off for a second kept asking for its branches in doubt, in vain, backing
 /// off; once back, its next asks were 1.6 s away, and every cut after healing failed on the keys

@@ -68,10 +68,17 @@ impl PreparedTx {
 
 impl ParticipantState {
     /// A 1PC branch evaluated after `after` committed here: those still prepared here committed
-    /// at the first committer.
+    /// at the first committer, and so did, transitively, those they were evaluated after
+    /// (`--tree --failover --workload append` seed 1238: T2 after T1 after T0 on one key, T2's
+    /// commit came back, T0's and T1's were delayed; T0 alone presumed itself aborted, T1 asked
+    /// the first committer, which answered that it committed — over T0's value).
     fn note_successor_committed(&mut self, after: &[TxId]) {
-        for p in self.prepared.values_mut().filter(|p| after.contains(&p.rec.tx)) {
-            p.successor_committed = true;
+        let mut todo: Vec<TxId> = after.to_vec();
+        while let Some(tx) = todo.pop() {
+            for p in self.prepared.values_mut().filter(|p| p.rec.tx == tx && !p.successor_committed) {
+                p.successor_committed = true;
+                todo.extend(p.rec.after.iter().cloned());
+            }
         }
     }
 
