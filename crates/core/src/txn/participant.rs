@@ -72,7 +72,7 @@ impl ParticipantState {
     /// (`--tree --failover --workload append` seed 1238: T2 after T1 after T0 on one key, T2's
     /// commit came back, T0's and T1's were delayed; T0 alone presumed itself aborted, T1 asked
     /// the first committer, which answered that it committed — over T0's value).
-    fn note_successor_committed(&mut self, after: &[TxId]) {
+    pub(crate) fn note_successor_committed(&mut self, after: &[TxId]) {
         let mut todo: Vec<TxId> = after.to_vec();
         while let Some(tx) = todo.pop() {
             for p in self.prepared.values_mut().filter(|p| p.rec.tx == tx && !p.successor_committed) {

@@ -19,6 +19,12 @@
 //! chain or not, and takes its word (the first committer presumes abort durably for what it never
 //! saw): while that host stays away the branch stays in doubt — blocked, never wrong. Only this
 //! branch decides for the chain above it, so no other replica can hear another answer.
+//! A successor's commit marks, transitively, every branch it was evaluated after; and a branch
+//! presumed aborted takes along every branch held here that was evaluated after it (their values
+//! hold its writes), so it presumes only when each of those may too (`--tree --failover
+//! --workload append --vnodes 5 --fanout 5` seed 1238: the first of three pipelined branches
+//! presumed itself aborted under the second, which the returning first committer answered
+//! committed).
 //!
 //! A 2PC branch whose near is on a host recorded dead recovers with the other live vnodes
 //! (`txn::orphan`).
@@ -158,15 +164,47 @@ impl Vnode {
     }
 
     /// A 1PC branch in doubt whose chain below it was dropped by promotions: presumed aborted,
-    /// durably, unless it was rebuilt from the log (see the module's note).
+    /// durably, unless it was rebuilt from the log (see the module's note) — together with every
+    /// branch held here that was evaluated after it (pipelined on its writes, `txn::locks`),
+    /// whose values hold its writes. If any of those may not be presumed aborted here (another
+    /// replica still answers for it, or a successor committed), none is: the branch asks instead.
     pub(crate) fn decide_if_authority(&mut self, branch: &Branch) {
-        let Some(p) = self.part.prepared.get(branch) else { return };
-        if !p.rec.one_phase || !p.may_presume() {
+        if !self.part.prepared.get(branch).is_some_and(|p| p.rec.one_phase) {
             return;
         }
-        if self.in_doubt_authority(&p.rec) == self.cfg.id && p.rec.first_committer != self.cfg.id {
-            self.finish_prepared(branch, Decision::Abort(AbortReason::PresumedAbort));
+        let group = self.pipelined_after(branch);
+        let decides = |b: &Branch| {
+            let p = &self.part.prepared[b];
+            p.may_presume() && p.rec.first_committer != self.cfg.id && self.in_doubt_authority(&p.rec) == self.cfg.id
+        };
+        if !group.iter().all(decides) {
+            return;
         }
+        for b in group.iter().rev() {
+            if self.part.prepared.contains_key(b) {
+                self.finish_prepared(b, Decision::Abort(AbortReason::PresumedAbort));
+            }
+        }
+    }
+
+    /// `branch` and the 1PC branches held here evaluated after it, transitively, in the order
+    /// found (a successor after what it was evaluated after).
+    fn pipelined_after(&self, branch: &Branch) -> Vec<Branch> {
+        let mut group = vec![branch.clone()];
+        let mut next = 0;
+        while let Some(b) = group.get(next) {
+            let tx = b.tx.clone();
+            next += 1;
+            let successors: Vec<Branch> = self
+                .part
+                .prepared
+                .iter()
+                .filter(|(s, p)| p.rec.one_phase && p.rec.after.contains(&tx) && !group.contains(s))
+                .map(|(s, _)| s.clone())
+                .collect();
+            group.extend(successors);
+        }
+        group
     }
 
     /// Whether this vnode's copy of the metadata caught up with its parent's lately
@@ -262,5 +300,59 @@ mod tests {
     fn a_branch_decides_alone_once_every_partition_it_wrote_dropped_its_first_committer() {
         let (v, rec) = branch_on_a(&[0]);
         assert_eq!(v.in_doubt_authority(&rec), v.cfg.id);
+    }
+
+    /// Holds `rec` in doubt at `v` as seq `seq`, evaluated after the transactions `after`.
+    fn hold(v: &mut Vnode, rec: &Prepared, seq: u32, after: &[TxId]) -> Branch {
+        let mut rec = rec.clone();
+        rec.tx.seq = seq;
+        rec.after = after.to_vec();
+        let branch = Branch { tx: rec.tx.clone(), upstream: rec.upstream.clone(), role: Role::Primary };
+        let p = crate::txn::participant::PreparedTx {
+            rec,
+            read_only: false,
+            locked: vec![],
+            pending: Default::default(),
+            recovered: false,
+            successor_committed: false,
+            prepared_at: crate::ids::Lsn(0),
+            backoff_us: 0,
+        };
+        v.part.prepared.insert(branch.clone(), p);
+        branch
+    }
+
+    #[test]
+    fn a_branch_presumed_aborted_takes_the_branches_pipelined_after_it_along() {
+        let (mut v, rec) = branch_on_a(&[0]);
+        let t0 = hold(&mut v, &rec, 1, &[]);
+        let t1 = hold(&mut v, &rec, 2, &[t0.tx.clone()]);
+        let t2 = hold(&mut v, &rec, 3, &[t1.tx.clone()]);
+        v.decide_if_authority(&t0);
+        assert!(v.part.prepared.is_empty(), "T0, T1 and T2 are all presumed aborted");
+        assert!([t0, t1, t2].iter().all(|b| v.part.tombstones.contains(&b.tx)));
+    }
+
+    /// A successor that also wrote a partition whose chain still holds the first committer may
+    /// have committed there, over its predecessor's writes: the predecessor may not presume.
+    #[test]
+    fn a_branch_does_not_presume_while_a_branch_pipelined_after_it_must_ask() {
+        let (mut v, rec) = branch_on_a(&[0]);
+        let (_, wider) = branch_on_a(&[0, 1]);
+        let t0 = hold(&mut v, &rec, 1, &[]);
+        let t1 = hold(&mut v, &wider, 2, &[t0.tx.clone()]);
+        v.decide_if_authority(&t0);
+        assert!(v.part.prepared.contains_key(&t0) && v.part.prepared.contains_key(&t1));
+    }
+
+    #[test]
+    fn a_successors_commit_marks_every_branch_it_was_pipelined_after() {
+        let (mut v, rec) = branch_on_a(&[0]);
+        let t0 = hold(&mut v, &rec, 1, &[]);
+        let t1 = hold(&mut v, &rec, 2, &[t0.tx.clone()]);
+        v.part.note_successor_committed(std::slice::from_ref(&t1.tx));
+        assert!(!v.part.prepared[&t0].may_presume() && !v.part.prepared[&t1].may_presume());
+        v.decide_if_authority(&t0);
+        assert_eq!(v.part.prepared.len(), 2, "neither presumes");
     }
 }
