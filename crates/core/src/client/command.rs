@@ -5,7 +5,7 @@ use crate::ids::{Key, Value};
 
 /// A command that reads or writes data: these run as one serializable transaction (alone, or
 /// together between `MULTI` and `EXEC`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum DataCmd {
     Get(Key),
     Set(Key, Value),
@@ -16,4 +16,47 @@ pub enum DataCmd {
     IncrBy(Key, i64),
     Append(Key, Value),
     StrLen(Key),
+    /// `SET key value [NX|XX] [GET]` (no expiry): `only` the condition on the key's existence,
+    /// `get` whether the reply is the old value.
+    SetIf {
+        key: Key,
+        value: Value,
+        only: Existing,
+        get: bool,
+    },
+    /// `SETNX key value`: `SET … NX` answering 1 or 0.
+    SetNx(Key, Value),
+    /// `GETSET key value`: `SET … GET`.
+    GetSet(Key, Value),
+    GetDel(Key),
+    /// `GETRANGE key start end` (and `SUBSTR`): Redis's inclusive, negative-from-the-end range.
+    GetRange(Key, i64, i64),
+    /// `SETRANGE key offset value`: the offset already checked non-negative.
+    SetRange(Key, u64, Value),
+    IncrByFloat(Key, f64),
+    /// `MSETNX`: every pair, or none if any key exists.
+    MSetNx(Vec<(Key, Value)>),
+    Type(Key),
+    /// `RENAME` (`nx` false) and `RENAMENX`.
+    Rename {
+        from: Key,
+        to: Key,
+        nx: bool,
+    },
+    /// `COPY source destination [REPLACE]` within the one database.
+    Copy {
+        from: Key,
+        to: Key,
+        replace: bool,
+    },
+}
+
+/// `SET`'s condition on whether the key exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Existing {
+    Any,
+    /// `NX`: only if it does not exist.
+    Absent,
+    /// `XX`: only if it exists.
+    Present,
 }

@@ -6,7 +6,7 @@
 //!
 //! Pure: no IO. The client's run (`run.rs`) does the reads and submits the transaction.
 
-use super::command::DataCmd;
+use super::command::{DataCmd, Existing};
 use crate::ids::{Key, Value};
 use crate::store::{Write, WriteOp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,11 +18,8 @@ pub fn keys_to_read(cmds: &[DataCmd]) -> BTreeSet<Key> {
     let mut keys = BTreeSet::new();
     for c in cmds {
         match c {
-            DataCmd::Get(k) | DataCmd::IncrBy(k, _) | DataCmd::Append(k, _) | DataCmd::StrLen(k) => {
-                keys.insert(k.clone());
-            }
-            DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => keys.extend(ks.iter().cloned()),
             DataCmd::Set(..) | DataCmd::MSet(..) => {}
+            _ => keys.extend(keys_of(c).into_iter().cloned()),
         }
     }
     keys
@@ -68,8 +65,17 @@ fn keys_of(c: &DataCmd) -> Vec<&Key> {
         DataCmd::Get(k) | DataCmd::Set(k, _) | DataCmd::IncrBy(k, _) | DataCmd::Append(k, _) | DataCmd::StrLen(k) => {
             vec![k]
         }
+        DataCmd::SetIf { key: k, .. }
+        | DataCmd::SetNx(k, _)
+        | DataCmd::GetSet(k, _)
+        | DataCmd::GetDel(k)
+        | DataCmd::GetRange(k, ..)
+        | DataCmd::SetRange(k, ..)
+        | DataCmd::IncrByFloat(k, _)
+        | DataCmd::Type(k) => vec![k],
         DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter().collect(),
-        DataCmd::MSet(pairs) => pairs.iter().map(|(k, _)| k).collect(),
+        DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter().map(|(k, _)| k).collect(),
+        DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } => vec![from, to],
     }
 }
 
@@ -167,7 +173,8 @@ impl Overlay {
     fn reply_bytes(&self, c: &DataCmd) -> usize {
         let value = |k: &Key| self.get(k).map_or(0, |v| v.len()) + 16;
         match c {
-            DataCmd::Get(k) => value(k),
+            DataCmd::Get(k) | DataCmd::GetSet(k, _) | DataCmd::GetDel(k) | DataCmd::GetRange(k, ..) => value(k),
+            DataCmd::SetIf { key, get: true, .. } => value(key),
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
             _ => 16,
         }
@@ -210,6 +217,129 @@ impl Overlay {
                 self.put(k, Some(new));
                 Reply::Integer(len)
             }
+            _ => self.run_more(c, value_max_bytes),
+        }
+    }
+
+    /// The string and keyspace commands beyond the first ones (issue 34), Redis's replies.
+    fn run_more(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
+        let old = |s: &Self, k: &Key| s.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone()));
+        match c {
+            DataCmd::SetIf { key, value, only, get } => {
+                let before = old(self, key);
+                let exists = self.get(key).is_some();
+                let allowed = match only {
+                    Existing::Any => true,
+                    Existing::Absent => !exists,
+                    Existing::Present => exists,
+                };
+                if allowed {
+                    self.put(key, Some(value.clone()));
+                }
+                match (get, allowed) {
+                    (true, _) => before,
+                    (false, true) => Reply::ok(),
+                    (false, false) => Reply::Null,
+                }
+            }
+            DataCmd::SetNx(k, v) => {
+                let absent = self.get(k).is_none();
+                if absent {
+                    self.put(k, Some(v.clone()));
+                }
+                Reply::Integer(absent as i64)
+            }
+            DataCmd::GetSet(k, v) => {
+                let before = old(self, k);
+                self.put(k, Some(v.clone()));
+                before
+            }
+            DataCmd::GetDel(k) => {
+                let before = old(self, k);
+                if self.get(k).is_some() {
+                    self.put(k, None);
+                }
+                before
+            }
+            DataCmd::GetRange(k, start, end) => {
+                Reply::bulk(range(self.get(k).map_or(&[][..], |v| v.as_slice()), *start, *end).to_vec())
+            }
+            DataCmd::SetRange(k, offset, v) => self.set_range(k, *offset, v, value_max_bytes),
+            DataCmd::IncrByFloat(k, by) => self.incr_by_float(k, *by),
+            DataCmd::MSetNx(pairs) => {
+                let none = pairs.iter().all(|(k, _)| self.get(k).is_none());
+                if none {
+                    pairs.iter().for_each(|(k, v)| self.put(k, Some(v.clone())));
+                }
+                Reply::Integer(none as i64)
+            }
+            DataCmd::Type(k) => Reply::Simple(if self.get(k).is_some() { "string" } else { "none" }.into()),
+            DataCmd::Rename { from, to, nx } => self.rename(from, to, *nx),
+            DataCmd::Copy { from, to, replace } => {
+                if from == to {
+                    return Reply::error("ERR source and destination objects are the same");
+                }
+                let Some(v) = self.get(from).cloned() else { return Reply::Integer(0) };
+                if self.get(to).is_some() && !replace {
+                    return Reply::Integer(0);
+                }
+                self.put(to, Some(v));
+                Reply::Integer(1)
+            }
+            _ => unreachable!("the first commands are run by `run`"),
+        }
+    }
+
+    fn set_range(&mut self, k: &Key, offset: u64, v: &Value, value_max_bytes: usize) -> Reply {
+        let current = self.get(k).cloned().unwrap_or_default();
+        if v.is_empty() {
+            return Reply::Integer(current.len() as i64); // Redis: nothing written, not even a new key
+        }
+        let end = offset.saturating_add(v.len() as u64);
+        if end > value_max_bytes as u64 {
+            return Reply::error(format!("ERR string exceeds maximum allowed size ({value_max_bytes} bytes)"));
+        }
+        let (offset, end) = (offset as usize, end as usize);
+        let mut new = current;
+        if new.len() < end {
+            new.resize(end, 0);
+        }
+        new[offset..end].copy_from_slice(v);
+        let len = new.len() as i64;
+        self.put(k, Some(new));
+        Reply::Integer(len)
+    }
+
+    fn incr_by_float(&mut self, k: &Key, by: f64) -> Reply {
+        let current = match self.get(k) {
+            None => 0.0,
+            Some(v) => match parse_float(v) {
+                Some(n) => n,
+                None => return Reply::error("ERR value is not a valid float"),
+            },
+        };
+        let new = current + by;
+        if !new.is_finite() {
+            return Reply::error("ERR increment would produce NaN or Infinity");
+        }
+        let text = format_float(new).into_bytes();
+        self.put(k, Some(text.clone()));
+        Reply::bulk(text)
+    }
+
+    fn rename(&mut self, from: &Key, to: &Key, nx: bool) -> Reply {
+        let Some(v) = self.get(from).cloned() else { return Reply::error("ERR no such key") };
+        if nx && self.get(to).is_some() {
+            return Reply::Integer(0);
+        }
+        if from != to {
+            self.put(from, None);
+            self.put(to, Some(v));
+        }
+        if nx {
+            Reply::Integer((from != to) as i64)
+        } else {
+            Reply::ok()
         }
     }
 
@@ -226,6 +356,41 @@ impl Overlay {
         };
         self.put(k, Some(new.to_string().into_bytes()));
         Reply::Integer(new)
+    }
+}
+
+/// Redis's `GETRANGE`: `start` and `end` inclusive, negative ones counted from the end, clamped
+/// to the value; empty when the range is.
+fn range(v: &[u8], start: i64, end: i64) -> &[u8] {
+    let len = v.len() as i64;
+    if len == 0 || (start < 0 && end < 0 && start > end) {
+        return &[];
+    }
+    let at = |i: i64| if i < 0 { (len + i).max(0) } else { i };
+    let (start, end) = (at(start), at(end).min(len - 1));
+    if start > end {
+        return &[];
+    }
+    &v[start as usize..=end as usize]
+}
+
+/// A stored value as Redis reads a float: the whole value, no spaces, finite.
+pub fn parse_float(v: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(v).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|f| !f.is_nan())
+}
+
+/// A float as `INCRBYFLOAT` stores it: the shortest decimal that reads back the same, never in
+/// exponent form (`3`, `1.25`, `17179869185.5`).
+pub fn format_float(f: f64) -> String {
+    let s = format!("{f}");
+    if s == "-0" {
+        "0".into()
+    } else {
+        s
     }
 }
 
@@ -318,6 +483,95 @@ mod tests {
         assert_eq!(mixed.writes, vec![Write { key: k("l2"), op: WriteOp::Append(k("7,")) }]);
         let mset_twice = at_primaries(&[DataCmd::MSet(vec![(k("a"), k("1")), (k("a"), k("2"))])]);
         assert_eq!(mset_twice.at_primary, vec![false]);
+    }
+
+    fn run_one(c: DataCmd, before: &[(&str, Option<&str>)]) -> Evaluated {
+        assert_eq!(keys_to_read(std::slice::from_ref(&c)).len(), before.len(), "{c:?} reads its keys");
+        evaluate(&[c], &read(before), 64, usize::MAX).expect("within the reply limit")
+    }
+
+    #[test]
+    fn conditional_sets_answer_and_write_as_redis_does() {
+        let set = |only, get| DataCmd::SetIf { key: k("a"), value: k("new"), only, get };
+        let e = run_one(set(Existing::Absent, false), &[("a", Some("old"))]);
+        assert_eq!((e.replies, e.writes.len()), (vec![Reply::Null], 0), "SET NX on a key that exists");
+        let e = run_one(set(Existing::Present, true), &[("a", Some("old"))]);
+        assert_eq!(e.replies, vec![Reply::bulk("old")], "SET XX GET answers the old value");
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Set(k("new")) }]);
+        let e = run_one(set(Existing::Present, false), &[("a", None)]);
+        assert_eq!((e.replies, e.writes.len()), (vec![Reply::Null], 0));
+        assert_eq!(run_one(DataCmd::SetNx(k("a"), k("v")), &[("a", None)]).replies, vec![Reply::Integer(1)]);
+        assert_eq!(run_one(DataCmd::SetNx(k("a"), k("v")), &[("a", Some("x"))]).replies, vec![Reply::Integer(0)]);
+        let e = run_one(DataCmd::GetSet(k("a"), k("v")), &[("a", None)]);
+        assert_eq!((e.replies, e.writes.len()), (vec![Reply::Null], 1));
+        let e = run_one(DataCmd::GetDel(k("a")), &[("a", Some("x"))]);
+        assert_eq!(e.replies, vec![Reply::bulk("x")]);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Del }]);
+        let e = run_one(DataCmd::MSetNx(vec![(k("a"), k("1")), (k("b"), k("2"))]), &[("a", None), ("b", Some("x"))]);
+        assert_eq!((e.replies, e.writes.len()), (vec![Reply::Integer(0)], 0), "MSETNX writes all or none");
+    }
+
+    #[test]
+    fn ranges_count_from_either_end_as_in_redis() {
+        let get = |s, e, v: Option<&str>| run_one(DataCmd::GetRange(k("a"), s, e), &[("a", v)]).replies[0].clone();
+        let v = Some("This is a string");
+        assert_eq!(get(0, 3, v), Reply::bulk("This"));
+        assert_eq!(get(-3, -1, v), Reply::bulk("ing"));
+        assert_eq!(get(0, -1, v), Reply::bulk("This is a string"));
+        assert_eq!(get(10, 100, v), Reply::bulk("string"));
+        assert_eq!(get(5, 3, v), Reply::bulk(""));
+        assert_eq!(get(-1, -5, v), Reply::bulk(""));
+        assert_eq!(get(0, 3, None), Reply::bulk(""));
+        let set = |o, w: &str, v| run_one(DataCmd::SetRange(k("a"), o, k(w)), &[("a", v)]);
+        let e = set(6, "Redis", Some("Hello World"));
+        assert_eq!(e.replies, vec![Reply::Integer(11)]);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Set(k("Hello Redis")) }]);
+        let e = set(2, "x", None);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Set(b"\0\0x".to_vec()) }], "padded with zeros");
+        assert_eq!(set(3, "", None).writes, vec![], "an empty SETRANGE creates nothing");
+        assert!(matches!(&set(60, "12345", None).replies[0], Reply::Error(m) if m.contains("maximum allowed size")));
+    }
+
+    #[test]
+    fn float_increments_keep_the_shortest_form_and_refuse_what_is_not_a_number() {
+        let incr = |by, v| run_one(DataCmd::IncrByFloat(k("f"), by), &[("f", v)]).replies[0].clone();
+        assert_eq!(incr(10.5, None), Reply::bulk("10.5"));
+        assert_eq!(incr(1.5, Some("1.5")), Reply::bulk("3"));
+        assert_eq!(incr(1.5, Some("17179869184")), Reply::bulk("17179869185.5"));
+        assert_eq!(incr(1.0, Some(" 1")), Reply::error("ERR value is not a valid float"));
+        assert_eq!(incr(1.0, Some("x")), Reply::error("ERR value is not a valid float"));
+        assert_eq!(
+            incr(f64::MAX, Some("1.7976931348623157e308")),
+            Reply::error("ERR increment would produce NaN or Infinity")
+        );
+    }
+
+    #[test]
+    fn renames_copies_and_types_follow_redis() {
+        let rename =
+            |nx, before: &[(&str, Option<&str>)]| run_one(DataCmd::Rename { from: k("a"), to: k("b"), nx }, before);
+        let e = rename(false, &[("a", Some("1")), ("b", Some("2"))]);
+        assert_eq!(e.replies, vec![Reply::ok()]);
+        assert_eq!(
+            e.writes,
+            vec![Write { key: k("a"), op: WriteOp::Del }, Write { key: k("b"), op: WriteOp::Set(k("1")) }]
+        );
+        assert_eq!(rename(false, &[("a", None), ("b", None)]).replies, vec![Reply::error("ERR no such key")]);
+        assert_eq!(rename(true, &[("a", Some("1")), ("b", Some("2"))]).replies, vec![Reply::Integer(0)]);
+        let same = evaluate(
+            &[DataCmd::Rename { from: k("a"), to: k("a"), nx: false }],
+            &read(&[("a", Some("1"))]),
+            64,
+            usize::MAX,
+        );
+        assert_eq!(same.expect("within the limit").writes, vec![], "a rename onto itself keeps the key");
+        let copy = |replace| {
+            run_one(DataCmd::Copy { from: k("a"), to: k("b"), replace }, &[("a", Some("1")), ("b", Some("2"))])
+        };
+        assert_eq!(copy(false).replies, vec![Reply::Integer(0)]);
+        assert_eq!(copy(true).writes, vec![Write { key: k("b"), op: WriteOp::Set(k("1")) }]);
+        assert_eq!(run_one(DataCmd::Type(k("a")), &[("a", Some("1"))]).replies, vec![Reply::Simple("string".into())]);
+        assert_eq!(run_one(DataCmd::Type(k("a")), &[("a", None)]).replies, vec![Reply::Simple("none".into())]);
     }
 
     /// `MGET k k k …`: one value read, repeated in the reply. Counted before it is copied.

@@ -326,8 +326,8 @@ mod tests {
     fn a_branch_presumed_aborted_takes_the_branches_pipelined_after_it_along() {
         let (mut v, rec) = branch_on_a(&[0]);
         let t0 = hold(&mut v, &rec, 1, &[]);
-        let t1 = hold(&mut v, &rec, 2, &[t0.tx.clone()]);
-        let t2 = hold(&mut v, &rec, 3, &[t1.tx.clone()]);
+        let t1 = hold(&mut v, &rec, 2, std::slice::from_ref(&t0.tx));
+        let t2 = hold(&mut v, &rec, 3, std::slice::from_ref(&t1.tx));
         v.decide_if_authority(&t0);
         assert!(v.part.prepared.is_empty(), "T0, T1 and T2 are all presumed aborted");
         assert!([t0, t1, t2].iter().all(|b| v.part.tombstones.contains(&b.tx)));
@@ -340,7 +340,7 @@ mod tests {
         let (mut v, rec) = branch_on_a(&[0]);
         let (_, wider) = branch_on_a(&[0, 1]);
         let t0 = hold(&mut v, &rec, 1, &[]);
-        let t1 = hold(&mut v, &wider, 2, &[t0.tx.clone()]);
+        let t1 = hold(&mut v, &wider, 2, std::slice::from_ref(&t0.tx));
         v.decide_if_authority(&t0);
         assert!(v.part.prepared.contains_key(&t0) && v.part.prepared.contains_key(&t1));
     }
@@ -349,7 +349,7 @@ mod tests {
     fn a_successors_commit_marks_every_branch_it_was_pipelined_after() {
         let (mut v, rec) = branch_on_a(&[0]);
         let t0 = hold(&mut v, &rec, 1, &[]);
-        let t1 = hold(&mut v, &rec, 2, &[t0.tx.clone()]);
+        let t1 = hold(&mut v, &rec, 2, std::slice::from_ref(&t0.tx));
         v.part.note_successor_committed(std::slice::from_ref(&t1.tx));
         assert!(!v.part.prepared[&t0].may_presume() && !v.part.prepared[&t1].may_presume());
         v.decide_if_authority(&t0);

@@ -2,10 +2,11 @@
 //! command, or into the error Redis itself would give (wrong arity, not an integer, an option
 //! Waymark does not support — never a silent success).
 
+pub use waymark_core::client::command::Existing;
 pub use waymark_core::client::DataCmd;
 use waymark_core::{Key, Value};
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Cmd {
     Data(DataCmd),
     Ping(Option<Vec<u8>>),
@@ -51,6 +52,20 @@ pub const TABLE: &[(&str, i64)] = &[
     ("decrby", 3),
     ("append", 3),
     ("strlen", 2),
+    ("setnx", 3),
+    ("getset", 3),
+    ("getdel", 2),
+    ("getrange", 4),
+    ("substr", 4),
+    ("setrange", 4),
+    ("incrbyfloat", 3),
+    ("msetnx", -3),
+    ("type", 2),
+    ("rename", 3),
+    ("renamenx", 3),
+    ("copy", -3),
+    ("unlink", -2),
+    ("touch", -2),
     ("multi", 1),
     ("exec", 1),
     ("discard", 1),
@@ -120,6 +135,43 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             Ok(Cmd::Data(DataCmd::Append(key, value)))
         }
         "strlen" => Ok(Cmd::Data(DataCmd::StrLen(one()))),
+        "setnx" => {
+            let (key, value) = (one(), one());
+            Ok(Cmd::Data(DataCmd::SetNx(key, value)))
+        }
+        "getset" => {
+            let (key, value) = (one(), one());
+            Ok(Cmd::Data(DataCmd::GetSet(key, value)))
+        }
+        "getdel" => Ok(Cmd::Data(DataCmd::GetDel(one()))),
+        "getrange" | "substr" => {
+            let (key, start, end) = (one(), one(), one());
+            Ok(Cmd::Data(DataCmd::GetRange(key, integer(&start)?, integer(&end)?)))
+        }
+        "setrange" => {
+            let (key, offset, value) = (one(), one(), one());
+            let offset = u64::try_from(integer(&offset)?).map_err(|_| CmdError("ERR offset is out of range".into()))?;
+            Ok(Cmd::Data(DataCmd::SetRange(key, offset, value)))
+        }
+        "incrbyfloat" => {
+            let (key, by) = (one(), one());
+            let by = waymark_core::client::evaluate::parse_float(&by)
+                .filter(|f| f.is_finite())
+                .ok_or_else(|| CmdError("ERR value is not a valid float".into()))?;
+            Ok(Cmd::Data(DataCmd::IncrByFloat(key, by)))
+        }
+        "msetnx" => Ok(Cmd::Data(DataCmd::MSetNx(pairs("msetnx", a.collect())?))),
+        "type" => Ok(Cmd::Data(DataCmd::Type(one()))),
+        "rename" | "renamenx" => {
+            let (from, to) = (one(), one());
+            Ok(Cmd::Data(DataCmd::Rename { from, to, nx: name == "renamenx" }))
+        }
+        "copy" => {
+            let (from, to) = (one(), one());
+            copy(from, to, a.collect())
+        }
+        "unlink" => Ok(Cmd::Data(DataCmd::Del(a.collect()))),
+        "touch" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
         "watch" => Ok(Cmd::Watch(a.collect())),
         "multi" => Ok(Cmd::Multi),
         "exec" => Ok(Cmd::Exec),
@@ -134,30 +186,63 @@ fn unknown(name: &str, args: &[Vec<u8>]) -> CmdError {
     CmdError(format!("ERR unknown command '{name}', with args beginning with: {}", shown.join(" ")))
 }
 
-/// `SET key value` only: expiry and conditions are not part of Waymark, and saying so beats
-/// storing a key the client believes will expire.
+/// `SET key value [NX|XX] [GET]`. Expiry options are refused until keys can expire: saying so
+/// beats storing a key the client believes will expire.
 fn set(key: Key, value: Value, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
-    if let Some(opt) = options.first() {
-        let opt = String::from_utf8_lossy(opt).to_ascii_uppercase();
-        let known = ["EX", "PX", "EXAT", "PXAT", "NX", "XX", "KEEPTTL", "GET"];
-        return Err(CmdError(match known.contains(&opt.as_str()) {
-            true => format!("ERR SET option '{opt}' is not supported by Waymark (keys do not expire; use WATCH/MULTI for conditions)"),
-            false => "ERR syntax error".into(),
-        }));
+    let (mut only, mut get) = (Existing::Any, false);
+    for opt in options {
+        let opt = String::from_utf8_lossy(&opt).to_ascii_uppercase();
+        match opt.as_str() {
+            "NX" if only != Existing::Present => only = Existing::Absent,
+            "XX" if only != Existing::Absent => only = Existing::Present,
+            "GET" => get = true,
+            "EX" | "PX" | "EXAT" | "PXAT" | "KEEPTTL" => {
+                return Err(CmdError(format!(
+                    "ERR SET option '{opt}' is not supported by Waymark (keys do not expire)"
+                )))
+            }
+            _ => return Err(CmdError("ERR syntax error".into())),
+        }
     }
-    Ok(Cmd::Data(DataCmd::Set(key, value)))
+    if only == Existing::Any && !get {
+        return Ok(Cmd::Data(DataCmd::Set(key, value)));
+    }
+    Ok(Cmd::Data(DataCmd::SetIf { key, value, only, get }))
+}
+
+/// `COPY source destination [DB 0] [REPLACE]`: Waymark has one database.
+fn copy(from: Key, to: Key, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let mut replace = false;
+    let mut it = options.into_iter();
+    while let Some(opt) = it.next() {
+        match String::from_utf8_lossy(&opt).to_ascii_uppercase().as_str() {
+            "REPLACE" => replace = true,
+            "DB" => match it.next().map(|db| integer(&db)).transpose()? {
+                Some(0) => {}
+                Some(_) => return Err(CmdError("ERR DB index is out of range".into())),
+                None => return Err(CmdError("ERR syntax error".into())),
+            },
+            _ => return Err(CmdError("ERR syntax error".into())),
+        }
+    }
+    Ok(Cmd::Data(DataCmd::Copy { from, to, replace }))
 }
 
 fn mset(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    Ok(Cmd::Data(DataCmd::MSet(pairs("mset", args)?)))
+}
+
+/// `key value …` pairs of `MSET` and `MSETNX`.
+fn pairs(name: &str, args: Vec<Vec<u8>>) -> Result<Vec<(Key, Value)>, CmdError> {
     if !args.len().is_multiple_of(2) {
-        return Err(arity_error("mset"));
+        return Err(arity_error(name));
     }
     let mut pairs = vec![];
     let mut it = args.into_iter();
     while let (Some(k), Some(v)) = (it.next(), it.next()) {
         pairs.push((k, v));
     }
-    Ok(Cmd::Data(DataCmd::MSet(pairs)))
+    Ok(pairs)
 }
 
 fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
@@ -271,6 +356,24 @@ mod tests {
         assert_eq!(cmd("SET a 1 FOO"), Err(CmdError("ERR syntax error".into())));
         assert!(cmd("FLUSHALL").unwrap_err().0.starts_with("ERR unknown command 'flushall'"));
         assert!(cmd("CONFIG SET save x").is_err());
+    }
+
+    #[test]
+    fn string_and_keyspace_commands_parse_with_redis_errors() {
+        let (a, v) = (b"a".to_vec(), b"v".to_vec());
+        let set_if = |only, get| Ok(Cmd::Data(DataCmd::SetIf { key: a.clone(), value: v.clone(), only, get }));
+        assert_eq!(cmd("SET a v nx GET"), set_if(Existing::Absent, true));
+        assert_eq!(cmd("SET a v XX"), set_if(Existing::Present, false));
+        assert_eq!(cmd("SET a v NX XX"), Err(CmdError("ERR syntax error".into())));
+        assert_eq!(cmd("SETRANGE a -1 v"), Err(CmdError("ERR offset is out of range".into())));
+        assert_eq!(cmd("INCRBYFLOAT a inf"), Err(CmdError("ERR value is not a valid float".into())));
+        assert_eq!(cmd("INCRBYFLOAT a 1.5"), Ok(Cmd::Data(DataCmd::IncrByFloat(a.clone(), 1.5))));
+        assert_eq!(cmd("MSETNX a 1 b"), Err(CmdError("ERR wrong number of arguments for 'msetnx' command".into())));
+        assert_eq!(cmd("COPY a b DB 1"), Err(CmdError("ERR DB index is out of range".into())));
+        let copy = Cmd::Data(DataCmd::Copy { from: a.clone(), to: b"b".to_vec(), replace: true });
+        assert_eq!(cmd("COPY a b db 0 replace"), Ok(copy));
+        assert_eq!(cmd("RENAMENX a b"), Ok(Cmd::Data(DataCmd::Rename { from: a, to: b"b".to_vec(), nx: true })));
+        assert_eq!(cmd("GETRANGE a 0"), Err(CmdError("ERR wrong number of arguments for 'getrange' command".into())));
     }
 
     #[test]

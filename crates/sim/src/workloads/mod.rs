@@ -21,7 +21,7 @@ pub struct Plan {
 }
 
 /// What a client sends as one unit to the transaction client.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Batch {
     Watch(Vec<Key>),
     Command(DataCmd),

@@ -1,0 +1,109 @@
+//! The string and keyspace commands that need no expiry (issue 34) answer as Redis does on a real
+//! 3-host cluster, alone and inside `MULTI`/`EXEC`, with keys whose primaries are on different
+//! hosts — each command one serializable transaction, evaluated by the core's client.
+
+mod common;
+
+use common::{Cluster, Spec};
+use redis::{Connection, Value};
+
+fn cmd(con: &mut Connection, words: &[&str]) -> Value {
+    let mut c = redis::cmd(words[0]);
+    for w in &words[1..] {
+        c.arg(*w);
+    }
+    c.query(con).unwrap_or_else(|e| panic!("{words:?}: {e}"))
+}
+
+fn err(con: &mut Connection, words: &[&str]) -> String {
+    let mut c = redis::cmd(words[0]);
+    for w in &words[1..] {
+        c.arg(*w);
+    }
+    match c.query::<Value>(con) {
+        Ok(v) => panic!("{words:?} answered {v:?}, not an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+fn ok() -> Value {
+    Value::Okay
+}
+
+#[test]
+fn string_and_keyspace_commands_answer_as_redis_does_across_hosts() {
+    let cluster = Cluster::start(&Spec::new(3, 2));
+    let keys = cluster.key_per_primary();
+    let (a, b, c) = (keys[0].as_str(), keys[1].as_str(), keys[2].as_str());
+    let mut con = cluster.redis("node1");
+    let mut other = cluster.redis("node3");
+
+    // SET's conditions and GET, SETNX, GETSET, GETDEL.
+    assert_eq!(cmd(&mut con, &["SET", a, "1", "NX"]), ok());
+    assert_eq!(cmd(&mut con, &["SET", a, "2", "NX"]), Value::Nil);
+    assert_eq!(cmd(&mut con, &["SET", a, "3", "XX", "GET"]), bulk("1"));
+    assert_eq!(cmd(&mut con, &["SET", b, "x", "XX"]), Value::Nil);
+    assert_eq!(cmd(&mut con, &["SETNX", b, "x"]), Value::Int(1));
+    assert_eq!(cmd(&mut con, &["SETNX", b, "y"]), Value::Int(0));
+    assert_eq!(cmd(&mut con, &["GETSET", b, "z"]), bulk("x"));
+    assert_eq!(cmd(&mut other, &["GETDEL", b]), bulk("z"));
+    assert_eq!(cmd(&mut con, &["EXISTS", b]), Value::Int(0));
+    assert!(err(&mut con, &["SET", a, "1", "EX", "10"]).contains("not supported"));
+    assert!(err(&mut con, &["SET", a, "1", "NX", "XX"]).contains("syntax error"));
+
+    // Ranges.
+    assert_eq!(cmd(&mut con, &["SET", c, "Hello World"]), ok());
+    assert_eq!(cmd(&mut con, &["SETRANGE", c, "6", "Redis"]), Value::Int(11));
+    assert_eq!(cmd(&mut other, &["GETRANGE", c, "-5", "-1"]), bulk("Redis"));
+    assert_eq!(cmd(&mut other, &["SUBSTR", c, "0", "4"]), bulk("Hello"));
+    assert!(err(&mut con, &["SETRANGE", c, "-1", "x"]).contains("offset is out of range"));
+
+    // Floats.
+    assert_eq!(cmd(&mut con, &["SET", b, "10.5"]), ok());
+    assert_eq!(cmd(&mut con, &["INCRBYFLOAT", b, "0.1"]), bulk("10.6"));
+    assert_eq!(cmd(&mut con, &["INCRBYFLOAT", b, "-5.6"]), bulk("5"));
+    assert!(err(&mut con, &["INCRBYFLOAT", c, "1"]).contains("not a valid float"));
+    assert!(err(&mut con, &["INCRBYFLOAT", b, "abc"]).contains("not a valid float"));
+
+    // The keyspace: TYPE, RENAME across hosts, RENAMENX, COPY, TOUCH, UNLINK, MSETNX.
+    assert_eq!(cmd(&mut con, &["TYPE", a]), Value::SimpleString("string".into()));
+    assert_eq!(cmd(&mut con, &["RENAME", a, b]), ok());
+    assert_eq!(cmd(&mut other, &["MGET", a, b]), Value::Array(vec![Value::Nil, bulk("3")]));
+    assert_eq!(cmd(&mut con, &["TYPE", a]), Value::SimpleString("none".into()));
+    assert!(err(&mut con, &["RENAME", a, b]).contains("no such key"));
+    assert_eq!(cmd(&mut con, &["RENAMENX", b, c]), Value::Int(0));
+    assert_eq!(cmd(&mut con, &["COPY", c, a]), Value::Int(1));
+    assert_eq!(cmd(&mut con, &["COPY", b, a]), Value::Int(0));
+    assert_eq!(cmd(&mut con, &["COPY", b, a, "REPLACE"]), Value::Int(1));
+    assert_eq!(cmd(&mut other, &["GET", a]), bulk("3"));
+    assert_eq!(cmd(&mut con, &["TOUCH", a, b, "nokey"]), Value::Int(2));
+    assert_eq!(cmd(&mut con, &["UNLINK", a, b]), Value::Int(2));
+    assert_eq!(cmd(&mut con, &["MSETNX", a, "1", c, "2"]), Value::Int(0));
+    assert_eq!(cmd(&mut con, &["MSETNX", a, "1", b, "2"]), Value::Int(1));
+    assert_eq!(cmd(&mut other, &["MGET", a, b]), Value::Array(vec![bulk("1"), bulk("2")]));
+
+    // Inside MULTI/EXEC, each command sees the ones before it.
+    let replies: Value = redis::pipe()
+        .atomic()
+        .cmd("GETSET")
+        .arg(a)
+        .arg("10")
+        .cmd("INCRBYFLOAT")
+        .arg(a)
+        .arg("0.5")
+        .cmd("RENAME")
+        .arg(a)
+        .arg(c)
+        .cmd("GETRANGE")
+        .arg(c)
+        .arg(0)
+        .arg(1)
+        .query(&mut con)
+        .expect("EXEC");
+    assert_eq!(replies, Value::Array(vec![bulk("1"), bulk("10.5"), ok(), bulk("10")]));
+    assert_eq!(cmd(&mut other, &["MGET", a, c]), Value::Array(vec![Value::Nil, bulk("10.5")]));
+}
