@@ -107,3 +107,62 @@ fn string_and_keyspace_commands_answer_as_redis_does_across_hosts() {
     assert_eq!(replies, Value::Array(vec![bulk("1"), bulk("10.5"), ok(), bulk("10")]));
     assert_eq!(cmd(&mut other, &["MGET", a, c]), Value::Array(vec![Value::Nil, bulk("10.5")]));
 }
+
+/// `SCAN` page by page from `cursor` until the cursor comes back 0, as clients do.
+fn scan_from(con: &mut Connection, cursor: &str, extra: &[&str]) -> (Vec<String>, usize) {
+    let (mut cursor, mut keys, mut pages) = (cursor.to_string(), vec![], 0);
+    loop {
+        let (next, page): (String, Vec<String>) = redis::cmd("SCAN").arg(&cursor).arg(extra).query(con).expect("SCAN");
+        keys.extend(page);
+        pages += 1;
+        assert!(pages < 10_000, "SCAN never ended");
+        if next == "0" {
+            return (keys, pages);
+        }
+        cursor = next;
+    }
+}
+
+fn scan_all(con: &mut Connection, extra: &[&str]) -> (Vec<String>, usize) {
+    scan_from(con, "0", extra)
+}
+
+#[test]
+fn scan_keys_randomkey_and_flushall_see_the_whole_keyspace_from_any_host() {
+    let cluster = Cluster::start(&Spec::new(3, 2));
+    let mut con = cluster.redis("node1");
+    let mut other = cluster.redis("node2");
+    let mut pairs: Vec<(String, String)> = (0..300).map(|i| (format!("user:{i}"), i.to_string())).collect();
+    pairs.push(("other".into(), "x".into()));
+    redis::cmd("MSET").arg(&pairs).query::<()>(&mut con).expect("MSET");
+
+    let (mut keys, pages) = scan_all(&mut other, &["COUNT", "7"]);
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 301, "every key, from another host");
+    assert!(pages > 2, "several pages");
+    let (users, _) = scan_all(&mut con, &["MATCH", "user:1?", "COUNT", "50"]);
+    assert_eq!(users.len(), 10);
+    let (strings, _) = scan_all(&mut con, &["TYPE", "hash"]);
+    assert!(strings.is_empty(), "no hashes");
+
+    let mut matched: Vec<String> = redis::cmd("KEYS").arg("user:2[0-4]").query(&mut other).expect("KEYS");
+    matched.sort();
+    assert_eq!(matched, vec!["user:20", "user:21", "user:22", "user:23", "user:24"]);
+    let random: String = redis::cmd("RANDOMKEY").query(&mut con).expect("RANDOMKEY");
+    assert!(pairs.iter().any(|(k, _)| *k == random), "{random} is a key");
+    assert!(err(&mut con, &["SCAN", "x"]).contains("invalid cursor"));
+
+    // A cursor this connection never handed out restarts its partition: keys may repeat, none
+    // is lost.
+    let (next, _): (String, Vec<String>) = redis::cmd("SCAN").arg("0").query(&mut con).expect("SCAN");
+    let (more, _) = scan_from(&mut other, &next, &[]);
+    assert!(!more.is_empty());
+
+    assert_eq!(cmd(&mut con, &["FLUSHALL"]), ok());
+    assert_eq!(cmd(&mut other, &["DBSIZE"]), Value::Int(0));
+    let none: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut other).expect("KEYS");
+    assert!(none.is_empty());
+    assert_eq!(cmd(&mut con, &["RANDOMKEY"]), Value::Nil);
+    assert_eq!(cmd(&mut con, &["FLUSHDB", "ASYNC"]), ok());
+}

@@ -117,10 +117,12 @@ pub struct Breaks {
     /// A vnode's kept tallies (`tally.rs`) add an overwritten key's new entry without taking out
     /// its old one: `DBSIZE` and the memory limit drift from the data with every overwrite.
     pub tally_keeps_overwritten: bool,
+    /// A primary's page of a partition scan drops the first key after the cursor (`txn::scan`).
+    pub scan_skips_first: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 38] = [
+    pub const NAMES: [&'static str; 39] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -159,6 +161,7 @@ impl Breaks {
         "client-retries-stale-evaluation",
         "client-ignores-watch",
         "tally-keeps-overwritten",
+        "scan-skips-first",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -202,6 +205,7 @@ impl Breaks {
             "client-retries-stale-evaluation" => &mut self.client_retries_stale_evaluation,
             "client-ignores-watch" => &mut self.client_ignores_watch,
             "tally-keeps-overwritten" => &mut self.tally_keeps_overwritten,
+            "scan-skips-first" => &mut self.scan_skips_first,
             _ => return false,
         };
         *flag = true;
@@ -250,6 +254,7 @@ impl fmt::Display for Breaks {
             self.client_retries_stale_evaluation,
             self.client_ignores_watch,
             self.tally_keeps_overwritten,
+            self.scan_skips_first,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -76,6 +76,19 @@ pub enum Request {
     },
     /// Start a consistent cut (only the cut coordinator accepts it).
     Cut,
+    /// One page of a scan of the keyspace, at most `count` keys, from `cursor` (`txn::scan`).
+    Scan {
+        cursor: ScanCursor,
+        count: u32,
+    },
+}
+
+/// Where a scan of the keyspace stands: the partition it reads and the last key it examined there
+/// (`None`: from the partition's first key). Partitions are scanned in order, each in key order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct ScanCursor {
+    pub partition: u32,
+    pub after: Option<Key>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -112,6 +125,11 @@ pub enum Response {
     /// The request could not be served here (e.g. not the coordinator, or still booting).
     Unavailable {
         why: &'static str,
+    },
+    /// A page of a scan: keys in key order, and where the scan goes on (`None`: it is over).
+    Keys {
+        keys: Vec<Key>,
+        next: Option<ScanCursor>,
     },
 }
 

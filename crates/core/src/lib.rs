@@ -36,7 +36,7 @@ pub use breaks::Breaks;
 pub use config::{CutStrategy, Limits, Timeouts, UnknownStrategy, VnodeConfig};
 pub use ids::{Branch, ClientId, ClientRequest, CutId, Key, Lsn, PartitionId, Role, TxId, Value, Version, VnodeId};
 pub use image::{LogSummary, TreeImage, VnodeImage};
-pub use io::{Input, Output, Request, Response, Timer};
+pub use io::{Input, Output, Request, Response, ScanCursor, Timer};
 pub use message::{AbortReason, Body, CutMsg, Envelope, TxnMsg};
 pub use placement::Placement;
 pub use record::{CutFinish, Record};

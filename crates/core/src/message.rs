@@ -161,6 +161,21 @@ pub enum TxnMsg {
     RolledBack {
         tx: TxId,
     },
+    /// A near asks a partition's primary for a page of its keys (`txn::scan`); refused with
+    /// `ReadRefused`.
+    Scan {
+        req: u64,
+        cursor: crate::io::ScanCursor,
+        count: u32,
+    },
+    /// `writer_cut`: the newest cut after which a write of a returned key was committed
+    /// (real-time safety, as `ReadReply`).
+    ScanReply {
+        req: u64,
+        keys: Vec<Key>,
+        next: Option<crate::io::ScanCursor>,
+        writer_cut: Option<CutId>,
+    },
 }
 
 /// The cut process (DESIGN §6: START → STARTED → FINISH → END), for now driven by a coordinator.
@@ -269,6 +284,7 @@ impl TxnMsg {
                 | TxnMsg::ReadReply { .. }
                 | TxnMsg::ReadRefused { .. }
                 | TxnMsg::Recovered { .. }
+                | TxnMsg::ScanReply { .. }
         )
     }
 }

@@ -146,6 +146,11 @@ impl Store {
         Store { entries }
     }
 
+    /// The entries from `from` on, in key order.
+    pub fn range(&self, from: std::ops::Bound<&[u8]>) -> impl Iterator<Item = (&Key, &Entry)> {
+        self.entries.range::<[u8], _>((from, std::ops::Bound::Unbounded))
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
         self.entries.iter()
     }

@@ -261,6 +261,7 @@ impl Vnode {
             Request::Get { key } => self.client_get(client, req, key),
             Request::Txn { reads, writes } => self.client_txn(client, req, reads, writes),
             Request::Cut => self.client_cut(client, req),
+            Request::Scan { cursor, count } => self.client_scan(client, req, cursor, count),
         }
     }
 
@@ -331,6 +332,8 @@ impl Vnode {
             TxnMsg::ReadReply { req, value, version, writer_cut } => {
                 self.on_read_reply(req, value, version, writer_cut)
             }
+            TxnMsg::Scan { req, cursor, count } => self.on_scan(from, req, cursor, count),
+            TxnMsg::ScanReply { req, keys, next, writer_cut } => self.on_scan_reply(req, keys, next, writer_cut),
         }
     }
 

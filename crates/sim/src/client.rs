@@ -8,6 +8,10 @@ use std::collections::BTreeMap;
 use waymark_core::client::{AttemptOutcome, ClientLimits, Finished, Step, TxnClient};
 use waymark_core::{AbortReason, Breaks, Key, Request, Response, Value, Version};
 
+/// Keys per page of a simulated scan: small, so a scan of a few keys takes several pages and
+/// resumes from cursors inside partitions.
+pub const SCAN_PAGE_KEYS: u32 = 1;
+
 /// A batch's requests in flight: numbered `first_req` on, all sent to one near vnode together.
 #[derive(Clone, Debug)]
 pub struct InFlight {
@@ -87,6 +91,7 @@ impl Client {
             Batch::Watch(keys) => self.txn.watch(keys),
             Batch::Command(cmd) => self.txn.command(cmd),
             Batch::Exec(cmds) => self.txn.exec(cmds),
+            Batch::Scan(cursor) => self.txn.scan(cursor, SCAN_PAGE_KEYS),
         }
     }
 

@@ -2,15 +2,19 @@
 //! batches of Redis commands run through the core's transaction client — sent to a random near
 //! vnode per batch, with time-outs and back-offs.
 
-use crate::history::{Observed, Outcome};
+use crate::history::{Observed, Outcome, ScanRun};
 use crate::slot::Slot;
 use crate::workloads::{Batch, Plan};
 use crate::world::{Event, World, CLIENT_TIMEOUT_US, OPERATOR, SETUP_CLIENT};
 use rand::Rng;
-use waymark_core::client::{DataCmd, Finished, Step};
-use waymark_core::{Request, Response};
+use waymark_core::client::{Answer, DataCmd, Finished, Step};
+use waymark_core::{Request, Response, ScanCursor};
 
 const SETUP: &str = "setup";
+/// The plan of a scan of the whole keyspace (`--scans`).
+const SCAN: &str = "scan";
+/// A client's operation is a scan one time in this many (`--scans`).
+const SCAN_ONE_IN: u32 = 6;
 
 impl World {
     pub(crate) fn start_setup(&mut self) {
@@ -34,6 +38,9 @@ impl World {
     pub(crate) fn client_wake(&mut self, client: usize) {
         if self.stopping || !self.clients[client].is_idle() {
             return;
+        }
+        if self.cfg.scans && self.rng.gen_range(0..SCAN_ONE_IN) == 0 {
+            return self.start_scan(client);
         }
         let plan = self.workload.plan(client, &mut self.rng);
         match self.workload.next(&plan, 0, None) {
@@ -112,6 +119,9 @@ impl World {
             return self.start_setup();
         }
         let plan = self.clients[c].plan().cloned().expect("an operation");
+        if plan.kind == SCAN {
+            return self.scan_page_done(c, finished.answer);
+        }
         let done = self.clients[c].batches();
         match self.workload.next(&plan, done, Some(&finished.answer)) {
             Some((label, batch)) if !self.stopping => {
@@ -123,6 +133,53 @@ impl World {
                 self.client_idle(c);
             }
         }
+    }
+
+    /// A scan of the whole keyspace, a page per batch, from the start (`--scans`).
+    fn start_scan(&mut self, c: usize) {
+        let plan = Plan { kind: SCAN, read_keys: vec![], params: vec![], target_keys: vec![] };
+        let run = ScanRun { client: c, began_us: self.now_us, ..ScanRun::default() };
+        self.scans_running.insert(c, run);
+        let step = self.clients[c].start(plan, SCAN, Batch::Scan(ScanCursor::default()), self.now_us);
+        self.client_step(c, step);
+    }
+
+    /// A page came back: the scan goes on from its cursor, or it is over and goes into the
+    /// history. A page that failed (a timeout, `TRYAGAIN`) ends the scan unfinished.
+    fn scan_page_done(&mut self, c: usize, answer: Answer) {
+        let next = match (answer, self.scans_running.get_mut(&c)) {
+            (Answer::Keys { keys, next }, Some(run)) => {
+                run.keys.extend(keys);
+                run.pages += 1;
+                next
+            }
+            _ => {
+                self.scans_running.remove(&c);
+                return self.end_scan(c);
+            }
+        };
+        match next {
+            Some(cursor) if !self.stopping => {
+                let step = self.clients[c].next_batch(SCAN, Batch::Scan(cursor), self.now_us);
+                self.client_step(c, step);
+            }
+            Some(_) => {
+                self.scans_running.remove(&c);
+                self.end_scan(c);
+            }
+            None => {
+                if let Some(mut run) = self.scans_running.remove(&c) {
+                    run.ended_us = self.now_us;
+                    self.history.scans.push(run);
+                }
+                self.end_scan(c);
+            }
+        }
+    }
+
+    fn end_scan(&mut self, c: usize) {
+        self.clients[c].end_op();
+        self.client_idle(c);
     }
 
     pub(crate) fn client_idle(&mut self, c: usize) {

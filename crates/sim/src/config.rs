@@ -38,6 +38,9 @@ pub struct SimConfig {
     /// The cluster setting `failover`: the root promotes replicas of hosts recorded dead
     /// (`alter::promote`, `--failover`).
     pub failover: bool,
+    /// Clients also scan the whole keyspace now and then (`SCAN`, `txn::scan`), checked by
+    /// `checkers::scans` (`--scans`; off by default, so the pinned trace hashes stay).
+    pub scans: bool,
     /// A cut's `Start` reaches each vnode up to this much later than a transaction message would
     /// (the cut process travels a tree of hops); widens the windows in which a vnode learns of a
     /// cut from a coloured message first.
@@ -71,6 +74,7 @@ impl SimConfig {
             breaks: Breaks::default(),
             real_time_safety: true,
             failover: false,
+            scans: false,
             cut_start_spread_us: 20_000,
             tree: false,
             fanout: 2,

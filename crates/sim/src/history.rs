@@ -31,6 +31,17 @@ pub struct ClientTxn {
     pub retried: bool,
 }
 
+/// A scan of the whole keyspace a client ran to its end, page by page.
+#[derive(Clone, Debug, Default)]
+pub struct ScanRun {
+    pub client: usize,
+    /// When its first page was asked for, and its last answered.
+    pub began_us: u64,
+    pub ended_us: u64,
+    pub keys: std::collections::BTreeSet<Key>,
+    pub pages: usize,
+}
+
 /// What a client's GET answered: the key's value and version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientRead {
@@ -81,6 +92,8 @@ pub struct Observed {
 #[derive(Clone, Debug, Default)]
 pub struct History {
     pub txns: Vec<ClientTxn>,
+    /// Scans of the whole keyspace that ran to their end (`--scans`).
+    pub scans: Vec<ScanRun>,
     /// Every read answered and every `WATCH` that failed, when the client learnt it.
     pub observed: Vec<Observed>,
     pub cuts: Vec<CutRun>,

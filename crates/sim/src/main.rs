@@ -79,6 +79,9 @@ struct Args {
     /// `failover = on`; issue 30).
     #[arg(long)]
     failover: bool,
+    /// Clients also scan the whole keyspace now and then (`SCAN`), checked by the `scans` checker.
+    #[arg(long)]
+    scans: bool,
     /// A cut's Start reaches each vnode up to this many ms late (the cut process's spread).
     #[arg(long, default_value_t = 20)]
     cut_spread_ms: u64,
@@ -278,6 +281,7 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.breaks = breaks;
     cfg.real_time_safety = !args.no_real_time;
     cfg.failover = args.failover;
+    cfg.scans = args.scans;
     cfg.cut_start_spread_us = args.cut_spread_ms * 1000;
     cfg.tree = args.tree;
     cfg.cuts |= args.tree;

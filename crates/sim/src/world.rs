@@ -171,6 +171,8 @@ pub struct World {
     pub(crate) clients: Vec<Client>,
     pub(crate) workload: Box<dyn Workload>,
     pub history: History,
+    /// Each client's scan in progress (`--scans`).
+    pub(crate) scans_running: BTreeMap<usize, crate::history::ScanRun>,
     pub faults: Faults,
     pub trace: Trace,
     /// When each client's operation started waiting on the near (for latency metrics).
@@ -271,6 +273,7 @@ impl World {
             clients,
             workload,
             history: History::default(),
+            scans_running: BTreeMap::new(),
             faults,
             trace,
             setup_done: false,

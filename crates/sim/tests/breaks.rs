@@ -485,3 +485,11 @@ fn a_retry_that_keeps_its_first_evaluation_is_caught_by_serializability() {
 fn tallies_that_keep_overwritten_entries_are_caught_against_the_store() {
     assert_caught_by("tally-keeps-overwritten", "tallies", SimConfig::new(0, WorkloadKind::Bank));
 }
+
+/// A scan page that drops the first key after its cursor: a key present throughout is missed.
+#[test]
+fn a_scan_that_skips_a_key_after_its_cursor_is_caught() {
+    let mut cfg = SimConfig::new(0, WorkloadKind::Bank);
+    cfg.scans = true;
+    assert_caught_by("scan-skips-first", "scans", cfg);
+}

@@ -749,3 +749,16 @@ fn a_root_of_four_voters_stays_fresh_between_their_echoes() {
     assert_seed_passes(cfg.clone());
     assert!(waymark_sim::run_seed(&cfg).committed > 0, "transactions commit");
 }
+
+/// `--scans`: clients scan the whole keyspace a page at a time among the transfers, under faults,
+/// failovers and cuts; every key present throughout a scan is in one of its pages.
+#[test]
+fn scans_under_faults_and_failovers_miss_no_key_present_throughout() {
+    for workload in [WorkloadKind::Bank, WorkloadKind::Append] {
+        for seed in 0..20 {
+            let mut cfg = aimed_failover_seed(seed, workload);
+            cfg.scans = true;
+            assert_seed_passes(cfg);
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::run::AttemptOutcome;
 use crate::ids::{Key, Value, Version};
-use crate::io::Response;
+use crate::io::{Response, ScanCursor};
 use crate::message::AbortReason;
 
 /// No answer within the client's time-out.
@@ -33,6 +33,16 @@ pub struct ErrorReply(pub String);
 pub fn read(answer: Option<Response>) -> Result<(Option<Value>, Version), ErrorReply> {
     match answer {
         Some(Response::Value { value, version }) => Ok((value, version)),
+        Some(Response::Unavailable { why }) => Err(ErrorReply(unavailable(why))),
+        Some(other) => Err(ErrorReply(format!("ERR unexpected response {other:?}"))),
+        None => Err(ErrorReply(TIMED_OUT.into())),
+    }
+}
+
+/// A scan page's answer: its keys and where the scan goes on, or the error the client hears.
+pub fn keys(answer: Option<Response>) -> Result<(Vec<Key>, Option<ScanCursor>), ErrorReply> {
+    match answer {
+        Some(Response::Keys { keys, next }) => Ok((keys, next)),
         Some(Response::Unavailable { why }) => Err(ErrorReply(unavailable(why))),
         Some(other) => Err(ErrorReply(format!("ERR unexpected response {other:?}"))),
         None => Err(ErrorReply(TIMED_OUT.into())),

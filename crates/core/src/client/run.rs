@@ -12,7 +12,7 @@ use super::evaluate;
 use super::{ClientLimits, DataCmd, BACKOFF_MAX_US, BACKOFF_MIN_US};
 use crate::breaks::Breaks;
 use crate::ids::{Key, TxId, Value, Version};
-use crate::io::{Request, Response};
+use crate::io::{Request, Response, ScanCursor};
 use crate::message::AbortReason;
 use crate::store::{ReadCheck, ResolvedWrite, Write, WriteOp};
 use std::collections::BTreeMap;
@@ -40,6 +40,9 @@ pub enum Answer {
     WatchFailed,
     /// The batch failed as a whole: the error reply's text.
     Error(String),
+    /// A page of a scan of the keyspace (`TxnClient::scan`): its keys, and the cursor to go on
+    /// from (`None`: the scan is over).
+    Keys { keys: Vec<Key>, next: Option<ScanCursor> },
 }
 
 /// How a batch ended, for the node's counters.
@@ -91,6 +94,11 @@ pub(super) enum Job {
     Watch(Vec<Key>),
     Get(Key),
     Txn(TxnJob),
+    /// One page of a scan (`txn::scan`).
+    Scan {
+        cursor: ScanCursor,
+        count: u32,
+    },
 }
 
 /// Data commands run as one transaction.
@@ -112,6 +120,7 @@ enum Waiting {
     Nothing,
     Reads(Vec<Key>),
     Commit(Pending),
+    Page,
 }
 
 /// A commit in flight and what the client is answered if it commits.
@@ -164,6 +173,11 @@ impl Run {
             Job::Watch(keys) => self.send_reads(keys.clone()),
             Job::Get(key) => self.send_reads(vec![key.clone()]),
             Job::Txn(_) => self.attempt(),
+            Job::Scan { cursor, count } => {
+                let request = Request::Scan { cursor: cursor.clone(), count: *count };
+                self.waiting = Waiting::Page;
+                Step::Send(vec![request])
+            }
         }
     }
 
@@ -183,6 +197,13 @@ impl Run {
             Waiting::Commit(pending) => {
                 assert_eq!(answers.len(), 1, "one answer per commit sent");
                 self.on_commit(pending, answers.into_iter().next().flatten())
+            }
+            Waiting::Page => {
+                assert_eq!(answers.len(), 1, "one answer per page asked");
+                match answer::keys(answers.into_iter().next().flatten()) {
+                    Ok((keys, next)) => self.done(Answer::Keys { keys, next }, Ended::NoTransaction),
+                    Err(e) => self.fail(e.0),
+                }
             }
             Waiting::Nothing => panic!("answers handed back with no request in flight"),
         }
@@ -238,6 +259,7 @@ impl Run {
                 self.done(Answer::Replies(vec![value.map_or(Reply::Null, Reply::bulk)]), Ended::NoTransaction)
             }
             Job::Txn(_) => self.evaluate(keys, read),
+            Job::Scan { .. } => unreachable!("a scan page reads no key"),
         }
     }
 

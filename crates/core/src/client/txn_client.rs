@@ -4,7 +4,7 @@ use super::run::{Job, Run, Step, TxnJob};
 use super::{ClientLimits, DataCmd};
 use crate::breaks::Breaks;
 use crate::ids::{Key, Version};
-use crate::io::Response;
+use crate::io::{Response, ScanCursor};
 use std::collections::BTreeMap;
 
 /// A client's side of its transactions, driven one batch at a time: start one with `watch`,
@@ -60,6 +60,13 @@ impl TxnClient {
         let watched = std::mem::take(&mut self.watched);
         let job = TxnJob { cmds, seen: watched.clone(), watched, at_primary: true, single: false };
         self.begin(Job::Txn(job))
+    }
+
+    /// One page of a scan of the keyspace from `cursor`, at most `count` keys: `Answer::Keys`.
+    /// Every key present from the first page's request to the last page's answer is in some page
+    /// (`txn::scan`).
+    pub fn scan(&mut self, cursor: ScanCursor, count: u32) -> Step {
+        self.begin(Job::Scan { cursor, count })
     }
 
     /// The answers to the requests of the last `Step::Send`, in order (`None`: not answered in time).

@@ -13,3 +13,4 @@ pub mod participant;
 pub mod promotion;
 pub mod read_wait;
 pub mod recovery;
+pub mod scan;

@@ -355,14 +355,20 @@ impl Vnode {
         if primary == self.cfg.id {
             return self.read_at_primary(Reader::Client { client, req }, key);
         }
-        // Read ids carry the incarnation: a reply to a read sent before a crash must not answer a
-        // read sent after it — it would hand the client another key's value (seed 19, append).
-        let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
-        self.near.next_read += 1;
+        let id = self.next_read_id();
         let pending = PendingRead { asked: ClientRequest { client, req }, primary: primary.clone() };
         self.near.reads.insert(id, pending);
         self.send_txn(&primary, TxnMsg::Read { req: id, key });
         self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
+    }
+
+    /// The id of a read (or scan page) sent to a primary. Read ids carry the incarnation: a reply
+    /// to a read sent before a crash must not answer a read sent after it — it would hand the
+    /// client another key's value (seed 19, append).
+    pub(crate) fn next_read_id(&mut self) -> u64 {
+        let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
+        self.near.next_read += 1;
+        id
     }
 
     pub(crate) fn on_read(&mut self, from: VnodeId, req: u64, key: Key) {

@@ -12,8 +12,15 @@ pub enum Cmd {
     Ping(Option<Vec<u8>>),
     Echo(Vec<u8>),
     Quit,
-    Hello { proto: Option<u8>, auth: Option<(Vec<u8>, Vec<u8>)>, name: Option<Vec<u8>> },
-    Auth { user: Option<Vec<u8>>, password: Vec<u8> },
+    Hello {
+        proto: Option<u8>,
+        auth: Option<(Vec<u8>, Vec<u8>)>,
+        name: Option<Vec<u8>>,
+    },
+    Auth {
+        user: Option<Vec<u8>>,
+        password: Vec<u8>,
+    },
     Select(i64),
     ClientSetName(Vec<u8>),
     ClientGetName,
@@ -31,6 +38,17 @@ pub enum Cmd {
     Discard,
     Watch(Vec<Key>),
     Unwatch,
+    /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`.
+    Scan {
+        cursor: u64,
+        pattern: Option<Vec<u8>>,
+        count: u32,
+        kind: Option<String>,
+    },
+    Keys(Vec<u8>),
+    RandomKey,
+    /// `FLUSHALL` and `FLUSHDB` (Waymark has one database), `ASYNC` or `SYNC` alike.
+    Flush,
 }
 
 /// An error reply, with Redis's wording.
@@ -66,6 +84,11 @@ pub const TABLE: &[(&str, i64)] = &[
     ("copy", -3),
     ("unlink", -2),
     ("touch", -2),
+    ("scan", -2),
+    ("keys", 2),
+    ("randomkey", 1),
+    ("flushall", -1),
+    ("flushdb", -1),
     ("multi", 1),
     ("exec", 1),
     ("discard", 1),
@@ -261,6 +284,13 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         "select" => Ok(Cmd::Select(integer(&args[0])?)),
         "info" => Ok(Cmd::Info(args.first().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()))),
         "dbsize" => Ok(Cmd::DbSize),
+        "scan" => scan(args),
+        "keys" => Ok(Cmd::Keys(args.into_iter().next().expect("arity checked"))),
+        "randomkey" => Ok(Cmd::RandomKey),
+        "flushall" | "flushdb" => match args.first().map(upper).as_deref() {
+            None | Some("ASYNC" | "SYNC") if args.len() <= 1 => Ok(Cmd::Flush),
+            _ => Err(CmdError("ERR syntax error".into())),
+        },
         "client" => client(&upper(&args[0]), args),
         "config" => match upper(&args[0]).as_str() {
             "GET" if args.len() >= 2 => Ok(Cmd::ConfigGet(args[1..].to_vec())),
@@ -278,6 +308,30 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         },
         _ => Err(unknown(name, &args)),
     }
+}
+
+/// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`, Redis's defaults (`COUNT 10`).
+fn scan(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let mut it = args.into_iter();
+    let cursor = it.next().expect("arity checked");
+    let cursor = std::str::from_utf8(&cursor)
+        .ok()
+        .and_then(|c| c.parse::<u64>().ok())
+        .ok_or_else(|| CmdError("ERR invalid cursor".into()))?;
+    let (mut pattern, mut count, mut kind) = (None, 10u32, None);
+    while let Some(opt) = it.next() {
+        let Some(value) = it.next() else { return Err(CmdError("ERR syntax error".into())) };
+        match String::from_utf8_lossy(&opt).to_ascii_uppercase().as_str() {
+            "MATCH" => pattern = Some(value),
+            "COUNT" => match integer(&value)? {
+                n if n < 1 => return Err(CmdError("ERR syntax error".into())),
+                n => count = u32::try_from(n).unwrap_or(u32::MAX),
+            },
+            "TYPE" => kind = Some(String::from_utf8_lossy(&value).into_owned()),
+            _ => return Err(CmdError("ERR syntax error".into())),
+        }
+    }
+    Ok(Cmd::Scan { cursor, pattern, count, kind })
 }
 
 fn client(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
@@ -354,7 +408,7 @@ mod tests {
         let e = cmd("SET a 1 EX 10").unwrap_err();
         assert!(e.0.contains("'EX' is not supported"), "{e:?}");
         assert_eq!(cmd("SET a 1 FOO"), Err(CmdError("ERR syntax error".into())));
-        assert!(cmd("FLUSHALL").unwrap_err().0.starts_with("ERR unknown command 'flushall'"));
+        assert!(cmd("SUNION a b").unwrap_err().0.starts_with("ERR unknown command 'sunion'"));
         assert!(cmd("CONFIG SET save x").is_err());
     }
 

@@ -4,5 +4,6 @@
 
 pub mod command;
 pub mod info;
+pub mod scan;
 pub mod server;
 pub mod session;

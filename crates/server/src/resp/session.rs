@@ -8,7 +8,7 @@
 //! vnode, sleeps its back-offs, and writes its replies.
 
 use super::command::{self, Cmd, CmdError, DataCmd};
-use super::info;
+use super::{info, scan};
 use crate::host::Shared;
 use crate::telemetry::{self, Abort};
 use crate::vnode::VnodeCmd;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use waymark_core::client::{Answer, ClientLimits, Ended, Finished, Step, TxnClient};
-use waymark_core::{ClientId, Key, Request, Response};
+use waymark_core::{ClientId, Key, Request, Response, ScanCursor};
 use waymark_resp::{Protocol, Reply};
 
 pub struct Session {
@@ -33,6 +33,8 @@ pub struct Session {
     client: TxnClient,
     /// A reply was refused for its size (`limits.reply_max_bytes`): the connection closes after it.
     closing: bool,
+    /// Where this connection's `SCAN`s stand, by the cursor numbers they were given.
+    cursors: scan::Cursors,
 }
 
 /// What the connection does after a reply.
@@ -69,6 +71,7 @@ impl Session {
             multi: None,
             client,
             closing: false,
+            cursors: scan::Cursors::default(),
         }
     }
 
@@ -159,6 +162,10 @@ impl Session {
             Cmd::CommandInfo(names) => info::command_info(&names),
             Cmd::Info(section) => info::info(&self.shared, section.as_deref()).await,
             Cmd::DbSize => Reply::Integer(info::dbsize(&self.shared).await as i64),
+            Cmd::Scan { cursor, pattern, count, kind } => self.scan(cursor, pattern, count, kind).await,
+            Cmd::Keys(pattern) => self.keys(&pattern).await,
+            Cmd::RandomKey => self.random_key().await,
+            Cmd::Flush => self.flush().await,
             other => err(format!("ERR {other:?} cannot be used here")),
         }
     }
@@ -229,6 +236,7 @@ impl Session {
             Answer::Replies(replies) => replies.into_iter(),
             Answer::WatchFailed => return Reply::NullArray,
             Answer::Error(e) => return err(e),
+            Answer::Keys { .. } => unreachable!("EXEC runs no scan"),
         };
         let mut replies = vec![];
         for c in queue {
@@ -247,7 +255,109 @@ impl Session {
             Answer::Replies(mut replies) => replies.remove(0),
             Answer::WatchFailed => Reply::NullArray,
             Answer::Error(e) => err(e),
+            Answer::Keys { .. } => unreachable!("a data command is no scan"),
         }
+    }
+
+    /// One page of the keyspace from `cursor`: its keys, or the error the client hears.
+    async fn page(&mut self, cursor: ScanCursor, count: u32) -> Result<(Vec<Key>, Option<ScanCursor>), String> {
+        let step = self.client.scan(cursor, count);
+        match self.drive(step).await {
+            Ok(Finished { answer: Answer::Keys { keys, next }, .. }) => Ok((keys, next)),
+            Ok(Finished { answer: Answer::Error(e), .. }) => Err(e),
+            Ok(other) => Err(format!("ERR unexpected answer to a scan: {:?}", other.answer)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`: one page (`resp/scan.rs`).
+    async fn scan(&mut self, cursor: u64, pattern: Option<Vec<u8>>, count: u32, kind: Option<String>) -> Reply {
+        let Some(glob) = scan::glob(pattern.as_deref()) else {
+            return Reply::Array(vec![Reply::bulk("0"), Reply::Array(vec![])]);
+        };
+        let from = self.cursors.resume(cursor);
+        let (keys, next) = match self.page(from, count).await {
+            Ok(page) => page,
+            Err(e) => return err(e),
+        };
+        let strings = kind.as_deref().is_none_or(|k| k.eq_ignore_ascii_case("string"));
+        let keys = keys.into_iter().filter(|k| strings && glob.as_ref().is_none_or(|g| g.matches(k)));
+        let cursor = next.map_or(0, |n| self.cursors.keep(n));
+        Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(keys.map(Reply::bulk).collect())])
+    }
+
+    /// `KEYS pattern`: every matching key, within the reply limit.
+    async fn keys(&mut self, pattern: &[u8]) -> Reply {
+        let Some(glob) = scan::glob(Some(pattern)) else { return Reply::Array(vec![]) };
+        let max_bytes = self.shared.cfg.limits.reply_max_bytes;
+        let (mut found, mut bytes) = (vec![], 0usize);
+        let mut cursor = ScanCursor::default();
+        for _ in 0..scan::WHOLE_PAGES_MAX {
+            let (keys, next) = match self.page(cursor, scan::WHOLE_PAGE_KEYS).await {
+                Ok(page) => page,
+                Err(e) => return err(e),
+            };
+            for k in keys.into_iter().filter(|k| glob.as_ref().is_none_or(|g| g.matches(k))) {
+                bytes = bytes.saturating_add(k.len() + 16);
+                found.push(k);
+            }
+            if bytes > max_bytes {
+                return err(format!("ERR the reply would exceed limits.reply_max_bytes ({max_bytes} bytes): use SCAN"));
+            }
+            match next {
+                Some(n) => cursor = n,
+                None => return Reply::Array(found.into_iter().map(Reply::bulk).collect()),
+            }
+        }
+        err(scan::too_many_pages())
+    }
+
+    /// `RANDOMKEY`: a key of the first partition holding one, from a random partition on.
+    async fn random_key(&mut self) -> Reply {
+        let start = rand::random::<u32>() % self.shared.cfg.cluster.partitions.max(1);
+        let mut cursor = ScanCursor { partition: start, after: None };
+        let mut wrapped = start == 0;
+        for _ in 0..scan::WHOLE_PAGES_MAX {
+            let (keys, next) = match self.page(cursor.clone(), scan::RANDOM_PAGE_KEYS).await {
+                Ok(page) => page,
+                Err(e) => return err(e),
+            };
+            if !keys.is_empty() {
+                let at = rand::random::<usize>() % keys.len();
+                return Reply::bulk(keys[at].clone());
+            }
+            cursor = match next {
+                Some(n) => n,
+                None if !wrapped => {
+                    wrapped = true;
+                    ScanCursor::default()
+                }
+                None => return Reply::Null,
+            };
+        }
+        Reply::Null
+    }
+
+    /// `FLUSHALL`, `FLUSHDB`: every key deleted, a page at a time, each page one transaction —
+    /// not one transaction for the whole keyspace (`resp/scan.rs`).
+    async fn flush(&mut self) -> Reply {
+        let mut cursor = ScanCursor::default();
+        for _ in 0..scan::WHOLE_PAGES_MAX {
+            let (keys, next) = match self.page(cursor, scan::FLUSH_PAGE_KEYS).await {
+                Ok(page) => page,
+                Err(e) => return err(e),
+            };
+            if !keys.is_empty() {
+                if let Reply::Error(e) = self.single(DataCmd::Del(keys)).await {
+                    return Reply::Error(e);
+                }
+            }
+            match next {
+                Some(n) => cursor = n,
+                None => return Reply::ok(),
+            }
+        }
+        err(scan::too_many_pages())
     }
 
     /// Drives a data batch to its end, counting it and closing the connection after a reply

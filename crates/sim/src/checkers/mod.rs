@@ -15,6 +15,7 @@ pub mod read_recency;
 pub mod real_time;
 pub mod replicas;
 pub mod replies;
+pub mod scans;
 pub mod serializability;
 pub mod serializable_history;
 pub mod tallies;
@@ -88,6 +89,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(atomicity::check(w, &facts));
     out.extend(replicas::check(w));
     out.extend(tallies::check(w));
+    out.extend(scans::check(w));
     out.extend(serializable_history::check(w));
     out.extend(cuts.violations);
     out.extend(liveness::check(w));

@@ -7,7 +7,7 @@ pub mod bank;
 
 use rand_chacha::ChaCha8Rng;
 use waymark_core::client::{Answer, DataCmd};
-use waymark_core::{Key, Value};
+use waymark_core::{Key, ScanCursor, Value};
 use waymark_resp::Reply;
 
 /// One client operation: the keys and numbers its batches are built from.
@@ -27,6 +27,8 @@ pub enum Batch {
     Command(DataCmd),
     /// `MULTI`, the commands, `EXEC`.
     Exec(Vec<DataCmd>),
+    /// A page of a scan of the keyspace (`--scans`).
+    Scan(ScanCursor),
 }
 
 /// The batch a plan runs next, labelled for the history (`kind` of its transactions).
