@@ -27,6 +27,9 @@ pub enum Cmd {
     ClientSetInfo,
     ClientId,
     ConfigGet(Vec<Vec<u8>>),
+    ConfigSet(Vec<(Vec<u8>, Vec<u8>)>),
+    /// `FUNCTION FLUSH [ASYNC|SYNC]`: Waymark has no functions, so there are none to flush.
+    FunctionFlush,
     Command,
     CommandCount,
     CommandDocs,
@@ -84,6 +87,7 @@ pub const TABLE: &[(&str, i64)] = &[
     ("copy", -3),
     ("unlink", -2),
     ("touch", -2),
+    ("function", -2),
     ("scan", -2),
     ("keys", 2),
     ("randomkey", 1),
@@ -287,6 +291,12 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         "scan" => scan(args),
         "keys" => Ok(Cmd::Keys(args.into_iter().next().expect("arity checked"))),
         "randomkey" => Ok(Cmd::RandomKey),
+        "function" => match (args.first().map(upper).as_deref(), args.get(1).map(upper).as_deref()) {
+            (Some("FLUSH"), None | Some("ASYNC" | "SYNC")) if args.len() <= 2 => Ok(Cmd::FunctionFlush),
+            (Some("FLUSH"), _) => Err(CmdError("ERR syntax error".into())),
+            (Some(sub), _) => Err(CmdError(format!("ERR FUNCTION {sub} is not supported by Waymark (no functions)"))),
+            (None, _) => Err(arity_error("function")),
+        },
         "flushall" | "flushdb" => match args.first().map(upper).as_deref() {
             None | Some("ASYNC" | "SYNC") if args.len() <= 1 => Ok(Cmd::Flush),
             _ => Err(CmdError("ERR syntax error".into())),
@@ -295,6 +305,10 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         "config" => match upper(&args[0]).as_str() {
             "GET" if args.len() >= 2 => Ok(Cmd::ConfigGet(args[1..].to_vec())),
             "GET" => Err(CmdError("ERR wrong number of arguments for 'config|get' command".into())),
+            "SET" if args.len() >= 3 && args.len() % 2 == 1 => {
+                Ok(Cmd::ConfigSet(args[1..].chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()))
+            }
+            "SET" => Err(CmdError("ERR wrong number of arguments for 'config|set' command".into())),
             sub => Err(CmdError(format!(
                 "ERR CONFIG {sub} is not supported by Waymark: its settings live in the node's config file"
             ))),
@@ -409,7 +423,10 @@ mod tests {
         assert!(e.0.contains("'EX' is not supported"), "{e:?}");
         assert_eq!(cmd("SET a 1 FOO"), Err(CmdError("ERR syntax error".into())));
         assert!(cmd("SUNION a b").unwrap_err().0.starts_with("ERR unknown command 'sunion'"));
-        assert!(cmd("CONFIG SET save x").is_err());
+        assert_eq!(cmd("CONFIG SET save x"), Ok(Cmd::ConfigSet(vec![(b"save".to_vec(), b"x".to_vec())])));
+        assert!(cmd("CONFIG SET save").is_err());
+        assert_eq!(cmd("FUNCTION FLUSH"), Ok(Cmd::FunctionFlush));
+        assert!(cmd("FUNCTION LOAD x").is_err());
     }
 
     #[test]

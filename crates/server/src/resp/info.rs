@@ -16,10 +16,27 @@ fn bulk(s: impl Into<String>) -> Reply {
 }
 
 /// `CONFIG GET pattern…`: the few settings tools read, with `*` globs.
-pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
+/// `CONFIG SET name value …`: Waymark's settings live in the node's config file, so a setting
+/// may only be "set" to the value it has (tools and Redis's own test suite restore settings that
+/// way); anything else is refused, saying where the setting lives.
+pub fn config_set(shared: &Shared, pairs: &[(Vec<u8>, Vec<u8>)]) -> Reply {
+    let current = settings(shared);
+    for (name, value) in pairs {
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let same = current.iter().any(|(n, v)| *n == name && v.as_bytes() == value.as_slice());
+        if !same {
+            return Reply::error(format!(
+                "ERR CONFIG SET {name} is not supported by Waymark: its settings live in the node's config file"
+            ));
+        }
+    }
+    Reply::ok()
+}
+
+fn settings(shared: &Shared) -> [(&'static str, String); 8] {
     let cfg = &shared.cfg;
     let fsync = cfg.fsync == FsyncPolicy::Always;
-    let settings = [
+    [
         ("save", String::new()),
         ("appendonly", if fsync { "yes" } else { "no" }.to_string()),
         ("appendfsync", if fsync { "always" } else { "no" }.to_string()),
@@ -28,7 +45,11 @@ pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
         ("proto-max-bulk-len", cfg.limits.bulk_max_bytes.to_string()),
         ("maxmemory", cfg.limits.maxmemory_bytes.to_string()),
         ("maxmemory-policy", "noeviction".to_string()),
-    ];
+    ]
+}
+
+pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
+    let settings = settings(shared);
     // Compiled once; linear in the pattern (a recursive matcher took exponential time on `***…x`).
     let globs: Vec<Glob> = patterns.iter().filter_map(|p| Glob::new(p, true)).collect();
     let mut pairs = vec![];
@@ -41,17 +62,59 @@ pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
 }
 
 fn command_entry(name: &str, arity: i64) -> Reply {
-    let write = ["set", "del", "mset", "incr", "incrby", "decr", "decrby", "append"].contains(&name);
+    let write = [
+        "set",
+        "del",
+        "mset",
+        "incr",
+        "incrby",
+        "decr",
+        "decrby",
+        "append",
+        "setnx",
+        "getset",
+        "getdel",
+        "setrange",
+        "incrbyfloat",
+        "msetnx",
+        "rename",
+        "renamenx",
+        "copy",
+        "unlink",
+        "flushall",
+        "flushdb",
+    ]
+    .contains(&name);
     let flags = vec![Reply::Simple(if write { "write" } else { "readonly" }.into())];
     let keyed = ![
-        "multi", "exec", "discard", "unwatch", "ping", "echo", "hello", "auth", "select", "quit", "info", "dbsize",
-        "client", "config", "command",
+        "multi",
+        "exec",
+        "discard",
+        "unwatch",
+        "ping",
+        "echo",
+        "hello",
+        "auth",
+        "select",
+        "quit",
+        "info",
+        "dbsize",
+        "client",
+        "config",
+        "command",
+        "scan",
+        "keys",
+        "randomkey",
+        "flushall",
+        "flushdb",
+        "function",
     ]
     .contains(&name);
     let (first, last, step) = match (keyed, name) {
         (false, _) => (0, 0, 0),
-        (true, "mset") => (1, -1, 2),
-        (true, "del" | "exists" | "mget" | "watch") => (1, -1, 1),
+        (true, "mset" | "msetnx") => (1, -1, 2),
+        (true, "del" | "exists" | "mget" | "watch" | "unlink" | "touch") => (1, -1, 1),
+        (true, "rename" | "renamenx" | "copy") => (1, 2, 1),
         (true, _) => (1, 1, 1),
     };
     Reply::Array(vec![

@@ -156,6 +156,8 @@ impl Session {
             Cmd::ClientSetInfo => Reply::ok(),
             Cmd::ClientId => Reply::Integer(self.id.0 as i64),
             Cmd::ConfigGet(patterns) => info::config_get(&self.shared, &patterns),
+            Cmd::ConfigSet(pairs) => info::config_set(&self.shared, &pairs),
+            Cmd::FunctionFlush => Reply::ok(),
             Cmd::Command => info::command_table(),
             Cmd::CommandCount => Reply::Integer(command::TABLE.len() as i64),
             Cmd::CommandDocs => Reply::Map(vec![]),
