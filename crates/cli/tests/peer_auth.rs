@@ -103,6 +103,24 @@ async fn an_impostor_without_the_secret_is_refused_and_its_frames_are_not_applie
     assert_eq!(get(&cluster, "node1", &key), None);
 }
 
+/// Authentication at the handshake alone would let anyone on the path write into the link after
+/// it: every frame must carry the link's MAC.
+#[tokio::test]
+async fn a_frame_without_the_links_mac_after_a_good_handshake_is_not_applied() {
+    let (cluster, key) = cluster_and_key();
+    let (framed, dialed) = dial_as_node1(&cluster, cluster.secret()).await;
+    dialed.expect("a dial with the right secret is welcome");
+    let mut stream = framed.into_inner();
+    write_raw_frame(&mut stream, &forged_prepare(&key)).await;
+    let mut rest = vec![];
+    let closed = tokio::time::timeout(CLOSED_WITHIN, stream.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "node2 kept a link open after a frame without its MAC");
+    for _ in 0..CONTROL_READS_MAX {
+        assert_eq!(get(&cluster, "node2", &key), None, "node2 applied a frame without the link's MAC");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_peer_holding_the_secret_can_write_through_its_link() {
     let (cluster, key) = cluster_and_key();

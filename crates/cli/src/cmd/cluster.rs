@@ -660,3 +660,31 @@ fn signal(pid: u32, sig: libc::c_int) {
         libc::kill(pid as libc::pid_t, sig);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file someone else created first may be open in their hands: writing the secret into it
+    /// and then changing its mode would hand them the secret.
+    #[test]
+    fn a_secret_file_that_already_exists_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        fs::write(&file, "").unwrap();
+        let mut theirs = fs::File::open(&file).unwrap();
+        assert!(write_secret(&file).is_err(), "write_secret wrote into a file that existed");
+        let mut read = String::new();
+        theirs.read_to_string(&mut read).unwrap();
+        assert_eq!(read, "", "the file's earlier opener can read the secret");
+    }
+
+    #[test]
+    fn a_secret_file_is_readable_by_its_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        write_secret(&file).unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_to_string(&file).unwrap().trim().len(), 64, "32 bytes in hex");
+    }
+}

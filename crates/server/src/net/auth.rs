@@ -219,6 +219,50 @@ mod tests {
         assert!(a.is_err());
     }
 
+    /// Everything the acceptor writes to a dialer that says Hello, then sends a proof of zeros,
+    /// until the acceptor hangs up; and the acceptor's nonce, from its Challenge.
+    async fn what_an_unproven_dialer_hears(acceptor: Identity) -> (Vec<u8>, Nonce) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let known = vec!["a".to_string(), "b".to_string()];
+        let accepting = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            let mut f = frame::framed(s, 1 << 20);
+            accept(&mut f, &acceptor, &known).await
+        });
+        let mut f = frame::framed(TcpStream::connect(addr).await.unwrap(), 1 << 20);
+        send(&mut f, &Handshake::Hello { cluster: "c".into(), host: "a".into(), nonce: [7; 32] }).await.unwrap();
+        let mut heard = vec![];
+        let first = f.next().await.expect("the acceptor answers a Hello").unwrap();
+        heard.extend_from_slice(&first);
+        let Ok(Handshake::Challenge { nonce: acceptor_nonce, .. }) = frame::decode(&first) else {
+            panic!("the acceptor answered a Hello with {:?}", frame::decode::<Handshake>(&first));
+        };
+        send(&mut f, &Handshake::Proof { proof: [0; 32] }).await.unwrap();
+        while let Some(Ok(bytes)) = f.next().await {
+            heard.extend_from_slice(&bytes);
+        }
+        assert!(accepting.await.unwrap().is_err(), "the acceptor welcomed a proof of zeros");
+        (heard, acceptor_nonce)
+    }
+
+    /// A proof over known inputs lets a dialer without the secret test guesses of a weak one
+    /// offline; only a dialer that proved itself may see the acceptor's.
+    #[tokio::test]
+    async fn an_acceptor_sends_no_proof_to_a_dialer_that_has_not_proven_itself() {
+        let secret = b"0123456789abcdef";
+        let (heard, acceptor_nonce) = what_an_unproven_dialer_hears(id("b", secret)).await;
+        let t = Transcript {
+            cluster: "c",
+            dialer: "a",
+            acceptor: "b",
+            dialer_nonce: &[7; 32],
+            acceptor_nonce: &acceptor_nonce,
+        };
+        let proof = t.proof(secret, "accept");
+        assert!(!heard.windows(proof.len()).any(|w| w == proof), "the acceptor sent its proof to an unproven dialer");
+    }
+
     #[tokio::test]
     async fn a_host_that_is_not_in_the_cluster_is_refused() {
         let (d, a) = handshake(id("z", b"0123456789abcdef"), id("b", b"0123456789abcdef")).await;

@@ -277,3 +277,120 @@ fn malformed(ctx: &LinkContext, host: &str, addr: SocketAddr, e: Malformed) -> W
     tracing::warn!(peer = %host, %addr, "malformed frame: {e}; closing this link");
     Why::Malformed(e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vnode::VnodeCmd;
+    use futures_util::SinkExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use waymark_core::alter::AlterMsg;
+    use waymark_core::{Body, VnodeId};
+
+    // Until the fix: the bound the test holds the listener to.
+    const HANDSHAKES_MAX: usize = 64;
+
+    const SECRET: &[u8] = b"0123456789abcdef0123456789abcdef";
+    /// Well under `auth::HANDSHAKE_TIMEOUT` (5 s): a connection closed within it was closed at
+    /// once, not by the handshake's timeout.
+    const CLOSED_AT_ONCE_WITHIN: Duration = Duration::from_secs(1);
+    /// How long a test waits for what should happen before it fails rather than hangs.
+    const WITHIN: Duration = Duration::from_secs(10);
+
+    fn identity(host: &str) -> Identity {
+        Identity { cluster: "c".into(), host: host.into(), secret: SECRET.to_vec() }
+    }
+
+    /// Host `b` listening for its peer `a` (which dials it, its name sorting first), with a large
+    /// frame limit after authentication; and the queue of b's vnode `store0@b`.
+    async fn b_listening() -> (SocketAddr, Arc<LinkStats>, mpsc::Receiver<VnodeCmd>, tokio_util::sync::DropGuard) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let out = Arc::new(Outgoing::new(16, 64 << 20));
+        let router = Arc::new(Router::new("b".into(), [("a".to_string(), out.clone())].into()));
+        let (tx, rx) = mpsc::channel(16);
+        router.add_local(VnodeId::new("store0", "b"), tx);
+        let stats = Arc::new(LinkStats::default());
+        let shutdown = CancellationToken::new();
+        let ctx = LinkContext {
+            me: identity("b"),
+            hosts: vec!["a".into(), "b".into()],
+            frame_max_bytes: 64 << 20,
+            router,
+            stats: stats.clone(),
+            shutdown: shutdown.clone(),
+        };
+        let peer = Peer { host: "a".into(), addr: "127.0.0.1:1".parse().unwrap(), out };
+        start(ctx, listener, vec![peer]);
+        (addr, stats, rx, shutdown.drop_guard())
+    }
+
+    /// Whether the other end closed `stream` within `limit` (anything it sent before is skipped).
+    async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+        let mut rest = vec![];
+        tokio::time::timeout(limit, stream.read_to_end(&mut rest)).await.is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_hello_announcing_more_than_the_handshake_frame_limit_is_refused_at_once() {
+        let (addr, _stats, _rx, _stop) = b_listening().await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.write_all(&(1u32 << 20).to_be_bytes()).await.unwrap();
+        stream.write_all(&[0; 64]).await.unwrap();
+        assert!(closed_within(&mut stream, CLOSED_AT_ONCE_WITHIN).await, "b waits for a 1 MiB Hello");
+    }
+
+    #[tokio::test]
+    async fn connections_past_the_bound_on_handshakes_are_closed_at_once() {
+        let (addr, _stats, _rx, _stop) = b_listening().await;
+        let mut idle = vec![];
+        for _ in 0..HANDSHAKES_MAX {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        let mut one_more = TcpStream::connect(addr).await.unwrap();
+        assert!(closed_within(&mut one_more, CLOSED_AT_ONCE_WITHIN).await, "b took a handshake past the bound");
+        // Those within the bound wait for their Hello until the handshake's timeout.
+        assert!(!closed_within(&mut idle[0], Duration::from_millis(100)).await, "b closed a handshake within the bound");
+    }
+
+    fn alive(sent_us: u64) -> Envelope {
+        let body = Body::Alter(AlterMsg::Alive { sent_us, echo_us: None });
+        Envelope { from: VnodeId::new("store0", "a"), to: VnodeId::new("store0", "b"), cut: None, body }
+    }
+
+    /// Dials b as `a`, holding the cluster secret.
+    async fn dial_b_as_a(addr: SocketAddr) -> PeerFramed {
+        let mut framed = frame::framed(TcpStream::connect(addr).await.unwrap(), 64 << 20);
+        auth::dial(&mut framed, &identity("a"), "b").await.expect("a is welcome");
+        framed
+    }
+
+    /// Writes `env` framed as `a` frames it, with one byte of its `sent_us` changed by `alter`.
+    async fn send_altered(framed: &mut PeerFramed, env: &Envelope, alter: u8) {
+        let mut bytes = frame::encode(env).to_vec();
+        // The last two bytes of an `Alive`: `sent_us` (one byte when under 128) and `echo_us`.
+        let at = bytes.len() - 2;
+        bytes[at] ^= alter;
+        framed.send(bytes::Bytes::from(bytes)).await.unwrap();
+    }
+
+    async fn delivered(rx: &mut mpsc::Receiver<VnodeCmd>) -> Option<Envelope> {
+        match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+            Ok(Some(VnodeCmd::Deliver(env))) => Some(env),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_frame_altered_on_the_wire_closes_the_link_and_is_not_delivered() {
+        let (addr, stats, mut rx, _stop) = b_listening().await;
+        let mut framed = dial_b_as_a(addr).await;
+        send_altered(&mut framed, &alive(1), 0).await;
+        assert_eq!(delivered(&mut rx).await, Some(alive(1)), "an unaltered frame is delivered");
+        send_altered(&mut framed, &alive(2), 0b1).await;
+        assert_eq!(delivered(&mut rx).await, None, "b delivered an altered frame");
+        let mut stream = framed.into_inner();
+        assert!(closed_within(&mut stream, WITHIN).await, "b kept the link open after an altered frame");
+        assert_eq!(stats.malformed_frames.load(Ordering::Relaxed), 1);
+    }
+}
