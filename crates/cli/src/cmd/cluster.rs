@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -251,12 +251,19 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
     Ok(header + &toml::to_string(&cfg).context("rendering the config")?)
 }
 
-/// 32 random bytes, hex, readable by the owner only.
+/// 32 random bytes, hex, in a new file readable by its owner only from its creation: a file
+/// written first and restricted after is open to anyone in between, and whoever opened it then
+/// can read it after. A file that exists already is refused, never overwritten.
 fn write_secret(file: &Path) -> Result<()> {
     let bytes: [u8; 32] = rand::random();
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    fs::write(file, hex + "\n").with_context(|| format!("writing {}", file.display()))?;
-    fs::set_permissions(file, fs::Permissions::from_mode(0o600))?;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .with_context(|| format!("creating {}", file.display()))?;
+    f.write_all((hex + "\n").as_bytes()).with_context(|| format!("writing {}", file.display()))?;
     Ok(())
 }
 
@@ -664,6 +671,7 @@ fn signal(pid: u32, sig: libc::c_int) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     /// A file someone else created first may be open in their hands: writing the secret into it
     /// and then changing its mode would hand them the secret.
