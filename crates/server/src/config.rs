@@ -540,15 +540,16 @@ impl Checker<'_> {
     /// its owner may read it (whoever can read the cluster secret can join the cluster).
     fn read_trimmed(&self, field: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
         let full = self.relative(path);
-        let read_error = |source| ConfigError::ReadFile {
-            file: self.file.into(),
-            field: field.into(),
-            path: full.clone(),
-            source,
-        };
+        let read_error =
+            |source| ConfigError::ReadFile { file: self.file.into(), field: field.into(), path: full.clone(), source };
         let mode = std::fs::metadata(&full).map_err(read_error)?.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            return Err(ConfigError::OpenSecret { file: self.file.into(), field: field.into(), path: full.clone(), mode });
+            return Err(ConfigError::OpenSecret {
+                file: self.file.into(),
+                field: field.into(),
+                path: full.clone(),
+                mode,
+            });
         }
         let mut bytes = std::fs::read(&full).map_err(read_error)?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {

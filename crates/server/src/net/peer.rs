@@ -204,7 +204,7 @@ async fn accepting(ctx: LinkContext, mut peer: Peer, mut accepted: mpsc::Receive
         let why = run(&ctx, &mut peer, framed, session, Some(&mut accepted)).await;
         tracing::warn!(peer = %peer.host, %addr, "peer link down: {why}");
         if let Why::Replaced(c) = why {
-            next = Some(c);
+            next = Some(*c);
         }
     }
 }
@@ -214,7 +214,7 @@ enum Why {
     Closed,
     Write(std::io::Error),
     Malformed(Malformed),
-    Replaced(Accepted),
+    Replaced(Box<Accepted>),
 }
 
 impl std::fmt::Display for Why {
@@ -264,7 +264,7 @@ async fn run(
     let replaced = async {
         match replacement {
             Some(rx) => match rx.recv().await {
-                Some(c) => Why::Replaced(c),
+                Some(c) => Why::Replaced(Box::new(c)),
                 None => std::future::pending().await,
             },
             None => std::future::pending().await,
@@ -390,7 +390,10 @@ mod tests {
         assert!(closed_within(&mut one_more, CLOSED_AT_ONCE_WITHIN).await, "b took a handshake past the bound");
         assert_eq!(stats.handshakes_shed.load(Ordering::Relaxed), 1);
         // Those within the bound wait for their Hello until the handshake's timeout.
-        assert!(!closed_within(&mut idle[0], Duration::from_millis(100)).await, "b closed a handshake within the bound");
+        assert!(
+            !closed_within(&mut idle[0], Duration::from_millis(100)).await,
+            "b closed a handshake within the bound"
+        );
     }
 
     fn alive(sent_us: u64) -> Envelope {
