@@ -4,6 +4,7 @@
 mod common;
 
 use common::{key_with_primary, poll, run_waymark, temp_dir, Cluster, Spec};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -185,6 +186,30 @@ fn cluster_init_refuses_more_replicas_than_hosts_and_leaves_the_directory_empty(
     let out = run_waymark(&args(&["cluster", "init", "--hosts", "1"], dir.path()), INIT_WITHIN);
     assert!(out.status.success(), "cluster init --hosts 1: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(Cluster::open(dir).hosts[0].cfg.cluster.replicas, 1);
+}
+
+#[test]
+fn cluster_init_writes_every_secret_file_readable_by_its_owner_only() {
+    let cluster = Cluster::init(&Spec::new(1, 1).with_password());
+    for name in ["secret", "admin-token", "password"] {
+        let mode = std::fs::metadata(cluster.dir().join(name)).expect(name).permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "cluster init wrote {name} with mode {:o}", mode & 0o777);
+    }
+}
+
+#[test]
+fn a_node_refuses_a_secret_file_others_can_read_naming_the_file_and_the_fix() {
+    let cluster = Cluster::init(&Spec::new(1, 1).fsync_never());
+    let secret = cluster.dir().join("secret");
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let file = &cluster.host("node1").config_file;
+    let out = run_waymark(&["node".into(), "--config".into(), file.display().to_string()], EXIT_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "waymark node started with a world-readable secret");
+    // The node names the file as its config does (`secret_file = "../secret"`).
+    let as_named = file.parent().expect("node1's directory").join("../secret");
+    let fix = format!("chmod 600 {}", as_named.display());
+    assert!(stderr.contains(&fix), "the message does not say `{fix}`: {stderr}");
 }
 
 /// Runs `waymark node` with node1's config edited by `edit`; it must exit non-zero, and its message

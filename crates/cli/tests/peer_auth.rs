@@ -1,8 +1,9 @@
-//! A peer link carries envelopes only after the dialer proved it holds the cluster secret. Here an
-//! impostor dials node2's peer port claiming to be node1: with a wrong secret its handshake fails,
-//! node2 counts the failure, and a transaction it then writes onto the connection anyway is never
-//! applied. The control: the same connection with the right secret does write the key — so the
-//! first test could fail.
+//! A peer link carries envelopes only after the dialer proved it holds the cluster secret, and only
+//! in frames sealed with the keys of that connection. Here an impostor dials node2's peer port
+//! claiming to be node1: with a wrong secret its handshake fails, node2 counts the failure, and a
+//! transaction it then writes onto the connection anyway is never applied; with the right secret,
+//! a frame without the link's MAC is not applied either. The control: the same connection with the
+//! right secret and a sealed frame does write the key — so the first tests could fail.
 
 mod common;
 
@@ -12,8 +13,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use waymark_core::message::PrepareWrites;
 use waymark_core::{Body, Envelope, TxId, TxnMsg, VnodeId, Write, WriteOp};
-use waymark_server::net::auth::{self, AuthError, Handshake, Identity};
+use waymark_server::net::auth::{self, AuthError, Identity};
 use waymark_server::net::frame::{self, PeerFramed};
+use waymark_server::net::seal::Session;
 
 const COUNTED_WITHIN: Duration = Duration::from_secs(10);
 const CLOSED_WITHIN: Duration = Duration::from_secs(15);
@@ -30,7 +32,7 @@ fn cluster_and_key() -> (Cluster, String) {
 }
 
 /// Dials node2's peer port as node1, holding `secret`.
-async fn dial_as_node1(cluster: &Cluster, secret: Vec<u8>) -> (PeerFramed, Result<(), AuthError>) {
+async fn dial_as_node1(cluster: &Cluster, secret: Vec<u8>) -> (PeerFramed, Result<Session, AuthError>) {
     let node2 = cluster.host("node2");
     let stream = TcpStream::connect(node2.peer_addr()).await.expect("connect to node2's peer port");
     let mut framed = frame::framed(stream, node2.cfg.limits.frame_max_bytes);
@@ -59,11 +61,10 @@ fn forged_prepare(key: &str) -> Envelope {
     Envelope { from: near, to: primary, cut: None, body }
 }
 
-/// Writes `env` as a raw frame (length, then the encoded envelope), whatever the handshake said.
-async fn write_raw_frame(stream: &mut TcpStream, env: &Envelope) {
-    let payload = frame::encode(env);
+/// Writes `payload` as a raw frame (its length, then it), whatever the handshake said.
+async fn write_raw_frame(stream: &mut TcpStream, payload: &[u8]) {
     let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
-    bytes.extend_from_slice(&payload);
+    bytes.extend_from_slice(payload);
     stream.write_all(&bytes).await.expect("write the forged frame");
 }
 
@@ -84,16 +85,16 @@ async fn an_impostor_without_the_secret_is_refused_and_its_frames_are_not_applie
     let wrong_secret = b"0123456789abcdef0123456789abcdef".to_vec();
     assert_ne!(wrong_secret, cluster.secret());
     let (framed, dialed) = dial_as_node1(&cluster, wrong_secret).await;
-    assert!(matches!(dialed, Err(AuthError::BadProof)), "a dial with the wrong secret gave {dialed:?}");
+    // node2 checks the dialer's proof first, and answers why it refuses.
+    assert!(matches!(dialed, Err(AuthError::Refused(_))), "a dial with the wrong secret gave {dialed:?}");
 
     let mut stream = framed.into_inner();
-    write_raw_frame(&mut stream, &forged_prepare(&key)).await;
-    // node2 ends the handshake (it answers why) and closes the connection.
+    write_raw_frame(&mut stream, &frame::encode(&forged_prepare(&key))).await;
+    // node2 closes the connection, having said nothing more (no proof of its own).
     let mut rest = vec![];
     let closed = tokio::time::timeout(CLOSED_WITHIN, stream.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "node2 kept the impostor's connection open for {CLOSED_WITHIN:?}");
-    let refusal = rest.get(4..).map(frame::decode::<Handshake>);
-    assert!(matches!(refusal, Some(Ok(Handshake::Refused { .. }))), "node2's last words: {refusal:?}");
+    assert_eq!(rest, Vec::<u8>::new(), "node2 wrote after its refusal");
     poll("node2 counts the failed handshake", COUNTED_WITHIN, || match auth_failures(&cluster, "node2") {
         n if n > failures_before => Ok(()),
         n => Err(format!("links.auth_failures is {n}")),
@@ -103,15 +104,33 @@ async fn an_impostor_without_the_secret_is_refused_and_its_frames_are_not_applie
     assert_eq!(get(&cluster, "node1", &key), None);
 }
 
+/// Authentication at the handshake alone would let anyone on the path write into the link after
+/// it: every frame must carry the link's MAC.
+#[tokio::test]
+async fn a_frame_without_the_links_mac_after_a_good_handshake_is_not_applied() {
+    let (cluster, key) = cluster_and_key();
+    let (framed, dialed) = dial_as_node1(&cluster, cluster.secret()).await;
+    dialed.expect("a dial with the right secret is welcome");
+    let mut stream = framed.into_inner();
+    write_raw_frame(&mut stream, &frame::encode(&forged_prepare(&key))).await;
+    let mut rest = vec![];
+    let closed = tokio::time::timeout(CLOSED_WITHIN, stream.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "node2 kept a link open after a frame without its MAC");
+    for _ in 0..CONTROL_READS_MAX {
+        assert_eq!(get(&cluster, "node2", &key), None, "node2 applied a frame without the link's MAC");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_peer_holding_the_secret_can_write_through_its_link() {
     let (cluster, key) = cluster_and_key();
     let mut written = false;
     for _ in 0..CONTROL_ATTEMPTS_MAX {
         let (framed, dialed) = dial_as_node1(&cluster, cluster.secret()).await;
-        dialed.expect("a dial with the right secret is welcome");
+        let mut session = dialed.expect("a dial with the right secret is welcome");
         let mut stream = framed.into_inner();
-        write_raw_frame(&mut stream, &forged_prepare(&key)).await;
+        write_raw_frame(&mut stream, &frame::encode_sealed(&forged_prepare(&key), &mut session.sealer)).await;
         for _ in 0..CONTROL_READS_MAX {
             written = get(&cluster, "node2", &key).as_deref() == Some("x");
             if written {

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use waymark_core::{CutStrategy, UnknownStrategy};
@@ -26,6 +27,11 @@ pub enum ConfigError {
     Duration { file: PathBuf, field: String, text: String, source: humantime::DurationError },
     #[error("config file {file}: field `{field}`: cannot read {path}: {source}")]
     ReadFile { file: PathBuf, field: String, path: PathBuf, source: std::io::Error },
+    #[error(
+        "config file {file}: field `{field}`: {path} is open to group or others (mode {mode:03o}); \
+         a secret must be readable by its owner only: run `chmod 600 {path}`"
+    )]
+    OpenSecret { file: PathBuf, field: String, path: PathBuf, mode: u32 },
 }
 
 /// When the WAL makes appended records durable.
@@ -530,15 +536,22 @@ impl Checker<'_> {
         Ok(token)
     }
 
-    /// A secret file's content without the trailing newline editors add.
+    /// A secret file's content without the trailing newline editors add; refused if anyone but
+    /// its owner may read it (whoever can read the cluster secret can join the cluster).
     fn read_trimmed(&self, field: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
         let full = self.relative(path);
-        let mut bytes = std::fs::read(&full).map_err(|source| ConfigError::ReadFile {
-            file: self.file.into(),
-            field: field.into(),
-            path: full.clone(),
-            source,
-        })?;
+        let read_error =
+            |source| ConfigError::ReadFile { file: self.file.into(), field: field.into(), path: full.clone(), source };
+        let mode = std::fs::metadata(&full).map_err(read_error)?.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(ConfigError::OpenSecret {
+                file: self.file.into(),
+                field: field.into(),
+                path: full.clone(),
+                mode,
+            });
+        }
+        let mut bytes = std::fs::read(&full).map_err(read_error)?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();
         }

@@ -1,6 +1,7 @@
 //! A wrong config field gets an error naming the file and the field; a good one parses.
 
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use waymark_server::config::{NodeConfig, Schedule};
 
 const GOOD: &str = r#"
@@ -35,10 +36,16 @@ full_every = "1h"
 /// A directory with the secret and token files, and the path a config in it would have.
 fn setup() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("secret"), "0123456789abcdef0123456789abcdef\n").expect("secret");
-    std::fs::write(dir.path().join("token"), "fedcba9876543210fedcba9876543210\n").expect("token");
+    write_owner_only(&dir.path().join("secret"), "0123456789abcdef0123456789abcdef\n");
+    write_owner_only(&dir.path().join("token"), "fedcba9876543210fedcba9876543210\n");
     let file = dir.path().join("waymark.toml");
     (dir, file)
+}
+
+/// A secret file as `cluster init` writes one: mode 0600.
+fn write_owner_only(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("a secret file");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod 600");
 }
 
 fn error_of(text: &str) -> String {
@@ -118,4 +125,27 @@ fn a_break_is_named_in_node_breaks_and_an_unknown_one_is_refused() {
     assert_eq!(NodeConfig::parse(&file, GOOD).expect("no break").breaks, waymark_core::Breaks::default());
     let e = error_of(&with("[\"skip-everything\"]"));
     assert!(e.contains("node.breaks") && e.contains("skip-everything"), "{e}");
+}
+
+/// Anyone else who can read the cluster secret can join the cluster; one who can read the token
+/// can export its data; one who can read the password can use it.
+#[test]
+fn a_secret_file_readable_by_group_or_others_is_refused_naming_the_file_and_the_fix() {
+    let with_password = GOOD.replace("admin_token_file", "password_file = \"password\"\nadmin_token_file");
+    for (name, field, mode) in [
+        ("secret", "node.secret_file", 0o644),
+        ("token", "node.admin_token_file", 0o640),
+        ("password", "node.password_file", 0o604),
+    ] {
+        let (dir, file) = setup();
+        write_owner_only(&dir.path().join("password"), "a password\n");
+        let path = dir.path().join(name);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        let e = match NodeConfig::parse(&file, &with_password) {
+            Ok(_) => panic!("a {name} file of mode {mode:o} was accepted"),
+            Err(e) => e.to_string(),
+        };
+        let fix = format!("chmod 600 {}", path.display());
+        assert!(e.contains(field) && e.contains(&fix), "the message does not name {field} and `{fix}`: {e}");
+    }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -251,12 +251,19 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
     Ok(header + &toml::to_string(&cfg).context("rendering the config")?)
 }
 
-/// 32 random bytes, hex, readable by the owner only.
+/// 32 random bytes, hex, in a new file readable by its owner only from its creation: a file
+/// written first and restricted after is open to anyone in between, and whoever opened it then
+/// can read it after. A file that exists already is refused, never overwritten.
 fn write_secret(file: &Path) -> Result<()> {
     let bytes: [u8; 32] = rand::random();
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    fs::write(file, hex + "\n").with_context(|| format!("writing {}", file.display()))?;
-    fs::set_permissions(file, fs::Permissions::from_mode(0o600))?;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .with_context(|| format!("creating {}", file.display()))?;
+    f.write_all((hex + "\n").as_bytes()).with_context(|| format!("writing {}", file.display()))?;
     Ok(())
 }
 
@@ -658,5 +665,34 @@ fn signal(pid: u32, sig: libc::c_int) {
     // SAFETY: kill(2) with a pid we recorded and checked is ours; it has no memory effects.
     unsafe {
         libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A file someone else created first may be open in their hands: writing the secret into it
+    /// and then changing its mode would hand them the secret.
+    #[test]
+    fn a_secret_file_that_already_exists_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        fs::write(&file, "").unwrap();
+        let mut theirs = fs::File::open(&file).unwrap();
+        assert!(write_secret(&file).is_err(), "write_secret wrote into a file that existed");
+        let mut read = String::new();
+        theirs.read_to_string(&mut read).unwrap();
+        assert_eq!(read, "", "the file's earlier opener can read the secret");
+    }
+
+    #[test]
+    fn a_secret_file_is_readable_by_its_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        write_secret(&file).unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_to_string(&file).unwrap().trim().len(), 64, "32 bytes in hex");
     }
 }

@@ -154,6 +154,7 @@ async fn status(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
             "connects": links.connects.load(Ordering::Relaxed),
             "auth_failures": links.auth_failures.load(Ordering::Relaxed),
             "malformed_frames": links.malformed_frames.load(Ordering::Relaxed),
+            "handshakes_shed": links.handshakes_shed.load(Ordering::Relaxed),
         },
         "router": {
             "dropped_local": router.dropped_local.load(Ordering::Relaxed),

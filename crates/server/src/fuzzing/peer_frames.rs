@@ -14,6 +14,10 @@ use waymark_core::Envelope;
 /// with the core's `peer_message` body (which checks the envelope further), and a decoded envelope
 /// framed again decodes to itself.
 ///
+/// After the handshake a link checks each frame's MAC (`net::seal`) before it decodes the rest,
+/// so only a peer holding the connection's keys reaches the decoder; the frames here stand for
+/// what its frames open to (the MAC is not fuzzed: no mutant would pass it).
+///
 /// The first byte picks the frame limit, the second the size of each read.
 pub fn peer_frames(data: &[u8]) -> bool {
     let Some((&[limit, read], stream)) = data.split_first_chunk::<2>() else {

@@ -1,15 +1,22 @@
-//! Frames on a peer link: a 4-byte big-endian length (checked against the configured maximum
-//! before anything is read into memory, by `LengthDelimitedCodec`), then one version byte, then a
-//! postcard payload — a handshake message or an `Envelope`.
+//! Frames on a peer link: a 4-byte big-endian length (checked against the limit before anything
+//! is read into memory, by `LengthDelimitedCodec`), then one version byte, then a postcard payload
+//! — a handshake message or an `Envelope` — and, once the handshake is done, the frame's MAC
+//! (`seal.rs`). Until then the limit is `HANDSHAKE_FRAME_MAX_BYTES`, then `limits.frame_max_bytes`.
 
+use super::seal::{Sealer, TAG_BYTES};
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::{de::DeserializeOwned, Serialize};
+use std::ops::Range;
 use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-/// Bumped whenever the envelope or handshake encoding changes; a peer speaking another version
-/// is refused at the handshake.
-pub const PROTOCOL_VERSION: u8 = 2;
+/// Bumped whenever the envelope, frame or handshake encoding changes; a peer speaking another
+/// version is refused at the handshake. 3: the dialer proves first, and frames carry a MAC.
+pub const PROTOCOL_VERSION: u8 = 3;
+
+/// The largest frame before the handshake ends: its messages are a few hundred bytes, and a peer
+/// that has proven nothing must not make this host wait for, or buffer, 64 MiB.
+pub const HANDSHAKE_FRAME_MAX_BYTES: usize = 4 << 10;
 
 pub type PeerFramed = Framed<TcpStream, LengthDelimitedCodec>;
 
@@ -25,6 +32,17 @@ pub enum FrameError {
 
 pub fn framed(stream: TcpStream, frame_max_bytes: usize) -> PeerFramed {
     Framed::new(stream, codec(frame_max_bytes))
+}
+
+/// A new connection, framed for its handshake.
+pub fn handshaking(stream: TcpStream) -> PeerFramed {
+    framed(stream, HANDSHAKE_FRAME_MAX_BYTES)
+}
+
+/// The handshake is done: frames up to `frame_max_bytes` from now on. The frames the handshake
+/// read were all decoded under the small limit (it reads nothing past its last message).
+pub fn authenticated(framed: &mut PeerFramed, frame_max_bytes: usize) {
+    framed.codec_mut().set_max_frame_length(frame_max_bytes);
 }
 
 /// The codec that splits a peer link's bytes into frames, refusing a length over `frame_max_bytes`.
@@ -44,16 +62,26 @@ fn put_payload<T: Serialize>(buf: &mut BytesMut, value: &T) {
     postcard::to_io(value, buf.writer()).expect("writing to memory cannot fail");
 }
 
-/// Appends one whole frame — the length the codec reads, the version, the payload — to `buf`, and
-/// returns the length the receiver checks against its frame limit (version and payload).
-pub fn encode_into<T: Serialize>(buf: &mut BytesMut, value: &T) -> usize {
+/// Appends one whole frame with `TAG_BYTES` of room at its end (its length counts them), and
+/// returns where the frame's body and room lie in `buf`: what `Sealer::seal` takes. The body's
+/// length plus the room is the length the receiver checks against its frame limit.
+pub fn encode_sealable_into<T: Serialize>(buf: &mut BytesMut, value: &T) -> Range<usize> {
     let start = buf.len();
     buf.put_u32(0);
     put_payload(buf, value);
+    buf.put_bytes(0, TAG_BYTES);
     let len = buf.len() - start - 4;
     let len_field = u32::try_from(len).unwrap_or(u32::MAX);
     buf[start..start + 4].copy_from_slice(&len_field.to_be_bytes());
-    len
+    start + 4..buf.len()
+}
+
+/// A sealed frame without its length, for a codec that adds it (tests write frames this way).
+pub fn encode_sealed<T: Serialize>(value: &T, sealer: &mut Sealer) -> Bytes {
+    let mut buf = BytesMut::with_capacity(128);
+    let body = encode_sealable_into(&mut buf, value);
+    sealer.seal(&mut buf[body.clone()]);
+    buf.split_off(body.start).freeze()
 }
 
 pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, FrameError> {
@@ -67,6 +95,7 @@ pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, FrameError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::seal::Session;
     use waymark_core::{Body, Envelope, VnodeId};
 
     #[test]
@@ -81,7 +110,7 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_encoded_into_a_buffer_is_what_the_codec_reads() {
+    fn sealed_frames_encoded_into_a_buffer_are_what_the_codec_reads_and_the_peer_opens() {
         use tokio_util::codec::Decoder;
         let env = Envelope {
             from: VnodeId::new("store0", "a"),
@@ -89,16 +118,20 @@ mod tests {
             cut: None,
             body: Body::Alter(waymark_core::alter::AlterMsg::Alive { sent_us: 0, echo_us: None }),
         };
+        let (mut a, mut b) = (Session::new(&[1; 32], &[2; 32]), Session::new(&[2; 32], &[1; 32]));
         let mut buf = BytesMut::new();
-        let first = encode_into(&mut buf, &env);
-        let second = encode_into(&mut buf, &env);
-        assert_eq!((first, second), (encode(&env).len(), encode(&env).len()));
-        let mut codec = LengthDelimitedCodec::builder().length_field_type::<u32>().new_codec();
+        for _ in 0..2 {
+            let body = encode_sealable_into(&mut buf, &env);
+            assert_eq!(body.len(), encode(&env).len() + TAG_BYTES);
+            a.sealer.seal(&mut buf[body]);
+        }
+        let mut codec = codec(1 << 20);
         for _ in 0..2 {
             let frame = codec.decode(&mut buf).unwrap().expect("a whole frame");
-            assert_eq!(decode::<Envelope>(&frame).unwrap(), env);
+            assert_eq!(decode::<Envelope>(b.opener.open(&frame).unwrap()).unwrap(), env);
         }
         assert!(buf.is_empty());
+        assert_eq!(decode::<Envelope>(b.opener.open(&encode_sealed(&env, &mut a.sealer)).unwrap()).unwrap(), env);
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! Links between hosts: frames (`frame.rs`), authentication (`auth.rs`), what waits to be written to
-//! a peer (`outgoing.rs`), the links (`peer.rs`).
+//! Links between hosts: frames (`frame.rs`), authentication (`auth.rs`), the MACs of the frames
+//! after it (`seal.rs`), what waits to be written to a peer (`outgoing.rs`), the links (`peer.rs`).
 
 pub mod auth;
 pub mod frame;
 pub mod outgoing;
 pub mod peer;
+pub mod seal;

@@ -8,9 +8,13 @@
 //! what its steps send and writes it with one system call a peer per turn (`Router::flush`).
 //!
 //! Invariant: the bytes in `buf` are whole frames, in the order `push` was called, possibly less
-//! a prefix already written; they are written in that order, so the link stays FIFO.
+//! a prefix already written; they are written in that order, so the link stays FIFO. While a
+//! connection is attached every frame in `buf` is sealed with its `Sealer`, in that order (the
+//! sequence numbers the peer counts); between connections none is, and those waiting are sealed
+//! when the next connection attaches.
 
 use super::frame;
+use super::seal::Sealer;
 use bytes::{Buf, BytesMut};
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -44,6 +48,8 @@ struct State {
     /// Frames pushed since `buf` was last empty: an upper bound on the frames waiting in it.
     frames: usize,
     conn: Option<Arc<OwnedWriteHalf>>,
+    /// Seals this connection's frames: `Some` exactly when `conn` is.
+    sealer: Option<Sealer>,
     /// A write from a sending thread failed: the link's task ends this connection.
     failed: Option<io::Error>,
 }
@@ -64,11 +70,14 @@ impl Outgoing {
         if s.frames >= self.frames_max {
             return Err(Dropped::Full);
         }
-        let before = s.buf.len();
-        let len = frame::encode_into(&mut s.buf, env);
-        if len > self.frame_max_bytes {
-            s.buf.truncate(before);
+        let s = &mut *s;
+        let body = frame::encode_sealable_into(&mut s.buf, env);
+        if body.len() > self.frame_max_bytes {
+            s.buf.truncate(body.start - 4);
             return Err(Dropped::TooBig);
+        }
+        if let Some(sealer) = &mut s.sealer {
+            sealer.seal(&mut s.buf[body]);
         }
         s.frames += 1;
         Ok(())
@@ -90,11 +99,14 @@ impl Outgoing {
         }
     }
 
-    /// A new connection: what was queued since the last one went down is written on it first.
-    pub fn attach(&self, conn: Arc<OwnedWriteHalf>) {
+    /// A new connection and the sealer of its frames: what was queued since the last one went
+    /// down is sealed and written on it first.
+    pub fn attach(&self, conn: Arc<OwnedWriteHalf>, mut sealer: Sealer) {
         let mut s = self.lock();
         assert!(s.conn.is_none(), "a second connection attached to one peer");
+        seal_waiting(&mut s.buf, &mut sealer);
         s.conn = Some(conn);
+        s.sealer = Some(sealer);
         drop(s);
         self.flush();
     }
@@ -143,6 +155,19 @@ impl Outgoing {
     }
 }
 
+/// Seals the frames that waited for a connection, in order. Nothing of them was written: a
+/// connection's end resets the buffer (`detach`).
+fn seal_waiting(buf: &mut BytesMut, sealer: &mut Sealer) {
+    let mut at = 0;
+    while at < buf.len() {
+        let len_field: [u8; 4] = buf[at..at + 4].try_into().expect("a whole frame starts here");
+        let body = at + 4..at + 4 + u32::from_be_bytes(len_field) as usize;
+        sealer.seal(&mut buf[body.clone()]);
+        at = body.end;
+    }
+    assert_eq!(at, buf.len(), "the buffer held a torn frame");
+}
+
 /// Writes until the socket would block or the buffer is empty.
 fn write_some(s: &mut State, conn: &OwnedWriteHalf) -> io::Result<()> {
     while !s.buf.is_empty() {
@@ -161,6 +186,7 @@ fn write_some(s: &mut State, conn: &OwnedWriteHalf) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::net::seal::{Opener, Session};
     use futures_util::StreamExt;
     use tokio::net::{TcpListener, TcpStream};
     use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
@@ -188,6 +214,12 @@ mod tests {
         }
     }
 
+    /// The sealer of the sending end of a connection, and the opener of the receiving end.
+    fn keys() -> (Sealer, Opener) {
+        let (a_to_b, b_to_a) = ([1; 32], [2; 32]);
+        (Session::new(&a_to_b, &b_to_a).sealer, Session::new(&b_to_a, &a_to_b).opener)
+    }
+
     /// A connected pair on 127.0.0.1: the writing half for an `Outgoing`, and a frame reader.
     async fn pair() -> (Arc<OwnedWriteHalf>, Reader) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -199,23 +231,29 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn frames_pushed_between_connections_go_out_on_the_next_unless_discarded() {
+    async fn frames_pushed_between_connections_go_out_sealed_first_on_the_next_unless_discarded() {
         let out = Outgoing::new(8, FRAME_MAX_BYTES);
         out.push(&envelope(0)).unwrap();
         out.discard();
         out.push(&envelope(1)).unwrap();
         out.flush();
         let (conn, mut reader) = pair().await;
-        out.attach(conn);
-        let frame = next_frame(&mut reader).await.unwrap();
-        assert_eq!(frame::decode::<Envelope>(&frame).unwrap(), envelope(1));
+        let (sealer, mut opener) = keys();
+        out.attach(conn, sealer);
+        out.push(&envelope(2)).unwrap();
+        out.flush();
+        for n in [1, 2] {
+            let frame = next_frame(&mut reader).await.unwrap();
+            assert_eq!(frame::decode::<Envelope>(opener.open(&frame).unwrap()).unwrap(), envelope(n));
+        }
     }
 
     #[tokio::test]
     async fn frames_queued_past_the_limit_are_dropped_and_the_rest_arrive_in_order() {
         let (conn, mut reader) = pair().await;
+        let (sealer, mut opener) = keys();
         let out = Outgoing::new(3, FRAME_MAX_BYTES);
-        out.attach(conn);
+        out.attach(conn, sealer);
         for n in 0..3 {
             assert_eq!(out.push(&envelope(n)), Ok(()));
         }
@@ -223,7 +261,7 @@ mod tests {
         out.flush();
         for n in 0..3 {
             let frame = next_frame(&mut reader).await.unwrap();
-            assert_eq!(frame::decode::<Envelope>(&frame).unwrap(), envelope(n));
+            assert_eq!(frame::decode::<Envelope>(opener.open(&frame).unwrap()).unwrap(), envelope(n));
         }
         // Written: the limit counts what waits, so there is room again.
         assert_eq!(out.push(&envelope(4)), Ok(()));
@@ -232,8 +270,9 @@ mod tests {
     #[tokio::test]
     async fn a_frame_over_the_limit_is_refused_and_nothing_of_it_is_written() {
         let (conn, mut reader) = pair().await;
+        let (sealer, _) = keys();
         let out = Outgoing::new(8, 16);
-        out.attach(conn);
+        out.attach(conn, sealer);
         assert_eq!(out.push(&envelope(1)), Err(Dropped::TooBig));
         out.detach();
         drop(out);
@@ -247,8 +286,9 @@ mod tests {
     async fn what_the_socket_does_not_take_is_written_by_the_link_task_in_order() {
         const FRAMES: u32 = 200_000;
         let (conn, mut reader) = pair().await;
+        let (sealer, mut opener) = keys();
         let out = Arc::new(Outgoing::new(FRAMES as usize, FRAME_MAX_BYTES));
-        out.attach(conn.clone());
+        out.attach(conn.clone(), sealer);
         let task = tokio::spawn({
             let out = out.clone();
             async move { out.write_backlog(&conn).await }
@@ -271,7 +311,7 @@ mod tests {
         let read_all = async {
             for n in 0..FRAMES {
                 let frame = next_frame(&mut reader).await.unwrap();
-                assert_eq!(frame::decode::<Envelope>(&frame).unwrap(), envelope(n));
+                assert_eq!(frame::decode::<Envelope>(opener.open(&frame).unwrap()).unwrap(), envelope(n));
             }
         };
         tokio::time::timeout(std::time::Duration::from_secs(60), read_all).await.expect("every frame within 60 s");
