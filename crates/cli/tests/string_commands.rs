@@ -6,6 +6,7 @@ mod common;
 
 use common::{Cluster, Spec};
 use redis::{Connection, Value};
+use std::time::Duration;
 
 fn cmd(con: &mut Connection, words: &[&str]) -> Value {
     let mut c = redis::cmd(words[0]);
@@ -135,6 +136,15 @@ fn scan_keys_randomkey_and_flushall_see_the_whole_keyspace_from_any_host() {
     let mut pairs: Vec<(String, String)> = (0..300).map(|i| (format!("user:{i}"), i.to_string())).collect();
     pairs.push(("other".into(), "x".into()));
     redis::cmd("MSET").arg(&pairs).query::<()>(&mut con).expect("MSET");
+
+    // The whole cluster's keys, from any host (each primary applies a commit soon after it is
+    // acknowledged, so the count may lag an instant).
+    common::poll("DBSIZE to count every key", Duration::from_secs(5), || {
+        match redis::cmd("DBSIZE").query::<i64>(&mut other) {
+            Ok(301) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    });
 
     let (mut keys, pages) = scan_all(&mut other, &["COUNT", "7"]);
     keys.sort();

@@ -9,7 +9,7 @@
 //! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names); reads need none.
 
 mod page;
-mod topology;
+pub(crate) mod topology;
 
 use crate::host::Shared;
 use crate::snapshot::catalog::{self, State as Member};

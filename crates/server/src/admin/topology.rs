@@ -111,6 +111,22 @@ async fn local(shared: &Shared) -> Live {
     live
 }
 
+/// The keys of the partitions each vnode serves as primary, summed over the cluster: this host's
+/// from its vnodes, every other host's from its `/topology` (`DBSIZE`, `INFO keyspace`). A host
+/// that does not answer within `PEER_WAIT` counts none; during a failover a partition may be
+/// counted by its old primary and its new one alike.
+pub async fn cluster_primary_keys(shared: &Shared) -> u64 {
+    let here: u64 = shared.statuses().await.iter().map(|s| s.primary_keys as u64).sum();
+    let there: u64 = peers(shared)
+        .await
+        .into_iter()
+        .filter_map(|(_, live)| live.ok())
+        .flat_map(|live| live.vnodes)
+        .filter_map(|v| v["primary_keys"].as_u64())
+        .sum();
+    here + there
+}
+
 fn with_host(mut v: Value, host: &str) -> Value {
     v["host"] = Value::from(host);
     v

@@ -139,10 +139,11 @@ pub fn command_info(names: &[Vec<u8>]) -> Reply {
     Reply::Array(names.iter().map(info).collect())
 }
 
-/// Keys whose primary replica this host holds — as `DBSIZE` on a Redis Cluster node counts the
-/// keys of that node.
+/// The keys of the whole cluster — Waymark is one database, whichever host is asked (it counted
+/// only the asked host's primaries before, as a Redis Cluster node does, and Redis's own units
+/// read `DBSIZE` as the whole keyspace).
 pub async fn dbsize(shared: &Shared) -> u64 {
-    shared.statuses().await.iter().map(|s| s.primary_keys as u64).sum()
+    crate::admin::topology::cluster_primary_keys(shared).await
 }
 
 /// Redis's `_human` form: `1.50M`, `512B`.
