@@ -250,10 +250,10 @@ mod tests {
         Identity { cluster: "c".into(), host: host.into(), secret: secret.to_vec() }
     }
 
-    async fn handshake(
-        dialer: Identity,
+    /// An acceptor on a fresh port knowing hosts `a` and `b`, and a connection to it.
+    async fn accepting(
         acceptor: Identity,
-    ) -> (Result<Session, AuthError>, Result<(String, Session), AuthError>) {
+    ) -> (tokio::task::JoinHandle<Result<(String, Session), AuthError>>, frame::PeerFramed) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let known = vec!["a".to_string(), "b".to_string()];
@@ -262,7 +262,14 @@ mod tests {
             let mut f = frame::framed(s, 1 << 20);
             accept(&mut f, &acceptor, &known).await
         });
-        let mut f = frame::framed(TcpStream::connect(addr).await.unwrap(), 1 << 20);
+        (accepting, frame::framed(TcpStream::connect(addr).await.unwrap(), 1 << 20))
+    }
+
+    async fn handshake(
+        dialer: Identity,
+        acceptor: Identity,
+    ) -> (Result<Session, AuthError>, Result<(String, Session), AuthError>) {
+        let (accepting, mut f) = accepting(acceptor).await;
         let dialed = dial(&mut f, &dialer, "b").await;
         drop(f); // a dialer that gave up hangs up
         (dialed, accepting.await.unwrap())
@@ -321,15 +328,7 @@ mod tests {
     /// Everything the acceptor writes to a dialer that says Hello, then sends a proof of zeros,
     /// until the acceptor hangs up; and the acceptor's nonce, from its Challenge.
     async fn what_an_unproven_dialer_hears(acceptor: Identity) -> (Vec<u8>, Nonce) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let known = vec!["a".to_string(), "b".to_string()];
-        let accepting = tokio::spawn(async move {
-            let (s, _) = listener.accept().await.unwrap();
-            let mut f = frame::framed(s, 1 << 20);
-            accept(&mut f, &acceptor, &known).await
-        });
-        let mut f = frame::framed(TcpStream::connect(addr).await.unwrap(), 1 << 20);
+        let (accepting, mut f) = accepting(acceptor).await;
         send(&mut f, &Handshake::Hello { cluster: "c".into(), host: "a".into(), nonce: [7; 32] }).await.unwrap();
         let mut heard = vec![];
         let first = f.next().await.expect("the acceptor answers a Hello").unwrap();
