@@ -69,6 +69,18 @@ fn string_and_keyspace_commands_answer_as_redis_does_across_hosts() {
     assert_eq!(cmd(&mut con, &["INCRBYFLOAT", b, "-5.6"]), bulk("5"));
     assert!(err(&mut con, &["INCRBYFLOAT", c, "1"]).contains("not a valid float"));
     assert!(err(&mut con, &["INCRBYFLOAT", b, "abc"]).contains("not a valid float"));
+    assert!(err(&mut con, &["INCRBYFLOAT", b, "+inf"]).contains("would produce NaN or Infinity"));
+
+    // Bits, LCS, GETEX.
+    assert_eq!(cmd(&mut con, &["SETBIT", c, "7", "0"]), Value::Int(0));
+    assert_eq!(cmd(&mut other, &["GETBIT", c, "1"]), Value::Int(1), "'H' is 0x48");
+    assert_eq!(cmd(&mut con, &["SET", a, "ohmytext"]), ok());
+    assert_eq!(cmd(&mut con, &["SET", b, "mynewtext"]), ok());
+    assert_eq!(cmd(&mut other, &["LCS", a, b]), bulk("mytext"));
+    assert_eq!(cmd(&mut other, &["LCS", a, b, "LEN"]), Value::Int(6));
+    assert_eq!(cmd(&mut other, &["GETEX", a]), bulk("ohmytext"));
+    assert!(err(&mut con, &["GETEX", a, "EX", "5"]).contains("not supported"));
+    assert_eq!(cmd(&mut con, &["MSET", a, "3", b, "5"]), ok());
 
     // The keyspace: TYPE, RENAME across hosts, RENAMENX, COPY, TOUCH, UNLINK, MSETNX.
     assert_eq!(cmd(&mut con, &["TYPE", a]), Value::SimpleString("string".into()));

@@ -49,6 +49,28 @@ pub enum DataCmd {
         to: Key,
         replace: bool,
     },
+    /// `GETBIT key offset`: the offset already checked below 2³².
+    GetBit(Key, u64),
+    /// `SETBIT key offset bit`.
+    SetBit(Key, u64, bool),
+    /// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`.
+    Lcs {
+        a: Key,
+        b: Key,
+        answer: LcsAnswer,
+    },
+}
+
+/// What `LCS` answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LcsAnswer {
+    /// The longest common subsequence itself.
+    Text,
+    /// Its length (`LEN`).
+    Len,
+    /// The matching ranges, the last in the values first as Redis lists them (`IDX`), those
+    /// shorter than `min_len` left out, each with its length if `with_len`.
+    Ranges { min_len: u64, with_len: bool },
 }
 
 /// `SET`'s condition on whether the key exists.

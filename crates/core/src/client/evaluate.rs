@@ -72,7 +72,10 @@ fn keys_of(c: &DataCmd) -> Vec<&Key> {
         | DataCmd::GetRange(k, ..)
         | DataCmd::SetRange(k, ..)
         | DataCmd::IncrByFloat(k, _)
-        | DataCmd::Type(k) => vec![k],
+        | DataCmd::Type(k)
+        | DataCmd::GetBit(k, _)
+        | DataCmd::SetBit(k, ..) => vec![k],
+        DataCmd::Lcs { a, b, .. } => vec![a, b],
         DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter().collect(),
         DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter().map(|(k, _)| k).collect(),
         DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } => vec![from, to],
@@ -175,6 +178,7 @@ impl Overlay {
         match c {
             DataCmd::Get(k) | DataCmd::GetSet(k, _) | DataCmd::GetDel(k) | DataCmd::GetRange(k, ..) => value(k),
             DataCmd::SetIf { key, get: true, .. } => value(key),
+            DataCmd::Lcs { a, b, .. } => value(a).saturating_add(value(b)).saturating_mul(2),
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
             _ => 16,
         }
@@ -286,6 +290,14 @@ impl Overlay {
                 self.put(to, Some(v));
                 Reply::Integer(1)
             }
+            DataCmd::GetBit(k, offset) => {
+                Reply::Integer(bit(self.get(k).map_or(&[][..], |v| v.as_slice()), *offset) as i64)
+            }
+            DataCmd::SetBit(k, offset, on) => self.set_bit(k, *offset, *on, value_max_bytes),
+            DataCmd::Lcs { a, b, answer } => {
+                let empty = Vec::new();
+                super::lcs::reply(self.get(a).unwrap_or(&empty), self.get(b).unwrap_or(&empty), *answer)
+            }
             _ => unreachable!("the first commands are run by `run`"),
         }
     }
@@ -308,6 +320,23 @@ impl Overlay {
         let len = new.len() as i64;
         self.put(k, Some(new));
         Reply::Integer(len)
+    }
+
+    fn set_bit(&mut self, k: &Key, offset: u64, on: bool, value_max_bytes: usize) -> Reply {
+        let byte = offset / 8;
+        if byte >= value_max_bytes as u64 {
+            return Reply::error(format!("ERR string exceeds maximum allowed size ({value_max_bytes} bytes)"));
+        }
+        let mut v = self.get(k).cloned().unwrap_or_default();
+        let old = bit(&v, offset);
+        let byte = byte as usize;
+        if v.len() <= byte {
+            v.resize(byte + 1, 0);
+        }
+        let mask = 1u8 << (7 - (offset % 8));
+        v[byte] = if on { v[byte] | mask } else { v[byte] & !mask };
+        self.put(k, Some(v));
+        Reply::Integer(old as i64)
     }
 
     fn incr_by_float(&mut self, k: &Key, by: f64) -> Reply {
@@ -372,6 +401,13 @@ fn range(v: &[u8], start: i64, end: i64) -> &[u8] {
         return &[];
     }
     &v[start as usize..=end as usize]
+}
+
+/// Bit `offset` of `v`, the most significant bit of the first byte being bit 0 (Redis's order);
+/// 0 past the end.
+fn bit(v: &[u8], offset: u64) -> bool {
+    let byte = offset / 8;
+    byte < v.len() as u64 && v[byte as usize] & (1u8 << (7 - (offset % 8))) != 0
 }
 
 /// A stored value as Redis reads a float: the whole value, no spaces, finite.
@@ -544,6 +580,19 @@ mod tests {
             incr(f64::MAX, Some("1.7976931348623157e308")),
             Reply::error("ERR increment would produce NaN or Infinity")
         );
+    }
+
+    #[test]
+    fn bits_count_from_the_first_bytes_most_significant_bit() {
+        let e = run_one(DataCmd::SetBit(k("b"), 7, true), &[("b", None)]);
+        assert_eq!(e.replies, vec![Reply::Integer(0)]);
+        assert_eq!(e.writes, vec![Write { key: k("b"), op: WriteOp::Set(vec![1]) }]);
+        let e = run_one(DataCmd::SetBit(k("b"), 1, false), &[("b", Some("p"))]);
+        assert_eq!((e.replies, e.writes[0].op.clone()), (vec![Reply::Integer(1)], WriteOp::Set(k("0"))), "0x70 → 0x30");
+        assert_eq!(run_one(DataCmd::GetBit(k("b"), 1), &[("b", Some("@"))]).replies, vec![Reply::Integer(1)]);
+        assert_eq!(run_one(DataCmd::GetBit(k("b"), 99), &[("b", Some("@"))]).replies, vec![Reply::Integer(0)]);
+        let past = run_one(DataCmd::SetBit(k("b"), 64 * 8, true), &[("b", None)]);
+        assert!(matches!(&past.replies[0], Reply::Error(m) if m.contains("maximum allowed size")));
     }
 
     #[test]

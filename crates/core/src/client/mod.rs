@@ -16,6 +16,7 @@
 mod answer;
 pub mod command;
 pub mod evaluate;
+mod lcs;
 mod run;
 mod txn_client;
 

@@ -2,7 +2,7 @@
 //! command, or into the error Redis itself would give (wrong arity, not an integer, an option
 //! Waymark does not support — never a silent success).
 
-pub use waymark_core::client::command::Existing;
+pub use waymark_core::client::command::{Existing, LcsAnswer};
 pub use waymark_core::client::DataCmd;
 use waymark_core::{Key, Value};
 
@@ -88,6 +88,10 @@ pub const TABLE: &[(&str, i64)] = &[
     ("unlink", -2),
     ("touch", -2),
     ("function", -2),
+    ("getex", -2),
+    ("getbit", 3),
+    ("setbit", 4),
+    ("lcs", -3),
     ("scan", -2),
     ("keys", 2),
     ("randomkey", 1),
@@ -182,8 +186,8 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         }
         "incrbyfloat" => {
             let (key, by) = (one(), one());
+            // An infinite increment parses, as in Redis, and fails as the sum it would produce.
             let by = waymark_core::client::evaluate::parse_float(&by)
-                .filter(|f| f.is_finite())
                 .ok_or_else(|| CmdError("ERR value is not a valid float".into()))?;
             Ok(Cmd::Data(DataCmd::IncrByFloat(key, by)))
         }
@@ -198,6 +202,27 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             copy(from, to, a.collect())
         }
         "unlink" => Ok(Cmd::Data(DataCmd::Del(a.collect()))),
+        "getex" => {
+            let key = one();
+            getex(key, a.collect())
+        }
+        "getbit" => {
+            let (key, offset) = (one(), one());
+            Ok(Cmd::Data(DataCmd::GetBit(key, bit_offset(&offset)?)))
+        }
+        "setbit" => {
+            let (key, offset, bit) = (one(), one(), one());
+            let on = match bit.as_slice() {
+                b"0" => false,
+                b"1" => true,
+                _ => return Err(CmdError("ERR bit is not an integer or out of range".into())),
+            };
+            Ok(Cmd::Data(DataCmd::SetBit(key, bit_offset(&offset)?, on)))
+        }
+        "lcs" => {
+            let (a_key, b_key) = (one(), one());
+            lcs(a_key, b_key, a.collect())
+        }
         "touch" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
         "watch" => Ok(Cmd::Watch(a.collect())),
         "multi" => Ok(Cmd::Multi),
@@ -235,6 +260,56 @@ fn set(key: Key, value: Value, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         return Ok(Cmd::Data(DataCmd::Set(key, value)));
     }
     Ok(Cmd::Data(DataCmd::SetIf { key, value, only, get }))
+}
+
+/// `GETEX key [PERSIST]`: no key has an expiry yet, so it is a `GET`; the options that set one
+/// are refused as `SET`'s are.
+fn getex(key: Key, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let upper: Vec<String> = options.iter().map(|o| String::from_utf8_lossy(o).to_ascii_uppercase()).collect();
+    match upper.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] | ["PERSIST"] => Ok(Cmd::Data(DataCmd::Get(key))),
+        [opt @ ("EX" | "PX" | "EXAT" | "PXAT"), _] => {
+            Err(CmdError(format!("ERR GETEX option '{opt}' is not supported by Waymark (keys do not expire)")))
+        }
+        _ => Err(CmdError("ERR syntax error".into())),
+    }
+}
+
+/// A bit offset as Redis takes it: below 2³² (its 512 MiB bulk limit in bits).
+fn bit_offset(arg: &[u8]) -> Result<u64, CmdError> {
+    let offset = || CmdError("ERR bit offset is not an integer or out of range".into());
+    let n = std::str::from_utf8(arg).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(offset)?;
+    if n >= 1 << 32 {
+        return Err(offset());
+    }
+    Ok(n)
+}
+
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`.
+fn lcs(a: Key, b: Key, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let (mut len, mut idx, mut min_len, mut with_len) = (false, false, 0u64, false);
+    let mut it = options.into_iter();
+    while let Some(opt) = it.next() {
+        match String::from_utf8_lossy(&opt).to_ascii_uppercase().as_str() {
+            "LEN" => len = true,
+            "IDX" => idx = true,
+            "WITHMATCHLEN" => with_len = true,
+            "MINMATCHLEN" => match it.next() {
+                Some(n) => min_len = integer(&n)?.max(0) as u64,
+                None => return Err(CmdError("ERR syntax error".into())),
+            },
+            _ => return Err(CmdError("ERR syntax error".into())),
+        }
+    }
+    let answer = match (len, idx) {
+        (true, true) => {
+            return Err(CmdError("ERR If you want both the length and indexes, please just use IDX.".into()))
+        }
+        (true, false) => LcsAnswer::Len,
+        (false, true) => LcsAnswer::Ranges { min_len, with_len },
+        (false, false) => LcsAnswer::Text,
+    };
+    Ok(Cmd::Data(DataCmd::Lcs { a, b, answer }))
 }
 
 /// `COPY source destination [DB 0] [REPLACE]`: Waymark has one database.
@@ -437,7 +512,7 @@ mod tests {
         assert_eq!(cmd("SET a v XX"), set_if(Existing::Present, false));
         assert_eq!(cmd("SET a v NX XX"), Err(CmdError("ERR syntax error".into())));
         assert_eq!(cmd("SETRANGE a -1 v"), Err(CmdError("ERR offset is out of range".into())));
-        assert_eq!(cmd("INCRBYFLOAT a inf"), Err(CmdError("ERR value is not a valid float".into())));
+        assert_eq!(cmd("INCRBYFLOAT a nan"), Err(CmdError("ERR value is not a valid float".into())));
         assert_eq!(cmd("INCRBYFLOAT a 1.5"), Ok(Cmd::Data(DataCmd::IncrByFloat(a.clone(), 1.5))));
         assert_eq!(cmd("MSETNX a 1 b"), Err(CmdError("ERR wrong number of arguments for 'msetnx' command".into())));
         assert_eq!(cmd("COPY a b DB 1"), Err(CmdError("ERR DB index is out of range".into())));
@@ -445,6 +520,20 @@ mod tests {
         assert_eq!(cmd("COPY a b db 0 replace"), Ok(copy));
         assert_eq!(cmd("RENAMENX a b"), Ok(Cmd::Data(DataCmd::Rename { from: a, to: b"b".to_vec(), nx: true })));
         assert_eq!(cmd("GETRANGE a 0"), Err(CmdError("ERR wrong number of arguments for 'getrange' command".into())));
+        assert_eq!(cmd("GETEX a PERSIST"), Ok(Cmd::Data(DataCmd::Get(b"a".to_vec()))));
+        assert!(cmd("GETEX a EX 10").unwrap_err().0.contains("not supported"));
+        assert_eq!(cmd("GETEX a FOO"), Err(CmdError("ERR syntax error".into())));
+        assert!(cmd("SETBIT a 4294967296 1").unwrap_err().0.contains("out of range"));
+        assert!(cmd("SETBIT a 0 2").unwrap_err().0.contains("out of range"));
+        assert_eq!(
+            cmd("LCS a b LEN IDX"),
+            Err(CmdError("ERR If you want both the length and indexes, please just use IDX.".into()))
+        );
+        let ranges = LcsAnswer::Ranges { min_len: 5, with_len: true };
+        assert_eq!(
+            cmd("LCS a b idx minmatchlen 5 withmatchlen"),
+            Ok(Cmd::Data(DataCmd::Lcs { a: b"a".to_vec(), b: b"b".to_vec(), answer: ranges }))
+        );
     }
 
     #[test]

@@ -76,6 +76,7 @@ fn command_entry(name: &str, arity: i64) -> Reply {
         "getdel",
         "setrange",
         "incrbyfloat",
+        "setbit",
         "msetnx",
         "rename",
         "renamenx",
@@ -114,7 +115,7 @@ fn command_entry(name: &str, arity: i64) -> Reply {
         (false, _) => (0, 0, 0),
         (true, "mset" | "msetnx") => (1, -1, 2),
         (true, "del" | "exists" | "mget" | "watch" | "unlink" | "touch") => (1, -1, 1),
-        (true, "rename" | "renamenx" | "copy") => (1, 2, 1),
+        (true, "rename" | "renamenx" | "copy" | "lcs") => (1, 2, 1),
         (true, _) => (1, 1, 1),
     };
     Reply::Array(vec![
