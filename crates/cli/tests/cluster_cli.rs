@@ -212,6 +212,24 @@ fn a_node_refuses_a_secret_file_others_can_read_naming_the_file_and_the_fix() {
     assert!(stderr.contains(&fix), "the message does not say `{fix}`: {stderr}");
 }
 
+#[test]
+fn the_cli_refuses_an_admin_token_file_others_can_read_naming_the_file_and_the_fix() {
+    let dir = temp_dir();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "t0ken\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let args: Vec<String> = ["snapshot", "create", "s", "--path", &dir.path().display().to_string()]
+        .into_iter()
+        .map(String::from)
+        .chain(["--admin".into(), "127.0.0.1:9".into(), "--token-file".into(), token.display().to_string()])
+        .collect();
+    let out = run_waymark(&args, EXIT_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the CLI sent a world-readable token");
+    let fix = format!("chmod 600 {}", token.display());
+    assert!(stderr.contains(&fix), "the message does not say `{fix}`: {stderr}");
+}
+
 /// Runs `waymark node` with node1's config edited by `edit`; it must exit non-zero, and its message
 /// must name `field` and the file, and say `problem`.
 fn node_refuses(edit: impl FnOnce(String) -> String, field: &str, problem: &str) {

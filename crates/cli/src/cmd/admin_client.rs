@@ -39,6 +39,7 @@ impl Target {
             (None, Some(d)) => d.join("admin-token"),
             (None, None) => bail!("give --token-file FILE (the cluster's admin token) with --admin"),
         };
+        refuse_open_to_others(&token_file)?;
         let token = std::fs::read_to_string(&token_file)
             .with_context(|| format!("reading the admin token from {}", token_file.display()))?;
         Ok(Admin { addrs, token: token.trim().to_string() })
@@ -95,4 +96,19 @@ impl Admin {
 
 fn text(resp: ureq::Response) -> String {
     resp.into_string().unwrap_or_default().trim().to_string()
+}
+
+/// A token readable by group or others is no secret: refused, as a node refuses its secret files.
+fn refuse_open_to_others(file: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(file).with_context(|| format!("reading the admin token from {}", file.display()))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        bail!(
+            "{} is open to group or others (mode {mode:o}); a secret must be readable by its owner only: run `chmod 600 {}`",
+            file.display(),
+            file.display()
+        );
+    }
+    Ok(())
 }
