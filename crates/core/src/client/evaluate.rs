@@ -186,7 +186,7 @@ impl Overlay {
 
     fn run(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
         match c {
-            DataCmd::Get(k) => self.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone())),
+            DataCmd::Get(k) => self.bulk_of(k),
             DataCmd::Set(k, v) => {
                 self.put(k, Some(v.clone()));
                 Reply::ok()
@@ -206,9 +206,7 @@ impl Overlay {
                 Reply::Integer(deleted)
             }
             DataCmd::Exists(ks) => Reply::Integer(ks.iter().filter(|k| self.get(k).is_some()).count() as i64),
-            DataCmd::MGet(ks) => {
-                Reply::Array(ks.iter().map(|k| self.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone()))).collect())
-            }
+            DataCmd::MGet(ks) => Reply::Array(ks.iter().map(|k| self.bulk_of(k)).collect()),
             DataCmd::StrLen(k) => Reply::Integer(self.get(k).map_or(0, |v| v.len() as i64)),
             DataCmd::IncrBy(k, by) => self.incr_by(k, *by),
             DataCmd::Append(k, v) => {
@@ -227,47 +225,29 @@ impl Overlay {
 
     /// The string and keyspace commands beyond the first ones (issue 34), Redis's replies.
     fn run_more(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
-        let old = |s: &Self, k: &Key| s.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone()));
         match c {
             DataCmd::SetIf { key, value, only, get } => {
-                let before = old(self, key);
-                let exists = self.get(key).is_some();
-                let allowed = match only {
-                    Existing::Any => true,
-                    Existing::Absent => !exists,
-                    Existing::Present => exists,
-                };
-                if allowed {
-                    self.put(key, Some(value.clone()));
-                }
-                match (get, allowed) {
+                let before = self.bulk_of(key);
+                match (get, self.set_if(key, value, *only)) {
                     (true, _) => before,
                     (false, true) => Reply::ok(),
                     (false, false) => Reply::Null,
                 }
             }
-            DataCmd::SetNx(k, v) => {
-                let absent = self.get(k).is_none();
-                if absent {
-                    self.put(k, Some(v.clone()));
-                }
-                Reply::Integer(absent as i64)
-            }
+            DataCmd::SetNx(k, v) => Reply::Integer(self.set_if(k, v, Existing::Absent) as i64),
             DataCmd::GetSet(k, v) => {
-                let before = old(self, k);
-                self.put(k, Some(v.clone()));
+                let before = self.bulk_of(k);
+                self.set_if(k, v, Existing::Any);
                 before
             }
             DataCmd::GetDel(k) => {
-                let before = old(self, k);
+                let before = self.bulk_of(k);
                 if self.get(k).is_some() {
                     self.put(k, None);
                 }
                 before
             }
-            DataCmd::GetRange(k, start, end) => {
-                Reply::bulk(range(self.get(k).map_or(&[][..], |v| v.as_slice()), *start, *end).to_vec())
-            }
+            DataCmd::GetRange(k, start, end) => Reply::bulk(range(self.bytes(k), *start, *end).to_vec()),
             DataCmd::SetRange(k, offset, v) => self.set_range(k, *offset, v, value_max_bytes),
             DataCmd::IncrByFloat(k, by) => self.incr_by_float(k, *by),
             DataCmd::MSetNx(pairs) => {
@@ -290,16 +270,35 @@ impl Overlay {
                 self.put(to, Some(v));
                 Reply::Integer(1)
             }
-            DataCmd::GetBit(k, offset) => {
-                Reply::Integer(bit(self.get(k).map_or(&[][..], |v| v.as_slice()), *offset) as i64)
-            }
+            DataCmd::GetBit(k, offset) => Reply::Integer(bit(self.bytes(k), *offset) as i64),
             DataCmd::SetBit(k, offset, on) => self.set_bit(k, *offset, *on, value_max_bytes),
-            DataCmd::Lcs { a, b, answer } => {
-                let empty = Vec::new();
-                super::lcs::reply(self.get(a).unwrap_or(&empty), self.get(b).unwrap_or(&empty), *answer)
-            }
+            DataCmd::Lcs { a, b, answer } => super::lcs::reply(self.bytes(a), self.bytes(b), *answer),
             _ => unreachable!("the first commands are run by `run`"),
         }
+    }
+
+    /// `key`'s value, empty if it has none.
+    fn bytes(&self, k: &Key) -> &[u8] {
+        self.get(k).map_or(&[], Vec::as_slice)
+    }
+
+    /// `key`'s value as a `GET` answers it.
+    fn bulk_of(&self, k: &Key) -> Reply {
+        self.get(k).map_or(Reply::Null, |v| Reply::bulk(v.clone()))
+    }
+
+    /// `SET key value` under `only`'s condition on the key's existence: whether it was set.
+    fn set_if(&mut self, k: &Key, v: &Value, only: Existing) -> bool {
+        let exists = self.get(k).is_some();
+        let allowed = match only {
+            Existing::Any => true,
+            Existing::Absent => !exists,
+            Existing::Present => exists,
+        };
+        if allowed {
+            self.put(k, Some(v.clone()));
+        }
+        allowed
     }
 
     fn set_range(&mut self, k: &Key, offset: u64, v: &Value, value_max_bytes: usize) -> Reply {

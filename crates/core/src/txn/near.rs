@@ -355,20 +355,26 @@ impl Vnode {
         if primary == self.cfg.id {
             return self.read_at_primary(Reader::Client { client, req }, key);
         }
-        let id = self.next_read_id();
-        let pending = PendingRead { asked: ClientRequest { client, req }, primary: primary.clone() };
-        self.near.reads.insert(id, pending);
-        self.send_txn(&primary, TxnMsg::Read { req: id, key });
-        self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
+        self.forward_read(client, req, primary, |id| TxnMsg::Read { req: id, key });
     }
 
-    /// The id of a read (or scan page) sent to a primary. Read ids carry the incarnation: a reply
-    /// to a read sent before a crash must not answer a read sent after it — it would hand the
-    /// client another key's value (seed 19, append).
-    pub(crate) fn next_read_id(&mut self) -> u64 {
+    /// Sends a client's read (or scan page) to the primary that serves it, numbered, and waits
+    /// for its answer until the read time-out. Read ids carry the incarnation: a reply to a read
+    /// sent before a crash must not answer a read sent after it — it would hand the client another
+    /// key's value (seed 19, append).
+    pub(crate) fn forward_read(
+        &mut self,
+        client: ClientId,
+        req: u64,
+        primary: VnodeId,
+        msg: impl FnOnce(u64) -> TxnMsg,
+    ) {
         let id = (u64::from(self.incarnation) << 32) | (self.near.next_read & 0xffff_ffff);
         self.near.next_read += 1;
-        id
+        let pending = PendingRead { asked: ClientRequest { client, req }, primary: primary.clone() };
+        self.near.reads.insert(id, pending);
+        self.send_txn(&primary, msg(id));
+        self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
     }
 
     pub(crate) fn on_read(&mut self, from: VnodeId, req: u64, key: Key) {

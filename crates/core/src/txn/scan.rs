@@ -23,8 +23,8 @@
 //! [`SCAN_EXAMINED_MAX`] entries of the vnode's store (which holds other partitions too), so a
 //! page of a sparse partition may return no key and a cursor to go on from.
 
-use crate::ids::{ClientId, ClientRequest, Key, PartitionId, VnodeId};
-use crate::io::{Response, ScanCursor, Timer};
+use crate::ids::{ClientId, Key, PartitionId, VnodeId};
+use crate::io::{Response, ScanCursor};
 use crate::message::TxnMsg;
 use crate::txn::near::PendingRead;
 use crate::txn::read_wait::Reader;
@@ -59,11 +59,7 @@ impl Vnode {
         if primary == self.cfg.id {
             return self.scan_at_primary(Reader::Client { client, req }, cursor, count);
         }
-        let id = self.next_read_id();
-        let pending = PendingRead { asked: ClientRequest { client, req }, primary: primary.clone() };
-        self.near.reads.insert(id, pending);
-        self.send_txn(&primary, TxnMsg::Scan { req: id, cursor, count });
-        self.set_timer(Timer::ReadTimeout(id), self.cfg.timeouts.read_timeout_us);
+        self.forward_read(client, req, primary, |id| TxnMsg::Scan { req: id, cursor, count });
     }
 
     pub(crate) fn on_scan(&mut self, from: VnodeId, req: u64, cursor: ScanCursor, count: u32) {
@@ -84,8 +80,11 @@ impl Vnode {
 
     fn scan_at_primary(&mut self, reader: Reader, cursor: ScanCursor, count: u32) {
         let partition = PartitionId(cursor.partition);
-        let leads = self.cfg.placement.primary(partition) == &self.cfg.id && self.may_serve();
-        if !leads || cursor.partition >= self.cfg.placement.partitions() {
+        // The range first: a peer's cursor must not index past the placement.
+        let leads = cursor.partition < self.cfg.placement.partitions()
+            && self.cfg.placement.primary(partition) == &self.cfg.id
+            && self.may_serve();
+        if !leads {
             return match reader {
                 Reader::Near { from, req } => self.send_txn(&from, TxnMsg::ReadRefused { req }),
                 Reader::Client { client, req } => {

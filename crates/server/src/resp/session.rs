@@ -318,7 +318,8 @@ impl Session {
     async fn random_key(&mut self) -> Reply {
         let start = rand::random::<u32>() % self.shared.cfg.cluster.partitions.max(1);
         let mut cursor = ScanCursor { partition: start, after: None };
-        let mut wrapped = start == 0;
+        // Whether the scan went past the last partition and on from the first, up to `start`.
+        let mut around = false;
         for _ in 0..scan::WHOLE_PAGES_MAX {
             let (keys, next) = match self.page(cursor.clone(), scan::RANDOM_PAGE_KEYS).await {
                 Ok(page) => page,
@@ -329,9 +330,10 @@ impl Session {
                 return Reply::bulk(keys[at].clone());
             }
             cursor = match next {
+                Some(n) if around && n.partition >= start => return Reply::Null,
                 Some(n) => n,
-                None if !wrapped => {
-                    wrapped = true;
+                None if !around && start > 0 => {
+                    around = true;
                     ScanCursor::default()
                 }
                 None => return Reply::Null,
