@@ -367,6 +367,11 @@ pub fn bank_genesis<'a>(
     if cfg.failover {
         config.push(Setting::new("failover", "on"));
     }
+    let replicas = cfg.replicas.to_string();
+    if cfg.catch_up {
+        config.push(Setting::new("catch_up", "on"));
+        config.push(Setting::new("replicas", &replicas));
+    }
     genesis(&config, vnodes, Some(placement))
 }
 

@@ -95,7 +95,9 @@ pub fn restore_all(
 /// shrink (a host that comes back gets nothing back yet), so it held nothing the cut had to cover
 /// from the moment it was dropped.
 fn holds_nothing(c: &impl Cluster, node: usize) -> bool {
-    c.placement().partitions_of(c.id(node)).next().is_none()
+    let rejoined = super::rejoined(c.log(node));
+    let p = c.placement();
+    (0..p.partitions()).map(PartitionId).all(|part| !super::holds_from_start(c, &rejoined, node, part))
 }
 
 /// What a vnode's restore stands for: nothing when a promotion dropped it from every chain (its
@@ -103,7 +105,8 @@ fn holds_nothing(c: &impl Cluster, node: usize) -> bool {
 /// Judged by the placement in force at the end, a subset of every earlier one's replicas.
 fn held(c: &impl Cluster, node: usize, r: Restored) -> Restored {
     let p = c.placement();
-    let holds = |k: &Key| p.chain(p.partition_of(k)).contains(c.id(node));
+    let rejoined = super::rejoined(c.log(node));
+    let holds = |k: &Key| super::holds_from_start(c, &rejoined, node, p.partition_of(k));
     match holds_nothing(c, node) {
         // Its keys of partitions it was dropped from are stale too (`LogFacts::gather`).
         false => Restored { store: r.store.filtered(holds), digests: r.digests.filtered(holds), ..r },
@@ -219,7 +222,8 @@ fn replicas_agree(c: &impl Cluster, cut: CutId, restored: &[Restored]) -> Vec<Vi
     let p = c.placement();
     let mut out = vec![];
     for partition in (0..p.partitions()).map(PartitionId) {
-        let chain: Vec<usize> = p.chain(partition).iter().map(|v| c.node_of(v)).collect();
+        let held = |n: &usize| super::holds_from_start(c, &super::rejoined(c.log(*n)), *n, partition);
+        let chain: Vec<usize> = p.copies(partition).iter().map(|v| c.node_of(v)).filter(held).collect();
         let stores: Vec<_> =
             chain.iter().map(|n| restored[*n].store.filtered(|k| p.partition_of(k) == partition)).collect();
         if let Some(i) = (1..stores.len()).find(|i| stores[*i] != stores[0]) {

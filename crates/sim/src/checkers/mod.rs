@@ -30,7 +30,7 @@ pub mod tree_states;
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use waymark_core::{Branch, Key, Placement, Record, ResolvedWrite, TxId, VnodeId};
+use waymark_core::{Branch, Key, PartitionId, Placement, Record, ResolvedWrite, TxId, VnodeId};
 
 /// A checker: its name, and the property it checks in one sentence. Each checker's file opens
 /// with its `CHECKER`.
@@ -119,6 +119,28 @@ pub trait Cluster {
     fn node_of(&self, id: &VnodeId) -> usize;
 }
 
+/// The partitions `log` dropped to join them anew as a learner (`PartitionReset`, catch-up).
+///
+/// The checkers that judge a replica by the transactions its log commits (atomicity per copy, the
+/// cut checkers) judge only the partitions a vnode held from the start: one it rejoined holds
+/// what pages copied in as well, which no transaction's record names. A rejoined copy is judged
+/// by `replicas` (its data equals the other copies' once quiet) and by the read checkers.
+/// Not checked yet: its restore at a cut it covered (the cut checkers skip it).
+pub fn rejoined(log: &[Record]) -> BTreeSet<u32> {
+    log.iter()
+        .filter_map(|r| match r {
+            Record::PartitionReset { partition, .. } => Some(partition.0),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `node` holds partition `p` whole since the start, by the placement at the end: a copy
+/// (not a learner), never rejoined (`rejoined`).
+pub fn holds_from_start(c: &impl Cluster, rejoined: &BTreeSet<u32>, node: usize, p: PartitionId) -> bool {
+    c.placement().copies(p).contains(c.id(node)) && !rejoined.contains(&p.0)
+}
+
 impl Cluster for World {
     fn vnodes(&self) -> usize {
         self.nodes.len()
@@ -162,6 +184,8 @@ pub struct LogFacts {
     writer: BTreeMap<KeyVersion, TxId>,
     /// Per transaction: its committed writes (from the commit record, or the prepare it commits).
     pub committed_writes: BTreeMap<TxId, Vec<ResolvedWrite>>,
+    /// Per node: the partitions it rejoined as a learner (`rejoined`).
+    pub rejoined: Vec<BTreeSet<u32>>,
 }
 
 impl LogFacts {
@@ -174,8 +198,8 @@ impl LogFacts {
             // may have committed what the replica that took over presumed aborted — and nothing
             // reads it (`--tree --failover` seed 95; `--matrix` seed 824, 9 vnodes).
             let p = c.placement();
-            let id = c.id(node);
-            let holds = |w: &&ResolvedWrite| p.chain(p.partition_of(&w.key)).contains(id);
+            let rejoined = rejoined(c.log(node));
+            let holds = |w: &&ResolvedWrite| holds_from_start(c, &rejoined, node, p.partition_of(&w.key));
             let mut committed: BTreeMap<TxId, BTreeSet<Key>> = BTreeMap::new();
             let mut prepared: BTreeMap<Branch, Vec<ResolvedWrite>> = BTreeMap::new();
             for r in c.log(node) {
@@ -202,6 +226,7 @@ impl LogFacts {
                 }
             }
             f.committed.push(committed);
+            f.rejoined.push(rejoined);
         }
         f
     }
@@ -240,7 +265,9 @@ impl LogFacts {
         let mut out = BTreeSet::new();
         for wr in self.writes.get(tx).into_iter().flatten() {
             let p = c.placement();
-            out.extend(p.chain(p.partition_of(&wr.key)).iter().map(|v| (c.node_of(v), &wr.key)));
+            let part = p.partition_of(&wr.key);
+            let held = p.chain(part).iter().map(|v| c.node_of(v));
+            out.extend(held.filter(|n| holds_from_start(c, &self.rejoined[*n], *n, part)).map(|n| (n, &wr.key)));
         }
         out
     }
