@@ -74,6 +74,13 @@ pub struct ClusterConfig {
     /// Writes to a partition with fewer replicas in its chain are refused with `NOREPLICAS`
     /// (`cluster.min_copies`, default 1: a partition serves while one copy lives).
     pub min_copies: usize,
+    /// Whether hosts that come back catch up on their partitions and partitions short of
+    /// `replicas` copies get new ones (`cluster.catch_up`; off unless the config says so, which
+    /// `cluster init` writes; the core's `catch_up`).
+    pub catch_up: bool,
+    /// How long a partition stays short of copies before one is made on a host that holds others
+    /// (`cluster.replace_after`, default 60s).
+    pub replace_after: Duration,
     /// How a cut snapshots the cluster (`cluster.strategy`, the same on every host).
     pub strategy: CutStrategy,
     /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
@@ -205,6 +212,13 @@ pub mod raw {
         pub failover: Option<bool>,
         /// Refuse writes to a partition left with fewer copies than this (default 1).
         pub min_copies: Option<usize>,
+        /// Catch returning hosts up and restore `replicas` copies (default false; `cluster init`
+        /// writes true).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub catch_up: Option<bool>,
+        /// How long a partition stays short of copies before it gets one on a busy host (60s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub replace_after: Option<String>,
         /// `consistent` (the default) or `blocking`.
         pub strategy: Option<String>,
         pub hop: Option<String>,
@@ -371,6 +385,13 @@ impl Checker<'_> {
             return Err(self.bad("cluster.min_copies", format!("{min_copies} is not in 1..={replicas} (the replicas)")));
         }
         let strategy = self.strategy(c.strategy.as_deref())?;
+        let catch_up = c.catch_up.unwrap_or(false);
+        if catch_up && !failover {
+            return Err(
+                self.bad("cluster.catch_up", "needs cluster.failover (a copy is replaced only through failover)")
+            );
+        }
+        let replace_after = self.duration("cluster.replace_after", c.replace_after.as_deref(), "60s")?;
         Ok(ClusterConfig {
             name: c.name,
             partitions,
@@ -379,6 +400,8 @@ impl Checker<'_> {
             real_time_safety,
             failover,
             min_copies,
+            catch_up,
+            replace_after,
             strategy,
             hop,
             hosts,

@@ -272,6 +272,8 @@ fn cluster_config(hosts: usize) -> ClusterConfig {
         real_time_safety: true,
         failover: true,
         min_copies: 1,
+        catch_up: false,
+        replace_after: Duration::from_secs(60),
         strategy: Default::default(),
         hop: Duration::from_millis(5),
         hosts,

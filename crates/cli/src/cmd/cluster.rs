@@ -224,6 +224,8 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             real_time_safety: Some(true),
             failover: None,
             min_copies: None,
+            catch_up: Some(true),
+            replace_after: None,
             strategy: Some(spec.strategy.to_string()),
             hop: None,
             hosts: hosts.to_vec(),

@@ -137,6 +137,14 @@ pub fn replicas(m: &Metadata) -> Option<usize> {
     m.get("config/replicas").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
 }
 
+/// The cluster setting `replace_after_ms`: how long a partition stays with fewer than `replicas`
+/// members before the root gives it a learner on a host that holds other partitions (a vnode
+/// that holds none — its host came back, or is new — is named at once). 60 s when unset.
+pub fn replace_after_us(m: &Metadata) -> u64 {
+    let ms: Option<u64> = m.get("config/replace_after_ms").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok());
+    ms.unwrap_or(60_000).saturating_mul(1000)
+}
+
 /// Whether the metadata records `vnode` down (`state/<vnode>` = `down`).
 pub fn vnode_down(m: &Metadata, vnode: &VnodeId) -> bool {
     m.get(&format!("state/{vnode}")) == Some(DOWN)

@@ -41,6 +41,8 @@ pub(super) struct Promotions {
     in_flight: Option<(u64, Vec<(PartitionId, ChainRecord)>)>,
     /// Hosts the metadata records dead, and since when (this root's clock).
     dead_since: std::collections::BTreeMap<String, u64>,
+    /// Partitions with fewer members than `replicas`, and since when (this root's clock).
+    short_since: std::collections::BTreeMap<usize, u64>,
 }
 
 impl AlterNode {
@@ -54,15 +56,22 @@ impl AlterNode {
         let gone = self.hosts_gone_for_good();
         let chains = cluster::placement_chains(&self.metadata);
         let mut spare = Spare::of(&self.metadata, &chains);
+        let (now, replace_after_us) = (self.now_us, cluster::replace_after_us(&self.metadata));
+        let short = &mut self.promotions.short_since;
+        short.retain(|p, _| spare.replicas.is_some_and(|r| chains.get(*p).is_some_and(|c| c.members().len() < r)));
         let next: Vec<(PartitionId, ChainRecord)> = chains
             .iter()
             .enumerate()
             .filter_map(|(p, old)| {
                 let dropped = next_chain(old, |h| gone.contains(h));
-                let next = spare.add_learners(dropped.as_ref().unwrap_or(old), p, dropped.is_some());
+                let chain = dropped.as_ref().unwrap_or(old);
+                let since = *short.entry(p).or_insert(now);
+                let any_host = now >= since.saturating_add(replace_after_us);
+                let next = spare.add_learners(chain, p, dropped.is_some(), any_host);
                 Some((PartitionId(p as u32), next.or(dropped)?))
             })
             .collect();
+        short.retain(|p, _| spare.replicas.is_some_and(|r| chains.get(*p).is_some_and(|c| c.members().len() < r)));
         if let Some((n, proposed)) = self.promotions.in_flight.clone() {
             if proposed == next {
                 return; // still the next chains: its outcome is awaited
@@ -140,6 +149,8 @@ struct Spare {
     replicas: Option<usize>,
     /// Invariant: only vnodes whose host is recorded alive and who are not recorded down.
     load: Vec<(VnodeId, usize)>,
+    /// How many partitions each of `load` was a member of before this round named any learner.
+    held_at_start: Vec<usize>,
 }
 
 impl Spare {
@@ -154,21 +165,31 @@ impl Spare {
                 let n = chains.iter().filter(|c| c.members().contains(&v)).count();
                 (v, n)
             })
-            .collect();
-        Spare { replicas, load }
+            .collect::<Vec<_>>();
+        let held_at_start = load.iter().map(|(_, n)| *n).collect();
+        Spare { replicas, load, held_at_start }
     }
 
     /// `chain` (the next epoch's when `raised`, else the one in force) with learners added until it
     /// has `replicas` members: each the least loaded live vnode on a host the chain does not use
-    /// (ties broken by a rotation on the partition, to spread them). `None` when none is added.
-    fn add_learners(&mut self, chain: &ChainRecord, partition: usize, raised: bool) -> Option<ChainRecord> {
+    /// (ties broken by a rotation on the partition, to spread them) — one that holds no partition
+    /// (its host came back, or is new) at once, any other only once `any_host` (the partition has
+    /// been short of members for `replace_after_ms`). `None` when none is added.
+    fn add_learners(
+        &mut self,
+        chain: &ChainRecord,
+        partition: usize,
+        raised: bool,
+        any_host: bool,
+    ) -> Option<ChainRecord> {
         let want = self.replicas?;
         let mut next = chain.clone();
         next.epoch = if raised { chain.epoch } else { chain.epoch + 1 };
         let n = self.load.len().max(1);
         while next.members().len() < want {
             let hosts: Vec<String> = next.members().iter().map(|v| v.host.clone()).collect();
-            let candidates = (0..self.load.len()).filter(|i| !hosts.contains(&self.load[*i].0.host));
+            let free = |i: &usize| any_host || self.held_at_start[*i] == 0;
+            let candidates = (0..self.load.len()).filter(|i| !hosts.contains(&self.load[*i].0.host)).filter(free);
             let Some(pick) = candidates.min_by_key(|i| (self.load[*i].1, (*i + n - partition % n) % n)) else {
                 break;
             };

@@ -180,9 +180,10 @@ fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, V
 
 /// What the restores of `cut` must show that the logs alone can tell: (a), (b)'s prefixes and (e).
 pub fn check_restores(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let holders = holders_at(c, cut);
     let mut out = atomic(c, facts, cut, restored);
-    out.extend(prefixes(c, facts, cut, restored));
-    out.extend(replicas_agree(c, cut, restored, &holders_at(c, cut)));
+    out.extend(prefixes(c, facts, cut, restored, &holders));
+    out.extend(replicas_agree(c, cut, restored, &holders));
     out
 }
 
@@ -255,7 +256,13 @@ fn atomic(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored])
 /// (`holds_from_start`): not one it rejoined as a learner at some time in the run — the versions
 /// its pages copied in are named by no record of its log — nor one it left by the end. Its
 /// restore of those is judged against the other copies' (`replicas_agree`).
-fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+fn prefixes(
+    c: &impl Cluster,
+    facts: &LogFacts,
+    cut: CutId,
+    restored: &[Restored],
+    holders: &[BTreeSet<u32>],
+) -> Vec<Violation> {
     let mut out = vec![];
     let p = c.placement();
     for (node, r) in restored.iter().enumerate() {
@@ -275,7 +282,8 @@ fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored
         }
         for tx in &r.included {
             let writes = facts.committed_writes.get(tx).into_iter().flatten();
-            for wr in writes.filter(|wr| facts.committed_on(node, tx, &wr.key)) {
+            let held_at_cut = |k: &Key| holders[node].contains(&p.partition_of(k).0);
+            for wr in writes.filter(|wr| facts.committed_on(node, tx, &wr.key) && held_at_cut(&wr.key)) {
                 let restored_version = r.store.get(&wr.key).version;
                 if wr.version > restored_version {
                     out.push(v(format!(
