@@ -138,3 +138,72 @@ fn a_snapshot_after_the_return_restores(cluster: &Cluster, expected: &[i64]) {
     let balances: Vec<i64> = redis::cmd("MGET").arg(&accounts).query(&mut restored.redis("node1")).expect("MGET");
     assert_eq!(balances, expected, "the restored balances");
 }
+
+/// Keys loaded before the measured catch-up, and their values' size.
+const LOADED_KEYS: usize = 200_000;
+const VALUE_BYTES: usize = 200;
+
+/// Loads `LOADED_KEYS` keys of `VALUE_BYTES` through `host`, 1 000 per `MSET`.
+fn load(cluster: &Cluster, host: &str) {
+    let mut con = cluster.redis(host);
+    let value = vec![b'v'; VALUE_BYTES];
+    for chunk in (0..LOADED_KEYS).collect::<Vec<_>>().chunks(1_000) {
+        let mut mset = redis::cmd("MSET");
+        for i in chunk {
+            mset.arg(format!("load:{i:08}")).arg(&value);
+        }
+        let done: redis::RedisResult<()> = mset.query(&mut con);
+        done.expect("MSET of the load");
+    }
+}
+
+/// The catch-up's throughput, for docs/BENCHMARKS.md: 200 000 keys of 200 bytes (≈41 MB of keys
+/// and values) on 3 hosts, fsync never; node3 killed, dropped, restarted; the time from the
+/// restart until every partition has 2 agreeing copies, the entries node3 installed, and the bank
+/// transfers per second through node1 and node2 before the kill, while node3 was down and while
+/// it caught up. A benchmark, not a check: `cargo test -p waymark --test host_returns --
+/// --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn catch_up_throughput_and_the_dip_it_causes() {
+    let mut cluster = Cluster::start(&Spec::new(3, 2).fsync_never());
+    bank::set_initial_balances(&cluster).await;
+    load(&cluster, "node1");
+    let urls: Vec<String> = cluster.hosts.iter().filter(|h| h.name != VICTIM).map(|h| h.redis_url()).collect();
+    let start = Instant::now();
+    let until = start + Duration::from_secs(30);
+    let clients: Vec<_> = (0..CLIENTS).map(|id| tokio::spawn(bank::client(id, urls.clone(), start, until))).collect();
+    tokio::time::sleep_until(start + KILL_AT).await;
+    cluster.kill(VICTIM);
+    poll("the failover drops node3", DROPPED_WITHIN, || dropped_everywhere(&cluster));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let restarted = start.elapsed();
+    cluster.spawn(VICTIM);
+    cluster.wait_serving(VICTIM);
+    poll("every partition held by 2 copies that agree", Duration::from_secs(80), || {
+        replicas_agree(&cluster.store_vnodes()?, 2)
+    });
+    let caught_up = start.elapsed();
+    let stores = cluster.store_vnodes().expect("/status");
+    let victim = stores.iter().find(|v| v["id"] == format!("store0@{VICTIM}")).expect("node3's vnode");
+    let entries = victim["copied_entries"].as_u64().unwrap_or(0);
+    let mut transfers = vec![];
+    for c in clients {
+        let issued = tokio::time::timeout(until - Instant::now() + 2 * RESPONSE_TIMEOUT, c).await;
+        transfers.extend(issued.expect("a client ran past its time").expect("a client panicked"));
+    }
+    let took = (caught_up - restarted).as_secs_f64();
+    let bytes = entries as f64 * (13 + VALUE_BYTES) as f64;
+    println!(
+        "catch-up: {entries} entries (≈{:.1} MB) in {took:.2} s from the restart = {:.1} MB/s",
+        bytes / 1e6,
+        bytes / 1e6 / took
+    );
+    let rate = |from: Duration, to: Duration| bank::counts(&transfers, from, to).0 as f64 / (to - from).as_secs_f64();
+    println!(
+        "transfers/s: before {:.0}, node3 down {:.0}, catching up {:.0}",
+        rate(Duration::ZERO, KILL_AT),
+        rate(KILL_AT + Duration::from_secs(2), restarted),
+        rate(restarted, caught_up)
+    );
+}

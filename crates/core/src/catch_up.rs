@@ -80,6 +80,9 @@ struct Learning {
     done: bool,
     /// When the page (or the proposal, once done) was last asked for.
     asked_at_us: u64,
+    /// The next page is asked for at this time, not before: the copy rate's pace, or a primary
+    /// that answered `NotNow`.
+    paced_until_us: Option<u64>,
 }
 
 /// A store vnode's catch-up state, as a learner and as a primary that serves pages.
@@ -122,6 +125,12 @@ impl Vnode {
         self.catch_up.learning.iter().map(|(p, l)| (*p, l.done)).collect()
     }
 
+    /// Pages this vnode served to learners as a primary, and entries it installed from pages as
+    /// a learner, since it started (for metrics).
+    pub fn copy_counts(&self) -> (u64, u64) {
+        (self.catch_up.pages_served, self.catch_up.entries_installed)
+    }
+
     /// After the placement in use changed or was confirmed: start, go on with, or forget the
     /// copy of every partition this vnode is a learner of.
     pub(crate) fn catch_up_follow(&mut self) {
@@ -138,7 +147,7 @@ impl Vnode {
             }
             if !self.catch_up.learning.contains_key(&p) {
                 let done = self.cfg.breaks.switch_before_copied;
-                let learning = Learning { since, after: None, done, asked_at_us: self.now_us };
+                let learning = Learning { since, after: None, done, asked_at_us: self.now_us, paced_until_us: None };
                 self.catch_up.learning.insert(p, learning);
                 self.catch_up_next(p);
             } else if self.catch_up.learning[&p].done {
@@ -174,6 +183,7 @@ impl Vnode {
     fn catch_up_next(&mut self, p: PartitionId) {
         let Some(l) = self.catch_up.learning.get_mut(&p) else { return };
         l.asked_at_us = self.now_us;
+        l.paced_until_us = None;
         if l.done {
             return self.propose_copy(p);
         }
@@ -206,8 +216,11 @@ impl Vnode {
     pub(crate) fn catch_up_timer(&mut self, p: PartitionId) {
         let retry = retry_us(self);
         let Some(l) = self.catch_up.learning.get(&p) else { return };
-        let wait = if l.done { retry * 20 } else { retry };
-        if self.now_us >= l.asked_at_us + wait {
+        let due = match l.paced_until_us {
+            Some(at) => self.now_us >= at,
+            None => self.now_us >= l.asked_at_us + if l.done { retry * 20 } else { retry },
+        };
+        if due {
             self.catch_up_next(p);
         }
     }
@@ -219,8 +232,11 @@ impl Vnode {
                 self.install_page(partition, since, after, entries, next)
             }
             CopyMsg::NotNow { partition, since } => {
-                if self.catch_up.learning.get(&partition).is_some_and(|l| l.since == since && !l.done) {
-                    self.set_timer(Timer::CatchUp(partition), retry_us(self));
+                let retry = retry_us(self);
+                let now = self.now_us;
+                if let Some(l) = self.catch_up.learning.get_mut(&partition).filter(|l| l.since == since && !l.done) {
+                    l.paced_until_us = Some(now + retry);
+                    self.set_timer(Timer::CatchUp(partition), retry);
                 }
             }
         }
@@ -294,12 +310,30 @@ impl Vnode {
             self.out.append(Record::Copied { partition: p, writes: entries.clone() });
             self.apply_committed(&entries, None);
         }
+        let pace_us = self.copy_pace_us(&entries);
+        let now = self.now_us;
         let l = self.catch_up.learning.get_mut(&p).expect("checked above");
         match next {
             Some(key) => l.after = Some(key),
             None => l.done = true,
         }
-        self.catch_up_next(p);
+        if pace_us == 0 || l.done {
+            return self.catch_up_next(p);
+        }
+        l.paced_until_us = Some(now + pace_us);
+        self.set_timer(Timer::CatchUp(p), pace_us);
+    }
+
+    /// How long a page of `entries` keeps the next one of its partition waiting under the cluster
+    /// setting `copy_bytes_per_s` (0 when unset): a learner copies at most that fast in all, its
+    /// partitions copying side by side each at that rate over their number.
+    fn copy_pace_us(&self, entries: &[ResolvedWrite]) -> u64 {
+        let Some(rate) = self.tree.as_ref().and_then(|t| cluster::copy_bytes_per_s(t.alter.metadata())) else {
+            return 0;
+        };
+        let copying = self.catch_up.learning.values().filter(|l| !l.done).count().max(1) as u64;
+        let bytes: u64 = entries.iter().map(|w| (w.key.len() + w.value.as_ref().map_or(0, Vec::len)) as u64).sum();
+        bytes.saturating_mul(1_000_000).saturating_mul(copying) / rate
     }
 
     fn send_copy(&mut self, to: &VnodeId, msg: CopyMsg) {

@@ -81,6 +81,9 @@ pub struct ClusterConfig {
     /// How long a partition stays short of copies before one is made on a host that holds others
     /// (`cluster.replace_after`, default 60s).
     pub replace_after: Duration,
+    /// How fast a store vnode catching up copies partitions, in bytes of keys and values per
+    /// second (`cluster.copy_bytes_per_s`, default 64 MiB/s).
+    pub copy_bytes_per_s: u64,
     /// How a cut snapshots the cluster (`cluster.strategy`, the same on every host).
     pub strategy: CutStrategy,
     /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
@@ -219,6 +222,9 @@ pub mod raw {
         /// How long a partition stays short of copies before it gets one on a busy host (60s).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub replace_after: Option<String>,
+        /// How fast a host catching up copies, bytes per second (64 MiB/s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub copy_bytes_per_s: Option<u64>,
         /// `consistent` (the default) or `blocking`.
         pub strategy: Option<String>,
         pub hop: Option<String>,
@@ -392,6 +398,10 @@ impl Checker<'_> {
             );
         }
         let replace_after = self.duration("cluster.replace_after", c.replace_after.as_deref(), "60s")?;
+        let copy_bytes_per_s = c.copy_bytes_per_s.unwrap_or(64 << 20);
+        if copy_bytes_per_s < 64 << 10 {
+            return Err(self.bad("cluster.copy_bytes_per_s", format!("{copy_bytes_per_s} is below 65536 (64 KiB/s)")));
+        }
         Ok(ClusterConfig {
             name: c.name,
             partitions,
@@ -402,6 +412,7 @@ impl Checker<'_> {
             min_copies,
             catch_up,
             replace_after,
+            copy_bytes_per_s,
             strategy,
             hop,
             hosts,

@@ -46,6 +46,12 @@ pub struct VnodeStatus {
     /// until it is a copy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub learning: Vec<u32>,
+    /// Pages of partitions this vnode sent to learners as their primary, and entries it installed
+    /// from pages as a learner, since it started.
+    #[serde(default)]
+    pub copy_pages_served: u64,
+    #[serde(default)]
+    pub copied_entries: u64,
     pub checkpoints: u64,
 }
 
@@ -97,6 +103,7 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     s.epochs = held.iter().map(|p| (*p, placement.epoch(PartitionId(*p)))).collect();
     let chain = |p: u32| placement.copies(PartitionId(p)).iter().map(|v| v.to_string()).collect();
     s.learning = v.learning().into_iter().map(|(p, _)| p.0).collect();
+    (s.copy_pages_served, s.copied_entries) = v.copy_counts();
     s.chains = held.iter().map(|p| (*p, chain(*p))).collect();
     s.partitions = held.iter().map(|p| (*p, tallies.partition(*p).digest_text())).collect();
     s
@@ -128,6 +135,8 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         epochs: BTreeMap::new(),
         chains: BTreeMap::new(),
         learning: vec![],
+        copy_pages_served: 0,
+        copied_entries: 0,
         checkpoints: 0,
     }
 }

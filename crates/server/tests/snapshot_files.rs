@@ -274,6 +274,7 @@ fn cluster_config(hosts: usize) -> ClusterConfig {
         min_copies: 1,
         catch_up: false,
         replace_after: Duration::from_secs(60),
+        copy_bytes_per_s: 64 << 20,
         strategy: Default::default(),
         hop: Duration::from_millis(5),
         hosts,

@@ -226,6 +226,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             min_copies: None,
             catch_up: Some(true),
             replace_after: None,
+            copy_bytes_per_s: None,
             strategy: Some(spec.strategy.to_string()),
             hop: None,
             hosts: hosts.to_vec(),

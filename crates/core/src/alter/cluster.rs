@@ -145,6 +145,12 @@ pub fn replace_after_us(m: &Metadata) -> u64 {
     ms.unwrap_or(60_000).saturating_mul(1000)
 }
 
+/// The cluster setting `copy_bytes_per_s`: how fast a learner copies a partition (keys and
+/// values), `None` when unset (as fast as pages come).
+pub fn copy_bytes_per_s(m: &Metadata) -> Option<u64> {
+    m.get("config/copy_bytes_per_s").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok()).filter(|r| *r > 0)
+}
+
 /// Whether the metadata records `vnode` down (`state/<vnode>` = `down`).
 pub fn vnode_down(m: &Metadata, vnode: &VnodeId) -> bool {
     m.get(&format!("state/{vnode}")) == Some(DOWN)
