@@ -83,6 +83,8 @@ struct Learning {
     /// The next page is asked for at this time, not before: the copy rate's pace, or a primary
     /// that answered `NotNow`.
     paced_until_us: Option<u64>,
+    /// When the last page came in (once `done`).
+    done_at_us: u64,
 }
 
 /// A store vnode's catch-up state, as a learner and as a primary that serves pages.
@@ -96,6 +98,8 @@ pub(crate) struct CatchUp {
     pub(crate) resets: BTreeMap<u32, u64>,
     /// Proposals made as a learner, numbered from the incarnation up.
     proposals: u64,
+    /// When this vnode last proposed copies.
+    proposed_at_us: Option<u64>,
     /// Pages served and entries installed, for the host's metrics.
     pub(crate) pages_served: u64,
     pub(crate) entries_installed: u64,
@@ -108,6 +112,7 @@ impl Default for CatchUp {
             learning: BTreeMap::new(),
             resets: BTreeMap::new(),
             proposals: 0,
+            proposed_at_us: None,
             pages_served: 0,
             entries_installed: 0,
         }
@@ -147,13 +152,15 @@ impl Vnode {
             }
             if !self.catch_up.learning.contains_key(&p) {
                 let done = self.cfg.breaks.switch_before_copied;
-                let learning = Learning { since, after: None, done, asked_at_us: self.now_us, paced_until_us: None };
+                let now = self.now_us;
+                let learning =
+                    Learning { since, after: None, done, asked_at_us: now, paced_until_us: None, done_at_us: now };
                 self.catch_up.learning.insert(p, learning);
                 self.catch_up_next(p);
-            } else if self.catch_up.learning[&p].done {
-                self.propose_copy(p); // the chain changed under the proposal: propose on the new one
             }
         }
+        // The chains changed under a proposal in flight (or it was applied): propose on the new ones.
+        self.propose_copies(true);
     }
 
     /// Drops this vnode's copy of `p` (store and prepared writes), durably: it joins `p` anew.
@@ -185,7 +192,7 @@ impl Vnode {
         l.asked_at_us = self.now_us;
         l.paced_until_us = None;
         if l.done {
-            return self.propose_copy(p);
+            return self.propose_copies(false);
         }
         let ask = CopyMsg::Ask { partition: p, since: l.since, after: l.after.clone() };
         let primary = self.cfg.placement.primary(p).clone();
@@ -193,32 +200,55 @@ impl Vnode {
         self.set_timer(Timer::CatchUp(p), retry_us(self));
     }
 
-    /// Proposes the chain with this vnode moved from the learners to the copies.
+    /// Proposes, in one alteration, the chains of every partition this vnode has finished copying
+    /// with it moved from the learners to the copies. While others are still copying it waits a
+    /// little for them (a returning vnode learns its partitions together), so that one epoch
+    /// change switches them all: each change of placement fails a cut running across it, and
+    /// one alteration per partition kept every cut after a heal failing (`--tree --failover
+    /// --catch-up --workload append --vnodes 12 --fanout 2` seed 322, liveness). Not again within
+    /// `20 × retry` unless `forced` (the chains changed).
     ///
-    /// Invariant: only once its copy is done (the primary's last page logged here, and the
+    /// Invariant: only partitions whose copy is done (the primary's last page logged here, and the
     /// proposal held by the outbox until that record is durable).
-    fn propose_copy(&mut self, p: PartitionId) {
-        let me = self.cfg.id.clone();
-        assert!(self.catch_up.learning.get(&p).is_some_and(|l| l.done), "{me} proposes a copy it has not made");
-        let old = self.cfg.placement.record(p);
-        let learners: Vec<Learner> = old.learners.iter().filter(|l| l.vnode != me).cloned().collect();
-        let mut chain = old.chain.clone();
-        chain.push(me);
-        let next = ChainRecord { epoch: old.epoch + 1, chain, learners };
+    fn propose_copies(&mut self, forced: bool) {
+        let (retry, now, me) = (retry_us(self), self.now_us, self.cfg.id.clone());
+        let done: Vec<PartitionId> = self.catch_up.learning.iter().filter(|(_, l)| l.done).map(|(p, _)| *p).collect();
+        let Some(first) = done.first().copied() else { return };
+        if !forced && self.catch_up.proposed_at_us.is_some_and(|t| now < t + retry * 20) {
+            return;
+        }
+        let first_done_us = done.iter().map(|p| self.catch_up.learning[p].done_at_us).min().unwrap_or(now);
+        let gather_until_us = first_done_us + retry * 5;
+        if self.catch_up.learning.values().any(|l| !l.done) && now < gather_until_us {
+            return self.set_timer(Timer::CatchUp(first), gather_until_us - now);
+        }
+        let next = |p: PartitionId| {
+            let old = self.cfg.placement.record(p);
+            let learners: Vec<Learner> = old.learners.iter().filter(|l| l.vnode != me).cloned().collect();
+            let mut chain = old.chain.clone();
+            chain.push(me.clone());
+            (p, ChainRecord { epoch: old.epoch + 1, chain, learners })
+        };
+        let chains: Vec<(PartitionId, ChainRecord)> = done.iter().map(|p| next(*p)).collect();
+        assert!(done.iter().all(|p| self.catch_up.learning[p].done), "{me} proposes a copy it has not made");
         self.catch_up.proposals += 1;
+        self.catch_up.proposed_at_us = Some(now);
         let n = (u64::from(self.incarnation) + 1) << 32 | (self.catch_up.proposals & 0xffff_ffff);
-        let record: AlterRecord = cluster::chain_record(p, &next);
+        let record: AlterRecord = cluster::chains_record(&chains);
         self.alter_input(AlterInput::Propose { n, record });
-        self.set_timer(Timer::CatchUp(p), retry_us(self) * 20);
+        self.set_timer(Timer::CatchUp(first), retry * 20);
     }
 
     /// A learner's timer: ask again for a page that did not come, or propose again.
     pub(crate) fn catch_up_timer(&mut self, p: PartitionId) {
         let retry = retry_us(self);
         let Some(l) = self.catch_up.learning.get(&p) else { return };
+        if l.done {
+            return self.propose_copies(false);
+        }
         let due = match l.paced_until_us {
             Some(at) => self.now_us >= at,
-            None => self.now_us >= l.asked_at_us + if l.done { retry * 20 } else { retry },
+            None => self.now_us >= l.asked_at_us + retry,
         };
         if due {
             self.catch_up_next(p);
@@ -315,7 +345,7 @@ impl Vnode {
         let l = self.catch_up.learning.get_mut(&p).expect("checked above");
         match next {
             Some(key) => l.after = Some(key),
-            None => l.done = true,
+            None => (l.done, l.done_at_us) = (true, now),
         }
         if pace_us == 0 || l.done {
             return self.catch_up_next(p);

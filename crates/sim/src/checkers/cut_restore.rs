@@ -192,14 +192,24 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
         Ok(r) => r,
         Err(violation) => return vec![violation],
     };
+    let holders = holders_at(w, cut);
     for (n, r) in restored.iter_mut().enumerate() {
-        // A transaction counts as included where it committed a write of a partition held
-        // (`held`, `LogFacts::gather`): not where only a stale copy committed it.
-        r.included.retain(|tx| facts.committed[n].contains_key(tx));
+        // A transaction counts as included where it committed a write of a partition held — as
+        // the facts count it (`LogFacts::gather`: not where only a stale copy committed it) and
+        // at the cut (`holders_at`: not where a learner took it).
+        // A commit that wrote nothing here includes only a transaction that wrote nowhere: a
+        // read-only branch's, or one whose writes a learner's reset stripped, says nothing of the
+        // writes the transaction made elsewhere.
+        let p = &w.placement;
+        let writes_nowhere = |tx: &TxId| facts.writes.get(tx).is_none_or(|ws| ws.is_empty());
+        let held = |tx: &TxId, keys: &BTreeSet<Key>| match keys.is_empty() {
+            true => writes_nowhere(tx),
+            false => keys.iter().any(|k| holders[n].contains(&p.partition_of(k).0)),
+        };
+        r.included.retain(|tx| facts.committed[n].get(tx).is_some_and(|keys| held(tx, keys)));
         included_by_version(w, facts, n, r);
     }
     let mut out = check_restores(w, facts, cut, &restored);
-    let holders = holders_at(w, cut);
     out.extend(reads_closed(w, facts, cut, &restored, &holders));
     out.extend(bank_total(w, facts, cut, &restored, &holders));
     let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();

@@ -256,6 +256,8 @@ impl LogFacts {
             };
             let mut committed: BTreeMap<TxId, BTreeSet<Key>> = BTreeMap::new();
             let mut prepared: BTreeMap<Branch, Vec<ResolvedWrite>> = BTreeMap::new();
+            // Branches whose every write a reset stripped: their commits write nothing here.
+            let mut stripped: BTreeSet<Branch> = BTreeSet::new();
             for (at, r) in c.log(node).iter().enumerate() {
                 let holds = |w: &&ResolvedWrite| match r {
                     Record::TxCommitted { branch, .. } => counts(at, &branch.tx, w),
@@ -267,12 +269,24 @@ impl LogFacts {
                         prepared.insert(p.branch(), p.writes.clone());
                     }
                     Record::TxRolledBack { branch: Some(b), .. } => drop(prepared.remove(b)),
+                    // As the vnode does: a learner's reset strips the partition's writes from the
+                    // branches it holds prepared (`catch_up`), so their commits do not write it.
+                    Record::PartitionReset { partition, partitions, .. } => {
+                        let of = |k: &Key| waymark_core::placement::partition_of(k, *partitions) == *partition;
+                        for (branch, writes) in prepared.iter_mut() {
+                            let had = !writes.is_empty();
+                            writes.retain(|w| !of(&w.key));
+                            if had && writes.is_empty() {
+                                stripped.insert(branch.clone());
+                            }
+                        }
+                    }
                     Record::TxCommitted { branch, writes, .. } => {
                         f.note_writes(&branch.tx, writes);
                         let was_prepared = prepared.remove(branch).unwrap_or_default();
                         let done = if writes.is_empty() { was_prepared } else { writes.clone() };
                         let all_stale = !done.is_empty() && !done.iter().any(|w| holds(&w));
-                        if all_stale {
+                        if all_stale || done.is_empty() && stripped.remove(branch) {
                             continue;
                         }
                         let done: Vec<ResolvedWrite> = done.iter().filter(holds).cloned().collect();
