@@ -222,6 +222,11 @@ impl Vnode {
         if self.catch_up.learning.values().any(|l| !l.done) && now < gather_until_us {
             return self.set_timer(Timer::CatchUp(first), gather_until_us - now);
         }
+        // Not across a running cut, which the switch would fail — unless waiting long already.
+        let cut_running = self.tree.as_ref().is_some_and(|t| cluster::cut_running(t.alter.metadata()));
+        if cut_running && now < first_done_us + retry * 100 {
+            return self.set_timer(Timer::CatchUp(first), retry);
+        }
         let next = |p: PartitionId| {
             let old = self.cfg.placement.record(p);
             let learners: Vec<Learner> = old.learners.iter().filter(|l| l.vnode != me).cloned().collect();

@@ -151,6 +151,12 @@ pub fn copy_bytes_per_s(m: &Metadata) -> Option<u64> {
     m.get("config/copy_bytes_per_s").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok()).filter(|r| *r > 0)
 }
 
+/// Whether a cut process is between its START and its END (`cut/<id>` in a phase before END): a
+/// change of placement now would fail it (`cut_view`), so catch-up waits a while for its end.
+pub fn cut_running(m: &Metadata) -> bool {
+    m.records().any(|(k, v)| k.starts_with("cut/") && !v.starts_with(b"END"))
+}
+
 /// Whether the metadata records `vnode` down (`state/<vnode>` = `down`).
 pub fn vnode_down(m: &Metadata, vnode: &VnodeId) -> bool {
     m.get(&format!("state/{vnode}")) == Some(DOWN)

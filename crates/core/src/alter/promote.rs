@@ -57,6 +57,7 @@ impl AlterNode {
         let chains = cluster::placement_chains(&self.metadata);
         let mut spare = Spare::of(&self.metadata, &chains);
         let (now, replace_after_us) = (self.now_us, cluster::replace_after_us(&self.metadata));
+        let (cut_running, cut_wait_us) = (cluster::cut_running(&self.metadata), self.cfg.heartbeat_timeout_us * 10);
         let short = &mut self.promotions.short_since;
         short.retain(|p, _| spare.replicas.is_some_and(|r| chains.get(*p).is_some_and(|c| c.members().len() < r)));
         let next: Vec<(PartitionId, ChainRecord)> = chains
@@ -67,7 +68,12 @@ impl AlterNode {
                 let chain = dropped.as_ref().unwrap_or(old);
                 let since = *short.entry(p).or_insert(now);
                 let any_host = now >= since.saturating_add(replace_after_us);
-                let next = spare.add_learners(chain, p, dropped.is_some(), any_host);
+                // Not across a running cut (it would fail it), unless short for long already.
+                let waited = now >= since.saturating_add(cut_wait_us);
+                let next = match cut_running && !waited {
+                    true => None,
+                    false => spare.add_learners(chain, p, dropped.is_some(), any_host),
+                };
                 Some((PartitionId(p as u32), next.or(dropped)?))
             })
             .collect();

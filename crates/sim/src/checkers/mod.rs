@@ -230,6 +230,14 @@ impl LogFacts {
         let acknowledged = c.acknowledged();
         let rejoined: Vec<BTreeSet<u32>> = (0..c.vnodes()).map(|n| self::rejoined(c.log(n))).collect();
         let placement = c.placement();
+        // Transactions some vnode rolled back: a commit of one of those elsewhere may be stale.
+        let rolled_back: BTreeSet<&TxId> = (0..c.vnodes())
+            .flat_map(|n| c.log(n))
+            .filter_map(|r| match r {
+                Record::TxRolledBack { tx, .. } => Some(tx),
+                _ => None,
+            })
+            .collect();
         let orphaned: BTreeSet<u32> = (0..placement.partitions())
             .filter(|q| (0..c.vnodes()).all(|n| !holds_from_start(c, &rejoined[n], n, PartitionId(*q))))
             .collect();
@@ -244,14 +252,17 @@ impl LogFacts {
             // end counts from its last `PartitionReset` of it (it has been a member since). And a
             // partition no copy at the end has held since the start (its copies were replaced
             // one by one) counts, on any vnode, the commits of transactions a client was told
-            // committed: those committed everywhere with the same writes — no stale commit.
+            // committed, or that no vnode rolled back: those committed everywhere with the same
+            // writes — no stale commit (a stale one was rolled back or presumed aborted by the
+            // replica that took over, which logs it).
             let p = c.placement();
             let last_reset = last_resets(c.log(node));
             let copy_at_end = |q: PartitionId| p.copies(q).contains(c.id(node));
             let counts = |at: usize, tx: &TxId, w: &ResolvedWrite| {
                 let q = p.partition_of(&w.key);
                 let member_since_reset = last_reset.get(&q.0).is_some_and(|reset| at > *reset && copy_at_end(q));
-                let known_committed = orphaned.contains(&q.0) && acknowledged.contains(tx);
+                let known_committed =
+                    orphaned.contains(&q.0) && (acknowledged.contains(tx) || !rolled_back.contains(tx));
                 holds_from_start(c, node_rejoined, node, q) || member_since_reset || known_committed
             };
             let mut committed: BTreeMap<TxId, BTreeSet<Key>> = BTreeMap::new();
