@@ -386,11 +386,16 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         if epochs.is_empty() && !req.from.contains_key(&id.to_string()) {
             continue; // it holds no partition (its host came back after they moved): nothing to restore
         }
-        let from = match req.from.is_empty() {
-            true => None,
-            false => {
-                let from = req.from.get(&id.to_string());
-                Some(*from.ok_or_else(|| HostExportError::NotInPrevious { vnode: id.clone() })?)
+        let from = match (req.from.is_empty(), req.from.get(&id.to_string())) {
+            (true, _) => None,
+            (false, Some(from)) => Some(*from),
+            // Not in the previous snapshot (its host was down then) but holding partitions now:
+            // it came back and caught up (issue 33). The increment leaves it out — it has no base
+            // to continue — and covers its partitions by the copies that were there; `create`
+            // refuses the increment if one has no such copy. The next full snapshot takes it.
+            (false, None) => {
+                tracing::info!(vnode = %id, "left out of an increment: not in the previous snapshot (caught up since)");
+                continue;
             }
         };
         let dest = dir.join(id.to_string());
