@@ -181,7 +181,7 @@ fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, V
 /// What the restores of `cut` must show that the logs alone can tell: (a), (b)'s prefixes and (e).
 pub fn check_restores(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
     let holders = holders_at(c, cut);
-    let mut out = atomic(c, facts, cut, restored);
+    let mut out = atomic(c, facts, cut, restored, &holders);
     out.extend(prefixes(c, facts, cut, restored, &holders));
     out.extend(replicas_agree(c, cut, restored, &holders));
     out
@@ -241,11 +241,23 @@ fn included_by_version(w: &World, facts: &LogFacts, node: usize, r: &mut Restore
 }
 
 /// (a) Every replica a transaction wrote includes it, or none does.
-fn atomic(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+///
+/// Among the vnodes that held, at the cut, a partition the transaction wrote (`holders_at`): one
+/// dropped by then (its host recorded dead, back by the end) restores nothing of it.
+fn atomic(
+    c: &impl Cluster,
+    facts: &LogFacts,
+    cut: CutId,
+    restored: &[Restored],
+    at_cut: &[BTreeSet<u32>],
+) -> Vec<Violation> {
     let all: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
+    let p = c.placement();
     let mut out = vec![];
     for tx in all {
-        let holders = facts.replicas_of(c, tx);
+        let copies = facts.copies_of(c, tx);
+        let holders: BTreeSet<usize> =
+            copies.iter().filter(|(n, k)| at_cut[*n].contains(&p.partition_of(k).0)).map(|(n, _)| *n).collect();
         let missing: Vec<usize> = holders.iter().copied().filter(|n| !restored[*n].included.contains(tx)).collect();
         if !missing.is_empty() {
             let with: Vec<usize> = holders.iter().copied().filter(|n| restored[*n].included.contains(tx)).collect();
