@@ -152,6 +152,7 @@ fn start_front_ends(host: &Host, listeners: Listeners, peers: Vec<Peer>) {
         router: host.shared.router.clone(),
         stats: host.shared.links.clone(),
         shutdown: host.stop.clone(),
+        tls: host.shared.tls.as_ref().map(peer::PeerTls::new),
     };
     peer::start(ctx, listeners.peer, peers);
     resp::server::start(host.shared.clone(), listeners.redis, host.stop.clone());
