@@ -127,6 +127,16 @@ fn a_fresh_cluster_serves_only_tls_with_a_password_on_every_port() {
     // A snapshot is a cut and every host's export, each asked by the root's host over HTTPS.
     let created = run_waymark(&dir_args(&["snapshot", "create", "s1"], &cluster), Duration::from_secs(60));
     assert!(created.status.success(), "snapshot create: {}", String::from_utf8_lossy(&created.stderr));
+    // Restored, it makes a new cluster as secure as `cluster init`'s, with a CA of its own.
+    let to = temp_dir();
+    let mut restore = dir_args(&["snapshot", "restore", "s1", "--to"], &cluster);
+    restore.insert(4, to.path().display().to_string());
+    let restored = run_waymark(&restore, Duration::from_secs(60));
+    assert!(restored.status.success(), "snapshot restore: {}", String::from_utf8_lossy(&restored.stderr));
+    let restored = Cluster::open(to);
+    for h in &restored.hosts {
+        assert!(h.cfg.tls.is_some() && h.cfg.password.is_some() && !h.cfg.insecure, "{} of the restored cluster", h.name);
+    }
 
     peer_port_refuses_plaintext_and_strangers(&cluster);
 
