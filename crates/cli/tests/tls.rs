@@ -62,7 +62,7 @@ fn tls_auth_ping(addr: SocketAddr, ca: &std::path::Path, password: &str) -> Stri
     let mut tls = rustls::StreamOwned::new(conn, tcp);
     let auth = format!("*2\r\n$4\r\nAUTH\r\n${}\r\n{password}\r\n*1\r\n$4\r\nPING\r\n", password.len());
     tls.write_all(auth.as_bytes()).expect("write over TLS");
-    let mut heard = vec![0; 64];
+    let mut heard = [0; 64];
     let mut got = 0;
     while got < heard.len() && !String::from_utf8_lossy(&heard[..got]).contains("PONG") {
         match tls.read(&mut heard[got..]) {
@@ -135,7 +135,11 @@ fn a_fresh_cluster_serves_only_tls_with_a_password_on_every_port() {
     assert!(restored.status.success(), "snapshot restore: {}", String::from_utf8_lossy(&restored.stderr));
     let restored = Cluster::open(to);
     for h in &restored.hosts {
-        assert!(h.cfg.tls.is_some() && h.cfg.password.is_some() && !h.cfg.insecure, "{} of the restored cluster", h.name);
+        assert!(
+            h.cfg.tls.is_some() && h.cfg.password.is_some() && !h.cfg.insecure,
+            "{} of the restored cluster",
+            h.name
+        );
     }
 
     peer_port_refuses_plaintext_and_strangers(&cluster);
@@ -148,7 +152,8 @@ fn a_fresh_cluster_serves_only_tls_with_a_password_on_every_port() {
 /// dialer that trusts the CA but shows no certificate of its own.
 fn peer_port_refuses_plaintext_and_strangers(cluster: &Cluster) {
     let node2 = cluster.host("node2");
-    let me = Identity { cluster: node2.cfg.cluster.name.clone(), host: "node1".into(), secret: node2.cfg.secret.clone() };
+    let me =
+        Identity { cluster: node2.cfg.cluster.name.clone(), host: "node1".into(), secret: node2.cfg.secret.clone() };
     let addr = node2.peer_addr();
     let ca = cluster.dir().join("ca.pem");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

@@ -33,12 +33,19 @@ pub enum ConfigError {
     )]
     OpenSecret { file: PathBuf, field: String, path: PathBuf, mode: u32 },
     #[error(
-        "config file {file}: host `{host}` would listen on {addr} ({what}), which is not a loopback \
+        "config file {file}: host `{host}` would listen on {port}, which is not a loopback \
          address, without {missing}: anyone who reaches it could {risk}. Give the host `[tls]` and \
          `node.password_file` (`waymark cluster init` writes both), or set `node.insecure = true` \
          to serve in plaintext on purpose"
     )]
-    Protected { file: PathBuf, host: String, addr: SocketAddr, what: &'static str, missing: &'static str, risk: &'static str },
+    Protected {
+        file: PathBuf,
+        host: String,
+        /// The address and what listens there, e.g. `0.0.0.0:7000 (redis clients)`.
+        port: String,
+        missing: &'static str,
+        risk: &'static str,
+    },
 }
 
 /// The files of a host's TLS (`[tls]`), resolved against the config's directory.
@@ -405,16 +412,13 @@ impl Checker<'_> {
         ];
         // Without a password only the Redis port is open to anyone; without TLS, all three are
         // read on the wire.
-        let exposed = ports.iter().find(|(addr, what, _)| !addr.ip().is_loopback() && (!tls || *what == "redis clients"));
+        let exposed =
+            ports.iter().find(|(addr, what, _)| !addr.ip().is_loopback() && (!tls || *what == "redis clients"));
         match exposed {
-            Some(&(addr, what, risk)) => Err(ConfigError::Protected {
-                file: self.file.into(),
-                host: me.into(),
-                addr,
-                what,
-                missing,
-                risk,
-            }),
+            Some(&(addr, what, risk)) => {
+                let port = format!("{addr} ({what})");
+                Err(ConfigError::Protected { file: self.file.into(), host: me.into(), port, missing, risk })
+            }
             None => Ok(()),
         }
     }

@@ -47,7 +47,8 @@ pub fn write(dir: &Path, cluster: &str, hosts: &[raw::Host]) -> Result<()> {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth, ExtendedKeyUsagePurpose::ClientAuth];
         params.not_before = date_time_ymd(year, 1, 1);
         params.not_after = date_time_ymd(year + VALID_YEARS, 1, 1);
-        let cert = params.signed_by(&key, &ca_cert, &ca_key).with_context(|| format!("signing {}'s certificate", h.name))?;
+        let cert =
+            params.signed_by(&key, &ca_cert, &ca_key).with_context(|| format!("signing {}'s certificate", h.name))?;
         let host_dir = dir.join(&h.name);
         super::cluster::write_new_file(&host_dir.join(CERT_FILE), cert.pem().as_bytes(), 0o644)?;
         super::cluster::write_new_file(&host_dir.join(KEY_FILE), key.serialize_pem().as_bytes(), 0o600)?;
@@ -58,8 +59,11 @@ pub fn write(dir: &Path, cluster: &str, hosts: &[raw::Host]) -> Result<()> {
 /// The host's name (its peers check it), `localhost`, and every address it listens on.
 fn subject_alt_names(h: &raw::Host) -> Vec<String> {
     let mut names = vec![h.name.clone(), "localhost".to_string()];
-    let ips: BTreeSet<IpAddr> =
-        [&h.peer, &h.redis, &h.admin].iter().filter_map(|a| a.parse::<std::net::SocketAddr>().ok()).map(|a| a.ip()).collect();
+    let ips: BTreeSet<IpAddr> = [&h.peer, &h.redis, &h.admin]
+        .iter()
+        .filter_map(|a| a.parse::<std::net::SocketAddr>().ok())
+        .map(|a| a.ip())
+        .collect();
     names.extend(ips.iter().map(|ip| ip.to_string()));
     names
 }

@@ -116,11 +116,14 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
             };
             if insecure {
                 say!("--insecure: no TLS on the Redis, admin and peer ports (clients, the admin token and peer");
-                say!("  messages cross the network in plaintext), {}; protected mode off", if password {
-                    "clients AUTH with DIR/password"
-                } else {
-                    "no client password (anyone who reaches a Redis port reads and writes every key)"
-                });
+                say!(
+                    "  messages cross the network in plaintext), {}; protected mode off",
+                    if password {
+                        "clients AUTH with DIR/password"
+                    } else {
+                        "no client password (anyone who reaches a Redis port reads and writes every key)"
+                    }
+                );
             }
             init(&dir, &spec)
         }

@@ -82,7 +82,15 @@ impl Spec {
     /// `hosts` hosts, `replicas` copies of each of 16 partitions, fsync always, insecure (no TLS)
     /// and no password, checkpoints every 30 s.
     pub fn new(hosts: u32, replicas: usize) -> Spec {
-        Spec { hosts, replicas, partitions: 16, fsync: "always", password: false, insecure: true, checkpoint_every: "30s" }
+        Spec {
+            hosts,
+            replicas,
+            partitions: 16,
+            fsync: "always",
+            password: false,
+            insecure: true,
+            checkpoint_every: "30s",
+        }
     }
 
     /// `cluster init`'s default: TLS on every port and a client password. `Cluster::start`,

@@ -268,9 +268,13 @@ mod tests {
             .iter()
             .map(|h| {
                 let key = rcgen::KeyPair::generate().unwrap();
-                let cert = rcgen::CertificateParams::new(vec![h.to_string()]).unwrap().signed_by(&key, &ca, &ca_key).unwrap();
-                let files =
-                    TlsFiles { cert: dir.join(format!("{h}.pem")), key: dir.join(format!("{h}-key.pem")), ca: dir.join("ca.pem") };
+                let cert =
+                    rcgen::CertificateParams::new(vec![h.to_string()]).unwrap().signed_by(&key, &ca, &ca_key).unwrap();
+                let files = TlsFiles {
+                    cert: dir.join(format!("{h}.pem")),
+                    key: dir.join(format!("{h}-key.pem")),
+                    ca: dir.join("ca.pem"),
+                };
                 std::fs::write(&files.cert, cert.pem()).unwrap();
                 std::fs::write(&files.key, key.serialize_pem()).unwrap();
                 files
