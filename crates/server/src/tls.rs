@@ -21,12 +21,12 @@
 use crate::config::TlsFiles;
 use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
-use rustls::server::{ClientHello, ResolvesServerCert};
-use rustls::sign::CertifiedKey;
-use rustls::SignatureScheme;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls::SignatureScheme;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -275,7 +275,11 @@ mod tests {
     fn a_renewed_certificate_is_served_without_a_restart_and_a_broken_one_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let ca = ca(dir.path());
-        let files = TlsFiles { cert: dir.path().join("a.pem"), key: dir.path().join("a-key.pem"), ca: dir.path().join("ca.pem") };
+        let files = TlsFiles {
+            cert: dir.path().join("a.pem"),
+            key: dir.path().join("a-key.pem"),
+            ca: dir.path().join("ca.pem"),
+        };
         let first = write_host_cert(&files, &ca);
         let tls = HostTls::load(&files).unwrap();
         assert_eq!(served(&tls, &files.ca), first);

@@ -9,8 +9,9 @@
 //! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names); reads need none.
 //!
 //! With `[tls]` the API is served over TLS only (HTTPS; `serve_tls`): a connection whose TLS
-//! handshake fails or takes longer than `TLS_HANDSHAKE_TIMEOUT` is closed unheard, and at most
-//! `CONNECTIONS_MAX` connections are served at once.
+//! handshake fails or takes longer than `TLS_HANDSHAKE_TIMEOUT` is closed unheard, at most
+//! `CONNECTIONS_MAX` connections are served at once, each for one request whose headers must
+//! arrive within `HEADER_READ_TIMEOUT`.
 
 mod page;
 pub(crate) mod topology;
@@ -35,6 +36,9 @@ const CUT_WAIT: Duration = Duration::from_secs(60);
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Admin connections served at once over TLS; one more is closed at once.
 const CONNECTIONS_MAX: usize = 256;
+/// A TLS connection that has not sent its request's headers by then is closed; each connection
+/// serves one request (no keep-alive), so none sits idle holding a slot.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves the admin API on `listener` (bound by the node) until `stop`.
 pub fn start(shared: Arc<Shared>, listener: tokio::net::TcpListener, stop: CancellationToken) {
@@ -91,6 +95,9 @@ async fn serve_tls(
             };
             let service = hyper_util::service::TowerToHyperService::new(app);
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .keep_alive(false)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             tokio::select! {
                 _ = stop.cancelled() => {}
