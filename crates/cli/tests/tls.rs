@@ -105,6 +105,15 @@ fn a_fresh_cluster_serves_only_tls_with_a_password_on_every_port() {
     for h in &cluster.hosts {
         assert!(tls_auth_ping(h.redis_addr(), &ca, &password).contains("+PONG"), "{}: rustls client", h.name);
     }
+    // redis-py with ssl=True (Debian's python3-redis, which scripts/test installs).
+    let script = format!(
+        "import redis\nr = redis.Redis(host='127.0.0.1', port={}, password='{password}', ssl=True, ssl_ca_certs='{}', \
+         socket_timeout=5)\nprint(r.ping(), r.get('greeting').decode())",
+        cluster.host("node3").redis_addr().port(),
+        ca.display()
+    );
+    let (ok, said) = shell(&format!("/usr/bin/python3 -c \"{script}\""), "");
+    assert_eq!((ok, said.as_str()), (true, "True hello"), "redis-py over TLS (is python3-redis installed?)");
 
     let node2 = cluster.host("node2");
     let port = node2.redis_addr().port().to_string();
