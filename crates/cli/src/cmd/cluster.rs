@@ -119,9 +119,9 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 say!(
                     "  messages cross the network in plaintext), {}; protected mode off",
                     if password {
-                        "clients AUTH with DIR/password"
+                        format!("clients AUTH with {}", dir.join("password").display())
                     } else {
-                        "no client password (anyone who reaches a Redis port reads and writes every key)"
+                        "no client password (anyone who reaches a Redis port reads and writes every key)".into()
                     }
                 );
             }
@@ -155,8 +155,8 @@ pub struct Spec {
 
 impl Spec {
     /// `cluster init --insecure`'s defaults for everything but the shape: one store per host,
-    /// fsync always, a checkpoint every 30 s, no password, no TLS. The demo, the benchmark, the
-    /// nemesis and restored clusters run so: they measure and check the protocols, not TLS.
+    /// fsync always, a checkpoint every 30 s, no password, no TLS. The demo, the benchmark and the
+    /// nemesis run so: they measure and check the protocols, not TLS.
     pub fn local(hosts: u32, replicas: usize, partitions: u32) -> Spec {
         Spec {
             hosts,
