@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{run_waymark, temp_dir, wait_bounded, Cluster, PidFileGuard, Spec};
+use common::{poll, run_waymark, temp_dir, wait_bounded, Cluster, PidFileGuard, Spec};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
@@ -133,6 +133,21 @@ fn a_fresh_cluster_serves_only_tls_with_a_password_on_every_port() {
     assert_eq!(health.into_string().unwrap(), "ok\n");
     let plain = ureq::get(&format!("http://{}/health", node2.admin_addr())).timeout(IO_TIMEOUT).call();
     assert!(plain.is_err(), "plain HTTP to the admin port was answered");
+    // The status page's tree: node2 asks the other hosts' /topology over HTTPS with the CA.
+    let url = https.url(node2.admin_addr(), "/topology?scope=cluster");
+    // Each peer has 800 ms to answer: on a loaded machine a first try may miss one.
+    let tree: serde_json::Value = poll("node2's /topology hears every host", Duration::from_secs(20), || {
+        let tree: serde_json::Value =
+            https.agent.get(&url).call().map_err(|e| e.to_string())?.into_json().map_err(|e| e.to_string())?;
+        match tree["unreachable"] == serde_json::json!([]) {
+            true => Ok(tree),
+            false => Err(tree.to_string()),
+        }
+    });
+    for h in &cluster.hosts {
+        let ids = tree["vnodes"].as_array().unwrap().iter().filter_map(|v| v["id"].as_str());
+        assert!(ids.into_iter().any(|id| id.ends_with(&h.name)), "no live vnode of {} in /topology: {tree}", h.name);
+    }
     // A snapshot is a cut and every host's export, each asked by the root's host over HTTPS.
     let created = run_waymark(&dir_args(&["snapshot", "create", "s1"], &cluster), Duration::from_secs(60));
     assert!(created.status.success(), "snapshot create: {}", String::from_utf8_lossy(&created.stderr));
