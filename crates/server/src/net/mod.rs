@@ -8,3 +8,5 @@ pub mod outgoing;
 pub mod peer;
 pub mod seal;
 pub mod stream;
+#[cfg(test)]
+mod tls_link_tests;
