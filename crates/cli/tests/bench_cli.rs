@@ -108,3 +108,14 @@ fn bench_refuses_rounds_without_a_comparison() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A secure cluster (TLS on its Redis port) is refused by name, not met with connection resets.
+#[test]
+fn bench_refuses_a_cluster_that_serves_tls_saying_why() {
+    let cluster = common::Cluster::init(&common::Spec::new(1, 1).fsync_never().secure());
+    let args = ["bench", "--dir", &cluster.dir().to_string_lossy(), "--seconds", "1"].map(String::from);
+    let out = run_waymark(&args, CLI_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "waymark bench ran against a TLS cluster");
+    assert!(stderr.contains("serves TLS") && stderr.contains("--insecure"), "{stderr}");
+}

@@ -246,6 +246,14 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
 
 fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
     let hosts = cluster::hosts_of(dir)?;
+    if hosts.iter().any(|(_, c)| c.tls.is_some()) {
+        bail!(
+            "{} serves TLS: `waymark bench` speaks plaintext only (its Redis client is built without \
+             TLS). Bench a cluster written with `cluster init --insecure`, or use --start-hosts; \
+             bench/tls-cost.sh measures TLS with redis-benchmark",
+            dir.display()
+        );
+    }
     let redis = hosts.iter().map(|(_, c)| c.this_host().redis).collect();
     let cluster_cfg = &hosts[0].1.cluster;
     let topology = Topology::new(cluster_cfg).context("reading the cluster's placement")?;
