@@ -156,6 +156,10 @@ impl AsyncRead for PeerReader {
                         return Poll::Ready(Ok(()));
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    // The peer's socket closed without close_notify (a host killed or gone):
+                    // the end of the link, as a plaintext one ends. Nothing is lost unnoticed: a
+                    // frame cut short fails the codec, and every whole frame passed its MAC.
+                    Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Poll::Ready(Ok(())),
                     Err(e) => return Poll::Ready(Err(e)),
                 }
                 match tls.read_tls(&mut NonBlocking(&link.tcp)) {

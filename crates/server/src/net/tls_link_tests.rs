@@ -88,11 +88,11 @@ fn link(me: &str, other: &str, tls: &TlsFiles, shutdown: &CancellationToken) -> 
 async fn large_frames_written_from_a_plain_thread_cross_a_tls_link_whole_and_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let files = certificates(dir.path(), &["a", "b"]);
-    let shutdown = CancellationToken::new();
-    let _stop = shutdown.clone().drop_guard();
+    let (shutdown, b_shutdown) = (CancellationToken::new(), CancellationToken::new());
+    let (_stop, _b_stop) = (shutdown.clone().drop_guard(), b_shutdown.clone().drop_guard());
     let (b_listener, a_listener) =
         (TcpListener::bind("127.0.0.1:0").await.unwrap(), TcpListener::bind("127.0.0.1:0").await.unwrap());
-    let (b_ctx, b_peer, b_router) = link("b", "a", &files[1], &shutdown);
+    let (b_ctx, b_peer, b_router) = link("b", "a", &files[1], &b_shutdown);
     let (a_ctx, mut a_peer, _) = link("a", "b", &files[0], &shutdown);
     a_peer.addr = b_listener.local_addr().unwrap();
     let (tx, mut rx) = mpsc::channel(FRAMES * 2);
@@ -119,4 +119,10 @@ async fn large_frames_written_from_a_plain_thread_cross_a_tls_link_whole_and_in_
         }
     }
     sender.join().unwrap();
+
+    // b stops: its sockets close without TLS's close_notify, as a killed host's do. For a that is
+    // the link's end, as on a plaintext link, not a malformed frame.
+    b_shutdown.cancel();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(a_stats.malformed_frames.load(Ordering::Relaxed), 0, "a took b's end for a malformed frame");
 }
