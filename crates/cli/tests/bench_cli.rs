@@ -131,4 +131,5 @@ fn bench_runs_the_bank_over_tls_against_a_secure_cluster() {
     assert!(run["throughput_per_s"].as_f64().unwrap_or(0.0) > 0.0, "no transfer over TLS: {report}");
     assert!(run["cuts"]["count"].as_u64().unwrap_or(0) > 0, "no cut over HTTPS: {report}");
     assert_eq!(run["cuts"]["failed"].as_u64(), Some(0), "{report}");
+    assert!(run["held"].is_object(), "the hosts' /metrics were not read over HTTPS: {report}");
 }

@@ -61,6 +61,11 @@ impl Target {
 }
 
 impl Admin {
+    /// The TLS settings its calls use (trusting the cluster's CA), if the cluster has TLS.
+    pub fn tls(&self) -> Option<std::sync::Arc<rustls::ClientConfig>> {
+        self.tls.clone()
+    }
+
     /// Every host of a `cluster init` directory, with its admin token.
     pub fn for_cluster(dir: &std::path::Path) -> Result<Admin> {
         Target { admin: None, token_file: None, cacert: None }.resolve(Some(&dir.to_path_buf()))

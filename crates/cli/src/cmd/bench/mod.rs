@@ -342,7 +342,8 @@ fn one_run(
     };
     let label = if args.rounds > 1 { format!("{label} #{round}") } else { label };
     let recorder = Arc::new(stats::Recorder::new(args.seconds));
-    let held_before = held::scrape(&target.metrics);
+    let admin_tls = target.admin.as_ref().and_then(|a| a.tls());
+    let held_before = held::scrape(&target.metrics, admin_tls.clone());
     let start = Arc::new(workload::Start::new(args.clients));
     let clients = workload::spawn(args.clients, &target.redis, work, &recorder, &start);
     // The run's clock starts once every client has connected (each within CLIENT_IO_TIMEOUT).
@@ -374,7 +375,7 @@ fn one_run(
     };
     let mut run = recorder.summary(label, cut_every, cuts);
     run.round = round;
-    if let (Some(before), Some(after)) = (held_before, held::scrape(&target.metrics)) {
+    if let (Some(before), Some(after)) = (held_before, held::scrape(&target.metrics, admin_tls)) {
         run.held = Some(held::HeldReplies::between(before, after));
     }
     Ok(run)
