@@ -119,10 +119,14 @@ pub struct Breaks {
     pub tally_keeps_overwritten: bool,
     /// A primary's page of a partition scan drops the first key after the cursor (`txn::scan`).
     pub scan_skips_first: bool,
+    /// A learner proposes itself a copy as soon as it joins, without copying (`catch_up`).
+    pub switch_before_copied: bool,
+    /// A primary serves a learner's pages while branches from before it joined are open.
+    pub copy_ignores_fence: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 39] = [
+    pub const NAMES: [&'static str; 41] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -162,6 +166,8 @@ impl Breaks {
         "client-ignores-watch",
         "tally-keeps-overwritten",
         "scan-skips-first",
+        "switch-before-copied",
+        "copy-ignores-fence",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -206,6 +212,8 @@ impl Breaks {
             "client-ignores-watch" => &mut self.client_ignores_watch,
             "tally-keeps-overwritten" => &mut self.tally_keeps_overwritten,
             "scan-skips-first" => &mut self.scan_skips_first,
+            "switch-before-copied" => &mut self.switch_before_copied,
+            "copy-ignores-fence" => &mut self.copy_ignores_fence,
             _ => return false,
         };
         *flag = true;
@@ -255,6 +263,8 @@ impl fmt::Display for Breaks {
             self.client_ignores_watch,
             self.tally_keeps_overwritten,
             self.scan_skips_first,
+            self.switch_before_copied,
+            self.copy_ignores_fence,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -30,6 +30,29 @@ pub struct VnodeImage {
     /// Transactions rolled back here (persistent: copied in O(1)).
     #[serde(deserialize_with = "cautious::set")]
     pub tombstones: imbl::OrdSet<TxId>,
+    /// Partition → the join (chain epoch) a learner last dropped its copy for
+    /// (`Record::PartitionReset`): a restart does not drop it again (`catch_up`).
+    pub learner_resets: BTreeMap<u32, u64>,
+}
+
+/// A `VnodeImage` as checkpoints wrote it before catch-up (issue 33), without
+/// `learner_resets`: read so that a node's checkpoint from an older build still starts it.
+#[derive(Deserialize)]
+pub struct VnodeImageBefore33 {
+    summary: LogSummary,
+    store: Store,
+    prepared: BTreeMap<Branch, Prepared>,
+    #[serde(deserialize_with = "cautious::map")]
+    decided: imbl::OrdMap<TxId, Option<CutId>>,
+    #[serde(deserialize_with = "cautious::set")]
+    tombstones: imbl::OrdSet<TxId>,
+}
+
+impl From<VnodeImageBefore33> for VnodeImage {
+    fn from(old: VnodeImageBefore33) -> Self {
+        let VnodeImageBefore33 { summary, store, prepared, decided, tombstones } = old;
+        VnodeImage { summary, store, prepared, decided, tombstones, learner_resets: BTreeMap::new() }
+    }
 }
 
 /// The small part of an image: kept up to date from every appended record while the vnode runs
@@ -72,6 +95,7 @@ impl VnodeImage {
             prepared: BTreeMap::new(),
             decided: imbl::OrdMap::new(),
             tombstones: imbl::OrdSet::new(),
+            learner_resets: BTreeMap::new(),
         }
     }
 
@@ -92,6 +116,7 @@ impl VnodeImage {
             ("prepared", self.prepared == other.prepared),
             ("decided", self.decided == other.decided),
             ("tombstones", self.tombstones == other.tombstones),
+            ("learner_resets", self.learner_resets == other.learner_resets),
         ];
         parts.into_iter().find(|(_, same)| !same).map(|(name, _)| name)
     }
@@ -120,7 +145,27 @@ impl VnodeImage {
                 self.tombstones.insert(tx.clone());
             }
             Record::TxDecided { tx, tx_cut } => drop(self.decided.insert(tx.clone(), *tx_cut)),
+            Record::PartitionReset { partition, partitions, since } => {
+                self.reset_partition(*partition, *partitions);
+                self.learner_resets.insert(partition.0, *since);
+            }
+            Record::Copied { writes, .. } => self.store.apply_all(writes),
             _ => {}
+        }
+    }
+}
+
+impl VnodeImage {
+    /// What `Record::PartitionReset` does to the store and the prepared branches, as the running
+    /// vnode does it (`catch_up`).
+    fn reset_partition(&mut self, partition: crate::ids::PartitionId, partitions: u32) {
+        let of_p = |k: &[u8]| partitions > 0 && crate::placement::partition_of(k, partitions) == partition;
+        let dropped: Vec<Vec<u8>> = self.store.iter().filter(|(k, _)| of_p(k)).map(|(k, _)| k.clone()).collect();
+        for k in dropped {
+            self.store.remove(&k);
+        }
+        for p in self.prepared.values_mut() {
+            p.writes.retain(|w| !of_p(&w.key));
         }
     }
 }

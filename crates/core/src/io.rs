@@ -153,4 +153,6 @@ pub enum Timer {
     CutOperator,
     /// A blocking cut of the tree has kept this vnode paused for `Timeouts::pause_max_us`.
     BlockingPause(CutId),
+    /// A learner asks again for a page, or proposes again (`catch_up`).
+    CatchUp(crate::ids::PartitionId),
 }

@@ -14,6 +14,7 @@
 pub mod alter;
 pub mod breaks;
 mod bytes;
+pub mod catch_up;
 pub mod client;
 pub mod config;
 pub mod cut;

@@ -22,6 +22,8 @@ pub enum Body {
     Cut(CutMsg),
     /// Alterations of cluster metadata over the tree (never coloured).
     Alter(crate::alter::AlterMsg),
+    /// A learner's copy of a partition (`catch_up`; never coloured).
+    Copy(crate::catch_up::CopyMsg),
 }
 
 /// Why a transaction did not commit, as its client is told.

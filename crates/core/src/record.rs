@@ -2,7 +2,7 @@
 
 use crate::alter::{AlterSeq, Term};
 use crate::cut::versions::{SnapshotVersions, TxVersion};
-use crate::ids::{Branch, CutId, Key, Role, TxId, VnodeId};
+use crate::ids::{Branch, CutId, Key, PartitionId, Role, TxId, VnodeId};
 use crate::store::ResolvedWrite;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -54,6 +54,13 @@ pub enum Record {
     /// `versions`: this vnode prepared, for the first time, a transaction after `cut` — it holds
     /// guard state for `cut` in memory. After a restart it may not take part in `cut`.
     VersionsSideSeen { cut: CutId },
+    /// A learner drops what it held of `partition` (one of `partitions`), joining it anew at
+    /// chain epoch `since` (`catch_up`): its store's entries of it, and the writes to it of the
+    /// branches it holds prepared.
+    PartitionReset { partition: PartitionId, partitions: u32, since: u64 },
+    /// A page of `partition` copied from its primary (`catch_up`): committed entries, applied by
+    /// version like any commit.
+    Copied { partition: PartitionId, writes: Vec<ResolvedWrite> },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -123,6 +130,8 @@ impl Record {
             Record::VersionsMap { .. } => 15,
             Record::VersionsSkip { .. } => 16,
             Record::VersionsSideSeen { .. } => 17,
+            Record::PartitionReset { .. } => 18,
+            Record::Copied { .. } => 19,
         }
     }
 

@@ -8,7 +8,7 @@
 //! two together. A payload the mirror does not read is decoded by [`Record::decode`], whose error
 //! is the one reported.
 
-use crate::ids::{Branch, CutId, Role, TxId, Version, VnodeId};
+use crate::ids::{Branch, CutId, PartitionId, Role, TxId, Version, VnodeId};
 use crate::record::{CutFinish, Record, RecordError};
 use crate::store::ResolvedWrite;
 use serde::Deserialize;
@@ -56,6 +56,16 @@ pub enum RecordView<'a> {
         cut: CutId,
     },
     CutFinish(Cow<'a, CutFinish>),
+    /// A learner dropped its copy of `partition` (one of `partitions`): what it held of it before
+    /// is no part of any restore (`catch_up`).
+    Reset {
+        partition: PartitionId,
+        partitions: u32,
+    },
+    /// A page a learner copied from its partition's primary: committed entries, applied by version.
+    Copied {
+        writes: Vec<ResolvedWrite>,
+    },
     Other,
 }
 
@@ -75,6 +85,10 @@ impl<'a> RecordView<'a> {
             }
             Record::CutStart { cut } => RecordView::CutStart { cut: *cut },
             Record::CutFinish(f) => RecordView::CutFinish(Cow::Borrowed(f)),
+            Record::PartitionReset { partition, partitions, .. } => {
+                RecordView::Reset { partition: *partition, partitions: *partitions }
+            }
+            Record::Copied { writes, .. } => RecordView::Copied { writes: writes.clone() },
             _ => RecordView::Other,
         }
     }
@@ -112,6 +126,8 @@ impl<'a> RecordView<'a> {
         match record {
             Record::CutStart { cut } => RecordView::CutStart { cut },
             Record::CutFinish(f) => RecordView::CutFinish(Cow::Owned(f)),
+            Record::PartitionReset { partition, partitions, .. } => RecordView::Reset { partition, partitions },
+            Record::Copied { writes, .. } => RecordView::Copied { writes },
             _ => RecordView::Other,
         }
     }
@@ -196,6 +212,8 @@ mod tests {
             Record::CutStart { cut: CutId(4) },
             Record::CutFinish(CutFinish { cut: CutId(4), before: [b.tx.clone()].into(), after: Default::default() }),
             Record::AlterTerm { term: crate::alter::Term(5) },
+            Record::PartitionReset { partition: PartitionId(3), partitions: 8, since: 4 },
+            Record::Copied { partition: PartitionId(3), writes: vec![write("c", Some("2"))] },
         ]
     }
 

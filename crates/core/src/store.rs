@@ -147,6 +147,11 @@ impl Store {
     }
 
     /// The entries from `from` on, in key order.
+    /// Forgets `key` and its version (a learner dropping a stale copy, `catch_up`).
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        self.entries.remove(key)
+    }
+
     pub fn range(&self, from: std::ops::Bound<&[u8]>) -> impl Iterator<Item = (&Key, &Entry)> {
         self.entries.range::<[u8], _>((from, std::ops::Bound::Unbounded))
     }

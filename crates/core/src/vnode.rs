@@ -53,6 +53,8 @@ pub struct Vnode {
     pub(crate) versions: VersionsState,
     pub(crate) rt: RealTime,
     pub(crate) tree: Option<TreeRole>,
+    /// Learning partitions and serving their pages (`catch_up`).
+    pub(crate) catch_up: crate::catch_up::CatchUp,
     pub(crate) out: Outbox,
     /// Invariant: the summary of every record in this vnode's log, appended ones included
     /// (kept up to date in `step`), so that `image()` needs no replay.
@@ -101,6 +103,7 @@ impl Vnode {
             versions: VersionsState::default(),
             rt: RealTime::default(),
             tree: None,
+            catch_up: Default::default(),
             logged: LogSummary::default(),
             cfg,
         };
@@ -127,6 +130,7 @@ impl Vnode {
                 false => self.part.tombstones.clone(),
                 true => Default::default(),
             },
+            learner_resets: self.catch_up.resets.clone(),
         }
     }
 
@@ -196,6 +200,7 @@ impl Vnode {
         (&self.near, &self.part, &self.read_waits, &self.cut, &self.coordinator, &self.blocking, &self.rt).hash(h);
         self.versions.hash(h);
         self.orphans.hash(h);
+        self.catch_up.hash(h);
         self.out.hash(h);
     }
 
@@ -276,6 +281,7 @@ impl Vnode {
             Timer::Alter(t) => self.alter_input(crate::alter::AlterInput::Timer(t)),
             Timer::CutOperator => {} // store vnodes run no operator
             Timer::BlockingPause(cut) => self.blocking_pause_expired(cut),
+            Timer::CatchUp(p) => self.catch_up_timer(p),
         }
     }
 
@@ -305,6 +311,7 @@ impl Vnode {
             Body::Txn(msg) => self.on_txn(from, msg),
             Body::Cut(msg) => self.on_cut_msg(from, msg),
             Body::Alter(msg) => self.alter_input(crate::alter::AlterInput::Message { from, msg }),
+            Body::Copy(msg) => self.on_copy(from, msg),
         }
     }
 

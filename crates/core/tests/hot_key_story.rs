@@ -18,7 +18,7 @@ fn booted(i: usize) -> Vnode {
     let ids = ids();
     let placement = Arc::new(
         Placement::from_chains(
-            vec![waymark_core::placement::ChainRecord { epoch: 0, chain: ids[..2].to_vec() }],
+            vec![waymark_core::placement::ChainRecord { epoch: 0, chain: ids[..2].to_vec(), learners: vec![] }],
             ids.clone(),
         )
         .unwrap(),

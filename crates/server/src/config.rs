@@ -99,6 +99,16 @@ pub struct ClusterConfig {
     /// Writes to a partition with fewer replicas in its chain are refused with `NOREPLICAS`
     /// (`cluster.min_copies`, default 1: a partition serves while one copy lives).
     pub min_copies: usize,
+    /// Whether hosts that come back catch up on their partitions and partitions short of
+    /// `replicas` copies get new ones (`cluster.catch_up`; off unless the config says so, which
+    /// `cluster init` writes; the core's `catch_up`).
+    pub catch_up: bool,
+    /// How long a partition stays short of copies before one is made on a host that holds others
+    /// (`cluster.replace_after`, default 60s).
+    pub replace_after: Duration,
+    /// How fast a store vnode catching up copies partitions, in bytes of keys and values per
+    /// second (`cluster.copy_bytes_per_s`, default 64 MiB/s).
+    pub copy_bytes_per_s: u64,
     /// How a cut snapshots the cluster (`cluster.strategy`, the same on every host).
     pub strategy: CutStrategy,
     /// The tree's time unit: heartbeats every 20 hops, branch deadlines of a few hops per level.
@@ -250,6 +260,16 @@ pub mod raw {
         pub failover: Option<bool>,
         /// Refuse writes to a partition left with fewer copies than this (default 1).
         pub min_copies: Option<usize>,
+        /// Catch returning hosts up and restore `replicas` copies (default false; `cluster init`
+        /// writes true).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub catch_up: Option<bool>,
+        /// How long a partition stays short of copies before it gets one on a busy host (60s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub replace_after: Option<String>,
+        /// How fast a host catching up copies, bytes per second (64 MiB/s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub copy_bytes_per_s: Option<u64>,
         /// `consistent` (the default) or `blocking`.
         pub strategy: Option<String>,
         pub hop: Option<String>,
@@ -473,6 +493,17 @@ impl Checker<'_> {
             return Err(self.bad("cluster.min_copies", format!("{min_copies} is not in 1..={replicas} (the replicas)")));
         }
         let strategy = self.strategy(c.strategy.as_deref())?;
+        let catch_up = c.catch_up.unwrap_or(false);
+        if catch_up && !failover {
+            return Err(
+                self.bad("cluster.catch_up", "needs cluster.failover (a copy is replaced only through failover)")
+            );
+        }
+        let replace_after = self.duration("cluster.replace_after", c.replace_after.as_deref(), "60s")?;
+        let copy_bytes_per_s = c.copy_bytes_per_s.unwrap_or(64 << 20);
+        if copy_bytes_per_s < 64 << 10 {
+            return Err(self.bad("cluster.copy_bytes_per_s", format!("{copy_bytes_per_s} is below 65536 (64 KiB/s)")));
+        }
         Ok(ClusterConfig {
             name: c.name,
             partitions,
@@ -481,6 +512,9 @@ impl Checker<'_> {
             real_time_safety,
             failover,
             min_copies,
+            catch_up,
+            replace_after,
+            copy_bytes_per_s,
             strategy,
             hop,
             hosts,

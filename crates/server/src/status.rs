@@ -39,8 +39,19 @@ pub struct VnodeStatus {
     /// Per partition replica held here: the epoch of the chain this vnode routes it by (above 0
     /// once a failover changed it).
     pub epochs: BTreeMap<u32, u64>,
-    /// Per partition replica held here: the chain this vnode routes it by, primary first.
+    /// Per partition replica held here: the chain this vnode routes it by, primary first (its
+    /// copies; learners are not copies yet).
     pub chains: BTreeMap<u32, Vec<String>>,
+    /// Partitions this vnode is catching up on as a learner (issue 33): not among `partitions`
+    /// until it is a copy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub learning: Vec<u32>,
+    /// Pages of partitions this vnode sent to learners as their primary, and entries it installed
+    /// from pages as a learner, since it started.
+    #[serde(default)]
+    pub copy_pages_served: u64,
+    #[serde(default)]
+    pub copied_entries: u64,
     pub checkpoints: u64,
 }
 
@@ -75,7 +86,7 @@ pub struct CutReport {
 pub fn store(v: &Vnode) -> VnodeStatus {
     let placement = v.placement();
     let tallies = v.tallies();
-    let held: Vec<u32> = placement.partitions_of(v.id()).map(|p| p.0).collect();
+    let held: Vec<u32> = placement.copies_of(v.id()).map(|p| p.0).collect();
     let primary_keys = (0..placement.partitions())
         .filter(|p| placement.primary(PartitionId(*p)) == v.id())
         .map(|p| tallies.partition(p).live)
@@ -90,7 +101,9 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     s.waiting_reads = v.waiting_reads();
     s.running_cut = v.running_cut().map(|c| c.0);
     s.epochs = held.iter().map(|p| (*p, placement.epoch(PartitionId(*p)))).collect();
-    let chain = |p: u32| placement.chain(PartitionId(p)).iter().map(|v| v.to_string()).collect();
+    let chain = |p: u32| placement.copies(PartitionId(p)).iter().map(|v| v.to_string()).collect();
+    s.learning = v.learning().into_iter().map(|(p, _)| p.0).collect();
+    (s.copy_pages_served, s.copied_entries) = v.copy_counts();
     s.chains = held.iter().map(|p| (*p, chain(*p))).collect();
     s.partitions = held.iter().map(|p| (*p, tallies.partition(*p).digest_text())).collect();
     s
@@ -121,6 +134,9 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         partitions: BTreeMap::new(),
         epochs: BTreeMap::new(),
         chains: BTreeMap::new(),
+        learning: vec![],
+        copy_pages_served: 0,
+        copied_entries: 0,
         checkpoints: 0,
     }
 }

@@ -30,6 +30,9 @@ const CHECKPOINT_BYTES: &str = "waymark_checkpoint_written_bytes_total";
 const SNAPSHOTS: &str = "waymark_snapshots_created_total";
 const PREPARED: &str = "waymark_vnode_prepared_transactions";
 const HELD: &str = "waymark_vnode_held_replies";
+const LEARNING: &str = "waymark_vnode_learning_partitions";
+const COPY_PAGES: &str = "waymark_vnode_copy_pages_served";
+const COPIED: &str = "waymark_vnode_copied_entries";
 const ALTERATIONS: &str = "waymark_alterations_total";
 const BLOCKING_STALL: &str = "waymark_blocking_stall_seconds";
 const HELD_FOR: &str = "waymark_held_reply_seconds";
@@ -118,6 +121,12 @@ fn describe() {
     describe_counter!(CHECKPOINT_BYTES, Unit::Bytes, "Bytes of checkpoint files written");
     describe_counter!(SNAPSHOTS, "Snapshots created through this host, by kind (full, increment)");
     describe_gauge!(PREPARED, "Transactions prepared at a store vnode and not yet decided");
+    describe_gauge!(LEARNING, "Partitions a store vnode is catching up on as a learner (not copies yet)");
+    describe_gauge!(
+        COPY_PAGES,
+        "Pages of partitions a store vnode sent to learners as their primary, since it started"
+    );
+    describe_gauge!(COPIED, "Entries a store vnode installed from pages as a learner, since it started");
     describe_gauge!(HELD, "Replies a store vnode holds until every vnode started the cut they reveal");
     describe_gauge!(MEMORY_USED, Unit::Bytes, "This host's data in memory (keys, values, an estimate per entry)");
     describe_gauge!(
@@ -225,6 +234,14 @@ pub fn held_replies(vnode: &str, count: usize) {
 /// Transactions prepared and not decided at `vnode`, as its status reported at the scrape.
 pub fn prepared(vnode: &str, count: usize) {
     gauge!(PREPARED, "vnode" => vnode.to_string()).set(count as f64);
+}
+
+/// A store vnode's catch-up, as its status reported at the scrape: partitions it is learning,
+/// pages it served, entries it installed.
+pub fn catch_up(vnode: &str, learning: usize, pages_served: u64, entries_installed: u64) {
+    gauge!(LEARNING, "vnode" => vnode.to_string()).set(learning as f64);
+    gauge!(COPY_PAGES, "vnode" => vnode.to_string()).set(pages_served as f64);
+    gauge!(COPIED, "vnode" => vnode.to_string()).set(entries_installed as f64);
 }
 
 /// This host's data and its limit, read at the scrape.

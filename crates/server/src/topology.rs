@@ -57,6 +57,14 @@ impl Topology {
         if c.min_copies > 1 {
             settings.push(Setting::new("min_copies", &min_copies));
         }
+        let (replicas, replace_after_ms) = (c.replicas.to_string(), c.replace_after.as_millis().to_string());
+        let copy_rate = c.copy_bytes_per_s.to_string();
+        if c.catch_up {
+            settings.push(Setting::new("catch_up", "on"));
+            settings.push(Setting::new("replicas", &replicas));
+            settings.push(Setting::new("replace_after_ms", &replace_after_ms));
+            settings.push(Setting::new("copy_bytes_per_s", &copy_rate));
+        }
         let genesis = cluster::genesis(&settings, tree.iter().map(VnodeEntry::of), Some(&placement));
         let timeouts = Timeouts {
             prepare_timeout_us: 2_000_000,

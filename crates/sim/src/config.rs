@@ -38,6 +38,10 @@ pub struct SimConfig {
     /// The cluster setting `failover`: the root promotes replicas of hosts recorded dead
     /// (`alter::promote`, `--failover`).
     pub failover: bool,
+    /// The cluster setting `catch_up` (with `failover`): the root names learners for partitions
+    /// left with fewer than `replicas` members, which copy them and become copies again
+    /// (`waymark_core::catch_up`, `--catch-up`; off by default, so the pinned hashes stay).
+    pub catch_up: bool,
     /// Clients also scan the whole keyspace now and then (`SCAN`, `txn::scan`), checked by
     /// `checkers::scans` (`--scans`; off by default, so the pinned trace hashes stay).
     pub scans: bool,
@@ -74,6 +78,7 @@ impl SimConfig {
             breaks: Breaks::default(),
             real_time_safety: true,
             failover: false,
+            catch_up: false,
             scans: false,
             cut_start_spread_us: 20_000,
             tree: false,

@@ -560,6 +560,7 @@ fn body_label(body: &Body) -> String {
     match body {
         Body::Cut(msg) => format!("{msg:?}"),
         Body::Alter(msg) => format!("{msg:?}"),
+        Body::Copy(msg) => format!("{msg:?}"),
         Body::Txn(TxnMsg::Prepare { tx, one_phase, writes, .. }) => {
             let kind = if *one_phase { "1pc" } else { "2pc" };
             let resolved = if matches!(writes, PrepareWrites::Resolved(_)) { " resolved" } else { "" };

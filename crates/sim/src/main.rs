@@ -79,6 +79,11 @@ struct Args {
     /// `failover = on`; issue 30).
     #[arg(long)]
     failover: bool,
+    /// With --failover: a host that comes back catches up on the partitions it lost, and every
+    /// partition is brought back to --replicas members (the cluster setting `catch_up = on`;
+    /// issue 33).
+    #[arg(long)]
+    catch_up: bool,
     /// Clients also scan the whole keyspace now and then (`SCAN`), checked by the `scans` checker.
     #[arg(long)]
     scans: bool,
@@ -281,6 +286,7 @@ fn config(args: &Args) -> Result<SimConfig> {
     cfg.breaks = breaks;
     cfg.real_time_safety = !args.no_real_time;
     cfg.failover = args.failover;
+    cfg.catch_up = args.catch_up && args.failover;
     cfg.scans = args.scans;
     cfg.cut_start_spread_us = args.cut_spread_ms * 1000;
     cfg.tree = args.tree;
@@ -364,6 +370,12 @@ fn print_summary(s: &Summary, cfg: &SimConfig, secs: f64, others: &[(CutStrategy
                 ms(0.99),
                 ms(1.0),
                 s.cuts_verified_without_a_host
+            );
+        }
+        if cfg.catch_up {
+            println!(
+                "catch-up: partitions rejoined by a learner {} | of those, copies at the end {} | learners still catching up at the end {}",
+                t.rejoined, t.rejoined_copies, t.learners_at_end
             );
         }
     }

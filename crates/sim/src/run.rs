@@ -157,6 +157,9 @@ pub fn reproduce(cfg: &SimConfig) -> String {
         if !cfg.aimed_faults {
             cmd.push_str(" --no-aimed-faults");
         }
+        if cfg.catch_up {
+            cmd.push_str(" --catch-up");
+        }
     }
     if cfg.strategy != CutStrategy::Consistent {
         cmd.push_str(&format!(" --strategy {}", cfg.strategy));

@@ -367,6 +367,12 @@ pub fn bank_genesis<'a>(
     if cfg.failover {
         config.push(Setting::new("failover", "on"));
     }
+    let replicas = cfg.replicas.to_string();
+    if cfg.catch_up {
+        config.push(Setting::new("catch_up", "on"));
+        config.push(Setting::new("replicas", &replicas));
+        config.push(Setting::new("replace_after_ms", "300"));
+    }
     genesis(&config, vnodes, Some(placement))
 }
 

@@ -378,6 +378,15 @@ impl World {
             self.placement = Arc::new(p);
         }
         self.tree_stats.promoted_partitions = self.epochs.promoted_partitions() as u64;
+        let placement = self.placement.clone();
+        for (node, n) in self.nodes.iter().enumerate() {
+            let rejoined = crate::checkers::rejoined(&n.log);
+            self.tree_stats.rejoined += rejoined.len() as u64;
+            let copy = |p: &u32| placement.copies(waymark_core::PartitionId(*p)).contains(&self.nodes[node].cfg.id);
+            self.tree_stats.rejoined_copies += rejoined.iter().filter(|p| copy(p)).count() as u64;
+        }
+        self.tree_stats.learners_at_end =
+            (0..placement.partitions()).map(|p| placement.learners(waymark_core::PartitionId(p)).len() as u64).sum();
         for (host, at) in &self.host_downs {
             self.tree_stats.failover_windows_us.extend(self.epochs.windows_after(host, *at));
         }

@@ -36,6 +36,9 @@ struct VnodeSeen {
     /// Partition → epoch of the chain this store vnode routes it by (the partitions it holds).
     #[serde(default)]
     epochs: BTreeMap<u32, u64>,
+    /// Partitions it catches up on as a learner (not copies yet).
+    #[serde(default)]
+    learning: Vec<u32>,
 }
 
 /// One host as the status found it.
@@ -159,5 +162,15 @@ fn print_partitions(topology: &Topology, seen: &[Seen], replicas: usize) {
     }
     if degraded.len() > LISTED_MAX {
         say!("  … and {} more degraded", degraded.len() - LISTED_MAX);
+    }
+    let learning: Vec<String> = seen
+        .iter()
+        .filter_map(|s| s.answer.as_ref().ok())
+        .flat_map(|st| &st.vnodes)
+        .filter(|v| !v.learning.is_empty())
+        .map(|v| format!("{} ({} partitions)", v.id, v.learning.len()))
+        .collect();
+    if !learning.is_empty() {
+        say!("catching up: {}", learning.join(", "));
     }
 }

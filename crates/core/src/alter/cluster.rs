@@ -125,6 +125,37 @@ pub fn failover_on(m: &Metadata) -> bool {
     m.get("config/failover") == Some(b"on".as_slice())
 }
 
+/// The cluster setting `catch_up` (with `failover`): whether the root names learners for
+/// partitions with fewer members than `replicas` and store vnodes copy them (`crate::catch_up`).
+pub fn catch_up_on(m: &Metadata) -> bool {
+    failover_on(m) && m.get("config/catch_up") == Some(b"on".as_slice())
+}
+
+/// The cluster setting `replicas`: how many members the root keeps in every partition's chain
+/// when catch-up is on (`None` when unset or unreadable: nothing is added).
+pub fn replicas(m: &Metadata) -> Option<usize> {
+    m.get("config/replicas").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok())
+}
+
+/// The cluster setting `replace_after_ms`: how long a partition stays with fewer than `replicas`
+/// members before the root gives it a learner on a host that holds other partitions (a vnode
+/// that holds none — its host came back, or is new — is named at once). 60 s when unset.
+pub fn replace_after_us(m: &Metadata) -> u64 {
+    let ms: Option<u64> = m.get("config/replace_after_ms").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok());
+    ms.unwrap_or(60_000).saturating_mul(1000)
+}
+
+/// The cluster setting `copy_bytes_per_s`: how fast a learner copies a partition (keys and
+/// values), `None` when unset (as fast as pages come).
+pub fn copy_bytes_per_s(m: &Metadata) -> Option<u64> {
+    m.get("config/copy_bytes_per_s").and_then(|v| std::str::from_utf8(v).ok()?.parse().ok()).filter(|r| *r > 0)
+}
+
+/// Whether the metadata records `vnode` down (`state/<vnode>` = `down`).
+pub fn vnode_down(m: &Metadata, vnode: &VnodeId) -> bool {
+    m.get(&format!("state/{vnode}")) == Some(DOWN)
+}
+
 /// The cluster setting `min_copies`: a write to a partition with fewer replicas in its chain is
 /// refused (issue 30, item 6); 1 (every write taken while a copy lives) when unset or unreadable.
 pub fn min_copies(m: &Metadata) -> usize {
@@ -170,7 +201,7 @@ impl CutRefused {
 pub fn cut_members(m: &Metadata) -> Result<Option<CutScope>, CutRefused> {
     let Some(p) = placement(m).filter(|_| failover_on(m)) else { return Ok(None) };
     let dead = |v: &VnodeId| host_dead(m, &v.host);
-    if (0..p.partitions()).any(|i| p.chain(PartitionId(i)).iter().any(dead)) {
+    if (0..p.partitions()).any(|i| p.copies(PartitionId(i)).iter().any(dead)) {
         return Err(CutRefused::PartitionsMoving);
     }
     let leaves = p.vnodes().iter().filter(|v| !dead(v)).count() as u64;

@@ -15,13 +15,21 @@
 //! `cluster.failover` (on unless a cluster's config turns it off).
 //!
 //! The last replica of a partition is never dropped: with none alive the partition waits for one
-//! to come back (unavailable), rather than lose what only it holds. A host that comes back gets no
-//! partition back here: its copies are stale until caught up (the catch-up issue).
+//! to come back (unavailable), rather than lose what only it holds. A learner is never made to
+//! lead: it is dropped with its host like a copy, but a chain whose copies are all gone waits.
+//!
+//! With the cluster setting `catch_up` on, the same alteration names *learners* (issue 33): a
+//! partition whose chain has fewer members than the setting `replicas` gets a live store vnode
+//! that holds none of it — the vnodes of a host that came back first, since they hold the
+//! fewest partitions — at the end of its chain, `since` the new epoch. The learner copies the
+//! partition and then proposes itself a copy (`crate::catch_up`); nothing here ever makes a
+//! learner a copy.
 
 use super::cluster;
+use super::metadata::Metadata;
 use super::node::AlterNode;
 use crate::ids::{PartitionId, VnodeId};
-use crate::placement::ChainRecord;
+use crate::placement::{ChainRecord, Learner};
 
 /// The promotions this root has proposed and not yet seen end: one alteration carrying the next
 /// chain of every partition that needs one (`cluster::chains_record`), and those chains.
@@ -33,6 +41,8 @@ pub(super) struct Promotions {
     in_flight: Option<(u64, Vec<(PartitionId, ChainRecord)>)>,
     /// Hosts the metadata records dead, and since when (this root's clock).
     dead_since: std::collections::BTreeMap<String, u64>,
+    /// Partitions with fewer members than `replicas`, and since when (this root's clock).
+    short_since: std::collections::BTreeMap<usize, u64>,
 }
 
 impl AlterNode {
@@ -44,11 +54,24 @@ impl AlterNode {
             return;
         }
         let gone = self.hosts_gone_for_good();
-        let next: Vec<(PartitionId, ChainRecord)> = cluster::placement_chains(&self.metadata)
+        let chains = cluster::placement_chains(&self.metadata);
+        let mut spare = Spare::of(&self.metadata, &chains);
+        let (now, replace_after_us) = (self.now_us, cluster::replace_after_us(&self.metadata));
+        let short = &mut self.promotions.short_since;
+        short.retain(|p, _| spare.replicas.is_some_and(|r| chains.get(*p).is_some_and(|c| c.members().len() < r)));
+        let next: Vec<(PartitionId, ChainRecord)> = chains
             .iter()
             .enumerate()
-            .filter_map(|(p, old)| Some((PartitionId(p as u32), next_chain(old, |h| gone.contains(h))?)))
+            .filter_map(|(p, old)| {
+                let dropped = next_chain(old, |h| gone.contains(h));
+                let chain = dropped.as_ref().unwrap_or(old);
+                let since = *short.entry(p).or_insert(now);
+                let any_host = now >= since.saturating_add(replace_after_us);
+                let next = spare.add_learners(chain, p, dropped.is_some(), any_host);
+                Some((PartitionId(p as u32), next.or(dropped)?))
+            })
             .collect();
+        short.retain(|p, _| spare.replicas.is_some_and(|r| chains.get(*p).is_some_and(|c| c.members().len() < r)));
         if let Some((n, proposed)) = self.promotions.in_flight.clone() {
             if proposed == next {
                 return; // still the next chains: its outcome is awaited
@@ -112,9 +135,67 @@ impl AlterNode {
 /// Invariant: the result is a non-empty subsequence of `old.chain`, one epoch later.
 pub fn next_chain(old: &ChainRecord, gone: impl Fn(&str) -> bool) -> Option<ChainRecord> {
     let chain: Vec<VnodeId> = old.chain.iter().filter(|v| !gone(&v.host)).cloned().collect();
-    if chain.len() == old.chain.len() || chain.is_empty() {
+    let learners: Vec<Learner> = old.learners.iter().filter(|l| !gone(&l.vnode.host)).cloned().collect();
+    if (chain.len() == old.chain.len() && learners.len() == old.learners.len()) || chain.is_empty() {
         return None;
     }
     assert!(!chain.is_empty() && chain.iter().all(|v| old.chain.contains(v)));
-    Some(ChainRecord { epoch: old.epoch + 1, chain })
+    Some(ChainRecord { epoch: old.epoch + 1, chain, learners })
+}
+
+/// The live store vnodes a root may name learners, and how many partitions each is a member of.
+struct Spare {
+    /// `None`: catch-up is off, or the cluster records no `replicas`.
+    replicas: Option<usize>,
+    /// Invariant: only vnodes whose host is recorded alive and who are not recorded down.
+    load: Vec<(VnodeId, usize)>,
+    /// How many partitions each of `load` was a member of before this round named any learner.
+    held_at_start: Vec<usize>,
+}
+
+impl Spare {
+    fn of(m: &Metadata, chains: &[ChainRecord]) -> Spare {
+        let replicas = cluster::replicas(m).filter(|_| cluster::catch_up_on(m));
+        let members = cluster::placement(m).map(|p| p.vnodes()).unwrap_or_default();
+        let live = |v: &VnodeId| !cluster::host_dead(m, &v.host) && !cluster::vnode_down(m, v);
+        let load = members
+            .into_iter()
+            .filter(live)
+            .map(|v| {
+                let n = chains.iter().filter(|c| c.members().contains(&v)).count();
+                (v, n)
+            })
+            .collect::<Vec<_>>();
+        let held_at_start = load.iter().map(|(_, n)| *n).collect();
+        Spare { replicas, load, held_at_start }
+    }
+
+    /// `chain` (the next epoch's when `raised`, else the one in force) with learners added until it
+    /// has `replicas` members: each the least loaded live vnode on a host the chain does not use
+    /// (ties broken by a rotation on the partition, to spread them) — one that holds no partition
+    /// (its host came back, or is new) at once, any other only once `any_host` (the partition has
+    /// been short of members for `replace_after_ms`). `None` when none is added.
+    fn add_learners(
+        &mut self,
+        chain: &ChainRecord,
+        partition: usize,
+        raised: bool,
+        any_host: bool,
+    ) -> Option<ChainRecord> {
+        let want = self.replicas?;
+        let mut next = chain.clone();
+        next.epoch = if raised { chain.epoch } else { chain.epoch + 1 };
+        let n = self.load.len().max(1);
+        while next.members().len() < want {
+            let hosts: Vec<String> = next.members().iter().map(|v| v.host.clone()).collect();
+            let free = |i: &usize| any_host || self.held_at_start[*i] == 0;
+            let candidates = (0..self.load.len()).filter(|i| !hosts.contains(&self.load[*i].0.host)).filter(free);
+            let Some(pick) = candidates.min_by_key(|i| (self.load[*i].1, (*i + n - partition % n) % n)) else {
+                break;
+            };
+            self.load[pick].1 += 1;
+            next.learners.push(Learner { vnode: self.load[pick].0.clone(), since: next.epoch });
+        }
+        (next.members().len() > chain.members().len()).then_some(next)
+    }
 }

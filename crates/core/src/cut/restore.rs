@@ -243,9 +243,33 @@ impl CutReplay {
             RecordView::Committed { branch, writes } => self.commit(&branch, writes, index)?,
             RecordView::CutStart { cut } if cut == self.cut => self.window = Window::Inside,
             RecordView::CutFinish(f) if f.cut == self.cut => return self.cut_finish(f.into_owned()),
+            RecordView::Reset { partition, partitions } => self.reset(partition, partitions),
+            RecordView::Copied { writes } => {
+                for w in writes {
+                    let w = self.own(WriteRef::from(&w));
+                    self.apply_owned(w);
+                }
+            }
             _ => {}
         }
         Ok(Step::More)
+    }
+
+    /// A learner's `PartitionReset`: nothing it held of the partition before counts.
+    fn reset(&mut self, partition: crate::ids::PartitionId, partitions: u32) {
+        let of_p = |k: &[u8]| partitions > 0 && crate::placement::partition_of(k, partitions) == partition;
+        for store in [&mut self.store, &mut self.digests] {
+            let keys: Vec<Vec<u8>> = store.iter().filter(|(k, _)| of_p(k)).map(|(k, _)| k.clone()).collect();
+            for k in keys {
+                store.remove(&k);
+            }
+        }
+        for writes in self.prepared.values_mut() {
+            writes.retain(|w| !of_p(&w.key));
+        }
+        for held in &mut self.held {
+            held.writes.retain(|w| !of_p(&w.key));
+        }
     }
 
     /// At the end of the log (or once `Finished`): the state at the cut.

@@ -100,7 +100,7 @@ impl Vnode {
         let Some(t) = self.tree.as_ref() else { return false };
         let min = crate::alter::cluster::min_copies(t.alter.metadata());
         let p = &self.cfg.placement;
-        min > 1 && writes.iter().any(|w| p.chain(p.partition_of(&w.key)).len() < min)
+        min > 1 && writes.iter().any(|w| p.copies(p.partition_of(&w.key)).len() < min)
     }
 
     /// The placement epochs of the partitions a primary's share touches (`Placement::epoch_sum`).

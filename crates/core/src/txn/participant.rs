@@ -47,6 +47,10 @@ pub(crate) struct PreparedTx {
     /// Where this branch's `TxPrepared` is in the log (`Lsn(0)` when the branch was rebuilt from
     /// the log: durable).
     pub(crate) prepared_at: Lsn,
+    /// The placement generation this branch was prepared under (`catch_up::CatchUp`; 0 when
+    /// rebuilt from the log): a primary serves a learner's pages only once no older branch
+    /// writes the partition.
+    pub(crate) generation: u64,
     pub(crate) backoff_us: u64,
 }
 
@@ -275,6 +279,7 @@ impl Vnode {
             recovered: false,
             successor_committed: false,
             prepared_at,
+            generation: self.catch_up.generation,
             backoff_us,
         };
         self.part.prepared.insert(branch.clone(), p);

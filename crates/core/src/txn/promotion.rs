@@ -89,6 +89,10 @@ impl Vnode {
         let held = |v: MetaVersion| adopt_early || v.term == committed.term && v.seq <= committed.seq;
         if tree.placement.unconfirmed.is_some_and(|v| held(v) || held(version)) {
             tree.placement.unconfirmed = None;
+            if tree.placement.next.is_none() {
+                self.catch_up_follow(); // the placement from the log is the cluster's: learn on
+                return;
+            }
         }
         let Some((next, since)) = tree.placement.next.clone() else { return };
         if !held(since) && !held(version) {
@@ -127,6 +131,7 @@ impl Vnode {
     }
 
     fn placement_changed(&mut self, old: &Placement) {
+        self.catch_up.generation += 1;
         let me = self.cfg.id.clone();
         let branches: Vec<Branch> = self.part.prepared.keys().cloned().collect();
         for branch in branches {
@@ -141,6 +146,7 @@ impl Vnode {
             }
             self.set_timer(Timer::InDoubt(branch), 0);
         }
+        self.catch_up_follow();
     }
 
     /// Whom a branch in doubt asks for its outcome (this vnode itself: it decides).
@@ -268,8 +274,8 @@ mod tests {
     fn branch_on_a(wrote: &[u32]) -> (Vnode, Prepared) {
         let (a, b) = (VnodeId::new("store0", "h1"), VnodeId::new("store0", "h2"));
         let chains = vec![
-            ChainRecord { epoch: 1, chain: vec![a.clone()] },
-            ChainRecord { epoch: 0, chain: vec![a.clone(), b.clone()] },
+            ChainRecord { epoch: 1, chain: vec![a.clone()], learners: vec![] },
+            ChainRecord { epoch: 0, chain: vec![a.clone(), b.clone()], learners: vec![] },
         ];
         let placement = Placement::from_chains(chains, vec![a.clone(), b.clone()]).expect("valid chains");
         let writes = wrote
@@ -316,6 +322,7 @@ mod tests {
             recovered: false,
             successor_committed: false,
             prepared_at: crate::ids::Lsn(0),
+            generation: 1,
             backoff_us: 0,
         };
         v.part.prepared.insert(branch.clone(), p);

@@ -14,7 +14,8 @@ impl Vnode {
     /// Takes the state a log amounts to (`image.rs`): committed data, decisions, tombstones, and
     /// every prepared branch without an outcome — in doubt.
     pub(crate) fn rebuild(&mut self, image: VnodeImage) {
-        let VnodeImage { summary, store, prepared, decided, tombstones } = image;
+        let VnodeImage { summary, store, prepared, decided, tombstones, learner_resets } = image;
+        self.catch_up.resets = learner_resets;
         self.incarnation = summary.incarnation;
         self.tallies = crate::tally::Tallies::of(&store, &self.cfg.placement);
         self.store = store;
@@ -29,6 +30,7 @@ impl Vnode {
                 recovered: true,
                 successor_committed: false,
                 prepared_at: crate::ids::Lsn(0),
+                generation: 0,
                 backoff_us: self.cfg.timeouts.in_doubt_timeout_us,
             };
             self.part.prepared.insert(branch, in_doubt);

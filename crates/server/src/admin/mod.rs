@@ -189,6 +189,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Result<impl IntoResponse,
     for v in shared.statuses().await.iter().filter(|v| v.kind == "store") {
         crate::telemetry::prepared(&v.id, v.prepared);
         crate::telemetry::held_replies(&v.id, v.held_replies);
+        crate::telemetry::catch_up(&v.id, v.learning.len(), v.copy_pages_served, v.copied_entries);
     }
     crate::telemetry::memory(shared.memory.used_bytes(), shared.memory.limit_bytes());
     let text = crate::telemetry::render()

@@ -115,6 +115,7 @@ function vnodeLine(cfg, live, secondaries) {
     li.append(live.follows_primary_parent ? badge("follows primary parent", "ok") : badge("follows secondary " + live.parent, "warn"));
   }
   if (live.running_cut !== null && live.running_cut !== undefined) li.append(badge("cut " + live.running_cut + " running", "info"));
+  if ((live.learning || []).length > 0) li.append(badge("catching up on " + live.learning.length + " partitions", "warn"));
   const d = ["term " + live.promised_term, "metadata #" + live.metadata_seq];
   if (cfg.kind === "store") d.push(live.keys + " keys", live.prepared + " prepared", live.checkpoints + " checkpoints");
   else d.push((live.children || []).length + "/" + cfg.children.length + " children heard");

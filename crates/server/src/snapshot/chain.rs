@@ -91,8 +91,10 @@ impl Chain {
         if let Some((p, _)) = chains.iter().find(|(_, c)| c.is_empty()) {
             return Err(Problem::new(&file, format!("partition {p} has no replica in the snapshot")));
         }
-        let chains =
-            chains.into_values().map(|chain| waymark_core::placement::ChainRecord { epoch: 0, chain }).collect();
+        let chains = chains
+            .into_values()
+            .map(|chain| waymark_core::placement::ChainRecord { epoch: 0, chain, learners: vec![] })
+            .collect();
         Placement::from_chains(chains, members).ok_or_else(|| Problem::new(&file, "a partition names a vnode twice"))
     }
 }

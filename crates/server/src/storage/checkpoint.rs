@@ -25,6 +25,29 @@ pub enum Image {
     Manager(TreeImage),
 }
 
+/// `Image` as builds before catch-up (issue 33) wrote it: a store vnode's image had no
+/// `learner_resets`. Tried when the current layout does not decode.
+#[derive(serde::Deserialize)]
+enum ImageBefore33 {
+    Store(waymark_core::image::VnodeImageBefore33),
+    Manager(TreeImage),
+}
+
+impl From<ImageBefore33> for Image {
+    fn from(old: ImageBefore33) -> Self {
+        match old {
+            ImageBefore33::Store(image) => Image::Store(image.into()),
+            ImageBefore33::Manager(tree) => Image::Manager(tree),
+        }
+    }
+}
+
+/// The image in a checkpoint's payload, in the current layout or the one before it.
+fn decode_image(payload: &[u8]) -> Result<Image, postcard::Error> {
+    postcard::from_bytes(payload)
+        .or_else(|e| postcard::from_bytes::<ImageBefore33>(payload).map(Image::from).map_err(|_| e))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
     #[error("{file}: {action}: {source}")]
@@ -103,7 +126,7 @@ pub fn read(dir: &Path) -> Result<Option<Checkpoint>, CheckpointError> {
     if computed != stored {
         return Err(CheckpointError::Checksum { file, stored, computed });
     }
-    let image = postcard::from_bytes(&payload).map_err(|source| CheckpointError::Decode { file, source })?;
+    let image = decode_image(&payload).map_err(|source| CheckpointError::Decode { file, source })?;
     Ok(Some(Checkpoint { image, resume_at }))
 }
 
@@ -129,6 +152,23 @@ mod tests {
 
     fn image() -> Image {
         Image::Manager(TreeImage { metadata: Default::default(), term: waymark_core::alter::Term(7) })
+    }
+
+    /// A store vnode's checkpoint written by a build before catch-up (no `learner_resets` in its
+    /// image) still starts the vnode, with no reset recorded.
+    #[test]
+    fn a_checkpoint_from_before_catch_up_reads_with_no_reset() {
+        let mut store = waymark_core::Store::default();
+        store.apply(&waymark_core::ResolvedWrite { key: b"k".to_vec(), value: Some(b"v".to_vec()), version: 3 });
+        let summary = waymark_core::image::LogSummary { records: 9, incarnation: 2, ..Default::default() };
+        let empty = VnodeImage::empty(None);
+        // `Image::Store` is variant 0; a struct is its fields in order.
+        let mut old = vec![0u8];
+        let fields = (&summary, &store, &empty.prepared, &empty.decided, &empty.tombstones);
+        old.extend(postcard::to_stdvec(&fields).unwrap());
+        let Image::Store(image) = decode_image(&old).unwrap() else { panic!("a store image") };
+        assert_eq!((image.summary, image.store), (summary, store));
+        assert!(image.learner_resets.is_empty());
     }
 
     #[test]

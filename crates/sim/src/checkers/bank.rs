@@ -52,9 +52,10 @@ fn final_balances(w: &World) -> Vec<i64> {
 
 /// Reads every account from its partition's primary through `read(node, key)`.
 pub fn balances_from(w: &World, read: impl Fn(usize, &Key) -> Option<Vec<u8>>) -> Vec<i64> {
-    (0..ACCOUNTS)
-        .map(crate::workloads::bank::account)
-        .filter(|k| is_account(k))
-        .map(|k| parse_i64(&read(w.store_index(w.placement.primary_of(&k)), &k)))
-        .collect()
+    balances_of(|k| read(w.store_index(w.placement.primary_of(k)), k))
+}
+
+/// Every account's balance as `read` gives it.
+pub fn balances_of(read: impl Fn(&Key) -> Option<Vec<u8>>) -> Vec<i64> {
+    (0..ACCOUNTS).map(crate::workloads::bank::account).filter(|k| is_account(k)).map(|k| parse_i64(&read(&k))).collect()
 }

@@ -174,8 +174,8 @@ fn replay_resolved(replay: &mut Store, r: &ResolvedWrite) {
 fn compare(w: &World, facts: &LogFacts, cut: CutId, replay: &Store, restored: &[Restored]) -> Vec<Violation> {
     let mut out = vec![];
     for (node, r) in restored.iter().enumerate() {
-        let id = &w.nodes[node].cfg.id;
-        let holds = |k: &Key| w.placement.chain(w.placement.partition_of(k)).contains(id);
+        let rejoined = &facts.rejoined[node];
+        let holds = |k: &Key| super::holds_from_start(w, rejoined, node, w.placement.partition_of(k));
         let keys: BTreeSet<&Key> = r.store.iter().map(|(k, _)| k).chain(replay.iter().map(|(k, _)| k)).collect();
         let Some(key) = keys.into_iter().filter(|k| holds(k)).find(|k| r.store.get(k) != replay.get(k)) else {
             continue;

@@ -16,7 +16,7 @@ use crate::world::World;
 use std::collections::BTreeSet;
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
 use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
-use waymark_core::{Breaks, CutId, CutStrategy, Key, PartitionId, TxId};
+use waymark_core::{Breaks, CutId, CutStrategy, Key, PartitionId, Record, TxId};
 
 pub const CHECKER: Checker = Checker {
     name: "cut-restore",
@@ -72,8 +72,9 @@ pub fn restore_all(
     if strategy == CutStrategy::Versions {
         return restore_all_versions(c, cut);
     }
+    let holders = holders_at(c, cut);
     let mut restored: Vec<Restored> = vec![];
-    for i in 0..c.vnodes() {
+    for (i, partitions) in holders.iter().enumerate() {
         let Some(finish) = find_finish(c.log(i), cut) else {
             if holds_nothing(c, i) {
                 // Dropped from every chain (its host recorded dead): a cut after that covers its
@@ -84,37 +85,85 @@ pub fn restore_all(
             return Err(v(format!("{cut} declared successful but {} has no CutFinish", names(c, [i]))));
         };
         match restore_to_cut_with(Checkpoint::default(), c.log(i), finish, breaks) {
-            Ok(r) => restored.push(held(c, i, r)),
+            Ok(r) => restored.push(held(c, r, partitions)),
             Err(e) => return Err(v(format!("{cut} on {}: {e}", names(c, [i])))),
         }
     }
     Ok(restored)
 }
 
+/// Per store vnode, the partitions it held as a copy at `cut`: by the placement its own metadata
+/// recorded at its `CutFinish` on the tree — a cut across a change of placement fails, so that is
+/// the placement the cut was taken over, and it names copies that rejoined (their restore holds
+/// what the pages copied in, `RecordView::Copied`), not learners. Off the tree, and for a vnode
+/// without the finish, the partitions it holds since the start by the placement at the end
+/// (`holds_from_start`).
+///
+/// Why a `CutFinish` may stand for the cut: no alteration after FINISH is applied before the
+/// vnode confirms FINISH, which it does once its local cut is over. One before START may be
+/// missing (a coloured message started the local cut early): the vnode then counts as holding
+/// less — it is judged less, never wrongly.
+pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
+    (0..c.vnodes())
+        .map(|node| {
+            let log = c.log(node);
+            let at = log.iter().position(|r| matches!(r, Record::CutFinish(f) if f.cut == cut));
+            if let Some(p) = at.and_then(|i| super::placement_at(c, node, i + 1)) {
+                return p.copies_of(c.id(node)).map(|p| p.0).collect();
+            }
+            let rejoined = super::rejoined(log);
+            let p = c.placement();
+            (0..p.partitions()).filter(|part| super::holds_from_start(c, &rejoined, node, PartitionId(*part))).collect()
+        })
+        .collect()
+}
+
+/// The vnode whose restore of partition `p` the checkers that read one copy read: the first
+/// that held it at the cut and whose commits of it the facts count (`holds_from_start`), else —
+/// unless `facts_needed` — the first that held it at the cut.
+fn reader_of(
+    c: &impl Cluster,
+    holders: &[BTreeSet<u32>],
+    facts: &LogFacts,
+    p: PartitionId,
+    facts_needed: bool,
+) -> Option<usize> {
+    let held = |n: &usize| holders[*n].contains(&p.0);
+    let counted = |n: &usize| super::holds_from_start(c, &facts.rejoined[*n], *n, p);
+    let mut nodes = (0..c.vnodes()).filter(held);
+    match nodes.clone().find(counted) {
+        Some(n) => Some(n),
+        None if facts_needed => None,
+        None => nodes.next(),
+    }
+}
+
 /// Whether vnode `node` holds no partition by the placement in force at the end. Chains only
 /// shrink (a host that comes back gets nothing back yet), so it held nothing the cut had to cover
 /// from the moment it was dropped.
 fn holds_nothing(c: &impl Cluster, node: usize) -> bool {
-    c.placement().partitions_of(c.id(node)).next().is_none()
+    let rejoined = super::rejoined(c.log(node));
+    let p = c.placement();
+    (0..p.partitions()).map(PartitionId).all(|part| !super::holds_from_start(c, &rejoined, node, part))
 }
 
-/// What a vnode's restore stands for: nothing when a promotion dropped it from every chain (its
-/// host was recorded dead; what it holds is stale and no restore reads it), else all of it.
-/// Judged by the placement in force at the end, a subset of every earlier one's replicas.
-fn held(c: &impl Cluster, node: usize, r: Restored) -> Restored {
+/// What a vnode's restore stands for: the keys of the partitions it held as a copy at the cut
+/// (`holders_at`) — nothing of those a promotion had dropped it from (its host recorded dead;
+/// what it holds is stale and no restore reads it) nor of those it was still learning.
+fn held(c: &impl Cluster, r: Restored, partitions: &BTreeSet<u32>) -> Restored {
     let p = c.placement();
-    let holds = |k: &Key| p.chain(p.partition_of(k)).contains(c.id(node));
-    match holds_nothing(c, node) {
-        // Its keys of partitions it was dropped from are stale too (`LogFacts::gather`).
-        false => Restored { store: r.store.filtered(holds), digests: r.digests.filtered(holds), ..r },
-        true => Restored::default(),
+    if partitions.is_empty() {
+        return Restored::default();
     }
+    let holds = |k: &Key| partitions.contains(&p.partition_of(k).0);
+    Restored { store: r.store.filtered(holds), digests: r.digests.filtered(holds), ..r }
 }
 
 /// `restore_all` for the `versions` strategy: its own records and filter (seed 002).
 fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, Violation> {
+    let holders = holders_at(c, cut);
     let mut restored: Vec<Restored> = vec![];
-    for i in 0..c.vnodes() {
+    for (i, partitions) in holders.iter().enumerate() {
         let Some(records) = find_versions_records(c.log(i), cut) else {
             return Err(v(format!(
                 "{cut} declared successful but {} has no VersionsMap and VersionsSkip",
@@ -122,7 +171,7 @@ fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, V
             )));
         };
         match restore_to_versions_cut(Checkpoint::default(), c.log(i), &records) {
-            Ok(r) => restored.push(held(c, i, r)),
+            Ok(r) => restored.push(held(c, r, partitions)),
             Err(e) => return Err(v(format!("{cut} on {}: {e}", names(c, [i])))),
         }
     }
@@ -131,9 +180,10 @@ fn restore_all_versions(c: &impl Cluster, cut: CutId) -> Result<Vec<Restored>, V
 
 /// What the restores of `cut` must show that the logs alone can tell: (a), (b)'s prefixes and (e).
 pub fn check_restores(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+    let holders = holders_at(c, cut);
     let mut out = atomic(c, facts, cut, restored);
-    out.extend(prefixes(c, facts, cut, restored));
-    out.extend(replicas_agree(c, cut, restored));
+    out.extend(prefixes(c, facts, cut, restored, &holders));
+    out.extend(replicas_agree(c, cut, restored, &holders));
     out
 }
 
@@ -142,20 +192,52 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
         Ok(r) => r,
         Err(violation) => return vec![violation],
     };
+    let holders = holders_at(w, cut);
     for (n, r) in restored.iter_mut().enumerate() {
-        // A transaction counts as included where it committed a write of a partition held
-        // (`held`, `LogFacts::gather`): not where only a stale copy committed it.
-        r.included.retain(|tx| facts.committed[n].contains_key(tx));
+        // A transaction counts as included where it committed a write of a partition held — as
+        // the facts count it (`LogFacts::gather`: not where only a stale copy committed it) and
+        // at the cut (`holders_at`: not where a learner took it).
+        // A commit that wrote nothing here includes only a transaction that wrote nowhere: a
+        // read-only branch's, or one whose writes a learner's reset stripped, says nothing of the
+        // writes the transaction made elsewhere.
+        let p = &w.placement;
+        let writes_nowhere = |tx: &TxId| facts.writes.get(tx).is_none_or(|ws| ws.is_empty());
+        let held = |tx: &TxId, keys: &BTreeSet<Key>| match keys.is_empty() {
+            true => writes_nowhere(tx),
+            false => keys.iter().any(|k| holders[n].contains(&p.partition_of(k).0)),
+        };
+        r.included.retain(|tx| facts.committed[n].get(tx).is_some_and(|keys| held(tx, keys)));
+        included_by_version(w, facts, n, r);
     }
     let mut out = check_restores(w, facts, cut, &restored);
-    out.extend(reads_closed(w, facts, cut, &restored));
-    out.extend(bank_total(w, cut, &restored));
+    out.extend(reads_closed(w, facts, cut, &restored, &holders));
+    out.extend(bank_total(w, facts, cut, &restored, &holders));
     let included: BTreeSet<&TxId> = restored.iter().flat_map(|r| r.included.iter()).collect();
     out.extend(super::cut_bounds::check_cut(w, cut, &included));
     out.extend(super::real_time::check_cut(w, facts, cut, &included));
     out.extend(super::cut_replay::check_cut(w, facts, cut, &restored));
-    out.extend(super::serializable_history::check_restored(w, cut, &restored));
+    let reader = |key: &Key| reader_of(w, &holders, facts, w.placement.partition_of(key), false);
+    out.extend(super::serializable_history::check_restored(w, cut, &restored, reader));
     out
+}
+
+/// A copy that rejoined a partition holds what pages copied in, which no record of its log names:
+/// it includes, for each key of such a partition it restores at version `v`, the transactions
+/// that committed versions `1..=v` (versions of a key are consecutive, and its restore is checked
+/// against the other copies' by `replicas_agree`).
+fn included_by_version(w: &World, facts: &LogFacts, node: usize, r: &mut Restored) {
+    let rejoined = &facts.rejoined[node];
+    if rejoined.is_empty() {
+        return;
+    }
+    let copied = |k: &Key| rejoined.contains(&w.placement.partition_of(k).0);
+    for (key, entry) in r.store.iter().filter(|(k, _)| copied(k)) {
+        for version in 1..=entry.version {
+            if let Some(tx) = facts.writer(key, version) {
+                r.included.insert(tx.clone());
+            }
+        }
+    }
 }
 
 /// (a) Every replica a transaction wrote includes it, or none does.
@@ -179,10 +261,23 @@ fn atomic(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored])
 
 /// (b) Versions form a prefix per key: every version up to the one restored was written by an
 /// included transaction, and no write an included transaction committed on that vnode is beyond it.
-fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+///
+/// Only for the keys of partitions whose commits on this vnode the facts count
+/// (`holds_from_start`): not one it rejoined as a learner at some time in the run — the versions
+/// its pages copied in are named by no record of its log — nor one it left by the end. Its
+/// restore of those is judged against the other copies' (`replicas_agree`).
+fn prefixes(
+    c: &impl Cluster,
+    facts: &LogFacts,
+    cut: CutId,
+    restored: &[Restored],
+    holders: &[BTreeSet<u32>],
+) -> Vec<Violation> {
     let mut out = vec![];
+    let p = c.placement();
     for (node, r) in restored.iter().enumerate() {
-        for (key, entry) in r.store.iter() {
+        let counted = |key: &Key| super::holds_from_start(c, &facts.rejoined[node], node, p.partition_of(key));
+        for (key, entry) in r.store.iter().filter(|(k, _)| counted(k)) {
             for version in 1..=entry.version {
                 match facts.writer(key, version) {
                     Some(tx) if r.included.contains(tx) => {}
@@ -197,7 +292,8 @@ fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored
         }
         for tx in &r.included {
             let writes = facts.committed_writes.get(tx).into_iter().flatten();
-            for wr in writes.filter(|wr| facts.committed_on(node, tx, &wr.key)) {
+            let held_at_cut = |k: &Key| holders[node].contains(&p.partition_of(k).0);
+            for wr in writes.filter(|wr| facts.committed_on(node, tx, &wr.key) && held_at_cut(&wr.key)) {
                 let restored_version = r.store.get(&wr.key).version;
                 if wr.version > restored_version {
                     out.push(v(format!(
@@ -215,11 +311,15 @@ fn prefixes(c: &impl Cluster, facts: &LogFacts, cut: CutId, restored: &[Restored
 }
 
 /// (e) The replicas of every partition restore the same entries.
-fn replicas_agree(c: &impl Cluster, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+///
+/// A copy that rejoined the partition as a learner and became a copy before the cut is among
+/// them: its restore, pages copied in and all, equals the others' (issue 33: a moved partition
+/// equals its source).
+fn replicas_agree(c: &impl Cluster, cut: CutId, restored: &[Restored], holders: &[BTreeSet<u32>]) -> Vec<Violation> {
     let p = c.placement();
     let mut out = vec![];
     for partition in (0..p.partitions()).map(PartitionId) {
-        let chain: Vec<usize> = p.chain(partition).iter().map(|v| c.node_of(v)).collect();
+        let chain: Vec<usize> = (0..c.vnodes()).filter(|n| holders[*n].contains(&partition.0)).collect();
         let stores: Vec<_> =
             chain.iter().map(|n| restored[*n].store.filtered(|k| p.partition_of(k) == partition)).collect();
         if let Some(i) = (1..stores.len()).find(|i| stores[*i] != stores[0]) {
@@ -237,7 +337,13 @@ fn replicas_agree(c: &impl Cluster, cut: CutId, restored: &[Restored]) -> Vec<Vi
 }
 
 /// (b) Read-from dependencies of included transactions are included.
-fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+fn reads_closed(
+    w: &World,
+    facts: &LogFacts,
+    cut: CutId,
+    restored: &[Restored],
+    at_cut: &[BTreeSet<u32>],
+) -> Vec<Violation> {
     let mut out = vec![];
     for t in w.history.committed() {
         let Some(tx) = &t.tx else { continue };
@@ -248,8 +354,8 @@ fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) 
         }
         for ClientRead { key, version, .. } in t.reads.iter().filter(|r| r.version > 0) {
             let Some(writer) = facts.writer(key, *version) else { continue };
-            let primary = w.store_index(w.placement.primary_of(key));
-            if !restored[primary].included.contains(writer) {
+            let Some(reader) = reader_of(w, at_cut, facts, w.placement.partition_of(key), true) else { continue };
+            if !restored[reader].included.contains(writer) {
                 out.push(v(format!(
                     "{cut}: {tx} is restored but {writer}, whose write of {} it read, is not (closure)",
                     String::from_utf8_lossy(key)
@@ -261,11 +367,21 @@ fn reads_closed(w: &World, facts: &LogFacts, cut: CutId, restored: &[Restored]) 
 }
 
 /// (c) The restored accounts sum to the total.
-fn bank_total(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+fn bank_total(
+    w: &World,
+    facts: &LogFacts,
+    cut: CutId,
+    restored: &[Restored],
+    holders: &[BTreeSet<u32>],
+) -> Vec<Violation> {
     if w.cfg.workload != WorkloadKind::Bank {
         return vec![];
     }
-    let balances = super::bank::balances_from(w, |node, key| restored[node].store.get(key).value);
+    let read = |key: &Key| {
+        let reader = reader_of(w, holders, facts, w.placement.partition_of(key), false)?;
+        restored[reader].store.get(key).value
+    };
+    let balances = super::bank::balances_of(read);
     if balances.iter().all(|b| *b == 0) {
         // The setup is not included: nothing else can be (closure), and `cut_bounds` makes sure
         // this only happens to a cut that began before the setup was acknowledged.

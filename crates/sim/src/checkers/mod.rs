@@ -30,7 +30,7 @@ pub mod tree_states;
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use waymark_core::{Branch, Key, Placement, Record, ResolvedWrite, TxId, VnodeId};
+use waymark_core::{Branch, Key, PartitionId, Placement, Record, ResolvedWrite, TxId, VnodeId};
 
 /// A checker: its name, and the property it checks in one sentence. Each checker's file opens
 /// with its `CHECKER`.
@@ -117,6 +117,56 @@ pub trait Cluster {
     fn placement(&self) -> &Placement;
     /// The store vnode `id` names.
     fn node_of(&self, id: &VnodeId) -> usize;
+    /// The cluster's genesis metadata, when its store vnodes are of the tree (their logs then
+    /// tell which placement each routed by at any record: `placement_at`).
+    fn genesis(&self) -> Option<&waymark_core::alter::Metadata> {
+        None
+    }
+    /// The transactions a client was told committed.
+    fn acknowledged(&self) -> BTreeSet<TxId> {
+        BTreeSet::new()
+    }
+}
+
+/// The placement `node`'s copy of the metadata recorded once the first `upto` records of its log
+/// were applied (`None` off the tree, or if it records none).
+pub fn placement_at(c: &impl Cluster, node: usize, upto: usize) -> Option<Placement> {
+    let mut summary = waymark_core::VnodeImage::empty(Some(c.genesis()?)).summary;
+    for r in &c.log(node)[..upto.min(c.log(node).len())] {
+        summary.apply(r);
+    }
+    waymark_core::alter::cluster::placement(&summary.tree?.metadata)
+}
+
+/// The partitions `log` dropped to join them anew as a learner (`PartitionReset`, catch-up).
+///
+/// The checkers that judge a replica by the transactions its log commits (atomicity per copy, the
+/// cut checkers) judge only the partitions a vnode held from the start: one it rejoined holds
+/// what pages copied in as well, which no transaction's record names. A rejoined copy is judged
+/// by `replicas` (its data equals the other copies' once quiet) and by the read checkers.
+/// Not checked yet: its restore at a cut it covered (the cut checkers skip it).
+pub fn rejoined(log: &[Record]) -> BTreeSet<u32> {
+    log.iter()
+        .filter_map(|r| match r {
+            Record::PartitionReset { partition, .. } => Some(partition.0),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Partition → the position in `log` of its last `PartitionReset`.
+fn last_resets(log: &[Record]) -> BTreeMap<u32, usize> {
+    let resets = log.iter().enumerate().filter_map(|(at, r)| match r {
+        Record::PartitionReset { partition, .. } => Some((partition.0, at)),
+        _ => None,
+    });
+    resets.collect()
+}
+
+/// Whether `node` holds partition `p` whole since the start, by the placement at the end: a copy
+/// (not a learner), never rejoined (`rejoined`).
+pub fn holds_from_start(c: &impl Cluster, rejoined: &BTreeSet<u32>, node: usize, p: PartitionId) -> bool {
+    c.placement().copies(p).contains(c.id(node)) && !rejoined.contains(&p.0)
 }
 
 impl Cluster for World {
@@ -138,6 +188,14 @@ impl Cluster for World {
 
     fn node_of(&self, id: &VnodeId) -> usize {
         self.store_index(id)
+    }
+
+    fn genesis(&self) -> Option<&waymark_core::alter::Metadata> {
+        self.nodes.first().filter(|n| n.cfg.tree.is_some()).map(|n| &n.cfg.genesis)
+    }
+
+    fn acknowledged(&self) -> BTreeSet<TxId> {
+        self.history.committed().filter_map(|t| t.tx.clone()).collect()
     }
 }
 
@@ -162,35 +220,73 @@ pub struct LogFacts {
     writer: BTreeMap<KeyVersion, TxId>,
     /// Per transaction: its committed writes (from the commit record, or the prepare it commits).
     pub committed_writes: BTreeMap<TxId, Vec<ResolvedWrite>>,
+    /// Per node: the partitions it rejoined as a learner (`rejoined`).
+    pub rejoined: Vec<BTreeSet<u32>>,
 }
 
 impl LogFacts {
     pub fn gather(c: &impl Cluster) -> LogFacts {
         let mut f = LogFacts::default();
-        for node in 0..c.vnodes() {
+        let acknowledged = c.acknowledged();
+        let rejoined: Vec<BTreeSet<u32>> = (0..c.vnodes()).map(|n| self::rejoined(c.log(n))).collect();
+        let placement = c.placement();
+        let orphaned: BTreeSet<u32> = (0..placement.partitions())
+            .filter(|q| (0..c.vnodes()).all(|n| !holds_from_start(c, &rejoined[n], n, PartitionId(*q))))
+            .collect();
+        for (node, node_rejoined) in rejoined.iter().enumerate() {
             // Only keys of partitions the vnode still holds: promotions drop a vnode of a host
             // recorded dead from chains (from some only, when the host came back meanwhile), and
             // what it commits for the others is stale or undone — a 1PC first committer cut off
             // may have committed what the replica that took over presumed aborted — and nothing
             // reads it (`--tree --failover` seed 95; `--matrix` seed 824, 9 vnodes).
+            //
+            // With catch-up, a partition a vnode rejoined as a learner and holds as a copy at the
+            // end counts from its last `PartitionReset` of it (it has been a member since). And a
+            // partition no copy at the end has held since the start (its copies were replaced
+            // one by one) counts, on any vnode, the commits of transactions a client was told
+            // committed: those committed everywhere with the same writes — no stale commit.
             let p = c.placement();
-            let id = c.id(node);
-            let holds = |w: &&ResolvedWrite| p.chain(p.partition_of(&w.key)).contains(id);
+            let last_reset = last_resets(c.log(node));
+            let copy_at_end = |q: PartitionId| p.copies(q).contains(c.id(node));
+            let counts = |at: usize, tx: &TxId, w: &ResolvedWrite| {
+                let q = p.partition_of(&w.key);
+                let member_since_reset = last_reset.get(&q.0).is_some_and(|reset| at > *reset && copy_at_end(q));
+                let known_committed = orphaned.contains(&q.0) && acknowledged.contains(tx);
+                holds_from_start(c, node_rejoined, node, q) || member_since_reset || known_committed
+            };
             let mut committed: BTreeMap<TxId, BTreeSet<Key>> = BTreeMap::new();
             let mut prepared: BTreeMap<Branch, Vec<ResolvedWrite>> = BTreeMap::new();
-            for r in c.log(node) {
+            // Branches whose every write a reset stripped: their commits write nothing here.
+            let mut stripped: BTreeSet<Branch> = BTreeSet::new();
+            for (at, r) in c.log(node).iter().enumerate() {
+                let holds = |w: &&ResolvedWrite| match r {
+                    Record::TxCommitted { branch, .. } => counts(at, &branch.tx, w),
+                    _ => false,
+                };
                 match r {
                     Record::TxPrepared(p) => {
                         f.note_writes(&p.tx, &p.writes);
                         prepared.insert(p.branch(), p.writes.clone());
                     }
                     Record::TxRolledBack { branch: Some(b), .. } => drop(prepared.remove(b)),
+                    // As the vnode does: a learner's reset strips the partition's writes from the
+                    // branches it holds prepared (`catch_up`), so their commits do not write it.
+                    Record::PartitionReset { partition, partitions, .. } => {
+                        let of = |k: &Key| waymark_core::placement::partition_of(k, *partitions) == *partition;
+                        for (branch, writes) in prepared.iter_mut() {
+                            let had = !writes.is_empty();
+                            writes.retain(|w| !of(&w.key));
+                            if had && writes.is_empty() {
+                                stripped.insert(branch.clone());
+                            }
+                        }
+                    }
                     Record::TxCommitted { branch, writes, .. } => {
                         f.note_writes(&branch.tx, writes);
                         let was_prepared = prepared.remove(branch).unwrap_or_default();
                         let done = if writes.is_empty() { was_prepared } else { writes.clone() };
                         let all_stale = !done.is_empty() && !done.iter().any(|w| holds(&w));
-                        if all_stale {
+                        if all_stale || done.is_empty() && stripped.remove(branch) {
                             continue;
                         }
                         let done: Vec<ResolvedWrite> = done.iter().filter(holds).cloned().collect();
@@ -202,6 +298,7 @@ impl LogFacts {
                 }
             }
             f.committed.push(committed);
+            f.rejoined.push(node_rejoined.clone());
         }
         f
     }
@@ -240,7 +337,9 @@ impl LogFacts {
         let mut out = BTreeSet::new();
         for wr in self.writes.get(tx).into_iter().flatten() {
             let p = c.placement();
-            out.extend(p.chain(p.partition_of(&wr.key)).iter().map(|v| (c.node_of(v), &wr.key)));
+            let part = p.partition_of(&wr.key);
+            let held = p.chain(part).iter().map(|v| c.node_of(v));
+            out.extend(held.filter(|n| holds_from_start(c, &self.rejoined[*n], *n, part)).map(|n| (n, &wr.key)));
         }
         out
     }

@@ -18,7 +18,7 @@ pub const CHECKER: Checker = Checker {
 /// The chains seen so far, by partition and epoch, with the first vnode seen routing by each.
 #[derive(Debug, Default)]
 pub struct EpochsSeen {
-    chains: BTreeMap<(u32, u64), (Vec<VnodeId>, VnodeId)>,
+    chains: BTreeMap<(u32, u64), (ChainRecord, VnodeId)>,
     /// When a store vnode first routed by each partition's chain at each epoch.
     first_us: BTreeMap<(u32, u64), u64>,
     pub violations: Vec<Violation>,
@@ -31,7 +31,8 @@ impl EpochsSeen {
     /// and now routes by `placement`.
     pub fn note_change(&mut self, by: &VnodeId, before: &Placement, placement: &Placement, now_us: u64) {
         for p in 0..before.partitions() {
-            let ChainRecord { epoch, chain } = before.record(PartitionId(p));
+            let chain = before.record(PartitionId(p));
+            let epoch = chain.epoch;
             if epoch == 0 {
                 self.chains.entry((p, 0)).or_insert((chain, by.clone()));
             }
@@ -43,7 +44,8 @@ impl EpochsSeen {
     fn note(&mut self, by: &VnodeId, placement: &Placement, now_us: u64) {
         self.changes += 1;
         for p in 0..placement.partitions() {
-            let ChainRecord { epoch, chain } = placement.record(PartitionId(p));
+            let chain = placement.record(PartitionId(p));
+            let epoch = chain.epoch;
             self.first_us.entry((p, epoch)).or_insert(now_us);
             match self.chains.get(&(p, epoch)) {
                 None => drop(self.chains.insert((p, epoch), (chain, by.clone()))),
@@ -83,11 +85,12 @@ impl EpochsSeen {
             let at = |e: &u64| if *e == 0 { 0 } else { self.first_us.get(&(p, *e)).copied().unwrap_or(u64::MAX) };
             let held_then = self.chains.range((p, 0)..=(p, u64::MAX)).rfind(|((_, e), _)| at(e) <= down_us);
             let Some(((_, e0), (chain, _))) = held_then else { continue };
-            if !chain.iter().any(|v| v.host == host) {
+            if !chain.chain.iter().any(|v| v.host == host) {
                 continue;
             }
             let later = self.chains.range((p, e0 + 1)..=(p, u64::MAX));
-            let dropped = later.filter(|(_, (c, _))| !c.iter().any(|v| v.host == host)).map(|((_, e), _)| at(e)).min();
+            let dropped =
+                later.filter(|(_, (c, _))| !c.chain.iter().any(|v| v.host == host)).map(|((_, e), _)| at(e)).min();
             if let Some(t) = dropped.filter(|t| *t >= down_us && *t != u64::MAX) {
                 out.push(t - down_us);
             }

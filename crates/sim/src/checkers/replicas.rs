@@ -6,13 +6,14 @@ use waymark_core::PartitionId;
 
 pub const CHECKER: Checker = Checker {
     name: "replicas",
-    property: "when quiescent, the primary and the backups of every partition hold identical data",
+    property: "when quiescent, the primary and the backups of every partition hold identical data (a learner that \
+               caught up and became a copy too)",
 };
 
 pub fn check(w: &World) -> Vec<Violation> {
     let mut out = vec![];
     for p in (0..w.placement.partitions()).map(PartitionId) {
-        let chain = w.placement.chain(p);
+        let chain = w.placement.copies(p);
         let mut stores = vec![];
         for v in chain {
             let Some(vnode) = &w.nodes[w.store_index(v)].vnode else { return out };

@@ -31,7 +31,13 @@ pub fn check(w: &World) -> Vec<Violation> {
 
 /// The history plus a reader of every list as `cut` restored it at the list's primary: a
 /// consistent cut is a state some serial order of the history passes through.
-pub fn check_restored(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Violation> {
+/// `reader(key)`: the vnode whose restore holds `key`'s partition at the cut (`cut_restore`).
+pub fn check_restored(
+    w: &World,
+    cut: CutId,
+    restored: &[Restored],
+    reader: impl Fn(&waymark_core::Key) -> Option<usize>,
+) -> Vec<Violation> {
     if w.cfg.workload != WorkloadKind::Append {
         return vec![];
     }
@@ -39,8 +45,8 @@ pub fn check_restored(w: &World, cut: CutId, restored: &[Restored]) -> Vec<Viola
     let ops = (0..KEYS)
         .map(|i| {
             let key = list_key(i);
-            let primary = w.store_index(w.placement.primary_of(&key));
-            Op::Read { key: i as u64, list: parse_list(&restored[primary].store.get(&key).value) }
+            let list = reader(&key).and_then(|n| restored[n].store.get(&key).value);
+            Op::Read { key: i as u64, list: parse_list(&list) }
         })
         .collect();
     let id = records.len() as u64;

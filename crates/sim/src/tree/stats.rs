@@ -31,6 +31,11 @@ pub struct TreeStats {
     pub relayed: u64,
     /// `--failover`: partitions whose chain the root changed, summed over seeds.
     pub promoted_partitions: u64,
+    /// `--catch-up`: partitions a store vnode joined anew as a learner (`PartitionReset`s), those
+    /// it holds as a copy at the end, and learners still catching up at the end.
+    pub rejoined: u64,
+    pub rejoined_copies: u64,
+    pub learners_at_end: u64,
     /// `--failover`: for each host crash and each partition it held, how long until a store vnode
     /// first routed by a chain without it (the failover window), in µs.
     pub failover_windows_us: Vec<u64>,
@@ -81,6 +86,9 @@ impl TreeStats {
         self.secondary_root_terms += o.secondary_root_terms;
         self.relayed += o.relayed;
         self.promoted_partitions += o.promoted_partitions;
+        self.rejoined += o.rejoined;
+        self.rejoined_copies += o.rejoined_copies;
+        self.learners_at_end += o.learners_at_end;
         self.failover_windows_us.extend(&o.failover_windows_us);
         self.availability.partition_us += o.availability.partition_us;
         self.availability.served_us += o.availability.served_us;
