@@ -242,7 +242,7 @@ done
 # Restore: a full snapshot of an empty cluster, RESTORE_MB of 4000-byte SETs, an increment, then
 # `snapshot restore` of the increment (which replays the whole log of the chain).
 echo "Waymark restore: $restore_mb MB of 4000-byte SETs, snapshot, snapshot restore"
-"$waymark" cluster init --hosts 3 --replicas 2 --dir "$work/wm" >/dev/null
+"$waymark" cluster init --hosts 3 --replicas 2 --insecure --dir "$work/wm" >/dev/null  # plaintext, as Redis here
 "$waymark" cluster start --dir "$work/wm" >/dev/null
 wm_port=$(awk -F'"' '/^redis = /{print $2; exit}' "$work/wm/node1/waymark.toml" | cut -d: -f2)
 "$waymark" snapshot create big --dir "$work/wm" >/dev/null

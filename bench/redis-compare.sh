@@ -45,7 +45,7 @@ rates() {
 
 start_redis_aof "$work"
 
-"$waymark" cluster init --hosts 3 --replicas 2 --dir "$work/waymark" >/dev/null
+"$waymark" cluster init --hosts 3 --replicas 2 --insecure --dir "$work/waymark" >/dev/null  # plaintext, as Redis here
 "$waymark" cluster start --dir "$work/waymark" >/dev/null
 waymark_port=$(awk -F'"' '/^redis = /{print $2; exit}' "$work/waymark/node1/waymark.toml" | cut -d: -f2)
 

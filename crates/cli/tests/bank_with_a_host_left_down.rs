@@ -142,7 +142,8 @@ fn a_snapshot_without_it_restores(cluster: &Cluster, victim: &str, expected: &[i
     the_manifest_records_the_chains_without(cluster.dir(), victim);
     let to = temp_dir();
     let target = to.path().display().to_string();
-    let (ok, restored) = waymark(&["snapshot", "restore", "outage", "--to", &target, "--hosts", "2", "--dir", &dir]);
+    let (ok, restored) =
+        waymark(&["snapshot", "restore", "outage", "--to", &target, "--hosts", "2", "--insecure", "--dir", &dir]);
     assert!(ok, "restore of the snapshot taken with {victim} down:\n{restored}");
     let mut restored = Cluster::open(to);
     for name in ["node1", "node2"] {

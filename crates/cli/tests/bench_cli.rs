@@ -108,3 +108,28 @@ fn bench_refuses_rounds_without_a_comparison() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--rounds"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `--tls`: the cluster is secure (TLS on every port, a password) and the bank runs through TLS
+/// with `AUTH`; a cut goes over HTTPS. Its transfers commit as on a plaintext cluster.
+#[test]
+fn bench_runs_the_bank_over_tls_against_a_secure_cluster() {
+    let tmp = temp_dir();
+    let cluster = tmp.path().join("cluster");
+    let json = tmp.path().join("bench.json");
+    let _stop = StopCluster(&cluster);
+    let args = ["bench", "--start-hosts", "3", "--tls", "--seconds", "1", "--warmup", "200ms", "--clients", "2"];
+    let more = ["--workload", "bank", "--cut-every", "500ms", "--dir", &cluster.to_string_lossy(), "--json"];
+    let args: Vec<String> =
+        args.iter().chain(&more).map(|s| s.to_string()).chain([json.display().to_string()]).collect();
+    let out = run_waymark(&args, BENCH_WITHIN);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "waymark bench --tls failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(cluster.join("ca.pem").exists() && cluster.join("password").exists(), "the cluster is not secure");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON")).expect("valid");
+    let run = &report["runs"][0];
+    assert!(run["throughput_per_s"].as_f64().unwrap_or(0.0) > 0.0, "no transfer over TLS: {report}");
+    assert!(run["cuts"]["count"].as_u64().unwrap_or(0) > 0, "no cut over HTTPS: {report}");
+    assert_eq!(run["cuts"]["failed"].as_u64(), Some(0), "{report}");
+    assert!(run["held"].is_object(), "the hosts' /metrics were not read over HTTPS: {report}");
+}

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{key_with_primary, poll, run_waymark, temp_dir, Cluster, Spec};
+use common::{alive, key_with_primary, poll, run_waymark, temp_dir, Cluster, PidFileGuard, Spec};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 const INIT_WITHIN: Duration = Duration::from_secs(30);
@@ -19,72 +19,13 @@ fn args(words: &[&str], dir: &Path) -> Vec<String> {
     words.iter().map(|w| w.to_string()).chain(["--dir".to_string(), dir.display().to_string()]).collect()
 }
 
-/// Whether `pid` runs (a zombie has ended: it is only waiting for its parent).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.contains(") Z "),
-        Err(_) => false,
-    }
-}
-
-/// Whether `pid` is a `waymark node` of one of this cluster's config files.
-fn is_our_node(pid: u32, configs: &[PathBuf]) -> bool {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    let cmdline = String::from_utf8_lossy(&cmdline);
-    configs.iter().any(|c| cmdline.contains(&*c.to_string_lossy()))
-}
-
-/// The nodes `cluster start` left running are not this test's children: if the test fails, this
-/// SIGKILLs each one its pid file (or an earlier read of it) names, and waits until it is gone.
-struct PidFileGuard {
-    hosts: Vec<PathBuf>,
-    configs: Vec<PathBuf>,
-    seen: Vec<u32>,
-}
-
-impl PidFileGuard {
-    fn new(cluster: &Cluster) -> PidFileGuard {
-        let hosts = cluster.hosts.iter().map(|h| h.dir.clone()).collect();
-        let configs = cluster.hosts.iter().map(|h| h.config_file.clone()).collect();
-        PidFileGuard { hosts, configs, seen: vec![] }
-    }
-
-    /// The pids the hosts' pid files name now (also remembered for the clean-up).
-    fn read(&mut self) -> Vec<u32> {
-        let pids: Vec<u32> = self
-            .hosts
-            .iter()
-            .filter_map(|h| std::fs::read_to_string(h.join("node.pid")).ok()?.trim().parse().ok())
-            .collect();
-        self.seen.extend(&pids);
-        pids
-    }
-}
-
-impl Drop for PidFileGuard {
-    fn drop(&mut self) {
-        let mut pids = self.read();
-        pids.extend(&self.seen);
-        for pid in pids {
-            if alive(pid) && is_our_node(pid, &self.configs) {
-                // SAFETY: kill(2) on a pid checked above to be one of this test's nodes.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-                for _ in 0..200 {
-                    if !alive(pid) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(25));
-                }
-            }
-        }
-    }
-}
-
 /// With a client password: `cluster start` must authenticate to see that the hosts serve.
+/// `--insecure` (plaintext, `tls.rs` has TLS): the test's Redis client speaks plaintext.
 #[test]
 fn cluster_start_serves_every_host_and_cluster_stop_ends_them_all() {
     let dir = temp_dir();
-    let init = run_waymark(&args(&["cluster", "init", "--hosts", "3", "--password"], dir.path()), INIT_WITHIN);
+    let words = ["cluster", "init", "--hosts", "3", "--insecure", "--password"];
+    let init = run_waymark(&args(&words, dir.path()), INIT_WITHIN);
     assert!(init.status.success(), "cluster init: {}", String::from_utf8_lossy(&init.stderr));
     let cluster = Cluster::open(dir);
     let mut guard = PidFileGuard::new(&cluster);
@@ -94,7 +35,7 @@ fn cluster_start_serves_every_host_and_cluster_stop_ends_them_all() {
     let printed = String::from_utf8_lossy(&start.stdout);
     assert!(start.status.success(), "cluster start: {}{printed}", String::from_utf8_lossy(&start.stderr));
     for h in &cluster.hosts {
-        let shown = format!("redis-cli -p {}", h.redis_addr().port());
+        let shown = format!("redis-cli -h 127.0.0.1 -p {} --no-auth-warning -a", h.redis_addr().port());
         assert!(printed.contains(&shown), "cluster start does not show `{shown}`:\n{printed}");
     }
     assert_eq!(pids.len(), 3, "pid files after cluster start: {pids:?}");
@@ -129,11 +70,13 @@ fn cluster_start_serves_every_host_and_cluster_stop_ends_them_all() {
 
 /// Another program takes a port `cluster init` gave a host before the host first starts (the
 /// race of tests and demos run side by side): `cluster start` moves the whole cluster to new ports
-/// and serves, rather than failing or talking to the other program.
+/// and serves, rather than failing or talking to the other program. `--insecure`: the test's
+/// Redis client speaks plaintext.
 #[test]
 fn cluster_start_moves_the_cluster_to_new_ports_when_another_program_holds_one() {
     let dir = temp_dir();
-    let init = run_waymark(&args(&["cluster", "init", "--hosts", "3", "--fsync", "never"], dir.path()), INIT_WITHIN);
+    let words = ["cluster", "init", "--hosts", "3", "--fsync", "never", "--insecure"];
+    let init = run_waymark(&args(&words, dir.path()), INIT_WITHIN);
     assert!(init.status.success(), "cluster init: {}", String::from_utf8_lossy(&init.stderr));
     let mut cluster = Cluster::open(dir);
     let mut guard = PidFileGuard::new(&cluster);
@@ -190,8 +133,8 @@ fn cluster_init_refuses_more_replicas_than_hosts_and_leaves_the_directory_empty(
 
 #[test]
 fn cluster_init_writes_every_secret_file_readable_by_its_owner_only() {
-    let cluster = Cluster::init(&Spec::new(1, 1).with_password());
-    for name in ["secret", "admin-token", "password"] {
+    let cluster = Cluster::init(&Spec::new(1, 1).secure());
+    for name in ["secret", "admin-token", "password", "ca-key.pem", "node1/key.pem"] {
         let mode = std::fs::metadata(cluster.dir().join(name)).expect(name).permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "cluster init wrote {name} with mode {:o}", mode & 0o777);
     }
@@ -260,6 +203,7 @@ fn a_node_refuses_a_config_with_an_unknown_field_naming_the_field_and_the_file()
 /// `cluster status` asks the running hosts: all up and every partition whole, then with node2
 /// killed, node2 down and the partitions it held a copy of degraded — named, with the copy that is
 /// down — while the root still leads a term (one host of three is not a majority of its voters).
+/// A secure cluster: `cluster status` asks over HTTPS with the cluster's CA.
 #[test]
 fn cluster_status_asks_the_running_cluster_and_shows_a_dead_hosts_partitions_degraded() {
     let dir = temp_dir();

@@ -125,7 +125,8 @@ fn a_snapshot_after_the_return_restores(cluster: &Cluster, expected: &[i64]) {
     assert!(ok && checked.contains("OK:") && !checked.contains("fewer copies"), "snapshot check:\n{checked}");
     let to = temp_dir();
     let target = to.path().display().to_string();
-    let (ok, restored) = waymark(&["snapshot", "restore", "healed", "--to", &target, "--hosts", "2", "--dir", &dir]);
+    let (ok, restored) =
+        waymark(&["snapshot", "restore", "healed", "--to", &target, "--hosts", "2", "--insecure", "--dir", &dir]);
     assert!(ok, "restore of the snapshot taken after the return:\n{restored}");
     let mut restored = Cluster::open(to);
     for name in ["node1", "node2"] {

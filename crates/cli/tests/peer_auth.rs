@@ -62,7 +62,7 @@ fn forged_prepare(key: &str) -> Envelope {
 }
 
 /// Writes `payload` as a raw frame (its length, then it), whatever the handshake said.
-async fn write_raw_frame(stream: &mut TcpStream, payload: &[u8]) {
+async fn write_raw_frame(stream: &mut (impl tokio::io::AsyncWrite + Unpin), payload: &[u8]) {
     let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
     bytes.extend_from_slice(payload);
     stream.write_all(&bytes).await.expect("write the forged frame");

@@ -38,7 +38,7 @@ fn check_of_a_missing_snapshot_fails_and_restore_refuses_a_non_empty_directory()
     std::fs::create_dir_all(&to).unwrap();
     std::fs::write(to.join("keep-me"), "data").unwrap();
     let to = to.display().to_string();
-    let (ok, text) = waymark(&["snapshot", "restore", "nightly", "--path", &root, "--to", &to]);
+    let (ok, text) = waymark(&["snapshot", "restore", "nightly", "--path", &root, "--to", &to, "--insecure"]);
     assert!(!ok && text.contains("is not empty"), "{text}");
     assert!(dir.path().join("busy/keep-me").exists());
 }

@@ -32,6 +32,31 @@ pub enum ConfigError {
          a secret must be readable by its owner only: run `chmod 600 {path}`"
     )]
     OpenSecret { file: PathBuf, field: String, path: PathBuf, mode: u32 },
+    #[error(
+        "config file {file}: host `{host}` would listen on {port}, which is not a loopback \
+         address, without {missing}: anyone who reaches it could {risk}. Give the host `[tls]` and \
+         `node.password_file` (`waymark cluster init` writes both), or set `node.insecure = true` \
+         to serve in plaintext on purpose"
+    )]
+    Protected {
+        file: PathBuf,
+        host: String,
+        /// The address and what listens there, e.g. `0.0.0.0:7000 (redis clients)`.
+        port: String,
+        missing: &'static str,
+        risk: &'static str,
+    },
+}
+
+/// The files of a host's TLS (`[tls]`), resolved against the config's directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// This host's certificate chain, PEM.
+    pub cert: PathBuf,
+    /// Its private key, PEM: refused if open to group or others, as the secret files are.
+    pub key: PathBuf,
+    /// The cluster's CA certificate, PEM: the only root every port and every dial trusts.
+    pub ca: PathBuf,
 }
 
 /// When the WAL makes appended records durable.
@@ -132,6 +157,8 @@ pub struct NodeConfig {
     pub wal_preallocate: bool,
     pub secret: Vec<u8>,
     pub password: Option<Vec<u8>>,
+    /// The file `password` was read from (`cluster start` prints a command line that reads it).
+    pub password_file: Option<PathBuf>,
     pub checkpoint_every: Duration,
     /// Where snapshots are written (`waymark snapshot …`); shared by the hosts of one machine.
     pub snapshot_dir: PathBuf,
@@ -148,6 +175,12 @@ pub struct NodeConfig {
     pub auth_timeout: Duration,
     pub limits: Limits,
     pub schedule: Option<Schedule>,
+    /// `[tls]`: TLS on the Redis, admin and peer ports (mutual TLS on the peer port); `None`
+    /// serves all three in plaintext.
+    pub tls: Option<TlsFiles>,
+    /// `node.insecure`: the host may listen on a non-loopback address without TLS or a password
+    /// (protected mode is off). `cluster init --insecure` sets it.
+    pub insecure: bool,
     /// `node.breaks`: deliberate protocol bugs, for tests only.
     pub breaks: waymark_core::Breaks,
 }
@@ -193,6 +226,18 @@ pub mod raw {
         pub limits: Limits,
         #[serde(default)]
         pub snapshots: Snapshots,
+        /// Absent: plaintext on every port.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub tls: Option<Tls>,
+    }
+
+    /// `[tls]`: paths relative to the config's directory.
+    #[derive(Deserialize, Serialize, Clone, Debug)]
+    #[serde(deny_unknown_fields)]
+    pub struct Tls {
+        pub cert_file: String,
+        pub key_file: String,
+        pub ca_file: String,
     }
 
     /// `[snapshots]`: a schedule, run by the host of the tree's root.
@@ -257,6 +302,9 @@ pub mod raw {
         pub auth_timeout: Option<String>,
         pub snapshot_dir: Option<String>,
         pub admin_token_file: Option<String>,
+        /// Serve without TLS or a password on a non-loopback address (protected mode off).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub insecure: Option<bool>,
         /// Deliberate protocol bugs (`waymark_core::Breaks::NAMES`), to see the tests catch them
         /// (`waymark nemesis --break`). Never in a cluster that holds data anyone needs.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -327,6 +375,11 @@ impl Checker<'_> {
         let secret = self.secret(&n.secret_file)?;
         let password = n.password_file.as_deref().map(|p| self.password(p)).transpose()?;
         let admin_token = n.admin_token_file.as_deref().map(|p| self.admin_token(p)).transpose()?;
+        let tls = raw.tls.map(|t| self.tls(t)).transpose()?;
+        let insecure = n.insecure.unwrap_or(false);
+        if !insecure {
+            self.protected(&cluster, &n.host, tls.is_some(), password.is_some())?;
+        }
         let fsync = match n.fsync.as_deref().unwrap_or("always") {
             "always" => FsyncPolicy::Always,
             "never" => FsyncPolicy::Never,
@@ -354,9 +407,58 @@ impl Checker<'_> {
             wal_preallocate: n.wal_preallocate.unwrap_or(true),
             secret,
             password,
+            password_file: n.password_file.as_deref().map(|p| self.relative(p)),
             limits,
             schedule,
+            tls,
+            insecure,
         })
+    }
+
+    /// Protected mode, as Redis's: a host whose ports are reachable from elsewhere must encrypt
+    /// them and ask for a password, unless its config says `node.insecure`.
+    fn protected(&self, cluster: &ClusterConfig, me: &str, tls: bool, password: bool) -> Result<(), ConfigError> {
+        let Some(host) = cluster.hosts.iter().find(|h| h.name == me) else { return Ok(()) };
+        let missing = match (tls, password) {
+            (true, true) => return Ok(()),
+            (false, false) => "TLS and a password",
+            (false, true) => "TLS",
+            (true, false) => "a password",
+        };
+        let ports = [
+            (host.redis, "redis clients", "read and write every key"),
+            (host.admin, "admin http", "read the cluster's state and, with a sniffed token, snapshot it"),
+            (host.peer, "peer links", "read every message between hosts"),
+        ];
+        // Without a password only the Redis port is open to anyone; without TLS, all three are
+        // read on the wire.
+        let exposed =
+            ports.iter().find(|(addr, what, _)| !addr.ip().is_loopback() && (!tls || *what == "redis clients"));
+        match exposed {
+            Some(&(addr, what, risk)) => {
+                let port = format!("{addr} ({what})");
+                Err(ConfigError::Protected { file: self.file.into(), host: me.into(), port, missing, risk })
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `[tls]`: the files must exist, and the key must be its owner's alone.
+    fn tls(&self, t: raw::Tls) -> Result<TlsFiles, ConfigError> {
+        let exists = |field: &str, path: &str| -> Result<PathBuf, ConfigError> {
+            let full = self.relative(path);
+            std::fs::metadata(&full).map_err(|source| ConfigError::ReadFile {
+                file: self.file.into(),
+                field: field.into(),
+                path: full.clone(),
+                source,
+            })?;
+            Ok(full)
+        };
+        let cert = exists("tls.cert_file", &t.cert_file)?;
+        let ca = exists("tls.ca_file", &t.ca_file)?;
+        let key = self.private_file("tls.key_file", &t.key_file)?;
+        Ok(TlsFiles { cert, key, ca })
     }
 
     fn cluster(&self, c: raw::Cluster) -> Result<ClusterConfig, ConfigError> {
@@ -570,9 +672,9 @@ impl Checker<'_> {
         Ok(token)
     }
 
-    /// A secret file's content without the trailing newline editors add; refused if anyone but
-    /// its owner may read it (whoever can read the cluster secret can join the cluster).
-    fn read_trimmed(&self, field: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
+    /// The full path of a file that must be readable by its owner only (a secret or a private
+    /// key); refused if anyone else may read or write it.
+    fn private_file(&self, field: &str, path: &str) -> Result<PathBuf, ConfigError> {
         let full = self.relative(path);
         let read_error =
             |source| ConfigError::ReadFile { file: self.file.into(), field: field.into(), path: full.clone(), source };
@@ -585,6 +687,15 @@ impl Checker<'_> {
                 mode,
             });
         }
+        Ok(full)
+    }
+
+    /// A secret file's content without the trailing newline editors add; refused if anyone but
+    /// its owner may read it (whoever can read the cluster secret can join the cluster).
+    fn read_trimmed(&self, field: &str, path: &str) -> Result<Vec<u8>, ConfigError> {
+        let full = self.private_file(field, path)?;
+        let read_error =
+            |source| ConfigError::ReadFile { file: self.file.into(), field: field.into(), path: full.clone(), source };
         let mut bytes = std::fs::read(&full).map_err(read_error)?;
         while bytes.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             bytes.pop();

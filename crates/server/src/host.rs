@@ -55,6 +55,15 @@ pub struct Shared {
     pub secondaries: std::sync::Mutex<std::collections::BTreeMap<VnodeId, VnodeId>>,
     /// This host's data against `limits.maxmemory_bytes`.
     pub memory: Arc<crate::memory::MemoryGauge>,
+    /// TLS on the host's ports and its calls to other hosts, when its config has `[tls]`.
+    pub tls: Option<crate::tls::HostTls>,
+}
+
+impl Shared {
+    /// How this host calls another host's admin API: over TLS with the cluster's CA if it has one.
+    pub fn admin_http(&self, timeout: std::time::Duration) -> crate::tls::AdminHttp {
+        crate::tls::AdminHttp::new(self.tls.as_ref().map(|t| t.dial.clone()), timeout)
+    }
 }
 
 /// Why a cut process could not be run from this host.

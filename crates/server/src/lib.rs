@@ -7,7 +7,8 @@
 //!                              ▼  │
 //!                         router ◀┴──── peer links (net/) ◀─▶ other hosts
 //! ```
-//! - `config`: the host's TOML file; `topology`: the tree, placement and genesis every host derives.
+//! - `config`: the host's TOML file; `tls`: the TLS settings built from its `[tls]` files;
+//!   `topology`: the tree, placement and genesis every host derives.
 //! - `driver`: a vnode's thread — carries out its outputs, syncs its log once per batch of inputs,
 //!   feeds it durability, timers, messages; `vnode`: the commands of its queue, its host events.
 //! - `storage`: the vnode's log writer (group commit, read-back, checkpoints, a cut's export) and
@@ -38,5 +39,6 @@ pub mod snapshot;
 pub mod status;
 pub mod storage;
 pub mod telemetry;
+pub mod tls;
 pub mod topology;
 pub mod vnode;

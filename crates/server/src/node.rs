@@ -12,6 +12,7 @@ use crate::net::peer::{self, LinkContext, LinkStats, Peer};
 use crate::resp;
 use crate::router::Router;
 use crate::snapshot::schedule;
+use crate::tls::{HostTls, TlsError};
 use crate::topology::{Topology, TopologyError};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub enum NodeError {
     Listening { file: PathBuf, source: std::io::Error },
     #[error("{dir}: {source}")]
     Dir { dir: PathBuf, source: std::io::Error },
+    #[error("TLS ([tls] of {file}): {source}")]
+    Tls { file: PathBuf, source: TlsError },
 }
 
 /// The file in the data directory where a node says, once it holds all three of its ports, which
@@ -80,6 +83,10 @@ impl Listeners {
 /// Runs the host until `shutdown` (or a fatal error).
 pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), NodeError> {
     let topology = Topology::new(&cfg.cluster)?;
+    let tls = match &cfg.tls {
+        Some(files) => Some(HostTls::load(files).map_err(|source| NodeError::Tls { file: cfg.file.clone(), source })?),
+        None => None,
+    };
     let vnodes_dir = cfg.data_dir.join("vnodes");
     std::fs::create_dir_all(&vnodes_dir).map_err(|source| NodeError::Dir { dir: vnodes_dir.clone(), source })?;
     let _ = std::fs::remove_file(cfg.data_dir.join(LISTENING_FILE));
@@ -96,7 +103,7 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     let started = std::time::Instant::now();
     let memory = crate::memory::MemoryGauge::new(cfg.limits.maxmemory_bytes);
     let shared =
-        Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default(), memory };
+        Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default(), memory, tls };
     let mut host = Host::new(shared, events_tx, stop);
     host.start_vnodes()?;
     start_front_ends(&host, listeners, peers);
@@ -136,6 +143,7 @@ fn start_front_ends(host: &Host, listeners: Listeners, peers: Vec<Peer>) {
         router: host.shared.router.clone(),
         stats: host.shared.links.clone(),
         shutdown: host.stop.clone(),
+        tls: host.shared.tls.as_ref().map(peer::PeerTls::new),
     };
     peer::start(ctx, listeners.peer, peers);
     resp::server::start(host.shared.clone(), listeners.redis, host.stop.clone());

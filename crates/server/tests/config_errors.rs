@@ -149,3 +149,50 @@ fn a_secret_file_readable_by_group_or_others_is_refused_naming_the_file_and_the_
         assert!(e.contains(field) && e.contains(&fix), "the message does not name {field} and `{fix}`: {e}");
     }
 }
+
+/// Protected mode: node1's and node2's ports moved to `ip`, with `node` added to `[node]` (a
+/// password, `node.insecure`) and `[tls]` if `tls`, parsed in a directory holding the files named.
+fn protected(ip: &str, node: &str, tls: bool) -> Result<NodeConfig, String> {
+    let (dir, file) = setup();
+    write_owner_only(&dir.path().join("password"), "p4ssw0rd\n");
+    write_owner_only(&dir.path().join("key.pem"), "not read by the parser\n");
+    std::fs::write(dir.path().join("cert.pem"), "").unwrap();
+    std::fs::write(dir.path().join("ca.pem"), "").unwrap();
+    let text = GOOD.replace("\"127.0.0.1:", &format!("\"{ip}:")).replace("[node]\n", &format!("[node]\n{node}"));
+    let text = if tls { text + TLS } else { text };
+    NodeConfig::parse(&file, &text).map_err(|e| e.to_string())
+}
+
+const TLS: &str = "\n[tls]\ncert_file = \"cert.pem\"\nkey_file = \"key.pem\"\nca_file = \"ca.pem\"\n";
+const PASSWORD: &str = "password_file = \"password\"\n";
+const INSECURE: &str = "insecure = true\n";
+
+#[test]
+fn protected_mode_refuses_a_non_loopback_host_without_tls_and_a_password_unless_insecure() {
+    let refused = |node: &str, tls: bool, missing: &str| {
+        let e = protected("0.0.0.0", node, tls).expect_err(missing);
+        assert!(e.contains(&format!("not a loopback address, without {missing}:")), "{e}");
+        assert!(e.contains("node.insecure = true"), "{e}");
+    };
+    refused("", false, "TLS and a password");
+    refused(PASSWORD, false, "TLS");
+    refused("", true, "a password");
+    let secure = protected("0.0.0.0", PASSWORD, true).expect("TLS and a password");
+    assert!(secure.tls.is_some() && secure.password.is_some() && !secure.insecure);
+    let insecure = protected("0.0.0.0", INSECURE, false).expect("node.insecure");
+    assert!(insecure.insecure && insecure.tls.is_none());
+    // On loopback nothing is asked.
+    protected("127.0.0.1", "", false).expect("loopback, plaintext, no password");
+}
+
+#[test]
+fn a_tls_key_file_others_can_read_is_refused_naming_the_field_and_the_fix() {
+    let (dir, file) = setup();
+    let key = dir.path().join("key.pem");
+    std::fs::write(&key, "").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o604)).unwrap();
+    std::fs::write(dir.path().join("cert.pem"), "").unwrap();
+    std::fs::write(dir.path().join("ca.pem"), "").unwrap();
+    let e = NodeConfig::parse(&file, &format!("{GOOD}{TLS}")).expect_err("a key others can read").to_string();
+    assert!(e.contains("tls.key_file") && e.contains(&format!("chmod 600 {}", key.display())), "{e}");
+}

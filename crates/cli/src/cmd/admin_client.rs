@@ -1,5 +1,6 @@
 //! Talking to a running cluster's admin API: which hosts to ask (from a `cluster init` directory,
-//! or one `--admin ADDR`), with which token (the cluster's `admin-token` file, or `--token-file`).
+//! or one `--admin ADDR`), with which token (the cluster's `admin-token` file, or `--token-file`),
+//! over TLS trusting the cluster's CA when the cluster has one (its hosts' `[tls]`, or `--cacert`).
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -17,22 +18,35 @@ pub struct Target {
     /// The file holding the admin token [default: DIR/admin-token with --dir].
     #[arg(long)]
     token_file: Option<PathBuf>,
+    /// The cluster's CA certificate, to call --admin over TLS [default: the CA of --dir's hosts,
+    /// if they have `[tls]`].
+    #[arg(long)]
+    cacert: Option<PathBuf>,
 }
 
 /// Admin addresses to try in order, and the token.
 pub struct Admin {
     pub addrs: Vec<String>,
     token: String,
+    /// TLS settings trusting the cluster's CA, for a cluster whose hosts have `[tls]`.
+    tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
 
 impl Target {
     pub fn resolve(&self, dir: Option<&PathBuf>) -> Result<Admin> {
+        let hosts = match dir {
+            Some(d) => super::cluster::hosts_of(d)?,
+            None => vec![],
+        };
         let addrs = match (&self.admin, dir) {
             (Some(a), _) => vec![a.clone()],
-            (None, Some(d)) => {
-                super::cluster::hosts_of(d)?.iter().map(|(_, c)| c.this_host().admin.to_string()).collect()
-            }
+            (None, Some(_)) => hosts.iter().map(|(_, c)| c.this_host().admin.to_string()).collect(),
             (None, None) => bail!("which cluster? give --dir DIR of a `cluster init` directory, or --admin ADDR"),
+        };
+        let ca = self.cacert.clone().or_else(|| hosts.iter().find_map(|(_, c)| c.tls.as_ref().map(|t| t.ca.clone())));
+        let tls = match ca {
+            Some(ca) => Some(waymark_server::tls::client_config(&ca)?),
+            None => None,
         };
         let token_file = match (&self.token_file, dir) {
             (Some(f), _) => f.clone(),
@@ -42,14 +56,19 @@ impl Target {
         refuse_open_to_others(&token_file)?;
         let token = std::fs::read_to_string(&token_file)
             .with_context(|| format!("reading the admin token from {}", token_file.display()))?;
-        Ok(Admin { addrs, token: token.trim().to_string() })
+        Ok(Admin { addrs, token: token.trim().to_string(), tls })
     }
 }
 
 impl Admin {
+    /// The TLS settings its calls use (trusting the cluster's CA), if the cluster has TLS.
+    pub fn tls(&self) -> Option<std::sync::Arc<rustls::ClientConfig>> {
+        self.tls.clone()
+    }
+
     /// Every host of a `cluster init` directory, with its admin token.
     pub fn for_cluster(dir: &std::path::Path) -> Result<Admin> {
-        Target { admin: None, token_file: None }.resolve(Some(&dir.to_path_buf()))
+        Target { admin: None, token_file: None, cacert: None }.resolve(Some(&dir.to_path_buf()))
     }
 
     /// POSTs `body` to `path` on the first host that accepts it. A host that answers 503 (e.g. it
@@ -78,11 +97,14 @@ impl Admin {
         body: &B,
         timeout: Duration,
     ) -> Result<(usize, R)> {
-        let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+        let http = waymark_server::tls::AdminHttp::new(self.tls.clone(), timeout);
         let mut skipped = vec![];
         for (i, addr) in self.addrs.iter().enumerate() {
-            let url = format!("http://{addr}{path}");
-            let sent = agent.post(&url).set("Authorization", &format!("Bearer {}", self.token)).send_json(body);
+            let url = match addr.parse() {
+                Ok(addr) => http.url(addr, path),
+                Err(_) => bail!("--admin {addr} is not an address like 127.0.0.1:7001"),
+            };
+            let sent = http.agent.post(&url).set("Authorization", &format!("Bearer {}", self.token)).send_json(body);
             match sent {
                 Ok(resp) => return Ok((i, resp.into_json().with_context(|| format!("{url}: unreadable answer"))?)),
                 Err(ureq::Error::Status(503, resp)) => skipped.push(format!("{addr}: {}", text(resp))),

@@ -4,14 +4,43 @@
 
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Every blocking read and write of a client gives up after this long.
 pub const CLIENT_IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A connection whose reads and writes time out.
+/// How this process's Redis clients reach a cluster that asks for TLS or a password: set once,
+/// by `bench` for the cluster it runs against; unset, clients speak plaintext without `AUTH`.
+static CLIENT_AUTH: OnceLock<ClientAuth> = OnceLock::new();
+
+struct ClientAuth {
+    /// The cluster's CA certificate (PEM): TLS trusting it alone. `None`: plaintext.
+    ca_pem: Option<Vec<u8>>,
+    password: Option<String>,
+}
+
+/// From now on every connection of this process speaks TLS trusting `ca_pem` (if given) and
+/// authenticates with `password` (if given). A process drives one cluster: the first call wins.
+pub fn use_client_auth(ca_pem: Option<Vec<u8>>, password: Option<String>) {
+    let _ = CLIENT_AUTH.set(ClientAuth { ca_pem, password });
+}
+
+/// A connection whose reads and writes time out, over TLS and authenticated if the cluster asks.
 pub fn connect(addr: SocketAddr) -> redis::RedisResult<redis::Connection> {
-    let client = redis::Client::open(format!("redis://{addr}/"))?;
+    let client = match CLIENT_AUTH.get() {
+        None => redis::Client::open(format!("redis://{addr}/"))?,
+        Some(auth) => {
+            let user = auth.password.as_ref().map(|p| format!(":{p}@")).unwrap_or_default();
+            match &auth.ca_pem {
+                None => redis::Client::open(format!("redis://{user}{addr}/"))?,
+                Some(ca) => {
+                    let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) };
+                    redis::Client::build_with_tls(format!("rediss://{user}{addr}/"), certs)?
+                }
+            }
+        }
+    };
     let con = client.get_connection_with_timeout(CLIENT_IO_TIMEOUT)?;
     con.set_read_timeout(Some(CLIENT_IO_TIMEOUT))?;
     con.set_write_timeout(Some(CLIENT_IO_TIMEOUT))?;

@@ -1,6 +1,10 @@
 //! `waymark cluster init|start|stop|status`: a local cluster on 127.0.0.1 in one directory, the way
 //! `cockroach demo` or `tiup playground` give one — each host a background `waymark node` process
 //! with its config, data, log and pid file under `DIR/<host>/`, one cluster secret in `DIR/secret`.
+//!
+//! Secure by default (issue 36): `init` also writes a CA and a certificate per host (`certs.rs`)
+//! and a client password, so every port speaks TLS and clients `AUTH`; `init --insecure` writes
+//! neither, and sets `node.insecure` so the hosts may serve in plaintext.
 
 use super::node::EXIT_PORT_TAKEN;
 use anyhow::{bail, Context, Result};
@@ -30,7 +34,8 @@ const PROBE_KEYS_TRIED_MAX: u32 = 1_000_000;
 
 #[derive(Subcommand)]
 pub enum ClusterCmd {
-    /// Write a ready local cluster: one config per host on 127.0.0.1 with free ports, a secret.
+    /// Write a ready local cluster: one config per host on 127.0.0.1 with free ports, a secret,
+    /// the admin token, a client password, a CA and a certificate per host (TLS on every port).
     Init {
         #[arg(long, default_value_t = 3)]
         hosts: u32,
@@ -53,7 +58,12 @@ pub enum ClusterCmd {
         /// How often each vnode writes a checkpoint, e.g. "30s".
         #[arg(long, default_value = "30s")]
         checkpoint_every: String,
-        /// Also write a client password (`DIR/password`); clients must `AUTH` with it.
+        /// Plaintext on every port and no client password, as before issue 36 (for tools that
+        /// cannot speak TLS, such as Redis's own test units); says what it turns off.
+        #[arg(long)]
+        insecure: bool,
+        /// With `--insecure`, still write a client password (`DIR/password`); clients must
+        /// `AUTH` with it. A secure cluster always has one.
         #[arg(long)]
         password: bool,
     },
@@ -77,7 +87,18 @@ pub enum ClusterCmd {
 
 pub fn run(cmd: ClusterCmd) -> Result<()> {
     match cmd {
-        ClusterCmd::Init { hosts, dir, replicas, partitions, stores, fsync, strategy, checkpoint_every, password } => {
+        ClusterCmd::Init {
+            hosts,
+            dir,
+            replicas,
+            partitions,
+            stores,
+            fsync,
+            strategy,
+            checkpoint_every,
+            insecure,
+            password,
+        } => {
             let replicas = replicas.unwrap_or(2.min(hosts as usize));
             let strategy = strategy.parse()?;
             let spec = Spec {
@@ -89,9 +110,21 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 strategy,
                 wal_preallocate: true,
                 checkpoint_every,
-                password,
+                password: password || !insecure,
+                tls: !insecure,
                 maxmemory_bytes: None,
             };
+            if insecure {
+                say!("--insecure: no TLS on the Redis, admin and peer ports (clients, the admin token and peer");
+                say!(
+                    "  messages cross the network in plaintext), {}; protected mode off",
+                    if password {
+                        format!("clients AUTH with {}", dir.join("password").display())
+                    } else {
+                        "no client password (anyone who reaches a Redis port reads and writes every key)".into()
+                    }
+                );
+            }
             init(&dir, &spec)
         }
         ClusterCmd::Start { dir } => start(&dir),
@@ -113,13 +146,17 @@ pub struct Spec {
     pub wal_preallocate: bool,
     pub checkpoint_every: String,
     pub password: bool,
+    /// A CA and a certificate per host, and `[tls]` in each config; without it the cluster is
+    /// written `node.insecure` (plaintext on every port, protected mode off).
+    pub tls: bool,
     /// `limits.maxmemory_bytes` when set (else the node's default from the machine's memory).
     pub maxmemory_bytes: Option<u64>,
 }
 
 impl Spec {
-    /// `cluster init`'s defaults for everything but the shape (what `--hosts/--replicas/--partitions`
-    /// alone would give): one store per host, fsync always, a checkpoint every 30 s, no password.
+    /// `cluster init --insecure`'s defaults for everything but the shape: one store per host,
+    /// fsync always, a checkpoint every 30 s, no password, no TLS. The demo, the benchmark and the
+    /// nemesis run so: they measure and check the protocols, not TLS.
     pub fn local(hosts: u32, replicas: usize, partitions: u32) -> Spec {
         Spec {
             hosts,
@@ -131,6 +168,7 @@ impl Spec {
             wal_preallocate: true,
             checkpoint_every: "30s".into(),
             password: false,
+            tls: false,
             maxmemory_bytes: None,
         }
     }
@@ -166,8 +204,17 @@ pub fn init(dir: &Path, spec: &Spec) -> Result<()> {
         spec.replicas,
         spec.partitions
     );
+    let scheme = if spec.tls { "https" } else { "http" };
     for h in &hosts {
-        say!("  {:<8} redis {:<21} admin http://{}", h.name, h.redis, h.admin);
+        say!("  {:<8} redis {:<21} admin {scheme}://{}", h.name, h.redis, h.admin);
+    }
+    if spec.tls {
+        say!(
+            "TLS on every port (CA {}/{}), clients AUTH with {}/password",
+            dir.display(),
+            super::certs::CA_FILE,
+            dir.display()
+        );
     }
     say!("start it with: waymark cluster start --dir {}", dir.display());
     Ok(())
@@ -194,7 +241,12 @@ fn write_cluster(dir: &Path, spec: &Spec) -> Result<Vec<raw::Host>> {
     for h in &hosts {
         let host_dir = dir.join(&h.name);
         fs::create_dir_all(&host_dir)?;
-        let file = host_dir.join(CONFIG_FILE);
+    }
+    if spec.tls {
+        super::certs::write(dir, "local", &hosts)?;
+    }
+    for h in &hosts {
+        let file = dir.join(&h.name).join(CONFIG_FILE);
         let text = config_text(spec, &hosts, &h.name)?;
         fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
         NodeConfig::load(&file).with_context(|| format!("checking {}", file.display()))?;
@@ -245,10 +297,16 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             auth_timeout: None,
             snapshot_dir: Some("../snapshots".into()),
             admin_token_file: Some("../admin-token".into()),
+            insecure: (!spec.tls).then_some(true),
             breaks: None,
         },
         limits: raw::Limits { maxmemory_bytes: spec.maxmemory_bytes, ..Default::default() },
         snapshots: Default::default(),
+        tls: spec.tls.then(|| raw::Tls {
+            cert_file: super::certs::CERT_FILE.into(),
+            key_file: super::certs::KEY_FILE.into(),
+            ca_file: format!("../{}", super::certs::CA_FILE),
+        }),
     };
     let header = format!("# Waymark host `{me}` of a local cluster written by `waymark cluster init`.\n\n");
     Ok(header + &toml::to_string(&cfg).context("rendering the config")?)
@@ -260,13 +318,19 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
 fn write_secret(file: &Path) -> Result<()> {
     let bytes: [u8; 32] = rand::random();
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    write_new_file(file, (hex + "\n").as_bytes(), 0o600)
+}
+
+/// Writes `bytes` into a new file with `mode` from its creation (a private key's 0600 is never
+/// looser for a moment); a file that exists already is refused, never overwritten.
+pub fn write_new_file(file: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(0o600)
+        .mode(mode)
         .open(file)
         .with_context(|| format!("creating {}", file.display()))?;
-    f.write_all((hex + "\n").as_bytes()).with_context(|| format!("writing {}", file.display()))?;
+    f.write_all(bytes).with_context(|| format!("writing {}", file.display()))?;
     Ok(())
 }
 
@@ -462,10 +526,40 @@ fn start_once(dir: &Path) -> Result<()> {
     for (host_dir, cfg) in &hosts {
         let h = cfg.this_host();
         let pid = running_pid(host_dir).unwrap_or_default();
-        say!("  {:<8} redis-cli -p {:<6} admin http://{:<21} pid {pid}", cfg.host, h.redis.port(), h.admin);
+        let scheme = if cfg.tls.is_some() { "https" } else { "http" };
+        say!("  {:<8} admin {scheme}://{:<21} pid {pid}", cfg.host, h.admin);
+        say!("           {}", redis_cli_line(cfg));
     }
     say!("logs: {}/<host>/{LOG_FILE}; stop with: waymark cluster stop --dir {}", dir.display(), dir.display());
     Ok(())
+}
+
+/// The `redis-cli` command line that connects to the host: with TLS and the cluster's CA, and the
+/// password read from its file (so the line shows none), when the host has them.
+pub fn redis_cli_line(cfg: &NodeConfig) -> String {
+    let h = cfg.this_host();
+    let mut line = format!("redis-cli -h {} -p {}", h.redis.ip(), h.redis.port());
+    if let Some(tls) = &cfg.tls {
+        line += &format!(" --tls --cacert {}", shell_word(&absolute(&tls.ca)));
+    }
+    if let Some(file) = &cfg.password_file {
+        line += &format!(" --no-auth-warning -a \"$(cat {})\"", shell_word(&absolute(file)));
+    }
+    line
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `path` quoted for a POSIX shell.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    if text.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b)) {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// SIGKILLs and reaps the nodes this `start` spawned.
@@ -579,26 +673,39 @@ fn probe_keys(cfg: &NodeConfig) -> Result<Vec<String>> {
     primaries.into_iter().map(key_of).collect()
 }
 
-/// `GET` of each key answers a value (or nil), not an error — after `AUTH` if clients need it.
+/// `GET` of each key answers a value (or nil), not an error — over TLS with the cluster's CA and
+/// after `AUTH`, if the host asks for them.
 fn probe(cfg: &NodeConfig, keys: &[String]) -> Result<()> {
     let redis = cfg.this_host().redis;
     let s = TcpStream::connect_timeout(&redis, Duration::from_millis(500))?;
     s.set_read_timeout(Some(Duration::from_secs(3)))?;
-    let mut reader = BufReader::new(s.try_clone()?);
+    s.set_write_timeout(Some(Duration::from_secs(3)))?;
+    match &cfg.tls {
+        None => probe_on(&mut BufReader::new(s), cfg, keys),
+        Some(files) => {
+            let tls = waymark_server::tls::client_config(&files.ca)?;
+            let conn = rustls::ClientConnection::new(tls, redis.ip().into())?;
+            probe_on(&mut BufReader::new(rustls::StreamOwned::new(conn, s)), cfg, keys)
+        }
+    }
+}
+
+fn probe_on<S: Read + Write>(stream: &mut BufReader<S>, cfg: &NodeConfig, keys: &[String]) -> Result<()> {
     if let Some(password) = &cfg.password {
-        request(&s, &mut reader, &[b"AUTH", password])?;
+        request(stream, &[b"AUTH", password])?;
     }
     for key in keys {
-        request(&s, &mut reader, &[b"GET", key.as_bytes()])?;
+        request(stream, &[b"GET", key.as_bytes()])?;
     }
     Ok(())
 }
 
 /// Sends one command and reads its reply, which must be a status, nil or a bulk string.
-fn request(mut s: &TcpStream, reader: &mut BufReader<TcpStream>, args: &[&[u8]]) -> Result<()> {
+fn request<S: Read + Write>(reader: &mut BufReader<S>, args: &[&[u8]]) -> Result<()> {
     let mut req = vec![];
     waymark_resp::encode_command(args, &mut req);
-    s.write_all(&req)?;
+    reader.get_mut().write_all(&req)?;
+    reader.get_mut().flush()?;
     let mut line = String::new();
     reader.read_line(&mut line)?;
     if line.starts_with('-') || line.is_empty() {

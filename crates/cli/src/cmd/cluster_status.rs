@@ -65,9 +65,13 @@ pub fn run(dir: &Path) -> Result<()> {
 }
 
 fn ask(cfg: &NodeConfig) -> Result<HostStatus, String> {
-    let url = format!("http://{}/status", cfg.this_host().admin);
-    let agent = ureq::AgentBuilder::new().timeout(ANSWER_TIMEOUT).build();
-    let resp = agent.get(&url).call().map_err(|e| e.to_string())?;
+    let tls = match &cfg.tls {
+        Some(files) => Some(waymark_server::tls::client_config(&files.ca).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let http = waymark_server::tls::AdminHttp::new(tls, ANSWER_TIMEOUT);
+    let url = http.url(cfg.this_host().admin, "/status");
+    let resp = http.agent.get(&url).call().map_err(|e| e.to_string())?;
     resp.into_json().map_err(|e| format!("{url}: unreadable answer: {e}"))
 }
 
@@ -79,11 +83,12 @@ fn print_hosts(seen: &[Seen]) {
         let pid = s.pid.map_or_else(|| "-".to_string(), |p| p.to_string());
         match &s.answer {
             Ok(st) => say!(
-                "  {:<8} up    pid {:<7} uptime {:>6} s  redis {}  admin http://{}",
+                "  {:<8} up    pid {:<7} uptime {:>6} s  redis {}  admin {}://{}",
                 h.name,
                 pid,
                 st.uptime_seconds,
                 h.redis,
+                if s.cfg.tls.is_some() { "https" } else { "http" },
                 h.admin
             ),
             Err(why) => say!("  {:<8} down  pid {:<7} ({why})", h.name, pid),

@@ -259,7 +259,8 @@ fn restore_and_check(
             created.cut,
             to.display()
         );
-        let restored = snapshot::restore(&dir.join("snapshots"), SNAPSHOT, Some(created.increment), &to, Some(hosts))?;
+        let restored =
+            snapshot::restore(&dir.join("snapshots"), SNAPSHOT, Some(created.increment), &to, Some(hosts), false)?;
         started.add(&to);
         cluster::start(&to)?;
         let found = bank_total(&to, accounts)?;

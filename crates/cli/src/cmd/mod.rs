@@ -26,6 +26,7 @@ macro_rules! say {
 pub mod admin_client;
 pub mod bank;
 pub mod bench;
+pub mod certs;
 pub mod charts;
 pub mod cluster;
 pub mod cluster_status;

@@ -83,6 +83,10 @@ pub enum SnapshotCmd {
         /// Hosts of the new cluster [default: the snapshot's].
         #[arg(long)]
         hosts: Option<u32>,
+        /// Write the new cluster as `cluster init --insecure` does (plaintext, no password);
+        /// by default it is secure, with a CA, certificates and a password of its own.
+        #[arg(long)]
+        insecure: bool,
         #[command(flatten)]
         root: Root,
     },
@@ -114,8 +118,8 @@ pub fn run(cmd: SnapshotCmd) -> Result<()> {
         }
         SnapshotCmd::List { root } => list(&root.resolve()?),
         SnapshotCmd::Check { name, increment, root } => check(&root.resolve()?, &name, increment),
-        SnapshotCmd::Restore { name, increment, to, hosts, root } => {
-            restore(&root.resolve()?, &name, increment, &to, hosts).map(drop)
+        SnapshotCmd::Restore { name, increment, to, hosts, insecure, root } => {
+            restore(&root.resolve()?, &name, increment, &to, hosts, !insecure).map(drop)
         }
         SnapshotCmd::Expire { keep_last, older_than, name, increment, dry_run, root } => {
             let root = root.resolve()?;
@@ -263,7 +267,15 @@ pub struct Restored {
     pub mb_per_s: f64,
 }
 
-pub fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts: Option<u32>) -> Result<Restored> {
+/// Replays the snapshot into a new cluster in `to`: a secure one (TLS, a password) if `secure`.
+pub fn restore(
+    root: &Path,
+    name: &str,
+    increment: Option<u32>,
+    to: &Path,
+    hosts: Option<u32>,
+    secure: bool,
+) -> Result<Restored> {
     if to.exists() && std::fs::read_dir(to).with_context(|| format!("reading {}", to.display()))?.next().is_some() {
         bail!("{} is not empty: restore writes a new cluster into an empty directory", to.display());
     }
@@ -274,8 +286,8 @@ pub fn restore(root: &Path, name: &str, increment: Option<u32>, to: &Path, hosts
     let begun = Instant::now();
     let rebuilt = replay_with_progress(&chain)?;
     let took = begun.elapsed().as_secs_f64().max(1e-6);
-    let spec = Spec::local(hosts, shape.replicas.min(hosts as usize), shape.partitions);
-    cluster::init(to, &spec)?;
+    let local = Spec::local(hosts, shape.replicas.min(hosts as usize), shape.partitions);
+    cluster::init(to, &Spec { tls: secure, password: secure, ..local })?;
     let mut copies = 0;
     for (_, cfg) in cluster::hosts_of(to)? {
         let topology = Topology::new(&cfg.cluster)?;

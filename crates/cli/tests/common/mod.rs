@@ -71,15 +71,33 @@ pub struct Spec {
     /// `"always"` or `"never"`.
     pub fsync: &'static str,
     pub password: bool,
+    /// `cluster init --insecure`: plaintext on every port. The harness speaks plaintext only, so
+    /// every test that is not about TLS runs so (`tls.rs` runs secure clusters).
+    pub insecure: bool,
     /// How often each vnode writes a checkpoint (`cluster init`'s default: 30s).
     pub checkpoint_every: &'static str,
 }
 
 impl Spec {
-    /// `hosts` hosts, `replicas` copies of each of 16 partitions, fsync always, no password,
-    /// checkpoints every 30 s.
+    /// `hosts` hosts, `replicas` copies of each of 16 partitions, fsync always, insecure (no TLS)
+    /// and no password, checkpoints every 30 s.
     pub fn new(hosts: u32, replicas: usize) -> Spec {
-        Spec { hosts, replicas, partitions: 16, fsync: "always", password: false, checkpoint_every: "30s" }
+        Spec {
+            hosts,
+            replicas,
+            partitions: 16,
+            fsync: "always",
+            password: false,
+            insecure: true,
+            checkpoint_every: "30s",
+        }
+    }
+
+    /// `cluster init`'s default: TLS on every port and a client password. `Cluster::start`,
+    /// `redis` and `status` cannot talk to it: start it with `waymark cluster start`.
+    pub fn secure(mut self) -> Spec {
+        self.insecure = false;
+        self
     }
 
     /// For tests where durability is not what is tested.
@@ -112,6 +130,9 @@ impl Spec {
         }
         if self.password {
             args.push("--password".into());
+        }
+        if self.insecure {
+            args.push("--insecure".into());
         }
         args
     }
@@ -663,4 +684,65 @@ pub fn log_tail(file: &Path) -> String {
     let text = fs::read_to_string(file).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+}
+
+/// Whether `pid` runs (a zombie has ended: it is only waiting for its parent).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.contains(") Z "),
+        Err(_) => false,
+    }
+}
+
+/// Whether `pid` is a `waymark node` of one of this cluster's config files.
+fn is_our_node(pid: u32, configs: &[PathBuf]) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = String::from_utf8_lossy(&cmdline);
+    configs.iter().any(|c| cmdline.contains(&*c.to_string_lossy()))
+}
+
+/// The nodes `cluster start` left running are not this test's children: if the test fails, this
+/// SIGKILLs each one its pid file (or an earlier read of it) names, and waits until it is gone.
+pub struct PidFileGuard {
+    hosts: Vec<PathBuf>,
+    configs: Vec<PathBuf>,
+    seen: Vec<u32>,
+}
+
+impl PidFileGuard {
+    pub fn new(cluster: &Cluster) -> PidFileGuard {
+        let hosts = cluster.hosts.iter().map(|h| h.dir.clone()).collect();
+        let configs = cluster.hosts.iter().map(|h| h.config_file.clone()).collect();
+        PidFileGuard { hosts, configs, seen: vec![] }
+    }
+
+    /// The pids the hosts' pid files name now (also remembered for the clean-up).
+    pub fn read(&mut self) -> Vec<u32> {
+        let pids: Vec<u32> = self
+            .hosts
+            .iter()
+            .filter_map(|h| std::fs::read_to_string(h.join("node.pid")).ok()?.trim().parse().ok())
+            .collect();
+        self.seen.extend(&pids);
+        pids
+    }
+}
+
+impl Drop for PidFileGuard {
+    fn drop(&mut self) {
+        let mut pids = self.read();
+        pids.extend(&self.seen);
+        for pid in pids {
+            if alive(pid) && is_our_node(pid, &self.configs) {
+                // SAFETY: kill(2) on a pid checked above to be one of this test's nodes.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                for _ in 0..200 {
+                    if !alive(pid) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+            }
+        }
+    }
 }

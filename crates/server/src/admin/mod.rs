@@ -7,6 +7,11 @@
 //! /topology` — the tree (`topology.rs`); `GET /metrics` — Prometheus text (`crate::telemetry`);
 //! `GET /` — the status page (`page.rs`). Every mutating call needs the admin token
 //! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names); reads need none.
+//!
+//! With `[tls]` the API is served over TLS only (HTTPS; `serve_tls`): a connection whose TLS
+//! handshake fails or takes longer than `TLS_HANDSHAKE_TIMEOUT` is closed unheard, at most
+//! `CONNECTIONS_MAX` connections are served at once, each for one request whose headers must
+//! arrive within `HEADER_READ_TIMEOUT`.
 
 mod page;
 pub(crate) mod topology;
@@ -27,6 +32,13 @@ use tokio_util::sync::CancellationToken;
 
 /// How long `POST /cuts` waits for the cut process to end.
 const CUT_WAIT: Duration = Duration::from_secs(60);
+/// A TLS client that has not finished its handshake by then is closed.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Admin connections served at once over TLS; one more is closed at once.
+const CONNECTIONS_MAX: usize = 256;
+/// A TLS connection that has not sent its request's headers by then is closed; each connection
+/// serves one request (no keep-alive), so none sits idle holding a slot.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves the admin API on `listener` (bound by the node) until `stop`.
 pub fn start(shared: Arc<Shared>, listener: tokio::net::TcpListener, stop: CancellationToken) {
@@ -39,13 +51,61 @@ pub fn start(shared: Arc<Shared>, listener: tokio::net::TcpListener, stop: Cance
         .route("/cuts", post(cut))
         .route("/snapshots", get(snapshots).post(create_snapshot))
         .route("/export", post(export))
-        .with_state(shared);
+        .with_state(shared.clone());
+    if let Some(tls) = &shared.tls {
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.clients.clone());
+        tokio::spawn(serve_tls(listener, app, acceptor, stop));
+        return;
+    }
     tokio::spawn(async move {
         let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await });
         if let Err(e) = served.await {
             tracing::error!("admin http: {e}");
         }
     });
+}
+
+/// The API over TLS: axum's router served by hyper on each connection once its handshake is done.
+async fn serve_tls(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    acceptor: tokio_rustls::TlsAcceptor,
+    stop: CancellationToken,
+) {
+    let connections = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+    loop {
+        let (stream, addr) = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("admin listener: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(connection) = connections.clone().try_acquire_owned() else { continue };
+        let (app, acceptor, stop) = (app.clone(), acceptor.clone(), stop.clone());
+        tokio::spawn(async move {
+            let stream = match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return tracing::debug!(%addr, "admin connection: TLS: {e}"),
+                Err(_) => return tracing::debug!(%addr, "admin connection: no TLS handshake in time"),
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app);
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .keep_alive(false)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                r = conn => if let Err(e) = r { tracing::debug!(%addr, "admin connection: {e}") },
+            }
+            drop(connection);
+        });
+    }
 }
 
 type Refusal = (StatusCode, String);

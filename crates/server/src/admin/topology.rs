@@ -135,10 +135,11 @@ fn with_host(mut v: Value, host: &str) -> Value {
 /// Every other host's live part, or why it is missing.
 async fn peers(shared: &Shared) -> Vec<(String, Result<Live, AskError>)> {
     let others = shared.cfg.cluster.hosts.iter().filter(|h| h.name != shared.cfg.host);
+    let http = shared.admin_http(PEER_WAIT);
     let asks: Vec<_> = others
         .map(|h| {
-            let (name, url) = (h.name.clone(), format!("http://{}/topology", h.admin));
-            (name, tokio::task::spawn_blocking(move || ask(&url)))
+            let (name, url, http) = (h.name.clone(), http.url(h.admin, "/topology"), http.clone());
+            (name, tokio::task::spawn_blocking(move || ask(&http.agent, &url)))
         })
         .collect();
     let mut out = vec![];
@@ -162,9 +163,8 @@ enum AskError {
     NotATopology(#[source] serde_json::Error),
 }
 
-fn ask(url: &str) -> Result<Live, AskError> {
+fn ask(agent: &ureq::Agent, url: &str) -> Result<Live, AskError> {
     use std::io::Read;
-    let agent = ureq::AgentBuilder::new().timeout(PEER_WAIT).build();
     let answer = agent.get(url).call().map_err(|e| AskError::Call(Box::new(e)))?;
     let mut body = String::new();
     answer.into_reader().take(PEER_ANSWER_MAX_BYTES).read_to_string(&mut body).map_err(AskError::Read)?;

@@ -97,7 +97,7 @@ pub enum AuthError {
 
 /// At most `PEER_TEXT_CHARS_MAX` characters of `text`, with control characters escaped: a peer's
 /// words go into log lines.
-fn bounded(text: &str) -> String {
+pub(crate) fn bounded(text: &str) -> String {
     let mut out: String = text.chars().take(PEER_TEXT_CHARS_MAX).flat_map(char::escape_debug).collect();
     if text.chars().nth(PEER_TEXT_CHARS_MAX).is_some() {
         out.push('…');

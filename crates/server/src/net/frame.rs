@@ -4,10 +4,10 @@
 //! (`seal.rs`). Until then the limit is `HANDSHAKE_FRAME_MAX_BYTES`, then `limits.frame_max_bytes`.
 
 use super::seal::{Sealer, TAG_BYTES};
+use super::stream::PeerStream;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde::{de::DeserializeOwned, Serialize};
 use std::ops::Range;
-use tokio::net::TcpStream;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// Bumped whenever the envelope, frame or handshake encoding changes; a peer speaking another
@@ -18,7 +18,7 @@ pub const PROTOCOL_VERSION: u8 = 3;
 /// that has proven nothing must not make this host wait for, or buffer, 64 MiB.
 pub const HANDSHAKE_FRAME_MAX_BYTES: usize = 4 << 10;
 
-pub type PeerFramed = Framed<TcpStream, LengthDelimitedCodec>;
+pub type PeerFramed = Framed<PeerStream, LengthDelimitedCodec>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -30,12 +30,12 @@ pub enum FrameError {
     Decode(#[from] postcard::Error),
 }
 
-pub fn framed(stream: TcpStream, frame_max_bytes: usize) -> PeerFramed {
-    Framed::new(stream, codec(frame_max_bytes))
+pub fn framed(stream: impl Into<PeerStream>, frame_max_bytes: usize) -> PeerFramed {
+    Framed::new(stream.into(), codec(frame_max_bytes))
 }
 
 /// A new connection, framed for its handshake.
-pub fn handshaking(stream: TcpStream) -> PeerFramed {
+pub fn handshaking(stream: impl Into<PeerStream>) -> PeerFramed {
     framed(stream, HANDSHAKE_FRAME_MAX_BYTES)
 }
 

@@ -15,10 +15,10 @@
 
 use super::frame;
 use super::seal::Sealer;
+use super::stream::PeerWriter;
 use bytes::{Buf, BytesMut};
 use std::io;
 use std::sync::{Arc, Mutex};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::Notify;
 use waymark_core::Envelope;
 
@@ -47,7 +47,7 @@ struct State {
     buf: BytesMut,
     /// Frames pushed since `buf` was last empty: an upper bound on the frames waiting in it.
     frames: usize,
-    conn: Option<Arc<OwnedWriteHalf>>,
+    conn: Option<Arc<PeerWriter>>,
     /// Seals this connection's frames: `Some` exactly when `conn` is.
     sealer: Option<Sealer>,
     /// A write from a sending thread failed: the link's task ends this connection.
@@ -91,17 +91,21 @@ impl Outgoing {
             return;
         }
         let Some(conn) = s.conn.clone() else { return };
-        if let Err(e) = write_some(&mut s, &conn) {
-            s.failed = Some(e);
-        }
-        if !s.buf.is_empty() || s.failed.is_some() {
+        let left = match write_some(&mut s, &conn) {
+            Ok(left) => left,
+            Err(e) => {
+                s.failed = Some(e);
+                true
+            }
+        };
+        if left {
             self.backlog.notify_one();
         }
     }
 
     /// A new connection and the sealer of its frames: what was queued since the last one went
     /// down is sealed and written on it first.
-    pub fn attach(&self, conn: Arc<OwnedWriteHalf>, mut sealer: Sealer) {
+    pub fn attach(&self, conn: Arc<PeerWriter>, mut sealer: Sealer) {
         let mut s = self.lock();
         assert!(s.conn.is_none(), "a second connection attached to one peer");
         seal_waiting(&mut s.buf, &mut sealer);
@@ -127,7 +131,7 @@ impl Outgoing {
 
     /// The link's task: writes the backlog whenever the senders leave one, waiting for the socket
     /// to take it. Returns when a write fails (from here or from a sender).
-    pub async fn write_backlog(&self, conn: &OwnedWriteHalf) -> io::Error {
+    pub async fn write_backlog(&self, conn: &PeerWriter) -> io::Error {
         loop {
             self.backlog.notified().await;
             loop {
@@ -138,11 +142,10 @@ impl Outgoing {
                     return e;
                 }
                 let mut s = self.lock();
-                if let Err(e) = write_some(&mut s, conn) {
-                    return e;
-                }
-                if s.buf.is_empty() {
-                    break;
+                match write_some(&mut s, conn) {
+                    Err(e) => return e,
+                    Ok(false) => break,
+                    Ok(true) => {}
                 }
             }
         }
@@ -168,19 +171,20 @@ fn seal_waiting(buf: &mut BytesMut, sealer: &mut Sealer) {
     assert_eq!(at, buf.len(), "the buffer held a torn frame");
 }
 
-/// Writes until the socket would block or the buffer is empty.
-fn write_some(s: &mut State, conn: &OwnedWriteHalf) -> io::Result<()> {
+/// Writes until the socket would block or the buffer is empty; whether anything is left for the
+/// link's task (frames, or what TLS encrypted and could not send yet).
+fn write_some(s: &mut State, conn: &PeerWriter) -> io::Result<bool> {
     while !s.buf.is_empty() {
         match conn.try_write(&s.buf) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
             Ok(n) => s.buf.advance(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         }
     }
     s.frames = 0;
-    Ok(())
+    conn.send_pending()
 }
 
 #[cfg(test)]
@@ -221,13 +225,13 @@ mod tests {
     }
 
     /// A connected pair on 127.0.0.1: the writing half for an `Outgoing`, and a frame reader.
-    async fn pair() -> (Arc<OwnedWriteHalf>, Reader) {
+    async fn pair() -> (Arc<PeerWriter>, Reader) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let dialed = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (accepted, _) = listener.accept().await.unwrap();
         let (_, write) = dialed.into_split();
         let codec = LengthDelimitedCodec::builder().length_field_type::<u32>().new_codec();
-        (Arc::new(write), FramedRead::new(accepted, codec))
+        (Arc::new(PeerWriter::Plain(write)), FramedRead::new(accepted, codec))
     }
 
     #[tokio::test]

@@ -5,6 +5,11 @@
 //! and writes what the socket did not take at once. FIFO per connection; a broken connection loses
 //! what was in flight, and the dialer reconnects with capped, doubling back-off.
 //!
+//! With `[tls]` every link is mutual TLS first (`PeerTls`): the acceptor takes only a dialer whose
+//! certificate the cluster's CA signed, the dialer only an acceptor whose certificate names the
+//! host it dialed; the secret's handshake and the sealed frames then run inside TLS unchanged. A
+//! TLS handshake that fails is counted with the authentication failures.
+//!
 //! Before its handshake ends a connection may send frames of `HANDSHAKE_FRAME_MAX_BYTES` only, and
 //! at most `HANDSHAKES_MAX` handshakes run at once: a connection past that is closed at once.
 //!
@@ -16,6 +21,7 @@ use super::auth::{self, Identity};
 use super::frame::{self, PeerFramed};
 use super::outgoing::Outgoing;
 use super::seal::{Opener, SealError, Session};
+use super::stream::{self, PeerReader, PeerStream, PeerWriter};
 use crate::router::Router;
 use futures_util::StreamExt;
 use std::collections::HashMap;
@@ -23,7 +29,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
@@ -56,6 +61,58 @@ pub struct LinkContext {
     pub router: Arc<Router>,
     pub stats: Arc<LinkStats>,
     pub shutdown: CancellationToken,
+    /// Mutual TLS on every link, when the host has `[tls]`.
+    pub tls: Option<PeerTls>,
+}
+
+/// Both ends of a link's TLS: accepting with the peers' settings (a client certificate the CA
+/// signed is required), dialing with this host's certificate.
+#[derive(Clone)]
+pub struct PeerTls {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    pub connector: tokio_rustls::TlsConnector,
+}
+
+impl PeerTls {
+    pub fn new(tls: &crate::tls::HostTls) -> PeerTls {
+        PeerTls {
+            acceptor: tokio_rustls::TlsAcceptor::from(tls.peers.clone()),
+            connector: tokio_rustls::TlsConnector::from(tls.dial.clone()),
+        }
+    }
+}
+
+/// Why a TLS handshake on a peer link failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsHandshakeError {
+    #[error("TLS handshake: {0}")]
+    Io(#[source] std::io::Error),
+    #[error("no TLS handshake within {:?}", auth::HANDSHAKE_TIMEOUT)]
+    Timeout,
+    #[error("`{0}` cannot be a TLS server name")]
+    Name(String),
+}
+
+/// The accepting end's TLS, within `auth::HANDSHAKE_TIMEOUT`; the plaintext stream without TLS.
+async fn accept_tls(tls: Option<&PeerTls>, stream: TcpStream) -> Result<PeerStream, TlsHandshakeError> {
+    let Some(tls) = tls else { return Ok(stream.into()) };
+    let accepted = tokio::time::timeout(auth::HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream))
+        .await
+        .map_err(|_| TlsHandshakeError::Timeout)?
+        .map_err(TlsHandshakeError::Io)?;
+    Ok(PeerStream::Tls(Box::new(accepted.into())))
+}
+
+/// The dialing end's TLS to `host` (its certificate must name it).
+async fn dial_tls(tls: Option<&PeerTls>, stream: TcpStream, host: &str) -> Result<PeerStream, TlsHandshakeError> {
+    let Some(tls) = tls else { return Ok(stream.into()) };
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())
+        .map_err(|_| TlsHandshakeError::Name(auth::bounded(host)))?;
+    let dialed = tokio::time::timeout(auth::HANDSHAKE_TIMEOUT, tls.connector.connect(name, stream))
+        .await
+        .map_err(|_| TlsHandshakeError::Timeout)?
+        .map_err(TlsHandshakeError::Io)?;
+    Ok(PeerStream::Tls(Box::new(dialed.into())))
 }
 
 /// One remote host: where to reach it, and what waits to be written to it.
@@ -111,6 +168,13 @@ async fn listen_loop(ctx: LinkContext, listener: TcpListener, accepted: HashMap<
         let (ctx, accepted) = (ctx.clone(), accepted.clone());
         tokio::spawn(async move {
             let _ = stream.set_nodelay(true);
+            let stream = match accept_tls(ctx.tls.as_ref(), stream).await {
+                Ok(stream) => stream,
+                Err(e) => {
+                    ctx.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+                    return tracing::warn!(%addr, "peer refused: {e}");
+                }
+            };
             let mut framed = frame::handshaking(stream);
             let result = auth::accept(&mut framed, &ctx.me, &ctx.hosts).await;
             drop(handshake);
@@ -163,6 +227,8 @@ enum ConnectError {
     Io(#[source] std::io::Error),
     #[error("{0}")]
     Auth(#[source] auth::AuthError),
+    #[error("{0}")]
+    Tls(#[source] TlsHandshakeError),
 }
 
 async fn connect(ctx: &LinkContext, peer: &Peer) -> Result<(PeerFramed, Session), ConnectError> {
@@ -171,6 +237,14 @@ async fn connect(ctx: &LinkContext, peer: &Peer) -> Result<(PeerFramed, Session)
         .map_err(|_| ConnectError::TimedOut)?
         .map_err(ConnectError::Io)?;
     let _ = stream.set_nodelay(true);
+    let stream = match dial_tls(ctx.tls.as_ref(), stream, &peer.host).await {
+        Ok(stream) => stream,
+        Err(e) => {
+            ctx.stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(peer = %peer.host, addr = %peer.addr, "{e}");
+            return Err(ConnectError::Tls(e));
+        }
+    };
     let mut framed = frame::handshaking(stream);
     let session = match auth::dial(&mut framed, &ctx.me, &peer.host).await {
         Ok(session) => session,
@@ -282,16 +356,14 @@ async fn run(
 
 /// The authenticated connection as a reader of frames (keeping what the handshake read ahead) and
 /// a writer the senders share.
-fn split(
-    framed: PeerFramed,
-) -> (FramedRead<tokio::net::tcp::OwnedReadHalf, LengthDelimitedCodec>, Arc<OwnedWriteHalf>) {
+fn split(framed: PeerFramed) -> (FramedRead<PeerReader, LengthDelimitedCodec>, Arc<PeerWriter>) {
     let parts = framed.into_parts();
     // The handshake's frames were flushed before it ended (`auth.rs` sends with `SinkExt::send`).
     debug_assert!(parts.write_buf.is_empty(), "the handshake left bytes unwritten");
-    let (read, write) = parts.io.into_split();
+    let (read, write) = stream::split(parts.io);
     let mut reader = FramedRead::new(read, parts.codec);
     reader.read_buffer_mut().extend_from_slice(&parts.read_buf);
-    (reader, Arc::new(write))
+    (reader, write)
 }
 
 /// The envelope in a frame whose MAC is right.
@@ -358,6 +430,7 @@ mod tests {
             router,
             stats: stats.clone(),
             shutdown: shutdown.clone(),
+            tls: None,
         };
         let peer = Peer { host: "a".into(), addr: "127.0.0.1:1".parse().unwrap(), out };
         start(ctx, listener, vec![peer]);
@@ -365,7 +438,7 @@ mod tests {
     }
 
     /// Whether the other end closed `stream` within `limit` (anything it sent before is skipped).
-    async fn closed_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    async fn closed_within(stream: &mut (impl tokio::io::AsyncRead + Unpin), limit: Duration) -> bool {
         let mut rest = vec![];
         tokio::time::timeout(limit, stream.read_to_end(&mut rest)).await.is_ok()
     }

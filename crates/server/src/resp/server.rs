@@ -2,13 +2,17 @@
 //! limits), handle, and write the replies of everything that arrived together in one write (so a
 //! pipelining client gets its replies batched). A protocol error gets `-ERR Protocol error: …` and
 //! closes that connection only.
+//!
+//! With `[tls]` the port speaks TLS only: a connection whose TLS handshake fails (a plaintext
+//! client's first bytes are not a TLS record) or does not end within `node.auth_timeout` is
+//! closed before a byte of it is parsed.
 
 use super::session::{Next, Session};
 use crate::host::Shared;
 use bytes::{Buf, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +28,7 @@ const OUT_FLUSH_BYTES: usize = 1 << 20;
 /// Serves Redis clients on `listener` (bound by the node) until `stop`.
 pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken) {
     let slots = Arc::new(Semaphore::new(shared.cfg.limits.clients_max));
+    let tls = shared.tls.as_ref().map(|t| tokio_rustls::TlsAcceptor::from(t.clients.clone()));
     tokio::spawn(async move {
         loop {
             let (stream, peer) = tokio::select! {
@@ -38,14 +43,17 @@ pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken
                 },
             };
             let Ok(slot) = slots.clone().try_acquire_owned() else {
-                tokio::spawn(refuse(stream));
+                // A TLS client would read the plaintext refusal as a broken record: it is closed.
+                if tls.is_none() {
+                    tokio::spawn(refuse(stream));
+                }
                 continue;
             };
-            let (shared, stop) = (shared.clone(), stop.clone());
+            let (shared, stop, tls) = (shared.clone(), stop.clone(), tls.clone());
             tokio::spawn(async move {
                 tokio::select! {
                     _ = stop.cancelled() => {}
-                    r = serve(shared, stream) => if let Err(e) = r { tracing::debug!(%peer, "client connection: {e}") },
+                    r = accept(shared, stream, tls) => if let Err(e) = r { tracing::debug!(%peer, "client connection: {e}") },
                 }
                 drop(slot);
             });
@@ -57,11 +65,23 @@ pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken
 /// deadline: `node.auth_timeout` from the connection's opening until it authenticates, then
 /// `node.idle_timeout` from its last request (none when zero). Either closes the connection, so
 /// an anonymous or forgotten connection gives its `limits.clients_max` slot back.
-async fn read_some(
+/// Serves one connection, after its TLS handshake when the port speaks TLS.
+async fn accept(shared: Arc<Shared>, stream: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) -> std::io::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let Some(tls) = tls else { return serve(shared, stream).await };
+    let handshake_timeout = shared.cfg.auth_timeout;
+    match tokio::time::timeout(handshake_timeout, tls.accept(stream)).await {
+        Ok(Ok(stream)) => serve(shared, stream).await,
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no TLS handshake within node.auth_timeout")),
+    }
+}
+
+async fn read_some<S: AsyncRead + Unpin>(
     shared: &Shared,
     session: &Session,
     opened: tokio::time::Instant,
-    stream: &mut TcpStream,
+    stream: &mut S,
     input: &mut BytesMut,
 ) -> std::io::Result<usize> {
     let cfg = &shared.cfg;
@@ -88,8 +108,7 @@ async fn refuse(mut stream: TcpStream) {
     let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
 }
 
-async fn serve(shared: Arc<Shared>, mut stream: TcpStream) -> std::io::Result<()> {
-    let _ = stream.set_nodelay(true);
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut stream: S) -> std::io::Result<()> {
     // A command larger than a frame could never commit: refused before its bytes are held.
     let limits = Limits {
         bulk_max_bytes: shared.cfg.limits.bulk_max_bytes,

@@ -342,11 +342,12 @@ async fn export_everywhere(
 ) -> Result<Vec<VnodeFiles>, ExportEverywhereError> {
     let mut remote = vec![];
     let reached = |h: &&crate::config::HostConfig| h.name != shared.cfg.host && !left_out.contains(&h.name);
+    let http = shared.admin_http(EXPORT_WAIT);
     for host in shared.cfg.cluster.hosts.iter().filter(reached) {
-        let (url, body) = (format!("http://{}/export", host.admin), req.clone());
+        let (url, body) = (http.url(host.admin, "/export"), req.clone());
         let token = shared.cfg.admin_token.clone().unwrap_or_default();
-        let name = host.name.clone();
-        remote.push(tokio::task::spawn_blocking(move || post_export(&name, &url, &token, &body)));
+        let (name, agent) = (host.name.clone(), http.agent.clone());
+        remote.push(tokio::task::spawn_blocking(move || post_export(&agent, &name, &url, &token, &body)));
     }
     let here = |source| ExportEverywhereError::Here { host: shared.cfg.host.clone(), source };
     let mut all = export_local(shared, req).await.map_err(here)?;
@@ -357,12 +358,12 @@ async fn export_everywhere(
 }
 
 fn post_export(
+    agent: &ureq::Agent,
     host: &str,
     url: &str,
     token: &[u8],
     body: &ExportRequest,
 ) -> Result<Vec<VnodeFiles>, ExportEverywhereError> {
-    let agent = ureq::AgentBuilder::new().timeout(EXPORT_WAIT).build();
     let auth = format!("Bearer {}", String::from_utf8_lossy(token));
     let host = host.to_string();
     match agent.post(url).set("Authorization", &auth).send_json(body) {

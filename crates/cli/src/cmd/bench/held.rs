@@ -4,6 +4,7 @@
 //! consistent cut's cost to clients shows.
 
 use serde::Serialize;
+use std::sync::Arc;
 use std::time::Duration;
 
 const HELD_COUNT: &str = "waymark_held_reply_seconds_count";
@@ -34,12 +35,13 @@ impl HeldReplies {
 }
 
 /// Sums the counters of every host; `None` if any host cannot be read (the run then reports no
-/// held replies rather than a partial figure).
-pub fn scrape(admin_addrs: &[String]) -> Option<HeldTotals> {
-    let agent = ureq::AgentBuilder::new().timeout(SCRAPE_TIMEOUT).build();
+/// held replies rather than a partial figure). Over HTTPS with `tls` when the cluster has TLS.
+pub fn scrape(admin_addrs: &[String], tls: Option<Arc<rustls::ClientConfig>>) -> Option<HeldTotals> {
+    let http = waymark_server::tls::AdminHttp::new(tls, SCRAPE_TIMEOUT);
     let mut total = HeldTotals::default();
     for addr in admin_addrs {
-        let text = agent.get(&format!("http://{addr}/metrics")).call().ok()?.into_string().ok()?;
+        let url = http.url(addr.parse().ok()?, "/metrics");
+        let text = http.agent.get(&url).call().ok()?.into_string().ok()?;
         let host = parse(&text);
         total.count += host.count;
         total.sum_s += host.sum_s;

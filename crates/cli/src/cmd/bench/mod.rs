@@ -78,6 +78,10 @@ pub struct BenchArgs {
     /// machine's memory). Past it writes answer `-OOM`, counted as refused, not as errors.
     #[arg(long)]
     maxmemory_bytes: Option<u64>,
+    /// --start-hosts: a secure cluster, as `cluster init` writes by default (TLS on every port,
+    /// a client password); without it the cluster is `--insecure`, to measure the protocols alone.
+    #[arg(long)]
+    tls: bool,
     /// set: read every key a SET was acknowledged for back after the runs, and fail if one is
     /// missing or changed (each client remembers its acknowledged keys).
     #[arg(long)]
@@ -223,6 +227,8 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
             strategy: args.strategy,
             wal_preallocate: args.wal_preallocate,
             maxmemory_bytes: args.maxmemory_bytes,
+            tls: args.tls,
+            password: args.tls,
             ..Spec::local(hosts, args.replicas.min(hosts as usize), args.partitions)
         };
         cluster::init(&dir, &spec)?;
@@ -246,6 +252,16 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
 
 fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
     let hosts = cluster::hosts_of(dir)?;
+    // The clients speak as the hosts ask: TLS with the cluster's CA, AUTH with its password.
+    let first = &hosts[0].1;
+    let ca_pem = match &first.tls {
+        Some(tls) => Some(std::fs::read(&tls.ca).with_context(|| format!("reading {}", tls.ca.display()))?),
+        None => None,
+    };
+    let password = first.password.as_ref().map(|p| String::from_utf8_lossy(p).into_owned());
+    if ca_pem.is_some() || password.is_some() {
+        super::bank::use_client_auth(ca_pem, password);
+    }
     let redis = hosts.iter().map(|(_, c)| c.this_host().redis).collect();
     let cluster_cfg = &hosts[0].1.cluster;
     let topology = Topology::new(cluster_cfg).context("reading the cluster's placement")?;
@@ -326,7 +342,8 @@ fn one_run(
     };
     let label = if args.rounds > 1 { format!("{label} #{round}") } else { label };
     let recorder = Arc::new(stats::Recorder::new(args.seconds));
-    let held_before = held::scrape(&target.metrics);
+    let admin_tls = target.admin.as_ref().and_then(|a| a.tls());
+    let held_before = held::scrape(&target.metrics, admin_tls.clone());
     let start = Arc::new(workload::Start::new(args.clients));
     let clients = workload::spawn(args.clients, &target.redis, work, &recorder, &start);
     // The run's clock starts once every client has connected (each within CLIENT_IO_TIMEOUT).
@@ -358,7 +375,7 @@ fn one_run(
     };
     let mut run = recorder.summary(label, cut_every, cuts);
     run.round = round;
-    if let (Some(before), Some(after)) = (held_before, held::scrape(&target.metrics)) {
+    if let (Some(before), Some(after)) = (held_before, held::scrape(&target.metrics, admin_tls)) {
         run.held = Some(held::HeldReplies::between(before, after));
     }
     Ok(run)

@@ -74,7 +74,7 @@ pub fn verify(
     let (increment, cut) = report.target.context("the chain was not read")?;
     let to = dir.join("restored");
     crate::cmd::set_quiet(true);
-    let restored = crate::cmd::snapshot::restore(&root, NAME, None, &to, Some(hosts));
+    let restored = crate::cmd::snapshot::restore(&root, NAME, None, &to, Some(hosts), false);
     crate::cmd::set_quiet(false);
     restored?;
     let started = Started::default();
