@@ -207,7 +207,7 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
             false => keys.iter().any(|k| holders[n].contains(&p.partition_of(k).0)),
         };
         r.included.retain(|tx| facts.committed[n].get(tx).is_some_and(|keys| held(tx, keys)));
-        included_by_version(w, facts, n, r);
+        included_by_version(w, facts, cut, n, r);
     }
     let mut out = check_restores(w, facts, cut, &restored);
     out.extend(reads_closed(w, facts, cut, &restored, &holders));
@@ -225,12 +225,23 @@ fn check_cut(w: &World, facts: &LogFacts, cut: CutId) -> Vec<Violation> {
 /// it includes, for each key of such a partition it restores at version `v`, the transactions
 /// that committed versions `1..=v` (versions of a key are consecutive, and its restore is checked
 /// against the other copies' by `replicas_agree`).
-fn included_by_version(w: &World, facts: &LogFacts, node: usize, r: &mut Restored) {
-    let rejoined = &facts.rejoined[node];
-    if rejoined.is_empty() {
+fn included_by_version(w: &World, facts: &LogFacts, cut: CutId, node: usize, r: &mut Restored) {
+    if facts.rejoined[node].is_empty() {
         return;
     }
-    let copied = |k: &Key| rejoined.contains(&w.placement.partition_of(k).0);
+    // Only partitions reset before this cut's finish: their data came from pages. Before its reset
+    // the vnode held what it had committed itself, which may be a history the live copies do not
+    // share (why a learner resets), and which the facts do not count.
+    let log = w.log(node);
+    let Some(finish) = log.iter().position(|r| matches!(r, Record::CutFinish(f) if f.cut == cut)) else { return };
+    let copied_in: BTreeSet<u32> = log[..finish]
+        .iter()
+        .filter_map(|r| match r {
+            Record::PartitionReset { partition, .. } => Some(partition.0),
+            _ => None,
+        })
+        .collect();
+    let copied = |k: &Key| copied_in.contains(&w.placement.partition_of(k).0);
     for (key, entry) in r.store.iter().filter(|(k, _)| copied(k)) {
         for version in 1..=entry.version {
             if let Some(tx) = facts.writer(key, version) {
