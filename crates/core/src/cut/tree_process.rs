@@ -50,6 +50,16 @@ pub(crate) struct PendingFinish {
     pub(crate) cut: CutId,
 }
 
+/// Whether a store vnode on `host`, whose copy of the metadata is `m`, is among those a cut
+/// phase with `value` counts (`Vnode::counted_by`): every vnode for a cut without a view, else
+/// one whose copy shows the view the phase names and its own host not recorded dead. The
+/// simulator's cut checkers read a vnode's part in a cut by the same rule.
+pub fn counts(m: &crate::alter::Metadata, host: &str, value: &[u8]) -> bool {
+    use crate::alter::cluster;
+    let Some(view) = Phase::view_of(value) else { return true }; // a cut over every store vnode
+    cluster::cut_view(m) == view && !cluster::host_dead(m, host)
+}
+
 /// `cut/<id>` → the cut id.
 pub fn cut_of(key: &str) -> Option<CutId> {
     key.strip_prefix("cut/")?.parse().ok().map(CutId)
@@ -162,14 +172,11 @@ impl Vnode {
     /// the phase. So the vnodes that apply it are among those the operator counted, and as many as
     /// it counted means every one of them.
     fn counted_by(&self, value: &[u8]) -> bool {
-        use crate::alter::cluster;
-        let Some(view) = Phase::view_of(value) else { return true }; // a cut over every store vnode
         if self.cfg.breaks.cut_counts_any_vnode {
             return true;
         }
-        let Some(t) = self.tree.as_ref() else { return false };
-        let m = t.alter.metadata();
-        cluster::cut_view(m) == view && !cluster::host_dead(m, &self.cfg.id.host)
+        let Some(t) = self.tree.as_ref() else { return Phase::view_of(value).is_none() };
+        counts(t.alter.metadata(), &self.cfg.id.host, value)
     }
 
     /// The operator's notice that START{cut} was applied on every store vnode: release the

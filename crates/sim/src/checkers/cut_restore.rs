@@ -107,6 +107,9 @@ pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
     (0..c.vnodes())
         .map(|node| {
             let log = c.log(node);
+            if counted_in(c, node, cut) == Some(false) {
+                return BTreeSet::new();
+            }
             let at = log.iter().position(|r| matches!(r, Record::CutFinish(f) if f.cut == cut));
             if let Some(p) = at.and_then(|i| super::placement_at(c, node, i + 1)) {
                 return p.copies_of(c.id(node)).map(|p| p.0).collect();
@@ -116,6 +119,30 @@ pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
             (0..p.partitions()).filter(|part| super::holds_from_start(c, &rejoined, node, PartitionId(*part))).collect()
         })
         .collect()
+}
+
+/// On the tree (`None` off it, or for a cut it did not run): whether vnode `node` is among those the cut process counted for
+/// `cut` — it applied the cut's START as one of them (`tree_process::counts`). A vnode the cut
+/// left out (its host recorded dead at START) may still log an empty local cut when a message
+/// coloured by the cut reaches it after its return, over data its catch-up copied in since:
+/// no snapshot reads it (seed 708 of the catch-up sweep, bank, 5 vnodes).
+fn counted_in(c: &impl Cluster, node: usize, cut: CutId) -> Option<bool> {
+    use waymark_core::cut::operator::Phase;
+    c.genesis()?;
+    let key = format!("cut/{}", cut.0);
+    let start_in = |log: &[Record]| {
+        log.iter().position(|r| match r {
+            Record::AlterApplied { record, .. } => record.key == key && Phase::parse(&record.value) == Some(Phase::Start),
+            _ => false,
+        })
+    };
+    // A cut the tree did not run (`--strategy versions`: the coordinator's) names no members.
+    (0..c.vnodes()).find_map(|n| start_in(c.log(n)))?;
+    let log = c.log(node);
+    let Some(at) = start_in(log) else { return Some(false) };
+    let Record::AlterApplied { record, .. } = &log[at] else { unreachable!("found as AlterApplied") };
+    let m = super::metadata_at(c, node, at)?;
+    Some(waymark_core::cut::tree_process::counts(&m, &c.id(node).host, &record.value))
 }
 
 /// The vnode whose restore of partition `p` the checkers that read one copy read: the first

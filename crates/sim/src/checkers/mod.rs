@@ -131,11 +131,17 @@ pub trait Cluster {
 /// The placement `node`'s copy of the metadata recorded once the first `upto` records of its log
 /// were applied (`None` off the tree, or if it records none).
 pub fn placement_at(c: &impl Cluster, node: usize, upto: usize) -> Option<Placement> {
+    waymark_core::alter::cluster::placement(&metadata_at(c, node, upto)?)
+}
+
+/// `node`'s copy of the metadata once the first `upto` records of its log were applied (`None`
+/// off the tree).
+pub fn metadata_at(c: &impl Cluster, node: usize, upto: usize) -> Option<waymark_core::alter::Metadata> {
     let mut summary = waymark_core::VnodeImage::empty(Some(c.genesis()?)).summary;
     for r in &c.log(node)[..upto.min(c.log(node).len())] {
         summary.apply(r);
     }
-    waymark_core::alter::cluster::placement(&summary.tree?.metadata)
+    Some(summary.tree?.metadata)
 }
 
 /// The partitions `log` dropped to join them anew as a learner (`PartitionReset`, catch-up).
