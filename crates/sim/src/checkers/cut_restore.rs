@@ -121,28 +121,38 @@ pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
         .collect()
 }
 
-/// On the tree (`None` off it, or for a cut it did not run): whether vnode `node` is among those the cut process counted for
-/// `cut` — it applied the cut's START as one of them (`tree_process::counts`). A vnode the cut
-/// left out (its host recorded dead at START) may still log an empty local cut when a message
-/// coloured by the cut reaches it after its return, over data its catch-up copied in since:
-/// no snapshot reads it (seed 708 of the catch-up sweep, bank, 5 vnodes).
+/// On the tree (`None` off it, or for a cut it did not run): whether vnode `node` is among those
+/// the cut process counted for `cut` — it applied one of the cut's STARTs as one of them
+/// (`tree_process::counts`). A vnode the cut left out (its host recorded dead at START) may still
+/// log an empty local cut when a message coloured by the cut reaches it after its return, over
+/// data its catch-up copied in since: no snapshot reads it (seed 708 of the catch-up sweep, bank,
+/// 5 vnodes). A START applied while the view had changed is not counted; the operator proposes it
+/// again (seed 20, 3 vnodes).
 fn counted_in(c: &impl Cluster, node: usize, cut: CutId) -> Option<bool> {
     use waymark_core::cut::operator::Phase;
     c.genesis()?;
     let key = format!("cut/{}", cut.0);
-    let start_in = |log: &[Record]| {
-        log.iter().position(|r| match r {
-            Record::AlterApplied { record, .. } => record.key == key && Phase::parse(&record.value) == Some(Phase::Start),
-            _ => false,
-        })
+    // Each START the vnode applied (the operator proposes it again until enough leaves took it).
+    let starts = |log: &[Record]| -> Vec<(usize, Vec<u8>)> {
+        let start = |r: &Record| match r {
+            Record::AlterApplied { record, .. }
+                if record.key == key && Phase::parse(&record.value) == Some(Phase::Start) =>
+            {
+                Some(record.value.clone())
+            }
+            _ => None,
+        };
+        log.iter().enumerate().filter_map(|(at, r)| Some((at, start(r)?))).collect()
     };
     // A cut the tree did not run (`--strategy versions`: the coordinator's) names no members.
-    (0..c.vnodes()).find_map(|n| start_in(c.log(n)))?;
-    let log = c.log(node);
-    let Some(at) = start_in(log) else { return Some(false) };
-    let Record::AlterApplied { record, .. } = &log[at] else { unreachable!("found as AlterApplied") };
-    let m = super::metadata_at(c, node, at)?;
-    Some(waymark_core::cut::tree_process::counts(&m, &c.id(node).host, &record.value))
+    if (0..c.vnodes()).all(|n| starts(c.log(n)).is_empty()) {
+        return None;
+    }
+    let host = &c.id(node).host;
+    let counted = |(at, value): &(usize, Vec<u8>)| {
+        super::metadata_at(c, node, *at).is_some_and(|m| waymark_core::cut::tree_process::counts(&m, host, value))
+    };
+    Some(starts(c.log(node)).iter().any(counted))
 }
 
 /// The vnode whose restore of partition `p` the checkers that read one copy read: the first
