@@ -86,6 +86,11 @@ async fn a_host_that_comes_back_catches_up_and_every_partition_has_two_copies_ag
 
     cluster.wait_serving(VICTIM);
     let t0 = std::time::Instant::now();
+    // What an operator runs after a return: it waits, with a progress bar, until every partition
+    // has 2 live copies again, then prints the status.
+    let (dir, within_s) = (cluster.dir().display().to_string(), CAUGHT_UP_WITHIN.as_secs().to_string());
+    let (ok, status) = waymark(&["cluster", "status", "--dir", &dir, "--wait-whole", "--timeout-s", &within_s]);
+    assert!(ok && status.contains("0 degraded, 0 unavailable"), "cluster status --wait-whole:\n{status}");
     poll("every partition held by 2 copies that agree", CAUGHT_UP_WITHIN, || {
         let stores = cluster.store_vnodes()?;
         replicas_agree(&stores, 2)?;
@@ -98,7 +103,6 @@ async fn a_host_that_comes_back_catches_up_and_every_partition_has_two_copies_ag
     eprintln!("caught up {:?} after the clients stopped", t0.elapsed());
     cluster.settled(SETTLED_WITHIN);
 
-    let dir = cluster.dir().display().to_string();
     let (ok, status) = waymark(&["cluster", "status", "--dir", &dir]);
     assert!(ok && status.contains("0 degraded, 0 unavailable"), "cluster status after the return:\n{status}");
 

@@ -82,6 +82,13 @@ pub enum ClusterCmd {
     Status {
         #[arg(long)]
         dir: PathBuf,
+        /// Wait, with a progress bar, until every partition has its replica count of live copies
+        /// again (after a host came back or was replaced); an error after `--timeout-s`.
+        #[arg(long)]
+        wait_whole: bool,
+        /// How long `--wait-whole` waits, in seconds.
+        #[arg(long, default_value_t = 600, requires = "wait_whole")]
+        timeout_s: u64,
     },
 }
 
@@ -129,7 +136,10 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
         }
         ClusterCmd::Start { dir } => start(&dir),
         ClusterCmd::Stop { dir } => stop(&dir),
-        ClusterCmd::Status { dir } => super::cluster_status::run(&dir),
+        ClusterCmd::Status { dir, wait_whole: false, .. } => super::cluster_status::run(&dir),
+        ClusterCmd::Status { dir, wait_whole: true, timeout_s } => {
+            super::cluster_status::wait_whole(&dir, std::time::Duration::from_secs(timeout_s))
+        }
     }
 }
 

@@ -7,11 +7,12 @@
 //! failover changed it, the configured chain, with the replicas on silent hosts marked down.
 
 use super::cluster::{hosts_of, running_pid};
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use waymark_core::{PartitionId, VnodeId};
 use waymark_server::config::NodeConfig;
 use waymark_server::topology::Topology;
@@ -39,6 +40,9 @@ struct VnodeSeen {
     /// Partitions it catches up on as a learner (not copies yet).
     #[serde(default)]
     learning: Vec<u32>,
+    /// Entries its catch-up copied in from pages, since it started.
+    #[serde(default)]
+    copied_entries: u64,
 }
 
 /// One host as the status found it.
@@ -49,6 +53,57 @@ struct Seen {
 }
 
 pub fn run(dir: &Path) -> Result<()> {
+    let (topology, seen) = look(dir)?;
+    print_hosts(&seen);
+    print_root(&seen);
+    print_partitions(&count(&topology, &seen, seen[0].cfg.cluster.replicas));
+    Ok(())
+}
+
+/// `cluster status --wait-whole`: asks every host again every `POLL`, with a progress bar of the
+/// partitions that hold their replica count of live copies, until all do (then prints the status)
+/// or `timeout` passes (an error naming what is still degraded). What an operator runs after a
+/// host came back or was replaced, to see the copies catch up (issue 33).
+pub fn wait_whole(dir: &Path, timeout: Duration) -> Result<()> {
+    const POLL: Duration = Duration::from_millis(500);
+    let begun = Instant::now();
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template("{spinner} partitions whole [{bar:40}] {pos}/{len} {elapsed} {msg}")
+        .context("progress bar template")?;
+    bar.set_style(style.progress_chars("=> "));
+    if crate::cmd::quiet() {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    loop {
+        let (topology, seen) = look(dir)?;
+        let counted = count(&topology, &seen, seen[0].cfg.cluster.replicas);
+        bar.set_length(counted.partitions as u64);
+        bar.set_position(counted.whole() as u64);
+        bar.set_message(counted.catching_up_line());
+        if counted.degraded.is_empty() {
+            bar.finish_and_clear();
+            print_hosts(&seen);
+            print_root(&seen);
+            print_partitions(&counted);
+            return Ok(());
+        }
+        if begun.elapsed() >= timeout {
+            bar.abandon();
+            let first = counted.degraded.first().map_or("", String::as_str);
+            bail!(
+                "{} of {} partitions still lack copies after {} s (first: {first}); is every host up? (`waymark cluster status --dir {}`)",
+                counted.degraded.len(),
+                counted.partitions,
+                timeout.as_secs(),
+                dir.display()
+            );
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Every host of `dir`, asked over its admin API.
+fn look(dir: &Path) -> Result<(Topology, Vec<Seen>)> {
     let hosts = hosts_of(dir)?;
     let topology = Topology::new(&hosts[0].1.cluster)?;
     let seen: Vec<Seen> = hosts
@@ -58,10 +113,7 @@ pub fn run(dir: &Path) -> Result<()> {
             Seen { pid: running_pid(&host_dir), cfg, answer }
         })
         .collect();
-    print_hosts(&seen);
-    print_root(&seen);
-    print_partitions(&topology, &seen, seen[0].cfg.cluster.replicas);
-    Ok(())
+    Ok((topology, seen))
 }
 
 fn ask(cfg: &NodeConfig) -> Result<HostStatus, String> {
@@ -111,29 +163,41 @@ fn print_root(seen: &[Seen]) {
     }
 }
 
-fn print_partitions(topology: &Topology, seen: &[Seen], replicas: usize) {
-    let live: BTreeSet<VnodeId> = seen
-        .iter()
-        .filter_map(|s| s.answer.as_ref().ok())
+/// The partitions as the answering hosts route them.
+struct Counted {
+    partitions: usize,
+    replicas: usize,
+    /// One line per partition with fewer live copies than `replicas`: `p<N>: <its chain>`.
+    degraded: Vec<String>,
+    /// Partitions with no live copy.
+    unavailable: usize,
+    /// The store vnodes catching up: `<id> (<N> partitions)`.
+    learning: Vec<String>,
+    /// Entries copied in by catch-up, summed over the answering hosts.
+    copied_entries: u64,
+}
+
+impl Counted {
+    fn whole(&self) -> usize {
+        self.partitions - self.degraded.len()
+    }
+
+    fn catching_up_line(&self) -> String {
+        match self.learning.is_empty() {
+            true => String::new(),
+            false => format!("catching up: {}; {} entries copied", self.learning.join(", "), self.copied_entries),
+        }
+    }
+}
+
+fn count(topology: &Topology, seen: &[Seen], replicas: usize) -> Counted {
+    let answers = || seen.iter().filter_map(|s| s.answer.as_ref().ok());
+    let live: BTreeSet<VnodeId> = answers()
         .flat_map(|st| &st.vnodes)
         .filter(|v| v.kind == "store")
         .filter_map(|v| VnodeId::parse(&v.id))
         .collect();
-    let mut newest: BTreeMap<u32, (u64, Vec<VnodeId>)> = BTreeMap::new();
-    for st in seen.iter().filter_map(|s| s.answer.as_ref().ok()) {
-        for v in st.vnodes.iter().filter(|v| v.kind == "store") {
-            let Some(id) = VnodeId::parse(&v.id) else { continue };
-            for (p, e) in &v.epochs {
-                let held = newest.entry(*p).or_insert((*e, vec![]));
-                if *e > held.0 {
-                    *held = (*e, vec![]);
-                }
-                if *e == held.0 {
-                    held.1.push(id.clone());
-                }
-            }
-        }
-    }
+    let newest = newest_chains(seen);
     let placement = &topology.placement;
     let (mut degraded, mut unavailable) = (vec![], 0);
     for p in (0..placement.partitions()).map(PartitionId) {
@@ -151,26 +215,58 @@ fn print_partitions(topology: &Topology, seen: &[Seen], replicas: usize) {
             degraded.push(format!("p{}: {}", p.0, shown.join(", ")));
         }
     }
-    let n = placement.partitions() as usize;
-    say!(
-        "partitions: {n}, {replicas} copies each: {} whole, {} degraded, {unavailable} unavailable",
-        n - degraded.len(),
-        degraded.len()
-    );
-    for line in degraded.iter().take(LISTED_MAX) {
-        say!("  degraded {line}");
-    }
-    if degraded.len() > LISTED_MAX {
-        say!("  … and {} more degraded", degraded.len() - LISTED_MAX);
-    }
-    let learning: Vec<String> = seen
-        .iter()
-        .filter_map(|s| s.answer.as_ref().ok())
-        .flat_map(|st| &st.vnodes)
+    let stores = || answers().flat_map(|st| &st.vnodes).filter(|v| v.kind == "store");
+    let learning = stores()
         .filter(|v| !v.learning.is_empty())
         .map(|v| format!("{} ({} partitions)", v.id, v.learning.len()))
         .collect();
-    if !learning.is_empty() {
-        say!("catching up: {}", learning.join(", "));
+    Counted {
+        partitions: placement.partitions() as usize,
+        replicas,
+        degraded,
+        unavailable,
+        learning,
+        copied_entries: stores().map(|v| v.copied_entries).sum(),
+    }
+}
+
+/// Partition → the newest epoch any answering store vnode routes it by, and the vnodes that hold
+/// it at that epoch.
+fn newest_chains(seen: &[Seen]) -> BTreeMap<u32, (u64, Vec<VnodeId>)> {
+    let mut newest: BTreeMap<u32, (u64, Vec<VnodeId>)> = BTreeMap::new();
+    for st in seen.iter().filter_map(|s| s.answer.as_ref().ok()) {
+        for v in st.vnodes.iter().filter(|v| v.kind == "store") {
+            let Some(id) = VnodeId::parse(&v.id) else { continue };
+            for (p, e) in &v.epochs {
+                let held = newest.entry(*p).or_insert((*e, vec![]));
+                if *e > held.0 {
+                    *held = (*e, vec![]);
+                }
+                if *e == held.0 {
+                    held.1.push(id.clone());
+                }
+            }
+        }
+    }
+    newest
+}
+
+fn print_partitions(c: &Counted) {
+    say!(
+        "partitions: {}, {} copies each: {} whole, {} degraded, {} unavailable",
+        c.partitions,
+        c.replicas,
+        c.whole(),
+        c.degraded.len(),
+        c.unavailable
+    );
+    for line in c.degraded.iter().take(LISTED_MAX) {
+        say!("  degraded {line}");
+    }
+    if c.degraded.len() > LISTED_MAX {
+        say!("  … and {} more degraded", c.degraded.len() - LISTED_MAX);
+    }
+    if !c.learning.is_empty() {
+        say!("catching up: {}", c.learning.join(", "));
     }
 }
