@@ -271,13 +271,7 @@ fn included_by_version(w: &World, facts: &LogFacts, cut: CutId, node: usize, r: 
     // share (why a learner resets), and which the facts do not count.
     let log = w.log(node);
     let Some(finish) = log.iter().position(|r| matches!(r, Record::CutFinish(f) if f.cut == cut)) else { return };
-    let copied_in: BTreeSet<u32> = log[..finish]
-        .iter()
-        .filter_map(|r| match r {
-            Record::PartitionReset { partition, .. } => Some(partition.0),
-            _ => None,
-        })
-        .collect();
+    let copied_in = super::rejoined(&log[..finish]);
     let copied = |k: &Key| copied_in.contains(&w.placement.partition_of(k).0);
     for (key, entry) in r.store.iter().filter(|(k, _)| copied(k)) {
         for version in 1..=entry.version {

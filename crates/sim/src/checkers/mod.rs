@@ -152,21 +152,20 @@ pub fn metadata_at(c: &impl Cluster, node: usize, upto: usize) -> Option<waymark
 /// by `replicas` (its data equals the other copies' once quiet) and by the read checkers.
 /// Not checked yet: its restore at a cut it covered (the cut checkers skip it).
 pub fn rejoined(log: &[Record]) -> BTreeSet<u32> {
-    log.iter()
-        .filter_map(|r| match r {
-            Record::PartitionReset { partition, .. } => Some(partition.0),
-            _ => None,
-        })
-        .collect()
+    resets(log).map(|(_, p)| p).collect()
+}
+
+/// Each `PartitionReset` of `log`: its position and the partition it reset.
+fn resets(log: &[Record]) -> impl Iterator<Item = (usize, u32)> + '_ {
+    log.iter().enumerate().filter_map(|(at, r)| match r {
+        Record::PartitionReset { partition, .. } => Some((at, partition.0)),
+        _ => None,
+    })
 }
 
 /// Partition → the position in `log` of its last `PartitionReset`.
 fn last_resets(log: &[Record]) -> BTreeMap<u32, usize> {
-    let resets = log.iter().enumerate().filter_map(|(at, r)| match r {
-        Record::PartitionReset { partition, .. } => Some((partition.0, at)),
-        _ => None,
-    });
-    resets.collect()
+    resets(log).map(|(at, p)| (p, at)).collect()
 }
 
 /// Whether `node` holds partition `p` whole since the start, by the placement at the end: a copy
