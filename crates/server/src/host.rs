@@ -230,40 +230,71 @@ impl Host {
         &self.shared.cfg
     }
 
-    pub fn start_vnodes(&mut self) -> Result<(), HostError> {
-        let host = self.cfg().host.clone();
-        let stores: Vec<VnodeId> = self.shared.topology.stores_on(&host).cloned().collect();
-        let mut local_stores = vec![];
-        for id in stores {
-            let cfg = self.shared.topology.store_config(&id, self.cfg());
-            let genesis = cfg.tree.as_ref().map(|_| cfg.genesis.clone());
-            let handle = self.start(&id, false, |image, records| {
-                let image = match image {
-                    Some(Image::Store(i)) => i,
-                    _ => VnodeImage::empty(genesis.as_ref()),
-                };
-                Vnode::recover_from(cfg, image, records)
-            })?;
-            local_stores.push((id.clone(), handle.tx.clone()));
-            self.vnodes.insert(id, handle);
+    /// The tree configurations of this host's vnodes (its store vnodes' leaves, its managers).
+    pub fn local_tree_configs(&self) -> Vec<AlterConfig> {
+        let host = &self.cfg().host;
+        self.shared.topology.tree.iter().filter(|c| &c.id.host == host).cloned().collect()
+    }
+
+    /// Starts the vnode `id` of this host's configuration from its checkpoint and log (nothing if
+    /// it runs, or is none of this host's); its store vnodes reach the front ends once
+    /// `publish_stores` ran.
+    pub fn start_vnode(&mut self, id: &VnodeId) -> Result<(), HostError> {
+        if self.vnodes.contains_key(id) || id.host != self.cfg().host {
+            return Ok(());
         }
-        Arc::get_mut(&mut self.shared).expect("not shared yet").stores = local_stores;
-        let managers: Vec<AlterConfig> = self.shared.topology.managers_on(&host).cloned().collect();
+        if self.shared.topology.stores.contains(id) {
+            return self.start_store(id);
+        }
+        let Some(cfg) = self.shared.topology.managers_on(&id.host).find(|c| &c.id == id).cloned() else {
+            tracing::warn!(vnode = %id, "a parent named a vnode this host's configuration does not have");
+            return Ok(());
+        };
+        self.start_manager(cfg)
+    }
+
+    fn start_store(&mut self, id: &VnodeId) -> Result<(), HostError> {
+        let cfg = self.shared.topology.store_config(id, self.cfg());
+        let genesis = cfg.tree.as_ref().map(|_| cfg.genesis.clone());
+        let handle = self.start(id, false, |image, records| {
+            let image = match image {
+                Some(Image::Store(i)) => i,
+                _ => VnodeImage::empty(genesis.as_ref()),
+            };
+            Vnode::recover_from(cfg, image, records)
+        })?;
+        self.vnodes.insert(id.clone(), handle);
+        Ok(())
+    }
+
+    fn start_manager(&mut self, cfg: AlterConfig) -> Result<(), HostError> {
         let leaves = self.shared.topology.stores.len() as u64;
         let operator_timeout_us = self.shared.topology.timeouts.cut_phase_timeout_us * 4;
-        for cfg in managers {
-            let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: Term::ZERO };
-            let id = cfg.id.clone();
-            let handle = self.start(&id, false, |image, records| {
-                let image = match image {
-                    Some(Image::Manager(i)) => i,
-                    _ => genesis,
-                };
-                ManagerVnode::recover(cfg, image, records).with_operator(leaves, operator_timeout_us)
-            })?;
-            self.vnodes.insert(id, handle);
-        }
+        let genesis = TreeImage { metadata: self.shared.topology.genesis.clone(), term: Term::ZERO };
+        let id = cfg.id.clone();
+        let handle = self.start(&id, false, |image, records| {
+            let image = match image {
+                Some(Image::Manager(i)) => i,
+                _ => genesis,
+            };
+            ManagerVnode::recover(cfg, image, records).with_operator(leaves, operator_timeout_us)
+        })?;
+        self.vnodes.insert(id, handle);
         Ok(())
+    }
+
+    /// Hands the store vnodes started to the front ends (once, before they start): a client's
+    /// transactions are coordinated by one of them.
+    pub fn publish_stores(&mut self) {
+        let stores: Vec<(VnodeId, mpsc::Sender<VnodeCmd>)> = (self.shared.topology.stores.iter())
+            .filter_map(|id| Some((id.clone(), self.vnodes.get(id)?.tx.clone())))
+            .collect();
+        Arc::get_mut(&mut self.shared).expect("not shared yet").stores = stores;
+    }
+
+    /// Whether this host runs a store vnode.
+    pub fn runs_a_store(&self) -> bool {
+        self.shared.topology.stores.iter().any(|id| self.vnodes.contains_key(id))
     }
 
     /// Opens a vnode's storage (`fresh`: emptied first), rebuilds the machine and starts its threads.

@@ -24,6 +24,7 @@
 //! The server adds no protocol logic: transactions, cuts and alterations are decided by the core.
 
 pub mod admin;
+pub mod boot;
 pub mod clock;
 pub mod config;
 pub mod driver;

@@ -104,9 +104,20 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     let memory = crate::memory::MemoryGauge::new(cfg.limits.maxmemory_bytes);
     let shared =
         Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default(), memory, tls };
+    let router = shared.router.clone();
     let mut host = Host::new(shared, events_tx, stop);
-    host.start_vnodes()?;
-    start_front_ends(&host, listeners, peers);
+    // The peer links first: the parents this host asks which vnodes to start may be elsewhere.
+    let (boot_tx, mut boot_inbox) = mpsc::channel(crate::boot::INBOX_MAX);
+    router.set_boot_inbox(Some(boot_tx));
+    start_peer_links(&host, listeners.peer, peers);
+    crate::boot::run(&mut host, &mut boot_inbox, &mut events, &shutdown).await?;
+    router.set_boot_inbox(None);
+    if shutdown.is_cancelled() {
+        host.stop_all().await;
+        return Ok(());
+    }
+    host.publish_stores();
+    start_front_ends(&host, listeners.redis, listeners.admin);
     tracing::info!(host = %host.shared.cfg.host, "node started: {} vnodes", host.vnode_count());
     if host.shared.cfg.breaks != waymark_core::Breaks::default() {
         tracing::warn!(breaks = ?host.shared.cfg.breaks, "node.breaks: deliberate protocol bugs are on (tests only)");
@@ -132,9 +143,9 @@ fn peer_queues(cfg: &NodeConfig) -> (Vec<Peer>, HashMap<String, Arc<Outgoing>>) 
     (peers, senders)
 }
 
-/// The peer links, then the front ends: the Redis server, the admin API and the snapshot schedule.
-fn start_front_ends(host: &Host, listeners: Listeners, peers: Vec<Peer>) {
-    let cfg = host.shared.cfg.clone();
+/// The peer links: to every other host, over TLS when the host has it.
+fn start_peer_links(host: &Host, listener: tokio::net::TcpListener, peers: Vec<Peer>) {
+    let cfg = &host.shared.cfg;
     let identity = Identity { cluster: cfg.cluster.name.clone(), host: cfg.host.clone(), secret: cfg.secret.clone() };
     let ctx = LinkContext {
         me: identity,
@@ -145,10 +156,19 @@ fn start_front_ends(host: &Host, listeners: Listeners, peers: Vec<Peer>) {
         shutdown: host.stop.clone(),
         tls: host.shared.tls.as_ref().map(peer::PeerTls::new),
     };
-    peer::start(ctx, listeners.peer, peers);
-    resp::server::start(host.shared.clone(), listeners.redis, host.stop.clone());
-    admin::start(host.shared.clone(), listeners.admin, host.stop.clone());
-    if let Some(schedule) = cfg.schedule {
+    peer::start(ctx, listener, peers);
+}
+
+/// The front ends, once the store vnodes run: the Redis server, the admin API and the snapshot
+/// schedule.
+fn start_front_ends(host: &Host, redis: tokio::net::TcpListener, admin: tokio::net::TcpListener) {
+    match host.runs_a_store() {
+        true => resp::server::start(host.shared.clone(), redis, host.stop.clone()),
+        // Its parents placed none of its store vnodes here: no client transaction can start here.
+        false => tracing::error!("this host runs no store vnode: its Redis port serves no client"),
+    }
+    admin::start(host.shared.clone(), admin, host.stop.clone());
+    if let Some(schedule) = host.shared.cfg.schedule.clone() {
         tokio::spawn(schedule::run(host.shared.clone(), schedule, host.stop.clone()));
     }
 }

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::RwLock;
 use tokio::sync::mpsc;
-use waymark_core::{Envelope, VnodeId};
+use waymark_core::alter::AlterMsg;
+use waymark_core::{Body, Envelope, VnodeId};
 
 #[derive(Default)]
 pub struct RouterStats {
@@ -30,13 +31,16 @@ pub struct RouterStats {
 pub struct Router {
     host: String,
     local: RwLock<HashMap<VnodeId, mpsc::Sender<VnodeCmd>>>,
+    /// While the host boots by parent (`crate::boot`): where a parent's `StartVnodes`, addressed
+    /// to a vnode of this host that does not run yet, goes.
+    boot: RwLock<Option<mpsc::Sender<Envelope>>>,
     peers: HashMap<String, Arc<Outgoing>>,
     pub stats: RouterStats,
 }
 
 impl Router {
     pub fn new(host: String, peers: HashMap<String, Arc<Outgoing>>) -> Self {
-        Router { host, local: RwLock::default(), peers, stats: RouterStats::default() }
+        Router { host, local: RwLock::default(), boot: RwLock::default(), peers, stats: RouterStats::default() }
     }
 
     pub fn host(&self) -> &str {
@@ -49,6 +53,21 @@ impl Router {
 
     pub fn remove_local(&self, id: &VnodeId) {
         self.local.write().expect("router lock").remove(id);
+    }
+
+    /// Sets (or, with `None`, ends) the boot inbox: `StartVnodes` for a vnode not running goes there.
+    pub fn set_boot_inbox(&self, inbox: Option<mpsc::Sender<Envelope>>) {
+        *self.boot.write().expect("router lock") = inbox;
+    }
+
+    /// An envelope for a vnode this host does not run: a parent's answer to a boot goes to the boot
+    /// inbox (never waiting: a full inbox drops it, and the host asks again); the rest is counted.
+    fn not_running(&self, env: Envelope) {
+        let boot = self.boot.read().expect("router lock");
+        match (&*boot, &env.body) {
+            (Some(inbox), Body::Alter(AlterMsg::StartVnodes { .. })) => drop(inbox.try_send(env)),
+            _ => drop(self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed)),
+        }
     }
 
     pub fn local(&self, id: &VnodeId) -> Option<mpsc::Sender<VnodeCmd>> {
@@ -85,10 +104,7 @@ impl Router {
     }
 
     fn send_local(&self, env: Envelope) {
-        let Some(tx) = self.local(&env.to) else {
-            self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
+        let Some(tx) = self.local(&env.to) else { return self.not_running(env) };
         if tx.try_send(VnodeCmd::Deliver(env)).is_err() {
             self.stats.dropped_local.fetch_add(1, Ordering::Relaxed);
         }
@@ -96,10 +112,7 @@ impl Router {
 
     /// From a peer link: waits for room in the vnode's queue.
     pub async fn deliver(&self, env: Envelope) {
-        let Some(tx) = self.local(&env.to) else {
-            self.stats.unknown_vnode.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
+        let Some(tx) = self.local(&env.to) else { return self.not_running(env) };
         let _ = tx.send(VnodeCmd::Deliver(env)).await;
     }
 }

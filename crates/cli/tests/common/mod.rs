@@ -167,7 +167,7 @@ impl Host {
         }
     }
 
-    fn log_file(&self) -> PathBuf {
+    pub fn log_file(&self) -> PathBuf {
         self.dir.join("node.log")
     }
 }

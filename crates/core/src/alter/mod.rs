@@ -19,6 +19,7 @@
 //! Invariant: a vnode that misses an alteration (a gap, a bad md5, a crash) never applies a later
 //! one before it has cloned its parent's metadata (compared by md5 on every heartbeat).
 
+pub mod boot;
 pub mod branch;
 pub mod cluster;
 pub mod failover;
