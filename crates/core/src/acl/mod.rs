@@ -15,6 +15,7 @@
 //! The `default` user is not stored: it is the node's client password (`node.password_file`),
 //! or no password, with every right — as before ACL users existed.
 
+pub mod proposals;
 pub mod table;
 
 use serde::{Deserialize, Serialize};
@@ -279,6 +280,11 @@ impl Compiled {
         let all_keys = user.patterns.iter().any(|p| p == b"*");
         let globs = user.patterns.iter().filter_map(|p| Glob::new(p, false)).collect();
         Compiled { user, allowed, globs, all_keys }
+    }
+
+    /// Whether the user may run every command on every key: no request needs checking.
+    pub fn unrestricted(&self) -> bool {
+        self.all_keys && self.allowed.iter().all(|a| *a)
     }
 
     /// Whether `password` opens this user (an `off` user opens to none).
