@@ -132,7 +132,9 @@ fn counted_in(c: &impl Cluster, node: usize, cut: CutId) -> Option<bool> {
     let key = format!("cut/{}", cut.0);
     let start_in = |log: &[Record]| {
         log.iter().position(|r| match r {
-            Record::AlterApplied { record, .. } => record.key == key && Phase::parse(&record.value) == Some(Phase::Start),
+            Record::AlterApplied { record, .. } => {
+                record.key == key && Phase::parse(&record.value) == Some(Phase::Start)
+            }
             _ => false,
         })
     };
