@@ -133,7 +133,7 @@ pub enum Response {
         why: &'static str,
     },
     /// How an alteration a client asked for ended: `ok` once the root ordered it and a majority
-    /// of its voters confirmed it; this vnode has applied it then.
+    /// of its voters confirmed it (this vnode may apply it a moment later).
     Altered {
         ok: bool,
     },

@@ -10,10 +10,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use waymark_core::acl::{Users, KEY_PREFIX};
 use waymark_core::alter::{MetaVersion, Metadata};
 
+/// The `acl/` records of one copy of the metadata, in key order.
+type UserRecords = Vec<(String, Vec<u8>)>;
+
 pub struct AclState {
     users: RwLock<Arc<Users>>,
     /// The newest version offered, and the `acl/` records it held.
-    seen: Mutex<Option<(MetaVersion, Vec<(String, Vec<u8>)>)>>,
+    seen: Mutex<Option<(MetaVersion, UserRecords)>>,
     /// Whether the node has a client password (`node.password_file`): the `default` user's.
     default_password: bool,
 }
@@ -36,8 +39,7 @@ impl AclState {
         if seen.as_ref().is_some_and(|(v, _)| *v >= version) {
             return;
         }
-        let records: Vec<(String, Vec<u8>)> =
-            metadata.records_under(KEY_PREFIX).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let records: UserRecords = metadata.records_under(KEY_PREFIX).map(|(k, v)| (k.clone(), v.clone())).collect();
         let changed = seen.as_ref().is_none_or(|(_, before)| *before != records);
         if changed {
             let users = Users::from_records(records.iter().map(|(k, v)| (k, v)), self.default_password);

@@ -439,7 +439,7 @@ impl<M: Machine> Driver<M> {
         for a in self.machine.take_answered() {
             crate::telemetry::alteration_answered(a.ok, a.attempts);
         }
-        // Before the replies go out: an `ACL SETUSER` answered here is in force here.
+        // Before the replies go out, so what a reply promises is as up to date as this vnode.
         if let (Some(acl), Some(m)) = (&self.acl, self.machine.metadata()) {
             if self.acl_offered != Some(m.version()) {
                 self.acl_offered = Some(m.version());

@@ -199,7 +199,11 @@ impl User {
         // The same rule again, or its opposite, supersedes the earlier one.
         self.command_rules.retain(|r| r[1..] != *target);
         if self.command_rules.len() >= COMMAND_RULES_MAX {
-            return Err(AclError::TooMany { rule: rule.into(), what: "too many command rules", max: COMMAND_RULES_MAX });
+            return Err(AclError::TooMany {
+                rule: rule.into(),
+                what: "too many command rules",
+                max: COMMAND_RULES_MAX,
+            });
         }
         self.command_rules.push(rule.to_string());
         Ok(())

@@ -74,7 +74,11 @@ pub enum Keys {
     None,
     /// From argument `first` to `last` (negative: counted from the end, -1 the last argument),
     /// every `step`-th.
-    Range { first: usize, last: isize, step: usize },
+    Range {
+        first: usize,
+        last: isize,
+        step: usize,
+    },
 }
 
 /// One command (or subcommand, `acl|setuser`) as ACL rules see it.

@@ -90,7 +90,10 @@ impl View {
         match self {
             View::Full => true,
             View::Leaf => {
-                key == "root" || ["config/", "placement/", "cut/", "host/", crate::acl::KEY_PREFIX].iter().any(|p| key.starts_with(p))
+                key == "root"
+                    || ["config/", "placement/", "cut/", "host/", crate::acl::KEY_PREFIX]
+                        .iter()
+                        .any(|p| key.starts_with(p))
             }
         }
     }
@@ -346,7 +349,11 @@ pub enum Applied {
 /// Whether `record` adds a user (`acl/<name>`) when the metadata holds `acl::USERS_MAX` already:
 /// the host that proposes checks it first; this refuses the users two hosts added together.
 /// Both views keep every `acl/` key, so every copy counts alike.
-fn adds_a_user_past_the_limit(records: &BTreeMap<String, Vec<u8>>, old: Option<&Vec<u8>>, record: &AlterRecord) -> bool {
+fn adds_a_user_past_the_limit(
+    records: &BTreeMap<String, Vec<u8>>,
+    old: Option<&Vec<u8>>,
+    record: &AlterRecord,
+) -> bool {
     let prefix = crate::acl::KEY_PREFIX;
     if old.is_some() || record.value.is_empty() || !record.key.starts_with(prefix) {
         return false;

@@ -133,7 +133,13 @@ struct Credentials<'a> {
 
 impl Credentials<'_> {
     fn check(&self, header: Option<&str>) -> Result<(), Refusal> {
-        let refused = || (StatusCode::UNAUTHORIZED, "missing or wrong admin token or user (Authorization: Bearer …, or Basic for a user with @admin)\n".to_string());
+        let refused = || {
+            (
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong admin token or user (Authorization: Bearer …, or Basic for a user with @admin)\n"
+                    .to_string(),
+            )
+        };
         let header = header.ok_or_else(refused)?;
         if let Some(given) = header.strip_prefix("Bearer ") {
             let Some(token) = self.token else {
@@ -150,9 +156,9 @@ impl Credentials<'_> {
         let ok = if name == waymark_core::acl::DEFAULT_USER {
             self.default_password.is_some_and(|p| same_secret(password, p))
         } else {
-            self.users.get(&name).is_some_and(|u| {
-                u.opens(password) && u.has_category(waymark_core::acl::Category::Admin)
-            })
+            self.users
+                .get(&name)
+                .is_some_and(|u| u.opens(password) && u.has_category(waymark_core::acl::Category::Admin))
         };
         if ok {
             Ok(())

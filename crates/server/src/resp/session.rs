@@ -292,8 +292,25 @@ impl Session {
         }
     }
 
-    /// Proposes `acl/<user>` = `stored` through the near vnode and waits for the cluster's word.
+    /// Proposes `acl/<user>` = `stored` through the near vnode and waits for the cluster's word,
+    /// then (a while at most) for this host to apply it: the client's next `AUTH` here sees it.
     async fn alter_user(&mut self, user: String, stored: Vec<u8>) -> Reply {
+        let reply = self.propose_user(user.clone(), stored.clone()).await;
+        if reply == Reply::ok() {
+            let applied = |users: &waymark_core::acl::Users| {
+                users.get(&user).map(|c| c.user.encode()) == (!stored.is_empty()).then(|| stored.clone())
+            };
+            for _ in 0..APPLIED_HERE_POLLS_MAX {
+                if applied(&self.shared.acl.users()) {
+                    break;
+                }
+                tokio::time::sleep(APPLIED_HERE_POLL).await;
+            }
+        }
+        reply
+    }
+
+    async fn propose_user(&mut self, user: String, stored: Vec<u8>) -> Reply {
         let answers = match self.send_all(vec![Request::SetUser { user, stored }]).await {
             Ok(answers) => answers,
             Err(e) => return err(e.to_string()),
@@ -526,6 +543,11 @@ impl Session {
         Ok(answers)
     }
 }
+
+/// How often, and how many times, an ACL change the cluster took is looked for among this host's
+/// users before the client is answered (2 s at most: the change is in force cluster-wide anyway).
+const APPLIED_HERE_POLL: Duration = Duration::from_millis(5);
+const APPLIED_HERE_POLLS_MAX: usize = 400;
 
 /// The node stopped under a batch: its requests could not be handed over, or their answers will
 /// not come.
