@@ -214,7 +214,7 @@ impl User {
         let mut allowed = vec![self.all_commands_base; COMMANDS.len()];
         for rule in &self.command_rules {
             let on = rule.starts_with('+');
-            let target = &rule[1..];
+            let Some(target) = rule.get(1..) else { continue };
             for (i, c) in COMMANDS.iter().enumerate() {
                 let hit = match target.strip_prefix('@') {
                     Some(cat) => Category::parse(cat).is_some_and(|cat| c.categories.contains(&cat)),
@@ -254,11 +254,24 @@ impl User {
     }
 
     /// A user read from the metadata; `None` if the bytes are no user (then it grants nothing).
+    /// Its invariant is checked, as for any input: a record that breaks it is no user.
     pub fn decode(bytes: &[u8]) -> Option<User> {
         match postcard::from_bytes::<(u8, User)>(bytes).ok()? {
-            (1, user) => Some(user),
+            (1, user) if user.holds_its_invariant() => Some(user),
             _ => None,
         }
+    }
+
+    fn holds_its_invariant(&self) -> bool {
+        let rule_ok = |r: &String| {
+            let mut probe = User::default();
+            r.starts_with(['+', '-']) && *r == r.to_ascii_lowercase() && probe.add_command_rule(r).is_ok()
+        };
+        self.command_rules.len() <= COMMAND_RULES_MAX
+            && self.command_rules.iter().all(rule_ok)
+            && self.patterns.len() <= PATTERNS_MAX
+            && self.patterns.iter().all(|p| p.len() <= PATTERN_MAX_BYTES)
+            && self.passwords.len() <= PASSWORDS_MAX
     }
 }
 

@@ -160,6 +160,8 @@ fn a_user_round_trips_through_its_metadata_record() {
     let u = user("on >pw ~app:* +@read -strlen");
     assert_eq!(User::decode(&u.encode()), Some(u));
     assert_eq!(User::decode(b"\x09garbage"), None);
+    let broken = User { command_rules: vec![String::new(), "+nosuch".into()], ..User::default() };
+    assert_eq!(User::decode(&broken.encode()), None, "a record that breaks the invariant is no user");
     let records = [(key("app"), user("on >pw ~app:* +@read").encode()), ("config/x".into(), b"on".to_vec())];
     let users = Users::from_records(records.iter().map(|(k, v)| (k, v)), true);
     assert_eq!(users.stored(), 1);
