@@ -65,7 +65,7 @@ impl Leaf {
         }
     }
 
-    fn from_root(&mut self, root: &VnodeId, msg: AlterMsg) {
+    fn hear_root(&mut self, root: &VnodeId, msg: AlterMsg) {
         let env = Envelope { from: root.clone(), to: self.cfg.id.clone(), cut: None, body: Body::Alter(msg) };
         self.input(Input::Message(env));
     }
@@ -87,7 +87,7 @@ impl Leaf {
 fn a_user_set_through_a_store_vnode_is_proposed_ordered_applied_answered_and_logged() {
     let root = id("manager1@node000");
     let mut a = Leaf::new(&root);
-    a.from_root(&root, AlterMsg::Claim { term: Term(1) });
+    a.hear_root(&root, AlterMsg::Claim { term: Term(1) });
     let mut app = User::default();
     for rule in ["on", ">pw", "~app:*", "+@read"] {
         app.apply(rule.as_bytes(), [3; 16]).unwrap();
@@ -106,12 +106,12 @@ fn a_user_set_through_a_store_vnode_is_proposed_ordered_applied_answered_and_log
     let (term, seq) = (Term(1), AlterSeq(1));
     let ordered = AlterRecord { origin: Some(pid.clone()), ..record };
     let md5 = md5_of(&ordered.encode(MetaVersion { term, seq }));
-    a.from_root(&root, AlterMsg::Alter { term, prev_term: Term::ZERO, seq, id: pid.clone(), record: ordered, md5 });
+    a.hear_root(&root, AlterMsg::Alter { term, prev_term: Term::ZERO, seq, id: pid.clone(), record: ordered, md5 });
     assert_eq!(a.user("app"), Some(app.clone()));
     assert!(a.to_parent.iter().any(|m| matches!(m, AlterMsg::Confirm { seq: s, ok: true, .. } if *s == seq)));
 
     // The outcome comes back: the client hears that the cluster took it.
-    a.from_root(&root, AlterMsg::Outcome { id: pid, seq, ok: true, applied: 1 });
+    a.hear_root(&root, AlterMsg::Outcome { id: pid, seq, ok: true, applied: 1 });
     assert_eq!(a.replies, vec![(1, Response::Altered { ok: true })]);
 
     // A crash: the log rebuilds the metadata with the user in it.
