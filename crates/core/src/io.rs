@@ -81,6 +81,12 @@ pub enum Request {
         cursor: ScanCursor,
         count: u32,
     },
+    /// Sets ACL user `user` cluster-wide: an alteration of `acl/<user>` to `stored`
+    /// (`acl::User::encode`; empty deletes the user). Answered `Altered` (`acl::proposals`).
+    SetUser {
+        user: String,
+        stored: Vec<u8>,
+    },
 }
 
 /// Where a scan of the keyspace stands: the partition it reads and the last key it examined there
@@ -125,6 +131,11 @@ pub enum Response {
     /// The request could not be served here (e.g. not the coordinator, or still booting).
     Unavailable {
         why: &'static str,
+    },
+    /// How an alteration a client asked for ended: `ok` once the root ordered it and a majority
+    /// of its voters confirmed it (this vnode may apply it a moment later).
+    Altered {
+        ok: bool,
     },
     /// A page of a scan: keys in key order, and where the scan goes on (`None`: it is over).
     Keys {

@@ -11,6 +11,7 @@
 //!   commits, retried on conflict (DESIGN §3).
 //! - [`outbox`]: the write-ahead contract — promises leave only after their records are durable.
 
+pub mod acl;
 pub mod alter;
 pub mod breaks;
 mod bytes;

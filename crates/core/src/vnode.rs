@@ -55,6 +55,8 @@ pub struct Vnode {
     pub(crate) tree: Option<TreeRole>,
     /// Learning partitions and serving their pages (`catch_up`).
     pub(crate) catch_up: crate::catch_up::CatchUp,
+    /// Clients' ACL alterations in flight (`acl::proposals`).
+    pub(crate) acl: crate::acl::proposals::AclProposals,
     pub(crate) out: Outbox,
     /// Invariant: the summary of every record in this vnode's log, appended ones included
     /// (kept up to date in `step`), so that `image()` needs no replay.
@@ -104,6 +106,7 @@ impl Vnode {
             rt: RealTime::default(),
             tree: None,
             catch_up: Default::default(),
+            acl: Default::default(),
             logged: LogSummary::default(),
             cfg,
         };
@@ -116,6 +119,11 @@ impl Vnode {
         });
         v.rebuild(image);
         v
+    }
+
+    /// The cluster metadata as this vnode holds it (its leaf view), if it takes part in the tree.
+    pub fn metadata(&self) -> Option<&crate::alter::Metadata> {
+        self.tree.as_ref().map(|t| t.alter.metadata())
     }
 
     /// What replaying every record this vnode appended so far would rebuild: a checkpoint's image.
@@ -267,6 +275,7 @@ impl Vnode {
             Request::Txn { reads, writes } => self.client_txn(client, req, reads, writes),
             Request::Cut => self.client_cut(client, req),
             Request::Scan { cursor, count } => self.client_scan(client, req, cursor, count),
+            Request::SetUser { user, stored } => self.client_set_user(client, req, user, stored),
         }
     }
 

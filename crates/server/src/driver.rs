@@ -10,6 +10,7 @@
 //! until the records before it are durable); the driver's part is to report durability only after
 //! the sync.
 
+use crate::acl::AclState;
 use crate::clock;
 use crate::memory::MemoryShare;
 use crate::router::Router;
@@ -63,11 +64,18 @@ pub trait Machine: Send + 'static {
     fn data_bytes(&self) -> u64 {
         0
     }
+    /// The cluster metadata as this vnode holds it (its ACL users are read from it).
+    fn metadata(&self) -> Option<&waymark_core::alter::Metadata> {
+        None
+    }
 }
 
 impl Machine for Vnode {
     fn step(&mut self, now_us: u64, input: Input) -> Vec<Output> {
         Vnode::step(self, now_us, input)
+    }
+    fn metadata(&self) -> Option<&waymark_core::alter::Metadata> {
+        Vnode::metadata(self)
     }
     fn appended(&self) -> Lsn {
         Vnode::appended(self)
@@ -105,6 +113,9 @@ impl Machine for ManagerVnode {
     fn status(&self) -> VnodeStatus {
         crate::status::manager(self)
     }
+    fn metadata(&self) -> Option<&waymark_core::alter::Metadata> {
+        Some(self.alter().metadata())
+    }
     fn take_answered(&mut self) -> Vec<Answered> {
         ManagerVnode::take_answered(self)
     }
@@ -129,6 +140,8 @@ pub struct DriverSetup {
     pub stop: CancellationToken,
     /// This vnode's share of the host's memory gauge (`memory.rs`).
     pub memory: MemoryShare,
+    /// The host's ACL users, republished from this vnode's metadata as it changes (`acl.rs`).
+    pub acl: Arc<AclState>,
 }
 
 /// Starts the vnode's thread; it steps `Restarted` first.
@@ -140,6 +153,7 @@ pub fn spawn<M: Machine>(machine: M, setup: DriverSetup) -> std::io::Result<Vnod
     let join = std::thread::Builder::new().name(name).spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("a runtime");
         let mut d = Driver::new(machine, setup.id, setup.log, setup.router, setup.host_events, setup.memory);
+        d.acl = Some(setup.acl);
         rt.block_on(d.run(inbox, setup.checkpoints, setup.checkpoint_every, setup.stop));
         d.router.remove_local(&d.id);
         // What the vnode appended last becomes durable before the thread ends.
@@ -175,6 +189,10 @@ struct Driver<M> {
     /// Envelopes for other hosts were queued since the last `flush_peers`.
     to_peers: bool,
     memory: MemoryShare,
+    /// Where this vnode's metadata is offered (`None` in tests that run a driver alone), and the
+    /// version last offered.
+    acl: Option<Arc<AclState>>,
+    acl_offered: Option<waymark_core::alter::MetaVersion>,
 }
 
 impl<M: Machine> Driver<M> {
@@ -201,6 +219,8 @@ impl<M: Machine> Driver<M> {
             failed: false,
             to_peers: false,
             memory,
+            acl: None,
+            acl_offered: None,
         }
     }
 
@@ -418,6 +438,13 @@ impl<M: Machine> Driver<M> {
         }
         for a in self.machine.take_answered() {
             crate::telemetry::alteration_answered(a.ok, a.attempts);
+        }
+        // Before the replies go out, so what a reply promises is as up to date as this vnode.
+        if let (Some(acl), Some(m)) = (&self.acl, self.machine.metadata()) {
+            if self.acl_offered != Some(m.version()) {
+                self.acl_offered = Some(m.version());
+                acl.offer(m);
+            }
         }
         for o in outputs {
             self.to_peers |= self.carry_out(o);

@@ -57,6 +57,8 @@ pub struct Shared {
     pub memory: Arc<crate::memory::MemoryGauge>,
     /// TLS on the host's ports and its calls to other hosts, when its config has `[tls]`.
     pub tls: Option<crate::tls::HostTls>,
+    /// The cluster's ACL users as this host's vnodes last applied them (`acl.rs`).
+    pub acl: Arc<crate::acl::AclState>,
 }
 
 impl Shared {
@@ -333,6 +335,7 @@ impl Host {
             queue_max: limits.vnode_queue_max,
             stop: self.stop.child_token(),
             memory: self.shared.memory.share(),
+            acl: self.shared.acl.clone(),
         };
         driver::spawn(machine, setup).map_err(HostError::Thread)
     }

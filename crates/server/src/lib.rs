@@ -23,6 +23,7 @@
 //!
 //! The server adds no protocol logic: transactions, cuts and alterations are decided by the core.
 
+pub mod acl;
 pub mod admin;
 pub mod boot;
 pub mod clock;

@@ -102,8 +102,9 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     }
     let started = std::time::Instant::now();
     let memory = crate::memory::MemoryGauge::new(cfg.limits.maxmemory_bytes);
-    let shared =
-        Shared { cfg, topology, router, links, stores: vec![], started, secondaries: Default::default(), memory, tls };
+    let acl = Arc::new(crate::acl::AclState::new(cfg.password.is_some()));
+    let secondaries = Default::default();
+    let shared = Shared { cfg, topology, router, links, stores: vec![], started, secondaries, memory, tls, acl };
     let router = shared.router.clone();
     let mut host = Host::new(shared, events_tx, stop);
     // The peer links first: the parents this host asks which vnodes to start may be elsewhere.

@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("vnode commands", &["vnode.rs"]),
     ("snapshot files", &["snapshot/"]),
     ("storage", &["storage/", "snapshot/manifest.rs"]),
-    ("base", &["config.rs", "clock.rs", "topology.rs", "status.rs", "telemetry.rs", "memory.rs", "tls.rs"]),
+    ("base", &["config.rs", "clock.rs", "topology.rs", "status.rs", "telemetry.rs", "memory.rs", "tls.rs", "acl.rs"]),
 ];
 
 #[test]

@@ -34,7 +34,7 @@ impl ProposalId {
 pub const RECENT_PROPOSALS_MAX: usize = 256;
 
 /// One alteration: set `key` to `value` (an empty value removes it). Keys name what they hold:
-/// `config/…`, `host/…`, `vnode/…`, `placement/…`, `catalog/cut/…`, `cut/…/phase`.
+/// `config/…`, `host/…`, `vnode/…`, `placement/…`, `catalog/cut/…`, `cut/…/phase`, `acl/<user>`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct AlterRecord {
     pub key: String,
@@ -76,7 +76,7 @@ pub struct OrderedRecord {
 }
 
 /// What a vnode keeps of the metadata: manager vnodes a whole replica, store vnodes only what they
-/// need (settings, placement, cut processes, the root's name) — at 10,000 vnodes the vnode list
+/// need (settings, placement, cut processes, the root's name, ACL users) — at 10,000 vnodes the vnode list
 /// alone is tens of thousands of records, and a host runs many store vnodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum View {
@@ -90,7 +90,10 @@ impl View {
         match self {
             View::Full => true,
             View::Leaf => {
-                key == "root" || ["config/", "placement/", "cut/", "host/"].iter().any(|p| key.starts_with(p))
+                key == "root"
+                    || ["config/", "placement/", "cut/", "host/", crate::acl::KEY_PREFIX]
+                        .iter()
+                        .any(|p| key.starts_with(p))
             }
         }
     }
@@ -176,6 +179,12 @@ impl Metadata {
         self.records.iter()
     }
 
+    /// The records whose keys start with `prefix`, in key order (found by range, not by a walk
+    /// over every record).
+    pub fn records_under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a String, &'a Vec<u8>)> + 'a {
+        self.records.range(prefix.to_string()..).take_while(move |(k, _)| k.starts_with(prefix))
+    }
+
     /// Applies the alteration at `at`, which must be the next one, and says what it did. Every
     /// copy applies the same sequence, so every copy makes the same verdicts.
     pub fn apply(&mut self, at: MetaVersion, record: &AlterRecord) -> Applied {
@@ -195,6 +204,7 @@ impl Metadata {
         }
         let old = self.records.get(&record.key);
         let verdict = if moves_a_cut_back(old, record)
+            || adds_a_user_past_the_limit(&self.records, old, record)
             || skips_a_placement_epoch(old, record)
             || drops_a_live_replica(&self.records, old, record)
         {
@@ -336,6 +346,22 @@ pub enum Applied {
     Refused,
 }
 
+/// Whether `record` adds a user (`acl/<name>`) when the metadata holds `acl::USERS_MAX` already:
+/// the host that proposes checks it first; this refuses the users two hosts added together.
+/// Both views keep every `acl/` key, so every copy counts alike.
+fn adds_a_user_past_the_limit(
+    records: &BTreeMap<String, Vec<u8>>,
+    old: Option<&Vec<u8>>,
+    record: &AlterRecord,
+) -> bool {
+    let prefix = crate::acl::KEY_PREFIX;
+    if old.is_some() || record.value.is_empty() || !record.key.starts_with(prefix) {
+        return false;
+    }
+    let users = records.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).count();
+    users >= crate::acl::USERS_MAX
+}
+
 /// Whether `record` would not move a cut's phase strictly forward: to the same or an earlier
 /// phase, or away from its END (each phase of a cut is entered once).
 /// Every copy applies the same sequence, so every copy skips the same records.
@@ -457,6 +483,23 @@ mod tests {
         assert_eq!(m.apply(at(1, 4), &ordered("cut/1", "START", 3)), Applied::Refused);
         assert_eq!(m.apply(at(1, 5), &ordered("cut/1", "END:ok", 4)), Applied::Refused);
         assert_eq!(m.get("cut/1"), Some(&b"END:failed"[..]));
+    }
+
+    /// Users are a leaf's business too (every host checks them), and past `acl::USERS_MAX` a new
+    /// one is refused by every copy alike, while a change of one held is not.
+    #[test]
+    fn every_view_keeps_users_and_refuses_one_past_the_limit() {
+        let users = (0..crate::acl::USERS_MAX).map(|i| (crate::acl::key(&format!("u{i}")), b"x".to_vec()));
+        let mut full = Metadata::genesis(users);
+        let mut leaf = full.project(View::Leaf);
+        assert_eq!(leaf.records().count(), crate::acl::USERS_MAX, "the leaf view keeps acl/ records");
+        for m in [&mut full, &mut leaf] {
+            assert_eq!(m.apply(at(1, 1), &ordered("acl/one-more", "x", 1)), Applied::Refused);
+            assert_eq!(m.apply(at(1, 2), &ordered("acl/u1", "y", 2)), Applied::Changed);
+            assert_eq!(m.apply(at(1, 3), &ordered("acl/u2", "", 3)), Applied::Changed);
+            assert_eq!(m.apply(at(1, 4), &ordered("acl/one-more", "x", 4)), Applied::Changed, "room again");
+        }
+        assert_eq!(full.leaf_md5(), leaf.md5());
     }
 
     #[test]

@@ -107,7 +107,11 @@ impl Vnode {
                 None
             }
             AlterOutput::Apply { seq, record, .. } => self.apply_cut_phase(seq, &record),
-            AlterOutput::Done { .. } => None, // store vnodes do not propose
+            // A client's ACL change is answered; catch-up's proposals are followed by their chains.
+            AlterOutput::Done { id, ok, .. } => {
+                self.acl_done(id.n, ok);
+                None
+            }
             AlterOutput::StartSecondaryParent { id, of, metadata, term } => {
                 self.out.timer(Output::StartSecondaryParent { id, of, metadata, term });
                 None

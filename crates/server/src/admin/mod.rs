@@ -6,7 +6,8 @@
 //! `POST /export` — this host's part of a snapshot (called by the host creating it); `GET
 //! /topology` — the tree (`topology.rs`); `GET /metrics` — Prometheus text (`crate::telemetry`);
 //! `GET /` — the status page (`page.rs`). Every mutating call needs the admin token
-//! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names); reads need none.
+//! (`Authorization: Bearer <token>`, the file `node.admin_token_file` names) or an ACL user
+//! allowed every `@admin` command (`Authorization: Basic`); reads need none.
 //!
 //! With `[tls]` the API is served over TLS only (HTTPS; `serve_tls`): a connection whose TLS
 //! handshake fails or takes longer than `TLS_HANDSHAKE_TIMEOUT` is closed unheard, at most
@@ -110,21 +111,70 @@ async fn serve_tls(
 
 type Refusal = (StatusCode, String);
 
-/// Mutating calls carry the admin token; comparison in constant time.
+/// Mutating calls carry the admin token (`Authorization: Bearer <token>`) or the name and
+/// password of a user allowed every `@admin` command (`Authorization: Basic …`; `default` with
+/// the node's password).
 pub fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), Refusal> {
-    let Some(token) = &shared.cfg.admin_token else {
-        return Err((StatusCode::FORBIDDEN, "no admin token is configured (node.admin_token_file)\n".into()));
+    let header = headers.get("authorization").and_then(|v| v.to_str().ok());
+    let credentials = Credentials {
+        token: shared.cfg.admin_token.as_deref(),
+        default_password: shared.cfg.password.as_deref(),
+        users: &shared.acl.users(),
     };
-    let given = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
-    let ok = given.is_some_and(|g| {
-        let g = g.trim().as_bytes();
-        g.len() == token.len() && g.iter().zip(token).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
-    });
-    if ok {
-        Ok(())
-    } else {
-        Err((StatusCode::UNAUTHORIZED, "missing or wrong admin token (Authorization: Bearer …)\n".into()))
+    credentials.check(header)
+}
+
+/// What a mutating call may be authorized by.
+struct Credentials<'a> {
+    token: Option<&'a [u8]>,
+    default_password: Option<&'a [u8]>,
+    users: &'a waymark_core::acl::Users,
+}
+
+impl Credentials<'_> {
+    fn check(&self, header: Option<&str>) -> Result<(), Refusal> {
+        let refused = || {
+            (
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong admin token or user (Authorization: Bearer …, or Basic for a user with @admin)\n"
+                    .to_string(),
+            )
+        };
+        let header = header.ok_or_else(refused)?;
+        if let Some(given) = header.strip_prefix("Bearer ") {
+            let Some(token) = self.token else {
+                return Err((StatusCode::FORBIDDEN, "no admin token is configured (node.admin_token_file)\n".into()));
+            };
+            return if same_secret(given.trim().as_bytes(), token) { Ok(()) } else { Err(refused()) };
+        }
+        let basic = header.strip_prefix("Basic ").ok_or_else(refused)?;
+        use base64::Engine;
+        let decoded = base64::engine::general_purpose::STANDARD.decode(basic.trim()).map_err(|_| refused())?;
+        let at = decoded.iter().position(|b| *b == b':').ok_or_else(refused)?;
+        let (name, password) = (&decoded[..at], &decoded[at + 1..]);
+        let name = String::from_utf8_lossy(name);
+        let ok = if name == waymark_core::acl::DEFAULT_USER {
+            self.default_password.is_some_and(|p| same_secret(password, p))
+        } else {
+            self.users
+                .get(&name)
+                .is_some_and(|u| u.opens(password) && u.has_category(waymark_core::acl::Category::Admin))
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(refused())
+        }
     }
+}
+
+/// Whether two secrets are equal, in time that depends on neither their contents nor their
+/// lengths: the SHA-256 digests of both are compared in constant time.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    use subtle::ConstantTimeEq;
+    let (a, b) = (Sha256::digest(given), Sha256::digest(expected));
+    a.as_slice().ct_eq(b.as_slice()).into()
 }
 
 async fn cut(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Result<Json<serde_json::Value>, Refusal> {
@@ -224,4 +274,55 @@ async fn status(State(shared): State<Arc<Shared>>) -> Json<serde_json::Value> {
             "unknown_vnode": router.unknown_vnode.load(Ordering::Relaxed),
         },
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+    use waymark_core::acl::{self, Users};
+
+    fn basic(user: &str, password: &str) -> String {
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+    }
+
+    fn users() -> Users {
+        let mut admin = acl::User::default();
+        let mut reader = acl::User::default();
+        for r in ["on", ">adminpw", "allkeys", "+@all"] {
+            admin.apply(r.as_bytes(), [1; 16]).unwrap();
+        }
+        for r in ["on", ">readpw", "allkeys", "+@read"] {
+            reader.apply(r.as_bytes(), [2; 16]).unwrap();
+        }
+        let records = [(acl::key("admin"), admin.encode()), (acl::key("reader"), reader.encode())];
+        Users::from_records(records.iter().map(|(k, v)| (k, v)), true)
+    }
+
+    #[test]
+    fn the_token_or_an_admin_user_is_accepted_and_nothing_else() {
+        let users = users();
+        let token = b"0123456789abcdef0123".as_slice();
+        let c = Credentials { token: Some(token), default_password: Some(b"defaultpw"), users: &users };
+        assert!(c.check(Some("Bearer 0123456789abcdef0123")).is_ok());
+        assert!(c.check(Some("Bearer 0123456789abcdef012")).is_err(), "a prefix");
+        assert!(c.check(Some("Bearer 0123456789abcdef01234")).is_err(), "longer");
+        assert!(c.check(Some("Bearer ")).is_err());
+        assert!(c.check(None).is_err());
+        assert!(c.check(Some(&basic("admin", "adminpw"))).is_ok());
+        assert!(c.check(Some(&basic("admin", "wrong"))).is_err());
+        assert!(c.check(Some(&basic("reader", "readpw"))).is_err(), "no @admin");
+        assert!(c.check(Some(&basic("default", "defaultpw"))).is_ok());
+        assert!(c.check(Some(&basic("nobody", "x"))).is_err());
+        assert!(c.check(Some("Basic !!!")).is_err());
+        let no_password = Credentials { token: None, default_password: None, users: &users };
+        assert!(no_password.check(Some(&basic("default", ""))).is_err(), "no password, no default user");
+        assert_eq!(no_password.check(Some("Bearer x")).unwrap_err().0, StatusCode::FORBIDDEN);
+    }
+
+    #[test]
+    fn secrets_of_any_length_compare_by_their_digests() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abcd") && !same_secret(b"", b"abc") && !same_secret(b"abd", b"abc"));
+    }
 }

@@ -52,6 +52,20 @@ pub enum Cmd {
     RandomKey,
     /// `FLUSHALL` and `FLUSHDB` (Waymark has one database), `ASYNC` or `SYNC` alike.
     Flush,
+    /// `ACL …` (`resp/acl.rs`).
+    Acl(AclCmd),
+}
+
+/// The `ACL` subcommands Waymark answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AclCmd {
+    SetUser { name: Vec<u8>, rules: Vec<Vec<u8>> },
+    GetUser(Vec<u8>),
+    DelUser(Vec<Vec<u8>>),
+    List,
+    Users,
+    WhoAmI,
+    Cat(Option<Vec<u8>>),
 }
 
 /// An error reply, with Redis's wording.
@@ -113,6 +127,7 @@ pub const TABLE: &[(&str, i64)] = &[
     ("client", -2),
     ("config", -2),
     ("command", -1),
+    ("acl", -2),
 ];
 
 fn arity_error(name: &str) -> CmdError {
@@ -377,6 +392,7 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             _ => Err(CmdError("ERR syntax error".into())),
         },
         "client" => client(&upper(&args[0]), args),
+        "acl" => acl(&upper(&args[0]), args),
         "config" => match upper(&args[0]).as_str() {
             "GET" if args.len() >= 2 => Ok(Cmd::ConfigGet(args[1..].to_vec())),
             "GET" => Err(CmdError("ERR wrong number of arguments for 'config|get' command".into())),
@@ -437,6 +453,25 @@ fn client(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         }
         _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try CLIENT HELP."))),
     }
+}
+
+/// `ACL SETUSER|GETUSER|DELUSER|LIST|USERS|WHOAMI|CAT`, with Redis's arity errors.
+fn acl(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let arity = || CmdError(format!("ERR wrong number of arguments for 'acl|{}' command", sub.to_lowercase()));
+    let mut rest = args.into_iter().skip(1);
+    let n = rest.len();
+    let cmd = match (sub, n) {
+        ("SETUSER", 1..) => AclCmd::SetUser { name: rest.next().ok_or_else(arity)?, rules: rest.collect() },
+        ("GETUSER", 1) => AclCmd::GetUser(rest.next().ok_or_else(arity)?),
+        ("DELUSER", 1..) => AclCmd::DelUser(rest.collect()),
+        ("LIST", 0) => AclCmd::List,
+        ("USERS", 0) => AclCmd::Users,
+        ("WHOAMI", 0) => AclCmd::WhoAmI,
+        ("CAT", 0 | 1) => AclCmd::Cat(rest.next()),
+        ("SETUSER" | "GETUSER" | "DELUSER" | "LIST" | "USERS" | "WHOAMI" | "CAT", _) => return Err(arity()),
+        _ => return Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try ACL HELP."))),
+    };
+    Ok(Cmd::Acl(cmd))
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`.
@@ -534,6 +569,22 @@ mod tests {
             cmd("LCS a b idx minmatchlen 5 withmatchlen"),
             Ok(Cmd::Data(DataCmd::Lcs { a: b"a".to_vec(), b: b"b".to_vec(), answer: ranges }))
         );
+    }
+
+    /// Every command Waymark answers has its place in the ACL table (categories, keys), so a
+    /// rule can name it and a check finds it.
+    #[test]
+    fn every_command_has_acl_categories() {
+        for (name, _) in TABLE {
+            assert!(waymark_core::acl::table::index_of(name).is_some(), "{name} is not in the ACL table");
+        }
+        let mut parsed = cmd("ACL SETUSER app on >pw ~app:* +@read").unwrap();
+        let rules = ["on", ">pw", "~app:*", "+@read"].map(|r| r.as_bytes().to_vec()).to_vec();
+        assert_eq!(parsed, Cmd::Acl(AclCmd::SetUser { name: b"app".to_vec(), rules }));
+        parsed = cmd("acl whoami").unwrap();
+        assert_eq!(parsed, Cmd::Acl(AclCmd::WhoAmI));
+        assert_eq!(cmd("ACL GETUSER"), Err(CmdError("ERR wrong number of arguments for 'acl|getuser' command".into())));
+        assert!(cmd("ACL LOAD").unwrap_err().0.starts_with("ERR unknown subcommand 'LOAD'"));
     }
 
     #[test]

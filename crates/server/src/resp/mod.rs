@@ -2,6 +2,7 @@
 //! `command.rs` types a request, `session.rs` runs a connection (its data commands run through the
 //! core's transaction client, `waymark_core::client`), `info.rs` answers what tools ask, `server.rs` accepts connections.
 
+pub mod acl;
 pub mod command;
 pub mod info;
 pub mod scan;

@@ -7,8 +7,8 @@
 //! retries conflicts, and gives the reply. The session only carries its requests to the near
 //! vnode, sleeps its back-offs, and writes its replies.
 
-use super::command::{self, Cmd, CmdError, DataCmd};
-use super::{info, scan};
+use super::command::{self, AclCmd, Cmd, CmdError, DataCmd};
+use super::{acl, info, scan};
 use crate::host::Shared;
 use crate::telemetry::{self, Abort};
 use crate::vnode::VnodeCmd;
@@ -26,6 +26,8 @@ pub struct Session {
     next_req: u64,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until an `AUTH` of another user).
+    user: String,
     name: Option<Vec<u8>>,
     /// Between `MULTI` and `EXEC`: the queued commands, and whether one of them was refused.
     multi: Option<(Vec<Cmd>, bool)>,
@@ -67,6 +69,7 @@ impl Session {
             next_req: 0,
             proto: Protocol::Resp2,
             authenticated,
+            user: waymark_core::acl::DEFAULT_USER.to_string(),
             name: None,
             multi: None,
             client,
@@ -77,6 +80,15 @@ impl Session {
 
     /// Handles one request's arguments.
     pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
+        if self.authenticated {
+            if let Err((refusal, next)) = self.permitted(&args) {
+                // Inside MULTI a refused command fails the transaction, as in Redis.
+                if let Some((_, failed)) = self.multi.as_mut() {
+                    *failed = true;
+                }
+                return (refusal, next);
+            }
+        }
         let parsed = command::parse(args);
         if !self.authenticated && !matches!(parsed, Ok(Cmd::Auth { .. } | Cmd::Hello { .. } | Cmd::Quit)) {
             return (err("NOAUTH Authentication required."), Next::Continue);
@@ -110,6 +122,17 @@ impl Session {
                 let reply = self.run(cmd).await;
                 (reply, if self.closing { Next::Close } else { Next::Continue })
             }
+        }
+    }
+
+    /// Whether the connection's user may run `args` now (the users as this host holds them: a
+    /// user deleted or turned off since its `AUTH` loses the connection, as in Redis).
+    fn permitted(&self, args: &[Vec<u8>]) -> Result<(), (Reply, Next)> {
+        let users = self.shared.acl.users();
+        match users.get(&self.user) {
+            Some(u) if u.unrestricted() => Ok(()),
+            Some(u) if u.user.enabled => u.check(args).map_err(|denied| (err(denied.to_string()), Next::Continue)),
+            _ => Err((err("ERR this connection's user was deleted or disabled"), Next::Close)),
         }
     }
 
@@ -168,6 +191,7 @@ impl Session {
             Cmd::Keys(pattern) => self.keys(&pattern).await,
             Cmd::RandomKey => self.random_key().await,
             Cmd::Flush => self.flush().await,
+            Cmd::Acl(acl) => self.acl(acl).await,
             other => err(format!("ERR {other:?} cannot be used here")),
         }
     }
@@ -201,16 +225,104 @@ impl Session {
         ])
     }
 
+    /// `AUTH [user] password`: the `default` user by the node's password (as before ACL users),
+    /// any other by the cluster's ACL users.
     fn auth(&mut self, user: Option<&[u8]>, password: &[u8]) -> Reply {
+        if let Some(name) = user.filter(|u| *u != waymark_core::acl::DEFAULT_USER.as_bytes()) {
+            return self.auth_user(name, password);
+        }
         let Some(expected) = self.shared.cfg.password.as_deref() else {
             return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         };
         let user_ok = user.is_none_or(|u| u == b"default");
         if user_ok && constant_time_eq(password, expected) {
             self.authenticated = true;
+            self.user = waymark_core::acl::DEFAULT_USER.to_string();
             Reply::ok()
         } else {
             err("WRONGPASS invalid username-password pair or user is disabled.")
+        }
+    }
+
+    fn auth_user(&mut self, name: &[u8], password: &[u8]) -> Reply {
+        let users = self.shared.acl.users();
+        let name = String::from_utf8_lossy(name);
+        match users.get(&name) {
+            Some(u) if u.opens(password) => {
+                self.authenticated = true;
+                self.user = name.into_owned();
+                Reply::ok()
+            }
+            found => {
+                // A user that does not exist costs a hash too: the time does not tell it apart.
+                if found.is_none() {
+                    let _ = waymark_core::acl::PasswordHash::new(password, [0; 16]);
+                }
+                err("WRONGPASS invalid username-password pair or user is disabled.")
+            }
+        }
+    }
+
+    /// `ACL …`: answered from the users this host holds; changes proposed to the whole cluster.
+    async fn acl(&mut self, cmd: AclCmd) -> Reply {
+        let users = self.shared.acl.users();
+        match cmd {
+            AclCmd::WhoAmI => Reply::bulk(self.user.clone().into_bytes()),
+            AclCmd::Cat(category) => acl::cat(category.as_deref()),
+            AclCmd::List => acl::list(&users),
+            AclCmd::Users => acl::names(&users),
+            AclCmd::GetUser(name) => acl::get_user(&users, &name),
+            AclCmd::SetUser { name, rules } => match acl::set_user(&users, &name, &rules) {
+                Ok((name, stored)) => self.alter_user(name, stored).await,
+                Err(e) => err(e.to_string()),
+            },
+            AclCmd::DelUser(names) => {
+                let names = match acl::users_to_delete(&users, &names) {
+                    Ok(names) => names,
+                    Err(e) => return err(e.to_string()),
+                };
+                let count = names.len();
+                for name in names {
+                    if let Reply::Error(e) = self.alter_user(name, vec![]).await {
+                        return Reply::Error(e);
+                    }
+                }
+                Reply::Integer(count as i64)
+            }
+        }
+    }
+
+    /// Proposes `acl/<user>` = `stored` through the near vnode and waits for the cluster's word,
+    /// then (a while at most) for this host to apply it: the client's next `AUTH` here sees it.
+    async fn alter_user(&mut self, user: String, stored: Vec<u8>) -> Reply {
+        let reply = self.propose_user(user.clone(), stored.clone()).await;
+        if reply == Reply::ok() {
+            let applied = |users: &waymark_core::acl::Users| {
+                users.get(&user).map(|c| c.user.encode()) == (!stored.is_empty()).then(|| stored.clone())
+            };
+            for _ in 0..APPLIED_HERE_POLLS_MAX {
+                if applied(&self.shared.acl.users()) {
+                    break;
+                }
+                tokio::time::sleep(APPLIED_HERE_POLL).await;
+            }
+        }
+        reply
+    }
+
+    async fn propose_user(&mut self, user: String, stored: Vec<u8>) -> Reply {
+        let answers = match self.send_all(vec![Request::SetUser { user, stored }]).await {
+            Ok(answers) => answers,
+            Err(e) => return err(e.to_string()),
+        };
+        match answers.into_iter().next().flatten() {
+            Some(Response::Altered { ok: true }) => Reply::ok(),
+            Some(Response::Altered { ok: false }) => {
+                err("ERR the cluster did not take the ACL change (no root, or the user limit): try again")
+            }
+            Some(Response::Unavailable { why }) => err(why),
+            Some(other) => err(format!("ERR unexpected answer to an ACL change: {other:?}")),
+            None => err("ERR no answer within node.client_timeout: the ACL change may or may not be in force"),
         }
     }
 
@@ -431,6 +543,11 @@ impl Session {
         Ok(answers)
     }
 }
+
+/// How often, and how many times, an ACL change the cluster took is looked for among this host's
+/// users before the client is answered (2 s at most: the change is in force cluster-wide anyway).
+const APPLIED_HERE_POLL: Duration = Duration::from_millis(5);
+const APPLIED_HERE_POLLS_MAX: usize = 400;
 
 /// The node stopped under a batch: its requests could not be handed over, or their answers will
 /// not come.
