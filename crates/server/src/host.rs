@@ -59,6 +59,8 @@ pub struct Shared {
     pub tls: Option<crate::tls::HostTls>,
     /// The cluster's ACL users as this host's vnodes last applied them (`acl.rs`).
     pub acl: Arc<crate::acl::AclState>,
+    /// The Redis connections this host serves (`CLIENT LIST`, `CLIENT KILL`).
+    pub clients: Arc<crate::resp::clients::Clients>,
 }
 
 impl Shared {

@@ -104,7 +104,9 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     let memory = crate::memory::MemoryGauge::new(cfg.limits.maxmemory_bytes);
     let acl = Arc::new(crate::acl::AclState::new(cfg.password.is_some()));
     let secondaries = Default::default();
-    let shared = Shared { cfg, topology, router, links, stores: vec![], started, secondaries, memory, tls, acl };
+    let clients = Arc::default();
+    let shared =
+        Shared { cfg, topology, router, links, stores: vec![], started, secondaries, memory, tls, acl, clients };
     let router = shared.router.clone();
     let mut host = Host::new(shared, events_tx, stop);
     // The peer links first: the parents this host asks which vnodes to start may be elsewhere.
@@ -169,7 +171,7 @@ fn start_front_ends(host: &Host, redis: tokio::net::TcpListener, admin: tokio::n
         false => tracing::error!("this host runs no store vnode: its Redis port serves no client"),
     }
     admin::start(host.shared.clone(), admin, host.stop.clone());
-    if let Some(schedule) = host.shared.cfg.schedule.clone() {
+    if let Some(schedule) = host.shared.cfg.schedule {
         tokio::spawn(schedule::run(host.shared.clone(), schedule, host.stop.clone()));
     }
 }

@@ -96,6 +96,8 @@ const fn c(name: &'static str, categories: &'static [Category], keys: Keys) -> C
 }
 
 const K1: Keys = Keys::Range { first: 1, last: 1, step: 1 };
+/// The key of a subcommand's request (`OBJECT ENCODING key`).
+const K2: Keys = Keys::Range { first: 2, last: 2, step: 1 };
 const K12: Keys = Keys::Range { first: 1, last: 2, step: 1 };
 const KALL: Keys = Keys::Range { first: 1, last: -1, step: 1 };
 const KPAIRS: Keys = Keys::Range { first: 1, last: -1, step: 2 };
@@ -157,6 +159,14 @@ pub const COMMANDS: &[CommandAcl] = &[
     c("client|getname", &[Slow, Connection], NO),
     c("client|setname", &[Slow, Connection], NO),
     c("client|setinfo", &[Slow, Connection], NO),
+    c("client|info", &[Slow, Connection], NO),
+    c("client|list", &[Admin, Slow, Dangerous, Connection], NO),
+    c("client|kill", &[Admin, Slow, Dangerous, Connection], NO),
+    c("client|no-evict", &[Admin, Slow, Dangerous, Connection], NO),
+    c("reset", &[Fast, Connection], NO),
+    c("object", &[Slow], NO),
+    c("object|encoding", &[Keyspace, Read, Slow], K2),
+    c("object|help", &[Keyspace, Slow], NO),
     c("config", &[Slow], NO),
     c("config|get", &[Admin, Slow, Dangerous], NO),
     c("config|set", &[Admin, Slow, Dangerous], NO),

@@ -24,8 +24,26 @@ pub enum Cmd {
     Select(i64),
     ClientSetName(Vec<u8>),
     ClientGetName,
-    ClientSetInfo,
+    /// `CLIENT SETINFO LIB-NAME|LIB-VER value`: `lib_ver` false for the name.
+    ClientSetInfo {
+        lib_ver: bool,
+        value: Vec<u8>,
+    },
     ClientId,
+    ClientInfo,
+    /// `CLIENT LIST [TYPE normal|…] [ID id …]`: `None` lists every connection.
+    ClientList(Option<Vec<u64>>),
+    /// `CLIENT KILL ip:port` (the old form: `OK`, or an error when none matches).
+    ClientKillAddr(String),
+    /// `CLIENT KILL <filter> <value> …`: how many were killed.
+    ClientKill(super::clients::KillFilter),
+    /// `CLIENT NO-EVICT on|off`: Waymark never evicts a client, so either is already true.
+    ClientNoEvict,
+    /// `RESET`: the connection as it was opened.
+    Reset,
+    /// `OBJECT ENCODING key`.
+    ObjectEncoding(Key),
+    ObjectHelp,
     ConfigGet(Vec<Vec<u8>>),
     ConfigSet(Vec<(Vec<u8>, Vec<u8>)>),
     /// `FUNCTION FLUSH [ASYNC|SYNC]`: Waymark has no functions, so there are none to flush.
@@ -125,6 +143,8 @@ pub const TABLE: &[(&str, i64)] = &[
     ("info", -1),
     ("dbsize", 1),
     ("client", -2),
+    ("reset", 1),
+    ("object", -2),
     ("config", -2),
     ("command", -1),
     ("acl", -2),
@@ -392,6 +412,8 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             _ => Err(CmdError("ERR syntax error".into())),
         },
         "client" => client(&upper(&args[0]), args),
+        "object" => object(&upper(&args[0]), args),
+        "reset" => Ok(Cmd::Reset),
         "acl" => acl(&upper(&args[0]), args),
         "config" => match upper(&args[0]).as_str() {
             "GET" if args.len() >= 2 => Ok(Cmd::ConfigGet(args[1..].to_vec())),
@@ -440,19 +462,107 @@ fn scan(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
 }
 
 fn client(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    let syntax = || CmdError("ERR syntax error".into());
     match (sub, args.len()) {
         ("SETNAME", 2) if args[1].iter().any(|b| *b <= b' ') => {
             Err(CmdError("ERR Client names cannot contain spaces, newlines or special characters.".into()))
         }
         ("SETNAME", 2) => Ok(Cmd::ClientSetName(args[1].clone())),
         ("GETNAME", 1) => Ok(Cmd::ClientGetName),
-        ("SETINFO", 3) => Ok(Cmd::ClientSetInfo),
+        ("SETINFO", 3) => match upper_text(&args[1]).as_str() {
+            "LIB-NAME" | "LIB-VER" if args[2].iter().any(|b| *b <= b' ') => {
+                Err(CmdError("ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.".into()))
+            }
+            "LIB-NAME" => Ok(Cmd::ClientSetInfo { lib_ver: false, value: args[2].clone() }),
+            "LIB-VER" => Ok(Cmd::ClientSetInfo { lib_ver: true, value: args[2].clone() }),
+            _ => Err(CmdError(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(&args[1])))),
+        },
         ("ID", 1) => Ok(Cmd::ClientId),
-        ("SETNAME" | "GETNAME" | "SETINFO" | "ID", _) => {
+        ("INFO", 1) => Ok(Cmd::ClientInfo),
+        ("LIST", _) => client_list(&args[1..]),
+        ("KILL", 2) => Ok(Cmd::ClientKillAddr(String::from_utf8_lossy(&args[1]).into_owned())),
+        ("KILL", n) if n >= 3 && n % 2 == 1 => client_kill(&args[1..]),
+        ("KILL", _) => Err(syntax()),
+        ("NO-EVICT", 2) => match upper_text(&args[1]).as_str() {
+            "ON" | "OFF" => Ok(Cmd::ClientNoEvict),
+            _ => Err(syntax()),
+        },
+        ("SETNAME" | "GETNAME" | "SETINFO" | "ID" | "INFO" | "NO-EVICT", _) => {
             Err(CmdError(format!("ERR wrong number of arguments for 'client|{}' command", sub.to_lowercase())))
         }
         _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try CLIENT HELP."))),
     }
+}
+
+/// `CLIENT LIST`'s options: `TYPE normal` is every connection (Waymark has no other kind), another
+/// type none; `ID id …` those ids.
+fn client_list(opts: &[Vec<u8>]) -> Result<Cmd, CmdError> {
+    match opts {
+        [] => Ok(Cmd::ClientList(None)),
+        [t, kind] if upper_text(t) == "TYPE" => match upper_text(kind).as_str() {
+            "NORMAL" => Ok(Cmd::ClientList(None)),
+            "MASTER" | "REPLICA" | "SLAVE" | "PUBSUB" => Ok(Cmd::ClientList(Some(vec![]))),
+            other => Err(CmdError(format!("ERR Unknown client type '{}'", other.to_lowercase()))),
+        },
+        [t, ids @ ..] if upper_text(t) == "ID" && !ids.is_empty() => {
+            let id = |b: &Vec<u8>| integer(b).ok().and_then(|n| u64::try_from(n).ok()).filter(|n| *n > 0);
+            let ids = ids.iter().map(id).collect::<Option<Vec<u64>>>();
+            ids.map(|ids| Cmd::ClientList(Some(ids))).ok_or_else(|| CmdError("ERR Invalid client ID".into()))
+        }
+        _ => Err(CmdError("ERR syntax error".into())),
+    }
+}
+
+/// `CLIENT KILL <filter> <value> …` (`ID`, `ADDR`, `LADDR`, `USER`, `TYPE`, `SKIPME`).
+fn client_kill(pairs: &[Vec<u8>]) -> Result<Cmd, CmdError> {
+    use super::clients::KillFilter;
+    let mut f = KillFilter { normal: true, skip_me: true, ..KillFilter::default() };
+    for pair in pairs.chunks(2) {
+        let [filter, value] = pair else { return Err(CmdError("ERR syntax error".into())) };
+        let text = String::from_utf8_lossy(value).into_owned();
+        match upper_text(filter).as_str() {
+            "ID" => match integer(value).ok().and_then(|n| u64::try_from(n).ok()).filter(|n| *n > 0) {
+                Some(id) => f.id = Some(id),
+                None => return Err(CmdError("ERR client-id should be greater than 0".into())),
+            },
+            "ADDR" => f.addr = Some(text),
+            "LADDR" => f.laddr = Some(text),
+            "USER" => f.user = Some(text),
+            "TYPE" => match text.to_ascii_lowercase().as_str() {
+                "normal" => {}
+                "master" | "replica" | "slave" | "pubsub" => f.normal = false,
+                other => return Err(CmdError(format!("ERR Unknown client type '{other}'"))),
+            },
+            "SKIPME" => match text.to_ascii_lowercase().as_str() {
+                "yes" => f.skip_me = true,
+                "no" => f.skip_me = false,
+                _ => return Err(CmdError("ERR syntax error".into())),
+            },
+            _ => return Err(CmdError("ERR syntax error".into())),
+        }
+    }
+    Ok(Cmd::ClientKill(f))
+}
+
+/// `OBJECT ENCODING key` and `OBJECT HELP`; the rest (`FREQ`, `IDLETIME`, `REFCOUNT`) Waymark does
+/// not keep.
+fn object(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    match (sub, args.len()) {
+        ("ENCODING", 2) => Ok(Cmd::ObjectEncoding(args[1].clone())),
+        ("HELP", 1) => Ok(Cmd::ObjectHelp),
+        ("ENCODING" | "HELP", _) => {
+            Err(CmdError(format!("ERR wrong number of arguments for 'object|{}' command", sub.to_lowercase())))
+        }
+        ("FREQ" | "IDLETIME" | "REFCOUNT", _) => {
+            Err(CmdError(format!("ERR OBJECT {sub} is not supported by Waymark (it keeps no such counter)")))
+        }
+        _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try OBJECT HELP."))),
+    }
+}
+
+/// An argument in capitals, for matching Redis's case-insensitive words.
+fn upper_text(a: &[u8]) -> String {
+    String::from_utf8_lossy(a).to_ascii_uppercase()
 }
 
 /// `ACL SETUSER|GETUSER|DELUSER|LIST|USERS|WHOAMI|CAT`, with Redis's arity errors.

@@ -10,6 +10,7 @@
 use super::session::{Next, Session};
 use crate::host::Shared;
 use bytes::{Buf, BytesMut};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -53,7 +54,7 @@ pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken
             tokio::spawn(async move {
                 tokio::select! {
                     _ = stop.cancelled() => {}
-                    r = accept(shared, stream, tls) => if let Err(e) = r { tracing::debug!(%peer, "client connection: {e}") },
+                    r = accept(shared, stream, peer, tls) => if let Err(e) = r { tracing::debug!(%peer, "client connection: {e}") },
                 }
                 drop(slot);
             });
@@ -66,12 +67,18 @@ pub fn start(shared: Arc<Shared>, listener: TcpListener, stop: CancellationToken
 /// `node.idle_timeout` from its last request (none when zero). Either closes the connection, so
 /// an anonymous or forgotten connection gives its `limits.clients_max` slot back.
 /// Serves one connection, after its TLS handshake when the port speaks TLS.
-async fn accept(shared: Arc<Shared>, stream: TcpStream, tls: Option<tokio_rustls::TlsAcceptor>) -> std::io::Result<()> {
+async fn accept(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) -> std::io::Result<()> {
     let _ = stream.set_nodelay(true);
-    let Some(tls) = tls else { return serve(shared, stream).await };
+    let addrs = (peer, stream.local_addr()?);
+    let Some(tls) = tls else { return serve(shared, stream, addrs).await };
     let handshake_timeout = shared.cfg.auth_timeout;
     match tokio::time::timeout(handshake_timeout, tls.accept(stream)).await {
-        Ok(Ok(stream)) => serve(shared, stream).await,
+        Ok(Ok(stream)) => serve(shared, stream, addrs).await,
         Ok(Err(e)) => Err(e),
         Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no TLS handshake within node.auth_timeout")),
     }
@@ -108,7 +115,13 @@ async fn refuse(mut stream: TcpStream) {
     let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
 }
 
-async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut stream: S) -> std::io::Result<()> {
+/// Runs one connection (`addrs`: the client's address, then the one it reached) until it closes,
+/// breaks the protocol, times out, or a `CLIENT KILL` names it.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    shared: Arc<Shared>,
+    mut stream: S,
+    (addr, laddr): (SocketAddr, SocketAddr),
+) -> std::io::Result<()> {
     // A command larger than a frame could never commit: refused before its bytes are held.
     let limits = Limits {
         bulk_max_bytes: shared.cfg.limits.bulk_max_bytes,
@@ -117,12 +130,17 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut strea
     };
     let mut parser = RequestParser::new(limits);
     let id = ClientId(NEXT_CLIENT.fetch_add(1, Ordering::Relaxed));
-    let mut session = Session::new(shared.clone(), id);
+    let (registration, killed) = shared.clients.register(id.0, addr, laddr);
+    let mut session = Session::new(shared.clone(), id, registration);
     let mut input = BytesMut::with_capacity(16 * 1024);
     let mut out = Vec::with_capacity(16 * 1024);
     let opened = tokio::time::Instant::now();
     loop {
-        if read_some(&shared, &session, opened, &mut stream, &mut input).await? == 0 {
+        let read = tokio::select! {
+            _ = killed.cancelled() => return Ok(()),
+            read = read_some(&shared, &session, opened, &mut stream, &mut input) => read?,
+        };
+        if read == 0 {
             return Ok(());
         }
         loop {
@@ -138,7 +156,8 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(shared: Arc<Shared>, mut strea
             let Some(args) = parsed.command else { break };
             let (reply, next) = session.handle(args).await;
             reply.encode(session.proto, &mut out);
-            if let Next::Close = next {
+            // Killed (perhaps by its own `CLIENT KILL`): the reply goes, then the connection closes.
+            if matches!(next, Next::Close) || killed.is_cancelled() {
                 stream.write_all(&out).await?;
                 return Ok(());
             }

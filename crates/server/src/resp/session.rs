@@ -28,6 +28,8 @@ pub struct Session {
     pub authenticated: bool,
     /// The ACL user the connection runs as (`default` until an `AUTH` of another user).
     user: String,
+    /// Its entry among the host's connections (`CLIENT LIST`).
+    conn: super::clients::Registration,
     name: Option<Vec<u8>>,
     /// Between `MULTI` and `EXEC`: the queued commands, and whether one of them was refused.
     multi: Option<(Vec<Cmd>, bool)>,
@@ -49,8 +51,13 @@ fn err(e: impl Into<String>) -> Reply {
     Reply::error(e)
 }
 
+/// A text reply: verbatim text in RESP3, a bulk string in RESP2 (as Redis answers `CLIENT LIST`).
+fn text(t: String) -> Reply {
+    Reply::Verbatim { format: *b"txt", text: t.into_bytes() }
+}
+
 impl Session {
-    pub fn new(shared: Arc<Shared>, id: ClientId) -> Self {
+    pub fn new(shared: Arc<Shared>, id: ClientId, conn: super::clients::Registration) -> Self {
         let stores = &shared.stores;
         let near = stores[(id.0 as usize) % stores.len()].1.clone();
         let authenticated = shared.cfg.password.is_none();
@@ -70,6 +77,7 @@ impl Session {
             proto: Protocol::Resp2,
             authenticated,
             user: waymark_core::acl::DEFAULT_USER.to_string(),
+            conn,
             name: None,
             multi: None,
             client,
@@ -78,8 +86,31 @@ impl Session {
         }
     }
 
-    /// Handles one request's arguments.
+    /// Handles one request's arguments, and notes in the connection's entry what it ran.
     pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
+        let cmd = command_name(&args);
+        self.conn.update(|c| (c.cmd, c.last) = (cmd, std::time::Instant::now()));
+        let handled = self.handle_request(args).await;
+        let (multi, resp) = (self.multi.as_ref().map(|(queue, _)| queue.len()), self.resp_version());
+        self.conn.update(|c| (c.multi, c.resp) = (multi, resp));
+        handled
+    }
+
+    fn resp_version(&self) -> u8 {
+        if self.proto == Protocol::Resp3 {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// Notes the connection's name and user in its entry (after they change).
+    fn note_identity(&self) {
+        let (name, user) = (self.name.clone(), self.user.clone());
+        self.conn.update(|c| (c.name, c.user) = (name, user));
+    }
+
+    async fn handle_request(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
         if self.authenticated {
             if let Err((refusal, next)) = self.permitted(&args) {
                 // Inside MULTI a refused command fails the transaction, as in Redis.
@@ -90,13 +121,14 @@ impl Session {
             }
         }
         let parsed = command::parse(args);
-        if !self.authenticated && !matches!(parsed, Ok(Cmd::Auth { .. } | Cmd::Hello { .. } | Cmd::Quit)) {
+        if !self.authenticated && !matches!(parsed, Ok(Cmd::Auth { .. } | Cmd::Hello { .. } | Cmd::Quit | Cmd::Reset)) {
             return (err("NOAUTH Authentication required."), Next::Continue);
         }
         if let Some((queue, failed)) = self.multi.as_mut() {
             let full = queue.len() >= self.shared.cfg.limits.multi_queue_max;
             match parsed {
-                Ok(Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch(_) | Cmd::Quit) => {}
+                // As in Redis, `RESET` is not queued either: it ends the transaction.
+                Ok(Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch(_) | Cmd::Quit | Cmd::Reset) => {}
                 Ok(_) if full => {
                     *failed = true;
                     let max = self.shared.cfg.limits.multi_queue_max;
@@ -173,11 +205,46 @@ impl Session {
             Cmd::Select(_) => err("ERR Waymark has a single database: only SELECT 0 is supported"),
             Cmd::ClientSetName(n) => {
                 self.name = Some(n);
+                self.note_identity();
                 Reply::ok()
             }
             Cmd::ClientGetName => self.name.clone().map_or(Reply::Null, Reply::bulk),
-            Cmd::ClientSetInfo => Reply::ok(),
+            Cmd::ClientSetInfo { lib_ver, value } => {
+                self.conn.update(|c| *if lib_ver { &mut c.lib_ver } else { &mut c.lib_name } = Some(value));
+                Reply::ok()
+            }
             Cmd::ClientId => Reply::Integer(self.id.0 as i64),
+            Cmd::ClientInfo => text(self.conn.line() + "\n"),
+            Cmd::ClientList(ids) => text(self.shared.clients.list(ids.as_deref())),
+            Cmd::ClientKillAddr(addr) => {
+                let filter = super::clients::KillFilter { addr: Some(addr), normal: true, ..Default::default() };
+                match self.shared.clients.kill(&filter, self.id.0) {
+                    0 => err("ERR No such client"),
+                    _ => Reply::ok(),
+                }
+            }
+            Cmd::ClientKill(filter) => Reply::Integer(self.shared.clients.kill(&filter, self.id.0) as i64),
+            Cmd::ClientNoEvict => Reply::ok(),
+            Cmd::Reset => self.reset(),
+            Cmd::ObjectEncoding(key) => match self.single(DataCmd::Exists(vec![key])).await {
+                // Waymark keeps every value as the bytes it was given: no `int` or `embstr`.
+                Reply::Integer(1) => Reply::bulk(b"raw".to_vec()),
+                Reply::Integer(_) => Reply::Null,
+                other => other,
+            },
+            Cmd::ObjectHelp => Reply::Array(
+                [
+                    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                    "ENCODING <key>",
+                    "    Return the kind of internal representation used in order to store the value",
+                    "    associated with a <key>.",
+                    "HELP",
+                    "    Print this help.",
+                ]
+                .iter()
+                .map(|l| Reply::Simple(l.to_string()))
+                .collect(),
+            ),
             Cmd::ConfigGet(patterns) => info::config_get(&self.shared, &patterns),
             Cmd::ConfigSet(pairs) => info::config_set(&self.shared, &pairs),
             Cmd::FunctionFlush => Reply::ok(),
@@ -212,6 +279,7 @@ impl Session {
         }
         if name.is_some() {
             self.name = name;
+            self.note_identity();
         }
         let s = |v: &str| Reply::bulk(v.as_bytes().to_vec());
         Reply::Map(vec![
@@ -223,6 +291,20 @@ impl Session {
             (s("role"), s("master")),
             (s("modules"), Reply::Array(vec![])),
         ])
+    }
+
+    /// `RESET`: the connection as it was opened — out of `MULTI`, nothing watched, RESP2, no name,
+    /// the `default` user, and not authenticated if the node asks for a password.
+    fn reset(&mut self) -> Reply {
+        self.multi = None;
+        self.client.unwatch();
+        self.proto = Protocol::Resp2;
+        self.name = None;
+        self.user = waymark_core::acl::DEFAULT_USER.to_string();
+        self.authenticated = self.shared.cfg.password.is_none();
+        self.note_identity();
+        self.conn.update(|c| (c.lib_name, c.lib_ver) = (None, None));
+        Reply::Simple("RESET".into())
     }
 
     /// `AUTH [user] password`: the `default` user by the node's password (as before ACL users),
@@ -238,6 +320,7 @@ impl Session {
         if user_ok && constant_time_eq(password, expected) {
             self.authenticated = true;
             self.user = waymark_core::acl::DEFAULT_USER.to_string();
+            self.note_identity();
             Reply::ok()
         } else {
             err("WRONGPASS invalid username-password pair or user is disabled.")
@@ -251,6 +334,7 @@ impl Session {
             Some(u) if u.opens(password) => {
                 self.authenticated = true;
                 self.user = name.into_owned();
+                self.note_identity();
                 Reply::ok()
             }
             found => {
@@ -585,4 +669,17 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A request's command as `CLIENT LIST` names it: `get`, or `client|list` for a subcommand.
+fn command_name(args: &[Vec<u8>]) -> String {
+    const CONTAINERS: [&str; 6] = ["client", "config", "acl", "object", "command", "function"];
+    let Some(name) = args.first() else { return "NULL".into() };
+    let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+    match args.get(1) {
+        Some(sub) if CONTAINERS.contains(&name.as_str()) => {
+            format!("{name}|{}", String::from_utf8_lossy(sub).to_ascii_lowercase())
+        }
+        _ => name,
+    }
 }
