@@ -70,6 +70,15 @@ fn client_list_shows_each_connection_and_client_kill_closes_the_one_named() {
     assert!(value(&mut c, &["PING"]).is_err(), "gamma's connection was closed");
     let none = value(&mut a, &["CLIENT", "KILL", "127.0.0.1:1"]).expect_err("no such client");
     assert!(none.to_string().contains("No such client"), "{none}");
+
+    // INFO counts what it saw: `a` alone is connected now, of the connections received.
+    let info = text(&mut a, &["INFO", "clients"]);
+    assert!(info.contains("connected_clients:1\r\n"), "{info}");
+    let stats = text(&mut a, &["INFO", "stats"]);
+    let received = stats.lines().find_map(|l| l.strip_prefix("total_connections_received:")).expect("received");
+    assert!(received.trim().parse::<u64>().expect("a number") >= 3, "{stats}");
+    let replication = text(&mut a, &["INFO", "replication"]);
+    assert!(replication.contains("role:master"), "{replication}");
 }
 
 #[test]

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -32,6 +33,8 @@ pub struct Conn {
     pub multi: Option<usize>,
     pub lib_name: Option<Vec<u8>>,
     pub lib_ver: Option<Vec<u8>>,
+    /// Commands it sent.
+    pub commands: u64,
     kill: CancellationToken,
 }
 
@@ -53,6 +56,18 @@ type Entry = Arc<Mutex<Conn>>;
 #[derive(Default)]
 pub struct Clients {
     conns: Mutex<BTreeMap<u64, Entry>>,
+    /// Connections registered since the host started (`INFO stats`).
+    received: AtomicU64,
+    /// Commands of the connections that closed (those open count their own).
+    closed_commands: AtomicU64,
+}
+
+/// `INFO`'s counts of the host's connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub connected: usize,
+    pub received: u64,
+    pub commands: u64,
 }
 
 /// A connection's place in the registry: removed when dropped (the connection ended, however).
@@ -64,6 +79,8 @@ pub struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
+        let commands = lock(&self.entry).commands;
+        self.clients.closed_commands.fetch_add(commands, Ordering::Relaxed);
         self.clients.lock().remove(&self.id);
     }
 }
@@ -110,11 +127,24 @@ impl Clients {
             multi: None,
             lib_name: None,
             lib_ver: None,
+            commands: 0,
             kill: kill.clone(),
         };
+        self.received.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(Mutex::new(conn));
         self.lock().insert(id, entry.clone());
         (Registration { clients: self.clone(), id, entry }, kill)
+    }
+
+    /// How many connections are open, were received, and the commands they sent.
+    pub fn counts(&self) -> Counts {
+        let conns = self.lock();
+        let open: u64 = conns.values().map(|c| lock(c).commands).sum();
+        Counts {
+            connected: conns.len(),
+            received: self.received.load(Ordering::Relaxed),
+            commands: open + self.closed_commands.load(Ordering::Relaxed),
+        }
     }
 
     /// `CLIENT LIST`: a line per connection, or of those whose id is in `ids` when given.
@@ -188,8 +218,15 @@ mod tests {
         let list = clients.list(None);
         assert!(list.starts_with("id=7 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 name=app "), "{list}");
         assert!(list.ends_with("resp=2\n"), "{list}");
+        reg.update(|c| c.commands += 2);
+        assert_eq!(clients.counts(), Counts { connected: 1, received: 1, commands: 2 });
         drop(reg);
         assert_eq!(clients.list(None), "");
+        assert_eq!(
+            clients.counts(),
+            Counts { connected: 0, received: 1, commands: 2 },
+            "a closed one's commands stay counted"
+        );
     }
 
     #[test]

@@ -156,7 +156,8 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// `INFO [section]`: server, memory, persistence, keyspace, and Waymark's own section.
+/// `INFO [section]`: server, clients, memory, persistence, stats, replication, keyspace, and
+/// Waymark's own section.
 pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
     let cfg = &shared.cfg;
     let host = cfg.this_host();
@@ -173,6 +174,13 @@ pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
             cfg.host,
         );
     }
+    if wants("clients") {
+        let counts = shared.clients.counts();
+        text += &format!(
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
+            counts.connected, cfg.limits.clients_max
+        );
+    }
     if wants("memory") {
         let (used, limit) = (shared.memory.used_bytes(), shared.memory.limit_bytes());
         text += &format!(
@@ -184,6 +192,21 @@ pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
     if wants("persistence") {
         let fsync = if cfg.fsync == FsyncPolicy::Always { "always" } else { "never" };
         text += &format!("# Persistence\r\nloading:0\r\naof_enabled:1\r\nwaymark_fsync:{fsync}\r\nrdb_changes_since_last_save:0\r\n\r\n");
+    }
+    if wants("stats") {
+        let counts = shared.clients.counts();
+        text += &format!(
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\r\n",
+            counts.received, counts.commands
+        );
+    }
+    if wants("replication") {
+        // To a client the host is a primary that takes writes; its copies are the cluster's own
+        // (every partition on `cluster.replicas` hosts), not Redis replicas it could list.
+        text += &format!(
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nwaymark_replicas_per_partition:{}\r\n\r\n",
+            cfg.cluster.replicas
+        );
     }
     if wants("keyspace") {
         let keys = dbsize(shared).await;

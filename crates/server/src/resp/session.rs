@@ -89,7 +89,10 @@ impl Session {
     /// Handles one request's arguments, and notes in the connection's entry what it ran.
     pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
         let cmd = command_name(&args);
-        self.conn.update(|c| (c.cmd, c.last) = (cmd, std::time::Instant::now()));
+        self.conn.update(|c| {
+            (c.cmd, c.last) = (cmd, std::time::Instant::now());
+            c.commands += 1;
+        });
         let handled = self.handle_request(args).await;
         let (multi, resp) = (self.multi.as_ref().map(|(queue, _)| queue.len()), self.resp_version());
         self.conn.update(|c| (c.multi, c.resp) = (multi, resp));
