@@ -109,11 +109,11 @@ fail() { # message log...: the message and the logs' last lines, then exit (the 
   exit 1
 }
 # One line on a `waymark bench --json` point: throughput, p99, errors.
-point() { # json clients
-  python3 - "$@" <<'PY' || echo "  $2 clients: no report"
+point() { # json clients [label]
+  python3 - "$@" <<'PY' || echo "  ${3:-}$2 clients: no report"
 import json, sys
 r = json.load(open(sys.argv[1]))["runs"][0]
-print(f"  {sys.argv[2]} clients: {r['throughput_per_s']:.0f}/s, p99 {r['latency_ms']['p99']:.1f} ms, {r['errors']} errors"
+print(f"  {sys.argv[3] if len(sys.argv) > 3 else ''}{sys.argv[2]} clients: {r['throughput_per_s']:.0f}/s, p99 {r['latency_ms']['p99']:.1f} ms, {r['errors']} errors"
       + (f" (the first: {r['first_error'][:200]})" if r["errors"] else ""))
 PY
 }
@@ -250,7 +250,7 @@ for w in set bank; do
     timeout $((seconds * 2 + 120)) "$waymark" bench --etcd "$endpoints" --workload "$w" --clients "$c" \
       --seconds "$seconds" --keyspace "$keyspace" --value-size "$value_size" \
       --json "$out/replicated/etcd-$w-c$c.json" >"$work/etcd-$w-c$c.out" 2>"$work/etcd-$w-c$c.err" || true
-    echo -n "  $w," && point "$out/replicated/etcd-$w-c$c.json" "$c"
+    point "$out/replicated/etcd-$w-c$c.json" "$c" "$w, "
   done
 done
 for pid in "${pids[@]}"; do stop_pid "$pid"; done
@@ -263,7 +263,7 @@ for w in bank set; do
     timeout $((seconds * 2 + 180)) "$waymark" bench --start-hosts 3 --replicas 2 --dir "$work/wm-$w-c$c" \
       --workload "$w" --clients "$c" --seconds "$seconds" --keyspace "$keyspace" --value-size "$value_size" \
       --json "$out/replicated/waymark-$w-c$c.json" >"$work/wm-$w-c$c.out" 2>"$work/wm-$w-c$c.err" || true
-    echo -n "  $w," && point "$out/replicated/waymark-$w-c$c.json" "$c"
+    point "$out/replicated/waymark-$w-c$c.json" "$c" "$w, "
     timeout 60 "$waymark" cluster stop --dir "$work/wm-$w-c$c" >/dev/null 2>&1 || true
     rm -rf "$work/wm-$w-c$c"
   done
@@ -329,14 +329,14 @@ json.dump(report, open(f"{out}/replicated.json", "w"), indent=2)
 
 fmt = lambda v, spec: "-" if v is None else format(v, spec)
 print()
-head = f"{'system':<34}{'work':<6}" + "".join(f"{f'c={c} ops/s':>13}" for c in counts) + f"{'best':>10}{'at c':>6}{'p99 ms':>8}"
+head = f"{'system':<42}{'work':<6}" + "".join(f"{f'c={c} ops/s':>13}" for c in counts) + f"{'best':>10}{'at c':>6}{'p99 ms':>8}"
 print(head)
 print("-" * len(head))
 for r in rows:
     pts = {p["clients"]: p for p in r["points"]}
     cells = "".join(f"{fmt(pts[c]['ops_per_s'], '.0f') + ('!' if pts[c]['errors'] else '') if c in pts else 'failed':>13}" for c in counts)
     b = r["best"]
-    print(f"{r['system']:<34}{r['workload']:<6}{cells}{fmt(b and b['ops_per_s'], '.0f'):>10}{fmt(b and b['clients'], 'd'):>6}{fmt(b and b['p99_ms'], '.1f'):>8}")
+    print(f"{r['system']:<42}{r['workload']:<6}{cells}{fmt(b and b['ops_per_s'], '.0f'):>10}{fmt(b and b['clients'], 'd'):>6}{fmt(b and b['p99_ms'], '.1f'):>8}")
 print("(! = the run answered errors; not a candidate for the best point)")
 print()
 for x in ratios:
