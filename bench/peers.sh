@@ -12,8 +12,12 @@
 #   Restore     PostgreSQL's PITR replay of the WAL archived during its phase (base backup before
 #               it, restore_command + recovery_target_name), against Waymark's `snapshot restore`
 #               of a comparable log volume (RESTORE_MB of 4000-byte values, default 120)
+#   Replicated  then bench/replicated.sh (issue 38): PostgreSQL + a synchronous standby, Valkey +
+#               a replica with WAITAOF 1 1 0 after each write, etcd with three members, beside
+#               Waymark's 3-host R=2 cluster, at 8, 32 and 64 clients, each system's best point
 #
 #   bench/peers.sh [-c CLIENTS] [-s SECONDS] [-o OUT_DIR] [-m RESTORE_MB] [-r ROUNDS]
+#   PEERS_SECONDS=3 bench/peers.sh    # short mode: 3 s a phase, 1 round, 10 MB restored
 #
 # Installs postgresql, redis-server and redis-tools from Debian if missing (needs root), builds
 # the release binary if missing. Every server it starts runs on 127.0.0.1 on a free port in a
@@ -27,6 +31,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 clients=8 seconds=15 out=bench/out restore_mb=120 rounds=3
+# Short mode, to check that the script runs: PEERS_SECONDS a phase, one round, a small restore.
+[ -n "${PEERS_SECONDS:-}" ] && seconds=$PEERS_SECONDS rounds=1 restore_mb=10
 while getopts "c:s:o:m:r:" opt; do
   case $opt in
     c) clients=$OPTARG ;; s) seconds=$OPTARG ;; o) out=$OPTARG ;; m) restore_mb=$OPTARG ;; r) rounds=$OPTARG ;;
@@ -51,7 +57,7 @@ fi
 # The Debian package starts no cluster of ours; its service, if any, is left alone.
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
-waymark=target/release/waymark
+waymark=${WAYMARK_BIN:-target/release/waymark}
 if [ ! -x "$waymark" ]; then
   echo "building $waymark"
   cargo build --release -p waymark
@@ -397,3 +403,7 @@ print(f"baselines: PostgreSQL worst second {p_base['worst']:.3f}x median, max {p
 PY
 echo "Redis took ${saves:-?} BGSAVE snapshots during its loop"
 echo "JSON reports and charts of the Waymark runs: $out/waymark-{bank,set}.{json,png}"
+
+# --- the replicated peers (issue 38), a script of its own that starts and stops its servers -------
+echo
+bash bench/replicated.sh -s "$seconds" -o "$out" || echo "bench/replicated.sh failed" >&2

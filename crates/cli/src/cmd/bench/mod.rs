@@ -4,10 +4,14 @@
 //! `--compare-cuts` runs the same workload without cuts, then with each `--cut-every`, on the same
 //! cluster in one invocation, and prints the ratios issue 14's targets are stated in. It reports a
 //! table, JSON (`--json`) and a PNG chart (`--chart`); it exits non-zero if the cluster answered
-//! any error (a failed command, a failed cut).
+//! any error (a failed command, a failed cut). `--redis` also drives any Redis-protocol server
+//! (with `--after-write`, e.g. Valkey's `WAITAOF 1 1 0` after each SET), and `--etcd` an etcd
+//! cluster (`set` and `bank`), the replicated peers of `bench/peers.sh`.
 
+mod after_write;
 mod chart;
 mod cuts;
+mod etcd;
 mod held;
 mod report;
 mod stats;
@@ -49,6 +53,15 @@ pub struct BenchArgs {
     /// spread over them); cuts need --admin and --token-file too.
     #[arg(long, value_delimiter = ',')]
     redis: Vec<SocketAddr>,
+    /// An etcd cluster's client endpoints instead, e.g. http://127.0.0.1:2379,... (`set` and
+    /// `bank`, through etcd's JSON gateway; no cuts).
+    #[arg(long, value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// set: a command sent on the same connection after every SET, its reply checked, e.g.
+    /// "WAITAOF 1 1 0" (fsynced here and on one replica) or "WAIT 1 0"; a reply that reports
+    /// fewer copies than asked counts as an error.
+    #[arg(long)]
+    after_write: Option<String>,
     #[command(flatten)]
     admin: Target,
     /// Start a local cluster of this many hosts for the benchmark (in --dir or a temporary
@@ -132,6 +145,8 @@ pub struct BenchArgs {
 /// The cluster a benchmark talks to.
 struct Tested {
     redis: Vec<SocketAddr>,
+    /// `--etcd`: the members' client endpoints (`redis` is then empty).
+    etcd: Vec<String>,
     admin: Option<Admin>,
     /// Every host's admin address, whose `/metrics` say how many replies were held (empty when
     /// the cluster was given by Redis addresses).
@@ -204,9 +219,20 @@ fn check(args: &BenchArgs) -> Result<()> {
     if args.rounds == 0 || args.rounds > ROUNDS_MAX || (args.rounds > 1 && !args.compare_cuts) {
         bail!("--rounds must be in 1..={ROUNDS_MAX}, and more than 1 only with --compare-cuts");
     }
-    let sources = [args.start_hosts.is_some(), !args.redis.is_empty()].iter().filter(|s| **s).count();
-    if sources > 1 {
-        bail!("give one of --start-hosts N, --dir D, or --redis ADDR,...");
+    let sources = [args.start_hosts.is_some(), !args.redis.is_empty(), !args.etcd.is_empty()];
+    if sources.iter().filter(|s| **s).count() > 1 || (!args.etcd.is_empty() && args.dir.is_some()) {
+        bail!("give one of --start-hosts N, --dir D, --redis ADDR,... or --etcd ENDPOINT,...");
+    }
+    if !args.etcd.is_empty()
+        && (args.workload == Kind::Get || args.pipeline > 1 || !args.cut_every.is_empty() || args.verify)
+    {
+        bail!("--etcd runs the set and bank workloads, one request a round trip, without cuts or --verify");
+    }
+    if let Some(after) = &args.after_write {
+        if args.workload != Kind::Set || !args.etcd.is_empty() {
+            bail!("--after-write is for the set workload over the Redis protocol");
+        }
+        after_write::AfterWrite::parse(after)?;
     }
     Ok(())
 }
@@ -243,11 +269,26 @@ fn resolve(args: &BenchArgs, started: &Started) -> Result<Tested> {
     if let Some(dir) = &args.dir {
         return of_dir(dir, &args.admin);
     }
+    if !args.etcd.is_empty() {
+        let etcd = args.etcd.clone();
+        return Ok(Tested {
+            redis: vec![],
+            etcd,
+            admin: None,
+            metrics: vec![],
+            placement: None,
+            replicas: None,
+            remove: None,
+        });
+    }
     if args.redis.is_empty() {
-        bail!("which cluster? give --start-hosts N, --dir D (of `cluster init`), or --redis ADDR,...");
+        bail!(
+            "which cluster? give --start-hosts N, --dir D (of `cluster init`), --redis ADDR,... or --etcd ENDPOINT,..."
+        );
     }
     let admin = if args.cut_every.is_empty() { None } else { Some(args.admin.resolve(None)?) };
-    Ok(Tested { redis: args.redis.clone(), admin, metrics: vec![], placement: None, replicas: None, remove: None })
+    let redis = args.redis.clone();
+    Ok(Tested { redis, etcd: vec![], admin, metrics: vec![], placement: None, replicas: None, remove: None })
 }
 
 fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
@@ -269,6 +310,7 @@ fn of_dir(dir: &Path, admin: &Target) -> Result<Tested> {
     let metrics = hosts.iter().map(|(_, c)| c.this_host().admin.to_string()).collect();
     Ok(Tested {
         redis,
+        etcd: vec![],
         admin: Some(admin),
         metrics,
         placement: Some(topology.placement.clone()),
@@ -285,8 +327,16 @@ fn run_all(args: &BenchArgs, target: &mut Tested) -> Result<Report> {
         keyspace: args.keyspace,
         value: Arc::new(vec![b'x'; args.value_size]),
         acknowledged: (args.verify && args.workload == Kind::Set).then(Default::default),
+        after_write: match &args.after_write {
+            Some(text) => Some(Arc::new(after_write::AfterWrite::parse(text)?)),
+            None => None,
+        },
     };
     match args.workload {
+        Kind::Bank if !target.etcd.is_empty() => {
+            let names: Vec<String> = work.accounts.iter().map(|(a, _)| a.clone()).collect();
+            etcd::open_accounts(&target.etcd[0], &names, workload::BALANCE).context("opening the accounts in etcd")?;
+        }
         Kind::Bank => {
             let names: Vec<String> = work.accounts.iter().map(|(a, _)| a.clone()).collect();
             super::bank::open_accounts(target.redis[0], &names, workload::BALANCE)?;
@@ -320,7 +370,9 @@ fn run_all(args: &BenchArgs, target: &mut Tested) -> Result<Report> {
         workload: args.workload,
         clients: args.clients,
         pipeline: args.pipeline,
-        hosts: target.redis.len(),
+        hosts: target.redis.len().max(target.etcd.len()),
+        system: if target.etcd.is_empty() { "redis-protocol" } else { "etcd" },
+        after_write: args.after_write.clone(),
         replicas: target.replicas,
         seconds: args.seconds,
         warmup_s: args.warmup.as_secs_f64(),
@@ -345,7 +397,11 @@ fn one_run(
     let admin_tls = target.admin.as_ref().and_then(|a| a.tls());
     let held_before = held::scrape(&target.metrics, admin_tls.clone());
     let start = Arc::new(workload::Start::new(args.clients));
-    let clients = workload::spawn(args.clients, &target.redis, work, &recorder, &start);
+    let clients = if target.etcd.is_empty() {
+        workload::spawn(args.clients, &target.redis, work, &recorder, &start)
+    } else {
+        etcd::spawn(args.clients, &target.etcd, work, &recorder, &start)
+    };
     // The run's clock starts once every client has connected (each within CLIENT_IO_TIMEOUT).
     start.connected.wait();
     let from = Instant::now() + *args.warmup.as_ref();

@@ -15,6 +15,10 @@ pub struct Setup {
     pub clients: usize,
     pub pipeline: usize,
     pub hosts: usize,
+    /// `redis-protocol` (Waymark, or any server given by --redis) or `etcd`.
+    pub system: &'static str,
+    /// `--after-write`: the command sent after each write.
+    pub after_write: Option<String>,
     pub replicas: Option<usize>,
     pub seconds: u64,
     pub warmup_s: f64,

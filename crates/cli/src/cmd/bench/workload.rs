@@ -3,6 +3,7 @@
 //! retried (bounded) while a WATCH aborts them. `set` / `get`: single keys, `pipeline` commands a
 //! round trip.
 
+use super::after_write::AfterWrite;
 use super::stats::{Outcome, Recorder};
 use crate::cmd::bank::{self, Transfer};
 use clap::ValueEnum;
@@ -45,6 +46,8 @@ pub struct Workload {
     /// `set --verify`: every key a SET was acknowledged for (a pipeline's keys once all of its
     /// SETs were), to read back after the runs.
     pub acknowledged: Option<Arc<Mutex<BTreeSet<String>>>>,
+    /// `set --after-write CMD`: sent after each SET on the same connection, its reply checked.
+    pub after_write: Option<Arc<AfterWrite>>,
 }
 
 impl Workload {
@@ -125,7 +128,7 @@ fn client(addr: SocketAddr, work: &Workload, rec: &Recorder, start: &Start) {
         let began = Instant::now();
         let outcome = match work.kind {
             Kind::Bank => transfer(c, work, &mut rng),
-            Kind::Set | Kind::Get => single_keys(c, work, &mut rng),
+            Kind::Set | Kind::Get => single_keys(c, work, &mut rng, rec),
         };
         let outcome = outcome.unwrap_or_else(|e| {
             rec.error(format!("{addr}: {e}"));
@@ -160,19 +163,36 @@ fn transfer(con: &mut redis::Connection, work: &Workload, rng: &mut ThreadRng) -
     Err(format!("a transfer aborted {TRANSFER_ATTEMPTS_MAX} times in a row"))
 }
 
-/// `pipeline` SETs or GETs of random keys in one round trip.
-fn single_keys(con: &mut redis::Connection, work: &Workload, rng: &mut ThreadRng) -> Result<Outcome, String> {
+/// `pipeline` SETs or GETs of random keys in one round trip (with `--after-write`, that command
+/// after each SET, in the same round trip; a reply short of the copies asked is an error).
+fn single_keys(
+    con: &mut redis::Connection,
+    work: &Workload,
+    rng: &mut ThreadRng,
+    rec: &Recorder,
+) -> Result<Outcome, String> {
     let mut pipe = redis::pipe();
     let keys: Vec<String> = (0..work.pipeline).map(|_| work.key(rng)).collect();
+    let after = work.after_write.as_deref().filter(|_| work.kind == Kind::Set);
     for key in &keys {
         match work.kind {
             Kind::Set => pipe.cmd("SET").arg(key).arg(work.value.as_slice()).ignore(),
             _ => pipe.cmd("GET").arg(key).ignore(),
         };
+        if let Some(after) = after {
+            pipe.add_command(after.cmd());
+        }
     }
     let ops = work.pipeline as u64;
-    match pipe.query::<()>(con) {
-        Ok(()) => {}
+    match pipe.query::<Vec<redis::Value>>(con) {
+        Ok(replies) => {
+            // The connection is in step (every reply was read): a short count is counted, not
+            // reconnected for.
+            if let Some(why) = after.and_then(|a| replies.iter().find_map(|r| a.check(r).err())) {
+                rec.error(why);
+                return Ok(Outcome::Error);
+            }
+        }
         // Past `maxmemory`: the connection stays in step (every reply of the pipeline was read).
         Err(e) if e.code() == Some("OOM") => return Ok(Outcome::Refused { ops }),
         Err(e) => return Err(e.to_string()),
