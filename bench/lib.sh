@@ -12,3 +12,17 @@ start_redis_aof() { # dir
   redis_pid=$!
   for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
+
+# The pgbench script of the bank transfer, the same as Waymark's: read both balances, then move
+# the amount, in one transaction; the two accounts (of 64) always differ.
+write_bank_sql() { # file
+  cat >"$1" <<'SQL'
+\set a random(1, 64)
+\set b 1 + (:a + random(0, 62)) % 64
+\set amount random(1, 50)
+BEGIN;
+SELECT balance FROM accounts WHERE id IN (:a, :b);
+UPDATE accounts SET balance = balance + CASE WHEN id = :a THEN -:amount ELSE :amount END WHERE id IN (:a, :b);
+COMMIT;
+SQL
+}

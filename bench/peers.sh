@@ -168,15 +168,7 @@ psql_ -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
           INSERT INTO accounts SELECT g, 1000 FROM generate_series(1, 64) g;"
 # The same transfer as Waymark's bank: read both balances, then move the amount, in one
 # transaction; the two accounts always differ.
-cat >"$work/bank.sql" <<'SQL'
-\set a random(1, 64)
-\set b 1 + (:a + random(0, 62)) % 64
-\set amount random(1, 50)
-BEGIN;
-SELECT balance FROM accounts WHERE id IN (:a, :b);
-UPDATE accounts SET balance = balance + CASE WHEN id = :a THEN -:amount ELSE :amount END WHERE id IN (:a, :b);
-COMMIT;
-SQL
+write_bank_sql "$work/bank.sql"
 pgbench_run() { # name
   mkdir -p "$work/$1"
   (cd "$work/$1" && timeout $((seconds + 60)) "$pgbin/pgbench" -h 127.0.0.1 -p "$pg_port" -U postgres -n \

@@ -167,15 +167,7 @@ runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pgs" -l "$work/pgrun/pgs.log" -
 psql_ -c "ALTER SYSTEM SET synchronous_standby_names = 'standby1'" -c "SELECT pg_reload_conf()" >/dev/null
 pg_sync() { [ "$(psql_ -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'")" = sync ]; }
 wait_until 60 pg_sync || fail "the standby did not become synchronous" "$work/pgrun/pgs.log"
-cat >"$work/bank.sql" <<'SQL'
-\set a random(1, 64)
-\set b 1 + (:a + random(0, 62)) % 64
-\set amount random(1, 50)
-BEGIN;
-SELECT balance FROM accounts WHERE id IN (:a, :b);
-UPDATE accounts SET balance = balance + CASE WHEN id = :a THEN -:amount ELSE :amount END WHERE id IN (:a, :b);
-COMMIT;
-SQL
+write_bank_sql "$work/bank.sql"
 echo "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') + synchronous standby: pgbench bank"
 for c in $counts; do
   mkdir -p "$work/pg-c$c"
