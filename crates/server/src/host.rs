@@ -60,7 +60,7 @@ pub struct Shared {
     /// The cluster's ACL users as this host's vnodes last applied them (`acl.rs`).
     pub acl: Arc<crate::acl::AclState>,
     /// The Redis connections this host serves (`CLIENT LIST`, `CLIENT KILL`).
-    pub clients: Arc<crate::resp::clients::Clients>,
+    pub clients: Arc<crate::clients::Clients>,
 }
 
 impl Shared {

@@ -26,6 +26,7 @@
 pub mod acl;
 pub mod admin;
 pub mod boot;
+pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod driver;

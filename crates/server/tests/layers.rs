@@ -16,13 +16,26 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     ("the process", &["lib.rs", "node.rs", "fuzzing/"]),
     ("front ends", &["resp/", "admin/"]),
-    ("host", &["host.rs", "snapshot/create.rs", "snapshot/schedule.rs"]),
+    ("host", &["host.rs", "boot.rs", "snapshot/create.rs", "snapshot/schedule.rs"]),
     ("vnode driver", &["driver.rs"]),
     ("links", &["router.rs", "net/"]),
     ("vnode commands", &["vnode.rs"]),
     ("snapshot files", &["snapshot/"]),
     ("storage", &["storage/", "snapshot/manifest.rs"]),
-    ("base", &["config.rs", "clock.rs", "topology.rs", "status.rs", "telemetry.rs", "memory.rs", "tls.rs", "acl.rs"]),
+    (
+        "base",
+        &[
+            "config.rs",
+            "clock.rs",
+            "topology.rs",
+            "status.rs",
+            "telemetry.rs",
+            "memory.rs",
+            "tls.rs",
+            "acl.rs",
+            "clients.rs",
+        ],
+    ),
 ];
 
 #[test]

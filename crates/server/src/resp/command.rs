@@ -36,7 +36,7 @@ pub enum Cmd {
     /// `CLIENT KILL ip:port` (the old form: `OK`, or an error when none matches).
     ClientKillAddr(String),
     /// `CLIENT KILL <filter> <value> …`: how many were killed.
-    ClientKill(super::clients::KillFilter),
+    ClientKill(crate::clients::KillFilter),
     /// `CLIENT NO-EVICT on|off`: Waymark never evicts a client, so either is already true.
     ClientNoEvict,
     /// `RESET`: the connection as it was opened.
@@ -515,7 +515,7 @@ fn client_list(opts: &[Vec<u8>]) -> Result<Cmd, CmdError> {
 
 /// `CLIENT KILL <filter> <value> …` (`ID`, `ADDR`, `LADDR`, `USER`, `TYPE`, `SKIPME`).
 fn client_kill(pairs: &[Vec<u8>]) -> Result<Cmd, CmdError> {
-    use super::clients::KillFilter;
+    use crate::clients::KillFilter;
     let mut f = KillFilter { normal: true, skip_me: true, ..KillFilter::default() };
     for pair in pairs.chunks(2) {
         let [filter, value] = pair else { return Err(CmdError("ERR syntax error".into())) };

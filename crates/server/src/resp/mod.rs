@@ -3,7 +3,6 @@
 //! core's transaction client, `waymark_core::client`), `info.rs` answers what tools ask, `server.rs` accepts connections.
 
 pub mod acl;
-pub mod clients;
 pub mod command;
 pub mod info;
 pub mod scan;

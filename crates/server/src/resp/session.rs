@@ -29,7 +29,7 @@ pub struct Session {
     /// The ACL user the connection runs as (`default` until an `AUTH` of another user).
     user: String,
     /// Its entry among the host's connections (`CLIENT LIST`).
-    conn: super::clients::Registration,
+    conn: crate::clients::Registration,
     name: Option<Vec<u8>>,
     /// Between `MULTI` and `EXEC`: the queued commands, and whether one of them was refused.
     multi: Option<(Vec<Cmd>, bool)>,
@@ -57,7 +57,7 @@ fn text(t: String) -> Reply {
 }
 
 impl Session {
-    pub fn new(shared: Arc<Shared>, id: ClientId, conn: super::clients::Registration) -> Self {
+    pub fn new(shared: Arc<Shared>, id: ClientId, conn: crate::clients::Registration) -> Self {
         let stores = &shared.stores;
         let near = stores[(id.0 as usize) % stores.len()].1.clone();
         let authenticated = shared.cfg.password.is_none();
@@ -220,7 +220,7 @@ impl Session {
             Cmd::ClientInfo => text(self.conn.line() + "\n"),
             Cmd::ClientList(ids) => text(self.shared.clients.list(ids.as_deref())),
             Cmd::ClientKillAddr(addr) => {
-                let filter = super::clients::KillFilter { addr: Some(addr), normal: true, ..Default::default() };
+                let filter = crate::clients::KillFilter { addr: Some(addr), normal: true, ..Default::default() };
                 match self.shared.clients.kill(&filter, self.id.0) {
                     0 => err("ERR No such client"),
                     _ => Reply::ok(),
