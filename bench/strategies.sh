@@ -19,7 +19,7 @@
 # the reference. Rounds rotate the order of the strategies (round 1: consistent, blocking,
 # versions; round 2: blocking, versions, consistent; ...) and reverse the order of the intervals
 # every other round, so drift on a shared machine hits all alike. About
-# ROUNDS × 7 × (SECONDS + 8) s. Writes OUT_DIR/strategies.json and each run's report in
+# ROUNDS × 7 × (SECONDS + 4) s. Writes OUT_DIR/strategies.json and each run's report in
 # OUT_DIR/strategies/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
