@@ -6,9 +6,11 @@
 #               SELECT pg_create_restore_point('x') every second
 #   Redis       redis-benchmark -t set with appendfsync always, without and with BGSAVE in a loop
 #   Waymark     waymark bench --workload bank and --workload set on a 3-host cluster (R=2, fsync
-#               always), without cuts, with a cut every second and every 100 ms; the bank with
-#               cuts every second under the `blocking` and `versions` strategies (or why not);
-#               and like for like with the peers, bank and set on one host with one copy
+#               always), without cuts, with a cut every second and every 100 ms; and like for
+#               like with the peers, bank and set on one host with one copy
+#   Strategies  then bench/strategies.sh (issue 38): the bank under the `consistent`, `blocking`
+#               and `versions` cut strategies, a cut every 1 s and every 100 ms, ROUNDS rotated
+#               rounds, medians with their spread
 #   Restore     PostgreSQL's PITR replay of the WAL archived during its phase (base backup before
 #               it, restore_command + recovery_target_name), against Waymark's `snapshot restore`
 #               of a comparable log volume (RESTORE_MB of 4000-byte values, default 120)
@@ -214,19 +216,6 @@ for w in bank set; do
   cat "$work/waymark-$w.out"
 done
 
-# The bank with a cut every second under the comparison strategies: `blocking` (what the
-# consistent cut saves) and `versions` (seed 002's snapshot versions, run by the cut coordinator).
-for strategy in blocking versions; do
-  echo "Waymark: bench --workload bank --strategy $strategy, a cut every 1 s"
-  if ! timeout $((seconds * 2 + 120)) "$waymark" bench --start-hosts 3 --replicas 2 --workload bank --strategy "$strategy" \
-    --clients "$clients" --seconds "$seconds" --cut-every 1s --json "$out/waymark-$strategy.json" \
-    >"$work/waymark-$strategy.out" 2>"$work/waymark-$strategy.err"; then
-    rm -f "$out/waymark-$strategy.json"
-    echo "  $strategy could not run: $(grep -m1 -i 'error\|strategy' "$work/waymark-$strategy.err" | cut -c1-300)"
-    grep -m1 -i 'error.*' "$work/waymark-$strategy.err" >"$work/$strategy-why" || true
-  fi
-done
-
 # Like for like with the peers, which run on one host with one copy: Waymark on one host with one
 # copy (one store vnode, so a transfer commits in one phase on it), fsync always, no cuts.
 for w in bank set; do
@@ -368,18 +357,6 @@ for wl, peer, base in (("bank", "PostgreSQL bank", p_base), ("set", "Redis SET (
         print(f"Waymark {wl} on one host, one copy: {one['tps']:.1f}/s, p99 {one['p99']:.2f} ms; {one['tps'] / base['tps']:.3f}x {peer}")
     else:
         print(f"Waymark {wl} on one host, one copy: not measured (see its run's output above)")
-wc = waymark("bank").get("cuts 1s")
-for strategy in ("blocking", "versions"):
-    run = single_run(strategy)
-    if wc and run:
-        print(f"Waymark bank, cut / 1 s, {strategy}: {run['tps']:.1f}/s, worst second {run['worst']:.3f}x, p99 {run['p99']:.2f} ms,"
-              f" max {run['max']:.1f} ms; consistent / {strategy}: {wc['tps'] / run['tps']:.3f}x")
-    else:
-        try:
-            why = open(f"{work}/{strategy}-why").read().strip()
-        except OSError:
-            why = f"see the {strategy} run's output above"
-        print(f"Waymark bank, cut / 1 s, {strategy}: not measured ({why})")
 pg_r, wm_r = pitr(), waymark_restore()
 if pg_r:
     print(f"PostgreSQL PITR replay: {pg_r['mb']:.1f} MB of WAL in {pg_r['s']:.2f} s = {pg_r['rate']:.1f} MB/s")
@@ -395,6 +372,10 @@ print(f"baselines: PostgreSQL worst second {p_base['worst']:.3f}x median, max {p
 PY
 echo "Redis took ${saves:-?} BGSAVE snapshots during its loop"
 echo "JSON reports and charts of the Waymark runs: $out/waymark-{bank,set}.{json,png}"
+
+# --- the cut strategies (issue 38 item 2), a script of its own: each run on a cluster of its own --
+echo
+WAYMARK_BIN="$waymark" bash bench/strategies.sh -c "$clients" -s "$seconds" -r "$rounds" -o "$out" || echo "bench/strategies.sh failed" >&2
 
 # --- the replicated peers (issue 38), a script of its own that starts and stops its servers -------
 echo

@@ -272,3 +272,56 @@ pub struct RunStats {
     pub held: Option<super::held::HeldReplies>,
     pub per_second: Vec<SecondStats>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() <= b * 0.01
+    }
+
+    /// What issue 38 compares the cut strategies by: p99.9, the longest single commit (max), and
+    /// the worst second (the fewest commits in any one-second bucket of the measured window).
+    #[test]
+    fn the_summary_gives_the_tail_the_longest_commit_and_the_worst_second() {
+        let rec = Recorder::new(3);
+        let from = Instant::now();
+        rec.start_at(from);
+        let ok = Outcome::Committed { ops: 1, retries: 0 };
+        let at = |ms: u64| from + Duration::from_millis(ms);
+        // Second 0: 600 commits; second 1 (a stall): 100; second 2: 300. Of the 1 000, 990 take
+        // 1 ms, 9 take 100 ms and one 500 ms.
+        for i in 0..600 {
+            rec.record(at(i), Duration::from_millis(1), ok);
+        }
+        for i in 0..100 {
+            let latency = match i {
+                0 => 500,
+                1..=9 => 100,
+                _ => 1,
+            };
+            rec.record(at(1_000 + i), Duration::from_millis(latency), ok);
+        }
+        for i in 0..300 {
+            rec.record(at(2_000 + i), Duration::from_millis(1), ok);
+        }
+        // Not counted: before the window, after it, and an error (no latency).
+        if let Some(before) = from.checked_sub(Duration::from_millis(1)) {
+            rec.record(before, Duration::from_secs(9), ok);
+        }
+        rec.record(at(3_000), Duration::from_secs(9), ok);
+        rec.record(at(2_500), Duration::from_secs(9), Outcome::Error);
+
+        let run = rec.summary("t".into(), Some(Duration::from_millis(100)), vec![]);
+        assert_eq!(run.committed, 1_000);
+        assert_eq!((run.worst_second, run.median_second), (100, 300));
+        assert!(near(run.worst_over_median, 1.0 / 3.0), "{}", run.worst_over_median);
+        assert!(near(run.latency_ms.p99, 1.0), "p99 {}", run.latency_ms.p99);
+        assert!(near(run.latency_ms.p999, 100.0), "p99.9 {}", run.latency_ms.p999);
+        assert!(near(run.latency_ms.max, 500.0), "max {}", run.latency_ms.max);
+        assert_eq!(run.errors, 1);
+        assert_eq!(run.per_second.iter().map(|s| s.committed).collect::<Vec<_>>(), [600, 100, 300]);
+        assert!(near(run.per_second[1].max_ms, 500.0));
+    }
+}
