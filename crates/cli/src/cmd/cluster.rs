@@ -66,6 +66,11 @@ pub enum ClusterCmd {
         /// `AUTH` with it. A secure cluster always has one.
         #[arg(long)]
         password: bool,
+        /// `cluster.catch_up = true`: a host that comes back catches up and partitions get their
+        /// copies back. Off by default until the snapshot inconsistency the nemesis found with it
+        /// is fixed (bugs/2026-12-07-nemesis-g2).
+        #[arg(long)]
+        catch_up: bool,
     },
     /// Start every host of DIR in the background; returns once the cluster serves.
     Start {
@@ -105,6 +110,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
             checkpoint_every,
             insecure,
             password,
+            catch_up,
         } => {
             let replicas = replicas.unwrap_or(2.min(hosts as usize));
             let strategy = strategy.parse()?;
@@ -120,6 +126,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 password: password || !insecure,
                 tls: !insecure,
                 maxmemory_bytes: None,
+                catch_up,
             };
             if insecure {
                 say!("--insecure: no TLS on the Redis, admin and peer ports (clients, the admin token and peer");
@@ -161,6 +168,8 @@ pub struct Spec {
     pub tls: bool,
     /// `limits.maxmemory_bytes` when set (else the node's default from the machine's memory).
     pub maxmemory_bytes: Option<u64>,
+    /// `cluster.catch_up` (`--catch-up`).
+    pub catch_up: bool,
 }
 
 impl Spec {
@@ -180,6 +189,7 @@ impl Spec {
             password: false,
             tls: false,
             maxmemory_bytes: None,
+            catch_up: false,
         }
     }
 }
@@ -286,7 +296,7 @@ fn config_text(spec: &Spec, hosts: &[raw::Host], me: &str) -> Result<String> {
             real_time_safety: Some(true),
             failover: None,
             min_copies: None,
-            catch_up: Some(true),
+            catch_up: Some(spec.catch_up),
             replace_after: None,
             copy_bytes_per_s: None,
             strategy: Some(spec.strategy.to_string()),

@@ -76,6 +76,8 @@ pub struct Spec {
     pub insecure: bool,
     /// How often each vnode writes a checkpoint (`cluster init`'s default: 30s).
     pub checkpoint_every: &'static str,
+    /// `cluster init --catch-up`.
+    pub catch_up: bool,
 }
 
 impl Spec {
@@ -90,7 +92,14 @@ impl Spec {
             password: false,
             insecure: true,
             checkpoint_every: "30s",
+            catch_up: false,
         }
+    }
+
+    /// `cluster init --catch-up`: a host that comes back catches up (issue 33).
+    pub fn catch_up(mut self) -> Spec {
+        self.catch_up = true;
+        self
     }
 
     /// `cluster init`'s default: TLS on every port and a client password. `Cluster::start`,
@@ -133,6 +142,9 @@ impl Spec {
         }
         if self.insecure {
             args.push("--insecure".into());
+        }
+        if self.catch_up {
+            args.push("--catch-up".into());
         }
         args
     }
