@@ -73,7 +73,7 @@ async fn transfer_while_a_host_leaves_and_returns(cluster: &mut Cluster) -> (Vec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_that_comes_back_catches_up_and_every_partition_has_two_copies_again() {
-    let mut cluster = Cluster::start(&Spec::new(3, 2).catch_up());
+    let mut cluster = Cluster::start(&Spec::new(3, 2));
     bank::set_initial_balances(&cluster).await;
     let (transfers, restarted_at) = transfer_while_a_host_leaves_and_returns(&mut cluster).await;
     let phases = [
@@ -171,7 +171,7 @@ fn load(cluster: &Cluster, host: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn catch_up_throughput_and_the_dip_it_causes() {
-    let mut cluster = Cluster::start(&Spec::new(3, 2).fsync_never().catch_up());
+    let mut cluster = Cluster::start(&Spec::new(3, 2).fsync_never());
     bank::set_initial_balances(&cluster).await;
     load(&cluster, "node1");
     let urls: Vec<String> = cluster.hosts.iter().filter(|h| h.name != VICTIM).map(|h| h.redis_url()).collect();

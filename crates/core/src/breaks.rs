@@ -123,10 +123,13 @@ pub struct Breaks {
     pub switch_before_copied: bool,
     /// A primary serves a learner's pages while branches from before it joined are open.
     pub copy_ignores_fence: bool,
+    /// A vnode asked what it held at a cut (for a snapshot's export) answers what it holds now:
+    /// a learner switched in since the cut is read for a partition it had not finished copying.
+    pub export_holdings_now: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 41] = [
+    pub const NAMES: [&'static str; 42] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -168,6 +171,7 @@ impl Breaks {
         "scan-skips-first",
         "switch-before-copied",
         "copy-ignores-fence",
+        "export-holdings-now",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -214,6 +218,7 @@ impl Breaks {
             "scan-skips-first" => &mut self.scan_skips_first,
             "switch-before-copied" => &mut self.switch_before_copied,
             "copy-ignores-fence" => &mut self.copy_ignores_fence,
+            "export-holdings-now" => &mut self.export_holdings_now,
             _ => return false,
         };
         *flag = true;
@@ -265,6 +270,7 @@ impl fmt::Display for Breaks {
             self.scan_skips_first,
             self.switch_before_copied,
             self.copy_ignores_fence,
+            self.export_holdings_now,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -68,6 +68,10 @@ pub trait Machine: Send + 'static {
     fn metadata(&self) -> Option<&waymark_core::alter::Metadata> {
         None
     }
+    /// What this vnode held as a copy at `cut` (store vnodes only; `waymark_core::cut::holdings`).
+    fn holdings_at(&self, _cut: waymark_core::CutId) -> Option<waymark_core::cut::holdings::CutHoldings> {
+        None
+    }
 }
 
 impl Machine for Vnode {
@@ -97,6 +101,9 @@ impl Machine for Vnode {
     }
     fn data_bytes(&self) -> u64 {
         self.tallies().total().bytes
+    }
+    fn holdings_at(&self, cut: waymark_core::CutId) -> Option<waymark_core::cut::holdings::CutHoldings> {
+        Vnode::holdings_at(self, cut)
     }
 }
 
@@ -320,6 +327,9 @@ impl<M: Machine> Driver<M> {
                     false => Err(CutExportError::Unsettled { vnode: self.id.clone() }),
                 };
                 let _ = reply.send(exported);
+            }
+            VnodeCmd::HoldingsAt { cut, reply } => {
+                let _ = reply.send(self.machine.holdings_at(cut));
             }
             VnodeCmd::Inspect(tx) => {
                 let mut status = self.machine.status();

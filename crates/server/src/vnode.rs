@@ -8,6 +8,7 @@ use crate::status::VnodeStatus;
 use crate::storage::log_writer::{CutExportError, LogWriteError};
 use tokio::sync::oneshot;
 use waymark_core::alter::{Metadata, Term};
+use waymark_core::cut::holdings::CutHoldings;
 use waymark_core::{ClientId, Request, Response, VnodeId};
 
 /// Envelopes are the common command and move once through the queue: boxing them would cost an
@@ -22,6 +23,12 @@ pub enum VnodeCmd {
         reply: oneshot::Sender<Response>,
     },
     Inspect(oneshot::Sender<VnodeStatus>),
+    /// What the vnode held as a copy when its part of a cut was whole (`None`: it did not finish
+    /// that cut since it started), for a snapshot's export.
+    HoldingsAt {
+        cut: waymark_core::CutId,
+        reply: oneshot::Sender<Option<CutHoldings>>,
+    },
     /// Export a cut's files into a snapshot (from the vnode's log, in the log's order).
     Export {
         cut: waymark_core::CutId,

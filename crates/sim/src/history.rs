@@ -59,6 +59,15 @@ pub struct CutRun {
     pub ended_us: u64,
 }
 
+/// A snapshot's export of a successful cut, as the sim models it: each running store vnode's
+/// answer to "what did you hold at this cut" (`None`: it cannot say; the export would fail).
+#[derive(Clone, Debug)]
+pub struct CutExport {
+    pub cut: CutId,
+    pub at_us: u64,
+    pub held: Vec<(usize, Option<waymark_core::cut::holdings::CutHoldings>)>,
+}
+
 /// When a cut process began and when it was declared successful, as the driver saw it: the
 /// coordinator's `CutBegin` and `CutEnd{ok}` records (or, on the tree, the operator's START
 /// proposal and the moment FINISH was applied everywhere). No vnode starts the cut before
@@ -98,6 +107,8 @@ pub struct History {
     pub observed: Vec<Observed>,
     pub cuts: Vec<CutRun>,
     pub cut_windows: BTreeMap<CutId, CutWindow>,
+    /// What each running store vnode answered a snapshot's export of a successful cut.
+    pub exports: Vec<CutExport>,
 }
 
 impl History {

@@ -252,6 +252,9 @@ impl World {
         let Some(Response::CutDone { cut, ok, phases_us, .. }) = response else { return };
         debug_assert!(!ok || phases_us.len() == 4, "an ok cut went through four phases");
         self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
+        if ok {
+            self.export_later(cut);
+        }
     }
 
     /// FINISH applied on every store vnode: each has written its `CutFinish`, the cut is declared.

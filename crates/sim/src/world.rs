@@ -217,7 +217,15 @@ pub struct World {
     /// isolations hold it; no message crosses between one of them and another host.
     pub isolated: BTreeMap<String, u32>,
     pub after_decision: Option<crate::faults::AfterDecision>,
+    /// Cuts declared successful whose snapshot export is still to be observed, with when
+    /// (`observe_exports`).
+    exports_due: Vec<(waymark_core::CutId, u64)>,
 }
+
+/// How long after the operator hears a cut succeed its snapshot asks the vnodes what they held
+/// at it: a real export is asked over HTTP after the cut's answer, and a placement may change
+/// meanwhile (`checkers::cut_exports`).
+pub const EXPORT_AFTER_US: u64 = 300_000;
 
 impl World {
     pub fn new(cfg: SimConfig) -> World {
@@ -299,6 +307,7 @@ impl World {
             availability_upto_us: 0,
             isolated: BTreeMap::new(),
             after_decision: None,
+            exports_due: vec![],
         }
     }
 
@@ -338,6 +347,7 @@ impl World {
                 continue;
             }
             self.count_availability(at.min(end_us));
+            self.observe_exports(at);
             self.now_us = at;
             self.trace.event(at, &event);
             self.handle(event);
@@ -346,6 +356,25 @@ impl World {
             self.stop_and_heal();
         }
         self.follow_placement();
+    }
+
+    /// A snapshot of each cut declared successful asks every running store vnode what it held at
+    /// the cut, `EXPORT_AFTER_US` after the operator heard (`Vnode::holdings_at`, as the server's
+    /// export does). Reads state only: the run is the same with or without it.
+    fn observe_exports(&mut self, upto_us: u64) {
+        let (due, later): (Vec<_>, Vec<_>) = self.exports_due.drain(..).partition(|(_, at)| *at <= upto_us);
+        self.exports_due = later;
+        for (cut, at_us) in due {
+            let held = (0..self.nodes.len())
+                .filter_map(|i| Some((i, self.nodes[i].vnode.as_ref()?.holdings_at(cut))))
+                .collect();
+            self.history.exports.push(crate::history::CutExport { cut, at_us, held });
+        }
+    }
+
+    /// A cut declared successful to the operator: its snapshot's export is observed later.
+    pub(crate) fn export_later(&mut self, cut: waymark_core::CutId) {
+        self.exports_due.push((cut, self.now_us + EXPORT_AFTER_US));
     }
 
     /// `--failover`: the partitions that had a serving primary since the last event count as
@@ -689,6 +718,9 @@ impl World {
         }
         if let Some(Response::CutDone { cut, ok, .. }) = response {
             self.history.cuts.push(CutRun { cut, ok, begun_us, ended_us: self.now_us });
+            if ok {
+                self.export_later(cut);
+            }
         }
     }
 

@@ -521,6 +521,16 @@ fn a_primary_copying_past_its_fence_is_caught_by_the_replicas() {
     assert_caught_at("copy-ignores-fence", cfg, |v| v.checker == "replicas");
 }
 
+/// A vnode that names to a snapshot's export what it holds at export time rather than at the cut:
+/// a learner switched in since is read for a partition whose pages it had not all copied by the
+/// cut (bugs/2026-12-07-nemesis-g2, found by the nemesis on real processes). `waymark-sim --seeds
+/// 200 --tree --failover --catch-up --fanout 2 --break export-holdings-now`: 2 of 200 bank seeds
+/// caught, the first at 67 (append: 4 of 200, the first at 153); without it, 200 of 200 pass.
+#[test]
+fn a_snapshot_reading_a_copy_switched_in_after_its_cut_is_caught_by_the_exports() {
+    assert_caught_at("export-holdings-now", catching_up(67), |v| v.checker == "cut-exports");
+}
+
 /// Hosts come back and their partitions are copies again at the end, with no violation.
 #[test]
 fn returning_hosts_catch_up_and_count_as_copies_again() {

@@ -66,11 +66,11 @@ pub enum ClusterCmd {
         /// `AUTH` with it. A secure cluster always has one.
         #[arg(long)]
         password: bool,
-        /// `cluster.catch_up = true`: a host that comes back catches up and partitions get their
-        /// copies back. Off by default until the snapshot inconsistency the nemesis found with it
-        /// is fixed (bugs/2026-12-07-nemesis-g2).
+        /// `cluster.catch_up = false`: a host that comes back stays out of its partitions' chains
+        /// and a partition left short of a copy stays so until an operator acts (on by default:
+        /// returning hosts catch up and every partition gets its copies back).
         #[arg(long)]
-        catch_up: bool,
+        no_catch_up: bool,
     },
     /// Start every host of DIR in the background; returns once the cluster serves.
     Start {
@@ -110,7 +110,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
             checkpoint_every,
             insecure,
             password,
-            catch_up,
+            no_catch_up,
         } => {
             let replicas = replicas.unwrap_or(2.min(hosts as usize));
             let strategy = strategy.parse()?;
@@ -126,7 +126,7 @@ pub fn run(cmd: ClusterCmd) -> Result<()> {
                 password: password || !insecure,
                 tls: !insecure,
                 maxmemory_bytes: None,
-                catch_up,
+                catch_up: !no_catch_up,
             };
             if insecure {
                 say!("--insecure: no TLS on the Redis, admin and peer ports (clients, the admin token and peer");
@@ -168,7 +168,7 @@ pub struct Spec {
     pub tls: bool,
     /// `limits.maxmemory_bytes` when set (else the node's default from the machine's memory).
     pub maxmemory_bytes: Option<u64>,
-    /// `cluster.catch_up` (`--catch-up`).
+    /// `cluster.catch_up` (on unless `--no-catch-up`).
     pub catch_up: bool,
 }
 
@@ -189,7 +189,7 @@ impl Spec {
             password: false,
             tls: false,
             maxmemory_bytes: None,
-            catch_up: false,
+            catch_up: true,
         }
     }
 }

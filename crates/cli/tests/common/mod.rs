@@ -76,7 +76,7 @@ pub struct Spec {
     pub insecure: bool,
     /// How often each vnode writes a checkpoint (`cluster init`'s default: 30s).
     pub checkpoint_every: &'static str,
-    /// `cluster init --catch-up`.
+    /// `cluster.catch_up` (on, `cluster init`'s default; off: `--no-catch-up`).
     pub catch_up: bool,
 }
 
@@ -92,14 +92,8 @@ impl Spec {
             password: false,
             insecure: true,
             checkpoint_every: "30s",
-            catch_up: false,
+            catch_up: true,
         }
-    }
-
-    /// `cluster init --catch-up`: a host that comes back catches up (issue 33).
-    pub fn catch_up(mut self) -> Spec {
-        self.catch_up = true;
-        self
     }
 
     /// `cluster init`'s default: TLS on every port and a client password. `Cluster::start`,
@@ -143,8 +137,8 @@ impl Spec {
         if self.insecure {
             args.push("--insecure".into());
         }
-        if self.catch_up {
-            args.push("--catch-up".into());
+        if !self.catch_up {
+            args.push("--no-catch-up".into());
         }
         args
     }

@@ -23,6 +23,8 @@ pub struct CutState {
     pub(crate) running: Option<LocalCut>,
     /// Invariant: no cut with an id `<= last_finished` is ever started again here.
     pub(crate) last_finished: Option<CutId>,
+    /// What this vnode held as a copy at each of its recent `CutFinish`es (`cut::holdings`).
+    pub(crate) holdings: super::holdings::HoldingsLog,
 }
 
 #[derive(Debug, Hash)]
@@ -165,7 +167,9 @@ impl Vnode {
         assert!(c.waiting.is_empty() || self.cfg.breaks.finish_early, "CutFinish with transactions in flight");
         let finish = CutFinish { cut: c.id, before: c.before.clone(), after: c.after.clone() };
         c.outcome = LocalOutcome::Finished;
+        let cut = c.id;
         self.out.append(Record::CutFinish(finish));
+        self.note_holdings(cut);
         self.answer_cut_process();
     }
 

@@ -5,6 +5,7 @@
 
 pub mod blocking;
 pub mod coordinator;
+pub mod holdings;
 pub mod local;
 pub mod operator;
 pub mod real_time;

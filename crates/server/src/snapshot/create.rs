@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
+use waymark_core::cut::holdings::CutHoldings;
 use waymark_core::{CutId, VnodeId};
 use waymark_wal::Position;
 
@@ -383,9 +384,12 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
     let mut out = vec![];
     for (id, tx) in &shared.stores {
         let stopped = || HostExportError::Stopped { vnode: id.clone() };
-        let (epochs, chains) = held_chains(tx).await.ok_or_else(stopped)?;
-        if epochs.is_empty() && !req.from.contains_key(&id.to_string()) {
-            continue; // it holds no partition (its host came back after they moved): nothing to restore
+        // What it held when its part of the cut was whole — not now: a learner switched in since
+        // holds, up to the cut, only the pages copied by then (bugs/2026-12-07-nemesis-g2).
+        let holdings = holdings_at(tx, CutId(req.cut)).await.ok_or_else(stopped)?;
+        let held = holdings.as_ref().is_some_and(|h| !h.epochs.is_empty());
+        if !held && !req.from.contains_key(&id.to_string()) {
+            continue; // it held no partition at the cut (or had no part in it): nothing to restore
         }
         let from = match (req.from.is_empty(), req.from.get(&id.to_string())) {
             (true, _) => None,
@@ -407,7 +411,10 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         let files =
             tokio::time::timeout(EXPORT_WAIT, rx).await.map_err(|_| HostExportError::TimedOut { vnode: id.clone() })?;
         let mut files = files.map_err(|_| stopped())??;
-        (files.epochs, files.chains) = (epochs, chains);
+        if let Some(h) = holdings {
+            files.epochs = h.epochs;
+            files.chains = h.chains.into_iter().map(|(p, c)| (p, c.iter().map(|v| v.to_string()).collect())).collect();
+        }
         out.push(files);
     }
     Ok(out)
@@ -423,15 +430,12 @@ fn clear_interrupted(dir: &std::path::Path, dest: &std::path::Path) -> Result<()
     Ok(())
 }
 
-/// The partitions a store vnode holds by the placement it routes by, with their chains' epochs
-/// and the chains themselves (primary first).
-async fn held_chains(
-    tx: &tokio::sync::mpsc::Sender<VnodeCmd>,
-) -> Option<(BTreeMap<u32, u64>, BTreeMap<u32, Vec<String>>)> {
+/// What a store vnode held as a copy at `cut` (`None` inside: it did not finish that cut since it
+/// started); `None`: the vnode stopped.
+async fn holdings_at(tx: &tokio::sync::mpsc::Sender<VnodeCmd>, cut: CutId) -> Option<Option<CutHoldings>> {
     let (reply, rx) = oneshot::channel();
-    tx.send(VnodeCmd::Inspect(reply)).await.ok()?;
-    let status = rx.await.ok()?;
-    Some((status.epochs, status.chains))
+    tx.send(VnodeCmd::HoldingsAt { cut, reply }).await.ok()?;
+    rx.await.ok()
 }
 
 /// Which vnode holds which partition in the snapshot: for each partition, the vnodes that hold it

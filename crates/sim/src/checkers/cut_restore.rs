@@ -128,7 +128,7 @@ pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
 /// data its catch-up copied in since: no snapshot reads it (seed 708 of the catch-up sweep, bank,
 /// 5 vnodes). A START applied while the view had changed is not counted; the operator proposes it
 /// again (seed 20, 3 vnodes).
-fn counted_in(c: &impl Cluster, node: usize, cut: CutId) -> Option<bool> {
+pub(crate) fn counted_in(c: &impl Cluster, node: usize, cut: CutId) -> Option<bool> {
     use waymark_core::cut::operator::Phase;
     c.genesis()?;
     let key = format!("cut/{}", cut.0);

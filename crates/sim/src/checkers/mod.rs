@@ -5,6 +5,7 @@ pub mod atomicity;
 pub mod bank;
 pub mod checkpoints;
 pub mod cut_bounds;
+pub mod cut_exports;
 pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
@@ -92,6 +93,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(scans::check(w));
     out.extend(serializable_history::check(w));
     out.extend(cuts.violations);
+    out.extend(cut_exports::check(w));
     out.extend(liveness::check(w));
     out.extend(read_recency::check(w));
     out.extend(read_monotonic::check(w));

@@ -1,0 +1,43 @@
+//! A snapshot reads each partition from a vnode that held it at the cut. The server's export asks
+//! every store vnode what it held at the cut (`Vnode::holdings_at`) some time after the cut was
+//! declared, and the restore takes each partition from one of them; the sim asks the same
+//! `EXPORT_AFTER_US` after the operator heard (`World::observe_exports`). What a vnode answers is
+//! judged against the placement its own metadata recorded at its `CutFinish` (`holders_at`, what
+//! `cut_restore` restores): a learner switched in between the cut and the export holds, in its log
+//! up to the cut, only the pages copied by then (bugs/2026-12-07-nemesis-g2).
+
+use super::cut_restore::{counted_in, holders_at};
+use super::{names, Checker, Violation};
+use crate::world::World;
+
+pub const CHECKER: Checker = Checker {
+    name: "cut-exports",
+    property: "every partition a vnode names to a snapshot's export of a successful cut, it held as a copy at \
+               that cut, by the placement its metadata recorded at its CutFinish",
+};
+
+pub fn check(w: &World) -> Vec<Violation> {
+    let mut out = vec![];
+    for export in &w.history.exports {
+        let holders = holders_at(w, export.cut);
+        for (node, held) in &export.held {
+            // A vnode the cut left out (its host recorded dead at START) is not asked (`hosts_down`).
+            let Some(held) = held.as_ref().filter(|_| counted_in(w, *node, export.cut) != Some(false)) else {
+                continue;
+            };
+            let named: Vec<u32> = held.epochs.keys().copied().filter(|p| !holders[*node].contains(p)).collect();
+            if !named.is_empty() {
+                let evidence = format!(
+                    "{} at {} µs named partitions {named:?} to the export of {}, which it did not hold at its \
+                     CutFinish (it held {:?})",
+                    names(w, [*node]),
+                    export.at_us,
+                    export.cut,
+                    holders[*node]
+                );
+                out.push(CHECKER.violation(evidence));
+            }
+        }
+    }
+    out
+}
