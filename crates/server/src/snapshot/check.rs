@@ -163,23 +163,33 @@ fn check_replay(chain: &Chain) -> Vec<Problem> {
     problems
 }
 
-/// Per transaction in a vnode's log (prepared or committed there), the partitions it wrote there.
+/// Per transaction in a vnode's log (prepared or committed there), the partitions it wrote there
+/// and still holds written at the log's end: a `PartitionReset` of `p` (a learner joining `p`
+/// anew, `catch_up`) drops every write to `p` recorded before it — the store's and the prepared
+/// branches' — so a transaction whose writes to `p` came before the reset no longer wrote `p`
+/// here. (A returning host may have committed, on its near's logged decision, a branch the live
+/// replicas rolled back while it was away: its reset drops it; nemesis seed 20, 2026-12-07.)
 type Touched = BTreeMap<TxId, BTreeSet<u32>>;
 
 fn touched(base_prepared: &BTreeMap<Branch, Vec<ResolvedWrite>>, records: &[Record], placement: &Placement) -> Touched {
     let mut out = Touched::new();
-    let mut add = |tx: &TxId, writes: &[ResolvedWrite]| {
+    let add = |out: &mut Touched, tx: &TxId, writes: &[ResolvedWrite]| {
         let parts = out.entry(tx.clone()).or_default();
         parts.extend(writes.iter().map(|w| placement.partition_of(&w.key).0));
     };
     // A branch prepared before the base checkpoint may commit in the log, by its id alone.
     for (branch, writes) in base_prepared {
-        add(&branch.tx, writes);
+        add(&mut out, &branch.tx, writes);
     }
     for r in records {
         match r {
-            Record::TxPrepared(p) => add(&p.tx, &p.writes),
-            Record::TxCommitted { branch, writes, .. } => add(&branch.tx, writes),
+            Record::TxPrepared(p) => add(&mut out, &p.tx, &p.writes),
+            Record::TxCommitted { branch, writes, .. } => add(&mut out, &branch.tx, writes),
+            Record::PartitionReset { partition, .. } => {
+                for parts in out.values_mut() {
+                    parts.remove(&partition.0);
+                }
+            }
             _ => {}
         }
     }
@@ -187,8 +197,9 @@ fn touched(base_prepared: &BTreeMap<Branch, Vec<ResolvedWrite>>, records: &[Reco
 }
 
 /// Cut closure (DESIGN §4): a transaction included on one replica of a partition it wrote is
-/// included on every replica of that partition whose log shows it (one whose log does not had it
-/// before its base checkpoint, which the cut includes).
+/// included on every replica of that partition whose log shows it writing that partition (one
+/// whose log does not had it before its base checkpoint, which the cut includes, or dropped it
+/// at a reset, `touched`).
 ///
 /// Only the snapshot's replicas of the partition are compared: a vnode whose copy the manifest
 /// leaves out (a host back after a failover, its copy stale) may have committed on its own
@@ -207,7 +218,8 @@ fn closure(chain: &Chain, placement: &Placement, sides: &BTreeMap<String, (Touch
                 for other in replicas {
                     let other = other.to_string();
                     let Some((their_touched, their_included)) = sides.get(&other) else { continue };
-                    if their_touched.contains_key(tx) && !their_included.contains(tx) {
+                    let wrote_p_there = their_touched.get(tx).is_some_and(|parts| parts.contains(&p));
+                    if wrote_p_there && !their_included.contains(tx) {
                         out.push(Problem::new(
                             chain.target().dir.join(&other),
                             format!("{tx} wrote partition {p}: the cut includes it on {vnode} but not on {other}"),
@@ -218,4 +230,33 @@ fn closure(chain: &Chain, placement: &Placement, sides: &BTreeMap<String, (Touch
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use waymark_core::{PartitionId, Role, VnodeId};
+
+    fn tx(seq: u32) -> TxId {
+        TxId { near: VnodeId::new("store0", "node2"), incarnation: 0, seq }
+    }
+
+    fn committed(seq: u32, key: &[u8]) -> Record {
+        let branch = Branch { tx: tx(seq), upstream: VnodeId::new("store0", "node2"), role: Role::Primary };
+        let writes = vec![ResolvedWrite { key: key.to_vec(), value: Some(b"v".to_vec()), version: 1 }];
+        Record::TxCommitted { branch, tx_cut: None, writes }
+    }
+
+    #[test]
+    fn a_partition_reset_drops_the_writes_recorded_before_it_and_keeps_those_after() {
+        let placement = Placement::round_robin(&[VnodeId::new("store0", "node2")], 4, 1);
+        let (key, p) = (b"k".to_vec(), placement.partition_of(b"k"));
+        let reset = Record::PartitionReset { partition: p, partitions: 4, since: 1 };
+        let records = vec![committed(1, &key), reset, committed(2, &key)];
+        let touched = touched(&BTreeMap::new(), &records, &placement);
+        assert_eq!(touched.get(&tx(1)), Some(&BTreeSet::new()), "written before the reset");
+        assert_eq!(touched.get(&tx(2)), Some(&BTreeSet::from([p.0])), "written after it");
+        let other = PartitionId((p.0 + 1) % 4);
+        assert!(!touched[&tx(2)].contains(&other.0));
+    }
 }
