@@ -126,10 +126,13 @@ pub struct Breaks {
     /// A vnode asked what it held at a cut (for a snapshot's export) answers what it holds now:
     /// a learner switched in since the cut is read for a partition it had not finished copying.
     pub export_holdings_now: bool,
+    /// A primary answers a read of a key whose deadline has passed with its value, without
+    /// waiting for the key's expiry (`expiry`).
+    pub serve_expired: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 42] = [
+    pub const NAMES: [&'static str; 43] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -172,6 +175,7 @@ impl Breaks {
         "switch-before-copied",
         "copy-ignores-fence",
         "export-holdings-now",
+        "serve-expired",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -219,6 +223,7 @@ impl Breaks {
             "switch-before-copied" => &mut self.switch_before_copied,
             "copy-ignores-fence" => &mut self.copy_ignores_fence,
             "export-holdings-now" => &mut self.export_holdings_now,
+            "serve-expired" => &mut self.serve_expired,
             _ => return false,
         };
         *flag = true;
@@ -271,6 +276,7 @@ impl fmt::Display for Breaks {
             self.switch_before_copied,
             self.copy_ignores_fence,
             self.export_holdings_now,
+            self.serve_expired,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

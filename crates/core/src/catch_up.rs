@@ -320,7 +320,8 @@ impl Vnode {
             last = Some(key);
             if self.cfg.placement.partition_of(key) == p {
                 bytes += key.len() + entry.value.as_ref().map_or(0, Vec::len);
-                entries.push(ResolvedWrite { key: key.clone(), value: entry.value.clone(), version: entry.version });
+                let (value, version, deadline_ms) = (entry.value.clone(), entry.version, entry.deadline_ms);
+                entries.push(ResolvedWrite { key: key.clone(), value, version, deadline_ms });
             }
         }
         (entries, None)

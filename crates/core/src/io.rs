@@ -166,4 +166,6 @@ pub enum Timer {
     BlockingPause(CutId),
     /// A learner asks again for a page, or proposes again (`catch_up`).
     CatchUp(crate::ids::PartitionId),
+    /// The active expiry looks for keys past their deadline (`expiry`).
+    Expiry,
 }

@@ -15,27 +15,44 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 /// A write whose key and value borrow from the bytes it was decoded from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteRef<'a> {
     pub key: &'a [u8],
-    #[serde(borrow)]
     pub value: Option<&'a [u8]>,
     pub version: Version,
+    pub deadline_ms: Option<u64>,
+}
+
+/// `ResolvedWrite`'s encoding (`store::wire`), borrowed.
+#[derive(Deserialize)]
+struct WriteRefWire<'a> {
+    key: &'a [u8],
+    #[serde(borrow)]
+    value: crate::bytes::cell::Borrowed<'a>,
+    version: Version,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for WriteRef<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let WriteRefWire { key, value, version } = WriteRefWire::deserialize(d)?;
+        let (value, deadline_ms) = value.parts();
+        Ok(WriteRef { key, value, version, deadline_ms })
+    }
 }
 
 impl<'a> From<&'a ResolvedWrite> for WriteRef<'a> {
     fn from(w: &'a ResolvedWrite) -> Self {
-        WriteRef { key: &w.key, value: w.value.as_deref(), version: w.version }
+        WriteRef { key: &w.key, value: w.value.as_deref(), version: w.version, deadline_ms: w.deadline_ms }
     }
 }
 
 impl WriteRef<'_> {
     pub fn to_owned_write(self) -> ResolvedWrite {
-        ResolvedWrite { key: self.key.to_vec(), value: self.value.map(<[u8]>::to_vec), version: self.version }
+        let (key, value) = (self.key.to_vec(), self.value.map(<[u8]>::to_vec));
+        ResolvedWrite { key, value, version: self.version, deadline_ms: self.deadline_ms }
     }
 }
 
-/// The records the restore filter acts on; everything else is `Other`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RecordView<'a> {
     /// A branch prepared here. The filter copies what it keeps of its writes until the branch ends.
@@ -185,7 +202,7 @@ mod tests {
     }
 
     fn write(key: &str, value: Option<&str>) -> ResolvedWrite {
-        ResolvedWrite { key: key.into(), value: value.map(Into::into), version: 7 }
+        ResolvedWrite { key: key.into(), value: value.map(Into::into), version: 7, deadline_ms: None }
     }
 
     fn records() -> Vec<Record> {

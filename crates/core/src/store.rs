@@ -5,12 +5,37 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A write as the client asked for it; `IncrBy` and `Append` are evaluated at the primary under lock.
+/// `Set` takes the key out of expiry (Redis's `SET`); `IncrBy` and `Append` keep its deadline.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WriteOp {
     Set(#[serde(with = "crate::bytes::vec")] Value),
     Del,
     IncrBy(i64),
     Append(#[serde(with = "crate::bytes::vec")] Value),
+    /// The value, expiring at the deadline `Expiry` gives by the primary's clock (`SET … EX`,
+    /// `SETEX`, `EXPIRE` of a key read first). A deadline already passed deletes the key.
+    SetExpiring(#[serde(with = "crate::bytes::vec")] Value, Expiry),
+    /// The primary's expiry of the key (`expiry.rs`): resolves to a delete only if the key's
+    /// deadline has passed by the primary's clock; the tombstone keeps the time it expired at.
+    Expire,
+}
+
+/// When a value expires: `In` milliseconds from the primary's clock when it evaluates the write,
+/// or `At` a Unix time in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Expiry {
+    In(u64),
+    At(u64),
+}
+
+impl Expiry {
+    /// The deadline, in Unix milliseconds, for a primary whose clock reads `now_ms`.
+    pub fn deadline_ms(self, now_ms: u64) -> u64 {
+        match self {
+            Expiry::In(ms) => now_ms.saturating_add(ms),
+            Expiry::At(ms) => ms,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -29,23 +54,116 @@ pub struct ReadCheck {
     pub version: Version,
 }
 
-/// A write evaluated by the primary: the value the key takes (`None` = deleted) and the version it
-/// gets. Replicas apply it only if `version` is newer than theirs, so the order in which replicas
-/// learn of commits does not matter.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A write evaluated by the primary: the value the key takes (`None` = deleted), the version it
+/// gets, and its deadline. Replicas apply it only if `version` is newer than theirs, so the order
+/// in which replicas learn of commits does not matter.
+///
+/// `deadline_ms`: with a value, the Unix time in milliseconds it expires at (`None`: never);
+/// without one (a tombstone), the time the primary expired the key at (`WriteOp::Expire`), which
+/// raises the expiry clock of every vnode that applies it (`expiry`). Encoded with the value
+/// (`crate::bytes::cell`): a write without a deadline has the bytes it had before deadlines.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResolvedWrite {
-    #[serde(with = "crate::bytes::vec")]
     pub key: Key,
-    #[serde(with = "crate::bytes::option")]
     pub value: Option<Value>,
     pub version: Version,
+    pub deadline_ms: Option<u64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+/// A key's committed state; `deadline_ms` as in [`ResolvedWrite`].
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Entry {
-    #[serde(with = "crate::bytes::option")]
     pub value: Option<Value>,
     pub version: Version,
+    pub deadline_ms: Option<u64>,
+}
+
+impl Entry {
+    /// Whether the entry holds a value that has not expired by `now_ms`.
+    pub fn is_live(&self, now_ms: u64) -> bool {
+        self.value.is_some() && self.deadline_ms.is_none_or(|d| d > now_ms)
+    }
+
+    /// Whether the entry holds a value whose deadline has passed by `now_ms`.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.value.is_some() && self.deadline_ms.is_some_and(|d| d <= now_ms)
+    }
+}
+
+/// Hashed as before deadlines when there is none, so that the simulator's trace hashes of runs
+/// without expiry are those pinned before it (`tests/determinism.rs`).
+impl std::hash::Hash for ResolvedWrite {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (&self.key, &self.value, self.version).hash(h);
+        if let Some(d) = self.deadline_ms {
+            d.hash(h);
+        }
+    }
+}
+
+impl std::hash::Hash for Entry {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (&self.value, self.version).hash(h);
+        if let Some(d) = self.deadline_ms {
+            d.hash(h);
+        }
+    }
+}
+
+/// `ResolvedWrite` and `Entry` on the wire: their fields in order, the value and the deadline as
+/// one cell (`crate::bytes::cell`), so that bytes written before deadlines read unchanged.
+mod wire {
+    use super::{Entry, ResolvedWrite};
+    use crate::bytes::cell::{Cell, Owned};
+    use serde::ser::SerializeStruct;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    impl Serialize for ResolvedWrite {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut st = s.serialize_struct("ResolvedWrite", 3)?;
+            st.serialize_field("key", &crate::bytes::AsBytes(&self.key))?;
+            st.serialize_field("value", &Cell(self.value.as_deref(), self.deadline_ms))?;
+            st.serialize_field("version", &self.version)?;
+            st.end()
+        }
+    }
+
+    impl Serialize for Entry {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut st = s.serialize_struct("Entry", 2)?;
+            st.serialize_field("value", &Cell(self.value.as_deref(), self.deadline_ms))?;
+            st.serialize_field("version", &self.version)?;
+            st.end()
+        }
+    }
+
+    #[derive(Deserialize)]
+    struct WriteWire {
+        #[serde(with = "crate::bytes::vec")]
+        key: Vec<u8>,
+        value: Owned,
+        version: u64,
+    }
+
+    #[derive(Deserialize)]
+    struct EntryWire {
+        value: Owned,
+        version: u64,
+    }
+
+    impl<'de> Deserialize<'de> for ResolvedWrite {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let WriteWire { key, value: Owned(value, deadline_ms), version } = WriteWire::deserialize(d)?;
+            Ok(ResolvedWrite { key, value, version, deadline_ms })
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Entry {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let EntryWire { value: Owned(value, deadline_ms), version } = EntryWire::deserialize(d)?;
+            Ok(Entry { value, version, deadline_ms })
+        }
+    }
 }
 
 /// Why a write could not be evaluated.
@@ -53,6 +171,10 @@ pub struct Entry {
 pub enum EvalError {
     #[error("value is not an integer or out of range")]
     NotAnInteger,
+    /// `WriteOp::Expire` of a key whose deadline has not passed (or that has none): a write since
+    /// gave it a new one, or this primary's clock is behind the one that asked.
+    #[error("the key has not expired")]
+    NotExpired,
 }
 
 /// Committed key/value state. A `BTreeMap` keeps iteration deterministic.
@@ -75,20 +197,34 @@ impl Store {
         self.entries.get(key).map_or(0, |e| e.version)
     }
 
-    /// Evaluates `op` against the current committed value of `key`.
-    pub fn resolve(&self, key: &Key, op: &WriteOp) -> Result<ResolvedWrite, EvalError> {
+    /// Evaluates `op` against the current committed value of `key`, by a primary whose expiry
+    /// clock reads `now_ms`: a value whose deadline has passed counts as absent (`INCR` of an
+    /// expired key counts from 0, without the old deadline). `Set` clears the deadline, `IncrBy`
+    /// and `Append` keep a live one, `SetExpiring` sets one — or deletes the key if it has passed.
+    pub fn resolve(&self, key: &Key, op: &WriteOp, now_ms: u64) -> Result<ResolvedWrite, EvalError> {
         let current = self.get(key);
-        let value = match op {
-            WriteOp::Set(v) => Some(v.clone()),
-            WriteOp::Del => None,
-            WriteOp::IncrBy(delta) => Some(incr(current.value.as_deref(), *delta)?),
-            WriteOp::Append(v) => {
-                let mut out = current.value.unwrap_or_default();
-                out.extend_from_slice(v);
-                Some(out)
-            }
+        let live = current.is_live(now_ms);
+        let (live_value, live_deadline) = match live {
+            true => (current.value.clone(), current.deadline_ms),
+            false => (None, None),
         };
-        Ok(ResolvedWrite { key: key.clone(), value, version: current.version + 1 })
+        let (value, deadline_ms) = match op {
+            WriteOp::Set(v) => (Some(v.clone()), None),
+            WriteOp::Del => (None, None),
+            WriteOp::IncrBy(delta) => (Some(incr(live_value.as_deref(), *delta)?), live_deadline),
+            WriteOp::Append(v) => {
+                let mut out = live_value.unwrap_or_default();
+                out.extend_from_slice(v);
+                (Some(out), live_deadline)
+            }
+            WriteOp::SetExpiring(v, expiry) => match expiry.deadline_ms(now_ms) {
+                at if at <= now_ms => (None, None),
+                at => (Some(v.clone()), Some(at)),
+            },
+            WriteOp::Expire if current.is_expired(now_ms) => (None, Some(now_ms)),
+            WriteOp::Expire => return Err(EvalError::NotExpired),
+        };
+        Ok(ResolvedWrite { key: key.clone(), value, version: current.version + 1, deadline_ms })
     }
 
     /// Applies a resolved write if it is newer than what is stored; returns whether it applied.
@@ -99,28 +235,30 @@ impl Store {
         }
         e.value = w.value.clone();
         e.version = w.version;
+        e.deadline_ms = w.deadline_ms;
         true
     }
 
     /// [`Store::apply`] of a write whose key and value are borrowed: they are copied only if the
     /// key is new or the write applies. Like `apply`, a new key gets an entry even if the write
     /// does not apply (a version-0 write), so that both give the same store.
-    pub fn apply_ref(&mut self, key: &[u8], value: Option<&[u8]>, version: Version) -> bool {
+    pub fn apply_ref(&mut self, key: &[u8], value: Option<&[u8]>, version: Version, deadline_ms: Option<u64>) -> bool {
         if let Some(e) = self.entries.get_mut(key) {
-            return update(e, value, version);
+            return update(e, value, version, deadline_ms);
         }
-        update(self.entries.entry(key.to_vec()).or_default(), value, version)
+        update(self.entries.entry(key.to_vec()).or_default(), value, version, deadline_ms)
     }
 
     /// [`Store::apply`] that moves the key and value in instead of copying them.
     pub fn apply_owned(&mut self, w: ResolvedWrite) -> bool {
-        let ResolvedWrite { key, value, version } = w;
+        let ResolvedWrite { key, value, version, deadline_ms } = w;
         let e = self.entries.entry(key).or_default();
         if version <= e.version {
             return false;
         }
         e.value = value;
         e.version = version;
+        e.deadline_ms = deadline_ms;
         true
     }
 
@@ -178,8 +316,11 @@ impl Store {
 
     /// The same keys and versions with each value replaced by its [`value_digest`].
     pub fn digested(&self) -> Store {
-        let digest =
-            |e: &Entry| Entry { value: e.value.as_deref().map(|v| value_digest(v).to_vec()), version: e.version };
+        let digest = |e: &Entry| Entry {
+            value: e.value.as_deref().map(|v| value_digest(v).to_vec()),
+            version: e.version,
+            deadline_ms: e.deadline_ms,
+        };
         Store { entries: self.entries.iter().map(|(k, e)| (k.clone(), digest(e))).collect() }
     }
 
@@ -208,13 +349,14 @@ pub fn value_digest(value: &[u8]) -> [u8; 8] {
     d
 }
 
-/// Sets `e` to `value` at `version` if that is newer; whether it was.
-fn update(e: &mut Entry, value: Option<&[u8]>, version: Version) -> bool {
+/// Sets `e` to `value` at `version` (with its deadline) if that is newer; whether it was.
+fn update(e: &mut Entry, value: Option<&[u8]>, version: Version, deadline_ms: Option<u64>) -> bool {
     if version <= e.version {
         return false;
     }
     e.value = value.map(<[u8]>::to_vec);
     e.version = version;
+    e.deadline_ms = deadline_ms;
     true
 }
 
@@ -234,19 +376,19 @@ mod tests {
     #[test]
     fn incrby_counts_from_zero_and_rejects_text() {
         let mut s = Store::default();
-        let w = s.resolve(&b"a".to_vec(), &WriteOp::IncrBy(5)).unwrap();
-        assert_eq!(w, ResolvedWrite { key: b"a".to_vec(), value: Some(b"5".to_vec()), version: 1 });
+        let w = s.resolve(&b"a".to_vec(), &WriteOp::IncrBy(5), 0).unwrap();
+        assert_eq!(w, ResolvedWrite { key: b"a".to_vec(), value: Some(b"5".to_vec()), version: 1, deadline_ms: None });
         assert!(s.apply(&w));
-        s.apply(&ResolvedWrite { key: b"b".to_vec(), value: Some(b"x".to_vec()), version: 1 });
-        assert_eq!(s.resolve(&b"b".to_vec(), &WriteOp::IncrBy(1)), Err(EvalError::NotAnInteger));
+        s.apply(&ResolvedWrite { key: b"b".to_vec(), value: Some(b"x".to_vec()), version: 1, deadline_ms: None });
+        assert_eq!(s.resolve(&b"b".to_vec(), &WriteOp::IncrBy(1), 0), Err(EvalError::NotAnInteger));
     }
 
     #[test]
     fn older_versions_do_not_overwrite_newer_ones() {
         let mut s = Store::default();
         let k = b"k".to_vec();
-        assert!(s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"2".to_vec()), version: 2 }));
-        assert!(!s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"1".to_vec()), version: 1 }));
+        assert!(s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"2".to_vec()), version: 2, deadline_ms: None }));
+        assert!(!s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"1".to_vec()), version: 1, deadline_ms: None }));
         assert_eq!(s.get(&k).value, Some(b"2".to_vec()));
     }
 }

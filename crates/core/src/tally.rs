@@ -143,7 +143,7 @@ mod tests {
     use crate::store::ResolvedWrite;
 
     fn write(key: &str, value: Option<&str>, version: u64) -> ResolvedWrite {
-        ResolvedWrite { key: key.into(), value: value.map(|v| v.into()), version }
+        ResolvedWrite { key: key.into(), value: value.map(|v| v.into()), version, deadline_ms: None }
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub struct Vnode {
     pub(crate) tree: Option<TreeRole>,
     /// Learning partitions and serving their pages (`catch_up`).
     pub(crate) catch_up: crate::catch_up::CatchUp,
+    /// Deadlines, the expiry clock and expiries in flight (`expiry`).
+    pub(crate) expiry: crate::expiry::ExpiryState,
     /// Clients' ACL alterations in flight (`acl::proposals`).
     pub(crate) acl: crate::acl::proposals::AclProposals,
     pub(crate) out: Outbox,
@@ -106,6 +108,7 @@ impl Vnode {
             rt: RealTime::default(),
             tree: None,
             catch_up: Default::default(),
+            expiry: Default::default(),
             acl: Default::default(),
             logged: LogSummary::default(),
             cfg,
@@ -226,7 +229,18 @@ impl Vnode {
         }
         self.blocking_progress();
         self.versions_progress();
-        let outputs = self.out.take();
+        let mut outputs = self.out.take();
+        // This vnode's own expiry transactions are answered to itself (`expiry`).
+        while outputs.iter().any(is_expiry_answer) {
+            let (mine, others): (Vec<Output>, Vec<Output>) = outputs.into_iter().partition(is_expiry_answer);
+            for o in mine {
+                if let Output::Reply { req, response, .. } = o {
+                    self.on_expiry_answer(req, response);
+                }
+            }
+            outputs = others;
+            outputs.extend(self.out.take());
+        }
         for o in &outputs {
             if let Output::Append(record) = o {
                 self.logged.apply(record);
@@ -245,6 +259,7 @@ impl Vnode {
     fn on_restarted(&mut self) {
         self.boot_lsn = self.out.append(Record::Boot { incarnation: self.incarnation });
         self.after_recovery();
+        self.expiry_tick_soon();
         if let Some(t) = self.logged.tree.clone() {
             self.tree.as_mut().expect("a tree role with a tree image").started = true;
             self.alter_input(crate::alter::AlterInput::Started { metadata: t.metadata, term: t.term });
@@ -291,6 +306,7 @@ impl Vnode {
             Timer::CutOperator => {} // store vnodes run no operator
             Timer::BlockingPause(cut) => self.blocking_pause_expired(cut),
             Timer::CatchUp(p) => self.catch_up_timer(p),
+            Timer::Expiry => self.expiry_tick(),
         }
     }
 
@@ -396,4 +412,8 @@ impl Vnode {
     pub(crate) fn set_timer(&mut self, timer: Timer, after_us: u64) {
         self.out.timer(Output::SetTimer { timer, at_us: self.now_us + after_us });
     }
+}
+
+fn is_expiry_answer(o: &Output) -> bool {
+    matches!(o, Output::Reply { client, .. } if *client == crate::expiry::EXPIRY_CLIENT)
 }

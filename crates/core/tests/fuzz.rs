@@ -50,8 +50,8 @@ fn branch() -> Branch {
 
 fn resolved() -> Vec<ResolvedWrite> {
     vec![
-        ResolvedWrite { key: b"user:1".to_vec(), value: Some(b"alice".to_vec()), version: 9 },
-        ResolvedWrite { key: b"gone".to_vec(), value: None, version: 10 },
+        ResolvedWrite { key: b"user:1".to_vec(), value: Some(b"alice".to_vec()), version: 9, deadline_ms: None },
+        ResolvedWrite { key: b"gone".to_vec(), value: None, version: 10, deadline_ms: None },
     ]
 }
 

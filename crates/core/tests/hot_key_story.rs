@@ -53,7 +53,7 @@ fn sent(outputs: &[Output]) -> Vec<Envelope> {
 }
 
 fn resolved(value: &str, version: u64) -> Vec<ResolvedWrite> {
-    vec![ResolvedWrite { key: b"hot".to_vec(), value: Some(value.into()), version }]
+    vec![ResolvedWrite { key: b"hot".to_vec(), value: Some(value.into()), version, deadline_ms: None }]
 }
 
 #[test]

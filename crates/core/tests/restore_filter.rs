@@ -19,7 +19,7 @@ fn branch(seq: u32) -> Branch {
 }
 
 fn write(key: &str, value: &str, version: u64) -> ResolvedWrite {
-    ResolvedWrite { key: key.into(), value: Some(value.into()), version }
+    ResolvedWrite { key: key.into(), value: Some(value.into()), version, deadline_ms: None }
 }
 
 fn prepared(seq: u32, w: ResolvedWrite) -> Record {

@@ -133,7 +133,7 @@ fn branch(seq: u8, upstream: u8, backup: bool) -> Branch {
 
 fn writes() -> impl Strategy<Value = Vec<ResolvedWrite>> {
     let write = (0u8..4, proptest::option::of(proptest::collection::vec(any::<u8>(), 0..6)), 0u64..5)
-        .prop_map(|(k, value, version)| ResolvedWrite { key: vec![b'k', k], value, version });
+        .prop_map(|(k, value, version)| ResolvedWrite { key: vec![b'k', k], value, version, deadline_ms: None });
     proptest::collection::vec(write, 0..3)
 }
 
@@ -230,7 +230,7 @@ proptest! {
 #[test]
 fn a_finish_that_excludes_an_early_commit_makes_a_seeking_replay_run_again() {
     let early = branch(1, 0, false);
-    let write = ResolvedWrite { key: b"k".to_vec(), value: Some(b"early".to_vec()), version: 1 };
+    let write = ResolvedWrite { key: b"k".to_vec(), value: Some(b"early".to_vec()), version: 1, deadline_ms: None };
     let finish = CutFinish { cut: CUT, before: BTreeSet::new(), after: [early.tx.clone()].into() };
     let log = vec![
         Record::TxCommitted { branch: early, tx_cut: None, writes: vec![write] },

@@ -154,8 +154,18 @@ fn writes_the_seed_corpus() {
     let tree = TreeImage { metadata: Metadata::default(), term: waymark_core::alter::Term(7) };
     let mut store = VnodeImage::empty(Some(&Metadata::default()));
     let tx = |seq| TxId { near: VnodeId::new("store0", "node1"), incarnation: 1, seq };
-    store.store.apply(&ResolvedWrite { key: b"user:1".to_vec(), value: Some(b"alice".to_vec()), version: 3 });
-    store.store.apply(&ResolvedWrite { key: b"n".to_vec(), value: Some(b"42".to_vec()), version: 4 });
+    store.store.apply(&ResolvedWrite {
+        key: b"user:1".to_vec(),
+        value: Some(b"alice".to_vec()),
+        version: 3,
+        deadline_ms: None,
+    });
+    store.store.apply(&ResolvedWrite {
+        key: b"n".to_vec(),
+        value: Some(b"42".to_vec()),
+        version: 4,
+        deadline_ms: None,
+    });
     store.decided = [(tx(3), Some(CutId(2))), (tx(1), None)].into_iter().collect();
     store.tombstones = [tx(5)].into_iter().collect();
     let images = [

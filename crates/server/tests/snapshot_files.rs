@@ -54,7 +54,7 @@ fn tx(seq: u32) -> TxId {
 }
 
 fn w(p: u32, value: Option<&str>, version: u64) -> ResolvedWrite {
-    ResolvedWrite { key: key_of(p), value: value.map(|v| v.as_bytes().to_vec()), version }
+    ResolvedWrite { key: key_of(p), value: value.map(|v| v.as_bytes().to_vec()), version, deadline_ms: None }
 }
 
 /// One vnode's live files while the fixture writes them.

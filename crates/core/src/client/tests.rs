@@ -21,8 +21,12 @@ fn value(v: &str, version: u64) -> Option<Response> {
 }
 
 fn committed(seq: u32, written: &[(&str, &str, u64)]) -> Option<Response> {
-    let writes =
-        written.iter().map(|(key, v, version)| ResolvedWrite { key: k(key), value: Some(k(v)), version: *version });
+    let writes = written.iter().map(|(key, v, version)| ResolvedWrite {
+        key: k(key),
+        value: Some(k(v)),
+        version: *version,
+        deadline_ms: None,
+    });
     Some(Response::Committed { tx: tx(seq), writes: writes.collect() })
 }
 

@@ -136,6 +136,7 @@ impl Vnode {
             if !applied {
                 continue;
             }
+            self.expiry_applied(w);
             match self.rt.needs_hold(tx_cut) {
                 Some(cut) => drop(self.rt.reveal.insert(w.key.clone(), cut)),
                 None => drop(self.rt.reveal.remove(&w.key)),

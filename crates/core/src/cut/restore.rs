@@ -205,16 +205,16 @@ impl CutReplay {
             return w.to_owned_write();
         }
         let value = w.value.map(|v| value_digest(v).to_vec());
-        ResolvedWrite { key: w.key.to_vec(), value, version: w.version }
+        ResolvedWrite { key: w.key.to_vec(), value, version: w.version, deadline_ms: w.deadline_ms }
     }
 
     /// Applies a write borrowed from the log to the store that holds its key.
     fn apply_ref(&mut self, w: WriteRef<'_>) {
         if self.is_whole(w.key) {
-            self.store.apply_ref(w.key, w.value, w.version);
+            self.store.apply_ref(w.key, w.value, w.version, w.deadline_ms);
         } else {
             let digest = w.value.map(value_digest);
-            self.digests.apply_ref(w.key, digest.as_ref().map(|d| &d[..]), w.version);
+            self.digests.apply_ref(w.key, digest.as_ref().map(|d| &d[..]), w.version, w.deadline_ms);
         }
     }
 

@@ -95,7 +95,8 @@ mod tests {
 
     fn commit(t: &TxId, key: &str) -> Record {
         let branch = Branch { tx: t.clone(), upstream: t.near.clone(), role: Role::Primary };
-        let write = ResolvedWrite { key: key.as_bytes().to_vec(), value: Some(b"v".to_vec()), version: 1 };
+        let write =
+            ResolvedWrite { key: key.as_bytes().to_vec(), value: Some(b"v".to_vec()), version: 1, deadline_ms: None };
         Record::TxCommitted { branch, tx_cut: None, writes: vec![write] }
     }
 

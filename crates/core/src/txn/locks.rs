@@ -18,7 +18,7 @@
 //! recovered branch's first committer is asked, not followed.
 
 use crate::ids::{Branch, Key, Role, TxId, VnodeId};
-use crate::store::{ReadCheck, ResolvedWrite, Store, Write};
+use crate::store::{EvalError, ReadCheck, ResolvedWrite, Store, Write};
 use crate::vnode::Vnode;
 use crate::AbortReason;
 use std::collections::{BTreeMap, BTreeSet};
@@ -83,7 +83,14 @@ impl Vnode {
                 after.insert(last.tx.clone());
             }
         }
+        let now_ms = self.clock_ms();
         for r in reads {
+            // A value read before its deadline that has passed since: what the reply showed is no
+            // longer the key's value. The transaction tries again, and its read waits for the
+            // expiry (`expiry`: a key is expired by a committed delete before anyone is told).
+            if self.store.entry(&r.key).is_some_and(|e| e.is_expired(now_ms)) {
+                return Err(AbortReason::LockConflict { key: r.key.clone() });
+            }
             // A WATCH fails only on a committed write: its failure reveals that write, and the
             // reply is held by its cut (DESIGN §4). A version moved only by a pipelined predecessor
             // not yet decided is a conflict with a transaction in flight, which reveals nothing.
@@ -96,7 +103,10 @@ impl Vnode {
         }
         let mut resolved: Vec<ResolvedWrite> = Vec::with_capacity(writes.len());
         for w in writes {
-            let r = scratch.resolve(&w.key, &w.op).map_err(|_| AbortReason::NotAnInteger { key: w.key.clone() })?;
+            let r = scratch.resolve(&w.key, &w.op, now_ms).map_err(|e| match e {
+                EvalError::NotAnInteger => AbortReason::NotAnInteger { key: w.key.clone() },
+                EvalError::NotExpired => AbortReason::LockConflict { key: w.key.clone() },
+            })?;
             if r.value.as_ref().is_some_and(|v| v.len() > self.cfg.limits.value_max_bytes) {
                 return Err(AbortReason::ValueTooLarge { key: w.key.clone() });
             }

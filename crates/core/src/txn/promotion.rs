@@ -147,6 +147,7 @@ impl Vnode {
             self.set_timer(Timer::InDoubt(branch), 0);
         }
         self.catch_up_follow();
+        self.expiry_follow();
     }
 
     /// Whom a branch in doubt asks for its outcome (this vnode itself: it decides).
@@ -280,7 +281,12 @@ mod tests {
         let placement = Placement::from_chains(chains, vec![a.clone(), b.clone()]).expect("valid chains");
         let writes = wrote
             .iter()
-            .map(|p| ResolvedWrite { key: key_in(&placement, *p), value: Some(b"1".to_vec()), version: 1 })
+            .map(|p| ResolvedWrite {
+                key: key_in(&placement, *p),
+                value: Some(b"1".to_vec()),
+                version: 1,
+                deadline_ms: None,
+            })
             .collect();
         let rec = Prepared {
             tx: TxId { near: a.clone(), incarnation: 0, seq: 1 },

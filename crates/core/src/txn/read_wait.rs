@@ -52,19 +52,24 @@ impl Vnode {
     /// A read of `key` at its primary: answered now, or once the prepared writes on it finished.
     pub(crate) fn read_at_primary(&mut self, reader: Reader, key: Key) {
         if !self.leads(&key) {
-            return match reader {
-                Reader::Near { from, req } => self.send_txn(&from, TxnMsg::ReadRefused { req }),
-                Reader::Client { client, req } => {
-                    let response = Response::Unavailable { why: "TRYAGAIN the key's partition moved" };
-                    self.reply(client, req, response)
-                }
-            };
+            return self.refuse_read(reader, "TRYAGAIN the key's partition moved");
+        }
+        if self.read_waits_for_expiry(&reader, &key) {
+            return;
         }
         let waits = self.prepared_writers_of(&key);
         if waits.is_empty() || self.cfg.breaks.reads_ignore_prepared {
             return self.answer_read(reader, &key);
         }
         self.read_waits.by_key.entry(key).or_default().push(WaitingRead { reader, waits });
+    }
+
+    /// A read this vnode cannot answer: its near answers `TRYAGAIN`; a client here is told `why`.
+    pub(crate) fn refuse_read(&mut self, reader: Reader, why: &'static str) {
+        match reader {
+            Reader::Near { from, req } => self.send_txn(&from, TxnMsg::ReadRefused { req }),
+            Reader::Client { client, req } => self.reply(client, req, Response::Unavailable { why }),
+        }
     }
 
     /// The branches prepared here that hold `key`'s lock and write it.

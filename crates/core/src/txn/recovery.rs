@@ -45,6 +45,7 @@ impl Vnode {
         self.logged = summary;
         self.placement_from_metadata();
         self.relock_in_doubt();
+        self.expiry_rebuild();
     }
 
     /// Keys of in-doubt transactions stay locked on their primary until the outcome is known: the

@@ -243,7 +243,8 @@ mod tests {
 
     fn committed(seq: u32, key: &[u8]) -> Record {
         let branch = Branch { tx: tx(seq), upstream: VnodeId::new("store0", "node2"), role: Role::Primary };
-        let writes = vec![ResolvedWrite { key: key.to_vec(), value: Some(b"v".to_vec()), version: 1 }];
+        let writes =
+            vec![ResolvedWrite { key: key.to_vec(), value: Some(b"v".to_vec()), version: 1, deadline_ms: None }];
         Record::TxCommitted { branch, tx_cut: None, writes }
     }
 

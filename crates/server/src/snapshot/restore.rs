@@ -316,7 +316,12 @@ pub fn write_host(
 /// Copies every entry of `from` into `into`, with its value (or deletion) and version.
 fn merge(into: &mut Store, from: &Store) {
     for (key, entry) in from.iter() {
-        into.apply(&ResolvedWrite { key: key.clone(), value: entry.value.clone(), version: entry.version });
+        into.apply(&ResolvedWrite {
+            key: key.clone(),
+            value: entry.value.clone(),
+            version: entry.version,
+            deadline_ms: None,
+        });
     }
 }
 
@@ -341,7 +346,7 @@ mod tests {
     fn store(entries: &[(&str, &str, u64)]) -> Store {
         let mut s = Store::default();
         for &(k, v, version) in entries {
-            s.apply(&ResolvedWrite { key: k.into(), value: Some(v.into()), version });
+            s.apply(&ResolvedWrite { key: k.into(), value: Some(v.into()), version, deadline_ms: None });
         }
         s
     }
@@ -349,7 +354,12 @@ mod tests {
     fn digests(entries: &[(&str, &str, u64)]) -> Store {
         let mut s = Store::default();
         for &(k, v, version) in entries {
-            s.apply(&ResolvedWrite { key: k.into(), value: Some(value_digest(v.as_bytes()).to_vec()), version });
+            s.apply(&ResolvedWrite {
+                key: k.into(),
+                value: Some(value_digest(v.as_bytes()).to_vec()),
+                version,
+                deadline_ms: None,
+            });
         }
         s
     }

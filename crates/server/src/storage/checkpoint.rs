@@ -159,7 +159,12 @@ mod tests {
     #[test]
     fn a_checkpoint_from_before_catch_up_reads_with_no_reset() {
         let mut store = waymark_core::Store::default();
-        store.apply(&waymark_core::ResolvedWrite { key: b"k".to_vec(), value: Some(b"v".to_vec()), version: 3 });
+        store.apply(&waymark_core::ResolvedWrite {
+            key: b"k".to_vec(),
+            value: Some(b"v".to_vec()),
+            version: 3,
+            deadline_ms: None,
+        });
         let summary = waymark_core::image::LogSummary { records: 9, incarnation: 2, ..Default::default() };
         let empty = VnodeImage::empty(None);
         // `Image::Store` is variant 0; a struct is its fields in order.

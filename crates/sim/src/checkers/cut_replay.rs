@@ -127,8 +127,9 @@ fn serial_order<'a>(
 fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &[ResolvedWrite]) -> Vec<Violation> {
     let mut out = vec![];
     for ClientRead { key, value, version } in &t.reads {
-        let seen = Entry { value: value.clone(), version: *version };
-        let now = replay.get(key);
+        let seen = Entry { value: value.clone(), version: *version, deadline_ms: None };
+        // Deadlines aside: a read answers a value and a version (`expiry` is judged elsewhere).
+        let now = Entry { deadline_ms: None, ..replay.get(key) };
         if now != seen {
             out.push(v(format!(
                 "{cut}: {tx} read {} as {} but in the serial replay of the cut it is {} when {tx} runs",
@@ -140,7 +141,8 @@ fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &
     }
     let mut mine: Vec<ResolvedWrite> = vec![];
     for w in &t.writes {
-        match replay.resolve(&w.key, &w.op) {
+        // The workloads replayed here set no deadlines: no value expires in the replay.
+        match replay.resolve(&w.key, &w.op, 0) {
             Ok(r) => {
                 replay.apply(&r);
                 mine.retain(|m| m.key != r.key);
@@ -151,12 +153,15 @@ fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &
     }
     for r in resolved {
         if !mine.contains(r) {
-            let got =
-                mine.iter().find(|m| m.key == r.key).map(|m| Entry { value: m.value.clone(), version: m.version });
+            let got = mine.iter().find(|m| m.key == r.key).map(|m| Entry {
+                value: m.value.clone(),
+                version: m.version,
+                deadline_ms: None,
+            });
             out.push(v(format!(
                 "{cut}: {tx} committed {} = {} but replaying the cut's transactions in order gives {}",
                 show_key(&r.key),
-                show(&Entry { value: r.value.clone(), version: r.version }),
+                show(&Entry { value: r.value.clone(), version: r.version, deadline_ms: None }),
                 got.as_ref().map_or("no write".to_string(), show)
             )));
         }
@@ -167,7 +172,7 @@ fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &
 /// A write whose operation the history does not know: its value, at the next version.
 fn replay_resolved(replay: &mut Store, r: &ResolvedWrite) {
     let version = replay.version(&r.key) + 1;
-    replay.apply(&ResolvedWrite { key: r.key.clone(), value: r.value.clone(), version });
+    replay.apply(&ResolvedWrite { key: r.key.clone(), value: r.value.clone(), version, deadline_ms: None });
 }
 
 /// Every replica's restored keys against the replay, both ways.
