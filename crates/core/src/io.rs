@@ -99,9 +99,14 @@ pub struct ScanCursor {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Response {
+    /// A read's answer: the value, its version and its deadline, and the primary's expiry clock
+    /// when it answered (so the client can say how long a key has left, `TTL`, and compare
+    /// deadlines, `EXPIRE … GT`, without a clock of its own).
     Value {
         value: Option<Value>,
         version: Version,
+        deadline_ms: Option<u64>,
+        now_ms: u64,
     },
     Committed {
         tx: TxId,

@@ -157,6 +157,9 @@ pub enum TxnMsg {
         value: Option<Value>,
         version: Version,
         writer_cut: Option<CutId>,
+        /// The value's deadline and the primary's clock (`Response::Value`).
+        deadline_ms: Option<u64>,
+        now_ms: u64,
     },
     /// To the near, in answer to its commit told again: a recovery without the near rolled this
     /// vnode's branch of `tx` back (`txn::orphan`), so no other host will ever hold the commit.

@@ -391,4 +391,25 @@ mod tests {
         assert!(!s.apply(&ResolvedWrite { key: k.clone(), value: Some(b"1".to_vec()), version: 1, deadline_ms: None }));
         assert_eq!(s.get(&k).value, Some(b"2".to_vec()));
     }
+
+    /// The primary's expiry clock decides: an expired value counts as absent, `Expire` deletes
+    /// only a key past its deadline and keeps the time it expired at, `SetExpiring` sets one.
+    #[test]
+    fn values_past_their_deadline_count_as_absent_and_only_they_expire() {
+        let mut s = Store::default();
+        let k = b"k".to_vec();
+        let w = s.resolve(&k, &WriteOp::SetExpiring(b"5".to_vec(), Expiry::In(100)), 1_000).unwrap();
+        assert_eq!((w.value.as_deref(), w.deadline_ms), (Some(&b"5"[..]), Some(1_100)));
+        s.apply(&w);
+        assert_eq!(s.resolve(&k, &WriteOp::Expire, 1_099), Err(EvalError::NotExpired));
+        let kept = s.resolve(&k, &WriteOp::IncrBy(1), 1_099).unwrap();
+        assert_eq!((kept.value.as_deref(), kept.deadline_ms), (Some(&b"6"[..]), Some(1_100)), "INCR keeps it");
+        let fresh = s.resolve(&k, &WriteOp::IncrBy(1), 1_100).unwrap();
+        assert_eq!((fresh.value.as_deref(), fresh.deadline_ms), (Some(&b"1"[..]), None), "from 0 once expired");
+        let expired = s.resolve(&k, &WriteOp::Expire, 1_250).unwrap();
+        assert_eq!((expired.value, expired.deadline_ms, expired.version), (None, Some(1_250), 2));
+        let past = s.resolve(&k, &WriteOp::SetExpiring(b"x".to_vec(), Expiry::At(900)), 1_000).unwrap();
+        assert_eq!((past.value, past.deadline_ms), (None, None), "a deadline already past deletes");
+        assert_eq!(s.resolve(&k, &WriteOp::Set(b"y".to_vec()), 1_000).unwrap().deadline_ms, None);
+    }
 }

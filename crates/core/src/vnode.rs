@@ -361,8 +361,8 @@ impl Vnode {
             TxnMsg::RolledBack { tx } => self.on_rolled_back(from, tx),
             TxnMsg::Recover { tx } => self.on_recover(from, tx),
             TxnMsg::Recovered { tx, status } => self.on_recovered(from, tx, status),
-            TxnMsg::ReadReply { req, value, version, writer_cut } => {
-                self.on_read_reply(req, value, version, writer_cut)
+            TxnMsg::ReadReply { req, value, version, writer_cut, deadline_ms, now_ms } => {
+                self.on_read_reply(req, value, version, writer_cut, (deadline_ms, now_ms))
             }
             TxnMsg::Scan { req, cursor, count } => self.on_scan(from, req, cursor, count),
             TxnMsg::ScanReply { req, keys, next, writer_cut } => self.on_scan_reply(req, keys, next, writer_cut),

@@ -52,6 +52,13 @@ fn resolved() -> Vec<ResolvedWrite> {
     vec![
         ResolvedWrite { key: b"user:1".to_vec(), value: Some(b"alice".to_vec()), version: 9, deadline_ms: None },
         ResolvedWrite { key: b"gone".to_vec(), value: None, version: 10, deadline_ms: None },
+        ResolvedWrite {
+            key: b"session".to_vec(),
+            value: Some(b"s".to_vec()),
+            version: 2,
+            deadline_ms: Some(1_796_000_000_000),
+        },
+        ResolvedWrite { key: b"expired".to_vec(), value: None, version: 3, deadline_ms: Some(1_796_000_000_001) },
     ]
 }
 
@@ -100,7 +107,14 @@ fn envelopes() -> Vec<(&'static str, Envelope)> {
         ),
         (
             "read-reply",
-            Body::Txn(TxnMsg::ReadReply { req: 12, value: Some(b"v".to_vec()), version: 3, writer_cut: None }),
+            Body::Txn(TxnMsg::ReadReply {
+                req: 12,
+                value: Some(b"v".to_vec()),
+                version: 3,
+                writer_cut: None,
+                deadline_ms: Some(9),
+                now_ms: 1,
+            }),
         ),
         ("status-reply", Body::Txn(TxnMsg::StatusReply { tx: tx(1), status: TxStatus::Committed { tx_cut: None } })),
         ("cut-finished", Body::Cut(CutMsg::Finished { cut: CutId(8), ok: true })),

@@ -154,7 +154,7 @@ impl Client {
             if flight.answers[i].is_none() {
                 flight.answered += 1;
             }
-            if let (Request::Get { key }, Response::Value { value, version }) = (&flight.requests[i], &response) {
+            if let (Request::Get { key }, Response::Value { value, version, .. }) = (&flight.requests[i], &response) {
                 let op = self.op.as_mut().expect("an operation in progress");
                 op.values.insert((key.clone(), *version), value.clone());
             }

@@ -29,10 +29,21 @@ pub enum Failure {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErrorReply(pub String);
 
-/// A read's answer: the key's value and version, or the error the client hears.
-pub fn read(answer: Option<Response>) -> Result<(Option<Value>, Version), ErrorReply> {
+/// What a read answered: the key's value, version and deadline, and its primary's clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Read {
+    pub value: Option<Value>,
+    pub version: Version,
+    pub deadline_ms: Option<u64>,
+    pub now_ms: u64,
+}
+
+/// A read's answer, or the error the client hears.
+pub fn read(answer: Option<Response>) -> Result<Read, ErrorReply> {
     match answer {
-        Some(Response::Value { value, version }) => Ok((value, version)),
+        Some(Response::Value { value, version, deadline_ms, now_ms }) => {
+            Ok(Read { value, version, deadline_ms, now_ms })
+        }
         Some(Response::Unavailable { why }) => Err(ErrorReply(unavailable(why))),
         Some(other) => Err(ErrorReply(format!("ERR unexpected response {other:?}"))),
         None => Err(ErrorReply(TIMED_OUT.into())),

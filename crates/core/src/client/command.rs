@@ -2,6 +2,7 @@
 //! asks for, already parsed and checked (arity, integers) by the front end.
 
 use crate::ids::{Key, Value};
+pub use crate::store::Expiry;
 
 /// A command that reads or writes data: these run as one serializable transaction (alone, or
 /// together between `MULTI` and `EXEC`).
@@ -16,14 +17,24 @@ pub enum DataCmd {
     IncrBy(Key, i64),
     Append(Key, Value),
     StrLen(Key),
-    /// `SET key value [NX|XX] [GET]` (no expiry): `only` the condition on the key's existence,
-    /// `get` whether the reply is the old value.
+    /// `SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL]`: `only` the condition on the key's
+    /// existence, `get` whether the reply is the old value, `ttl` what becomes of its deadline.
     SetIf {
         key: Key,
         value: Value,
         only: Existing,
         get: bool,
+        ttl: SetTtl,
     },
+    /// `SET key value EX|PX|EXAT|PXAT t` alone, `SETEX`, `PSETEX`: a blind write with a deadline.
+    SetEx(Key, Value, Expiry),
+    /// `GETEX key [EX|PX|EXAT|PXAT t|PERSIST]`: the value, and its deadline changed if asked.
+    GetEx(Key, Option<SetTtl>),
+    /// `EXPIRE`, `PEXPIRE`, `EXPIREAT`, `PEXPIREAT` with `NX|XX|GT|LT`.
+    Expire(Key, Expiry, ExpireIf),
+    /// `TTL`, `PTTL`, `EXPIRETIME`, `PEXPIRETIME`.
+    Ttl(Key, TtlAsked),
+    Persist(Key),
     /// `SETNX key value`: `SET … NX` answering 1 or 0.
     SetNx(Key, Value),
     /// `GETSET key value`: `SET … GET`.
@@ -71,6 +82,42 @@ pub enum LcsAnswer {
     /// The matching ranges, the last in the values first as Redis lists them (`IDX`), those
     /// shorter than `min_len` left out, each with its length if `with_len`.
     Ranges { min_len: u64, with_len: bool },
+}
+
+/// What a `SET` (or `GETEX`) does to the key's deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetTtl {
+    /// Plain `SET`: the key no longer expires (`GETEX … PERSIST` too).
+    Clear,
+    /// `KEEPTTL`: the deadline stays.
+    Keep,
+    /// `EX`/`PX`/`EXAT`/`PXAT`.
+    Expire(Expiry),
+}
+
+/// `EXPIRE`'s condition on the key's current deadline (no deadline counts as infinite for `GT`
+/// and `LT`, as in Redis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpireIf {
+    Always,
+    /// `NX`: only if the key has no deadline.
+    NoDeadline,
+    /// `XX`: only if it has one.
+    HasDeadline,
+    /// `GT`: only if the new deadline is later.
+    Later,
+    /// `LT`: only if the new deadline is earlier.
+    Earlier,
+    /// `XX LT`: only if the key has a deadline and the new one is earlier.
+    EarlierThanItsDeadline,
+}
+
+/// What `TTL` and its kin answer: time left or the deadline itself, in seconds or milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TtlAsked {
+    pub millis: bool,
+    /// `EXPIRETIME`/`PEXPIRETIME`: the Unix time of the deadline rather than the time left.
+    pub absolute: bool,
 }
 
 /// `SET`'s condition on whether the key exists.

@@ -6,7 +6,7 @@
 //!
 //! Pure: no IO. The client's run (`run.rs`) does the reads and submits the transaction.
 
-use super::command::{DataCmd, Existing};
+use super::command::{DataCmd, Existing, ExpireIf, Expiry, SetTtl, TtlAsked};
 use crate::ids::{Key, Value};
 use crate::store::{Write, WriteOp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +18,7 @@ pub fn keys_to_read(cmds: &[DataCmd]) -> BTreeSet<Key> {
     let mut keys = BTreeSet::new();
     for c in cmds {
         match c {
-            DataCmd::Set(..) | DataCmd::MSet(..) => {}
+            DataCmd::Set(..) | DataCmd::MSet(..) | DataCmd::SetEx(..) => {}
             _ => keys.extend(keys_of(c).into_iter().cloned()),
         }
     }
@@ -65,6 +65,11 @@ fn keys_of(c: &DataCmd) -> Vec<&Key> {
         DataCmd::Get(k) | DataCmd::Set(k, _) | DataCmd::IncrBy(k, _) | DataCmd::Append(k, _) | DataCmd::StrLen(k) => {
             vec![k]
         }
+        DataCmd::SetEx(k, ..)
+        | DataCmd::GetEx(k, _)
+        | DataCmd::Expire(k, ..)
+        | DataCmd::Ttl(k, _)
+        | DataCmd::Persist(k) => vec![k],
         DataCmd::SetIf { key: k, .. }
         | DataCmd::SetNx(k, _)
         | DataCmd::GetSet(k, _)
@@ -87,6 +92,7 @@ fn writes_of(c: &DataCmd) -> Option<Vec<Write>> {
     let write = |key: &Key, op: WriteOp| Write { key: key.clone(), op };
     match c {
         DataCmd::Set(k, v) => Some(vec![write(k, WriteOp::Set(v.clone()))]),
+        DataCmd::SetEx(k, v, expiry) => Some(vec![write(k, WriteOp::SetExpiring(v.clone(), *expiry))]),
         DataCmd::MSet(pairs) => Some(pairs.iter().map(|(k, v)| write(k, WriteOp::Set(v.clone()))).collect()),
         DataCmd::IncrBy(k, by) => Some(vec![write(k, WriteOp::IncrBy(*by))]),
         DataCmd::Append(k, v) => Some(vec![write(k, WriteOp::Append(v.clone()))]),
@@ -122,8 +128,16 @@ pub struct Evaluated {
     pub writes: Vec<Write>,
 }
 
+/// The deadlines of the keys read (those that have one), and the clock of the primaries that
+/// answered the reads (the latest), in Unix milliseconds: what `TTL` and `EXPIRE … GT` compare.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Deadlines {
+    pub of: BTreeMap<Key, u64>,
+    pub now_ms: u64,
+}
+
 /// Runs `cmds` over `read` (the current value of every key `keys_to_read` named; `None` if the
-/// key does not exist). A command that fails (`INCR` on text, a value grown past the limit)
+/// key does not exist) and their `deadlines`. A command that fails (`INCR` on text, a value grown past the limit)
 /// answers with its error and writes nothing, as in Redis; the others go on.
 ///
 /// The values the replies carry are counted before each reply is built: past `reply_max_bytes`
@@ -131,10 +145,12 @@ pub struct Evaluated {
 pub fn evaluate(
     cmds: &[DataCmd],
     read: &BTreeMap<Key, Option<Value>>,
+    deadlines: &Deadlines,
     value_max_bytes: usize,
     reply_max_bytes: usize,
 ) -> Result<Evaluated, ReplyTooLarge> {
-    let mut state = Overlay { values: read.clone(), written: BTreeSet::new() };
+    let ttl = deadlines.of.iter().map(|(k, at)| (k.clone(), Some(Expiry::At(*at)))).collect();
+    let mut state = Overlay { values: read.clone(), ttl, now_ms: deadlines.now_ms, written: BTreeSet::new() };
     let mut reply_bytes = 0usize;
     let mut replies = Vec::with_capacity(cmds.len());
     for c in cmds {
@@ -144,19 +160,15 @@ pub fn evaluate(
         }
         replies.push(state.run(c, value_max_bytes));
     }
-    let writes = state
-        .written
-        .iter()
-        .map(|k| match state.values.get(k).cloned().flatten() {
-            Some(v) => Write { key: k.clone(), op: WriteOp::Set(v) },
-            None => Write { key: k.clone(), op: WriteOp::Del },
-        })
-        .collect();
+    let writes = state.written.iter().map(|k| state.write_of(k)).collect();
     Ok(Evaluated { replies, writes })
 }
 
 struct Overlay {
     values: BTreeMap<Key, Option<Value>>,
+    /// Each key's deadline as the commands left it (absent: none).
+    ttl: BTreeMap<Key, Option<Expiry>>,
+    now_ms: u64,
     written: BTreeSet<Key>,
 }
 
@@ -166,9 +178,42 @@ impl Overlay {
         self.values.get(k).and_then(|v| v.as_ref())
     }
 
+    /// Gives `k` the value `v`, keeping its deadline (`APPEND`, `INCR`, …); a deleted key has none.
     fn put(&mut self, k: &Key, v: Option<Value>) {
+        if v.is_none() {
+            self.ttl.remove(k);
+        }
         self.values.insert(k.clone(), v);
         self.written.insert(k.clone());
+    }
+
+    /// Gives `k` the value `v` and no deadline (`SET` and the commands that replace a value).
+    fn replace(&mut self, k: &Key, v: Value) {
+        self.ttl.remove(k);
+        self.put(k, Some(v));
+    }
+
+    fn deadline(&self, k: &Key) -> Option<Expiry> {
+        self.ttl.get(k).copied().flatten()
+    }
+
+    /// Sets `k`'s deadline (the key exists); one already passed deletes the key, as in Redis.
+    fn set_deadline(&mut self, k: &Key, at: Option<Expiry>) {
+        if at.is_some_and(|e| e.deadline_ms(self.now_ms) <= self.now_ms) {
+            return self.put(k, None);
+        }
+        self.ttl.insert(k.clone(), at);
+        self.written.insert(k.clone());
+    }
+
+    /// The write a key the commands changed becomes.
+    fn write_of(&self, k: &Key) -> Write {
+        let op = match (self.values.get(k).cloned().flatten(), self.deadline(k)) {
+            (Some(v), None) => WriteOp::Set(v),
+            (Some(v), Some(at)) => WriteOp::SetExpiring(v, at),
+            (None, _) => WriteOp::Del,
+        };
+        Write { key: k.clone(), op }
     }
 
     /// About how many bytes `c`'s reply takes on the wire, from the values it would carry (each
@@ -176,7 +221,11 @@ impl Overlay {
     fn reply_bytes(&self, c: &DataCmd) -> usize {
         let value = |k: &Key| self.get(k).map_or(0, |v| v.len()) + 16;
         match c {
-            DataCmd::Get(k) | DataCmd::GetSet(k, _) | DataCmd::GetDel(k) | DataCmd::GetRange(k, ..) => value(k),
+            DataCmd::Get(k)
+            | DataCmd::GetSet(k, _)
+            | DataCmd::GetDel(k)
+            | DataCmd::GetRange(k, ..)
+            | DataCmd::GetEx(k, _) => value(k),
             DataCmd::SetIf { key, get: true, .. } => value(key),
             DataCmd::Lcs { a, b, .. } => value(a).saturating_add(value(b)).saturating_mul(2),
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
@@ -188,11 +237,16 @@ impl Overlay {
         match c {
             DataCmd::Get(k) => self.bulk_of(k),
             DataCmd::Set(k, v) => {
-                self.put(k, Some(v.clone()));
+                self.replace(k, v.clone());
+                Reply::ok()
+            }
+            DataCmd::SetEx(k, v, at) => {
+                self.replace(k, v.clone());
+                self.set_deadline(k, Some(*at));
                 Reply::ok()
             }
             DataCmd::MSet(pairs) => {
-                pairs.iter().for_each(|(k, v)| self.put(k, Some(v.clone())));
+                pairs.iter().for_each(|(k, v)| self.replace(k, v.clone()));
                 Reply::ok()
             }
             DataCmd::Del(ks) => {
@@ -226,9 +280,16 @@ impl Overlay {
     /// The string and keyspace commands beyond the first ones (issue 34), Redis's replies.
     fn run_more(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
         match c {
-            DataCmd::SetIf { key, value, only, get } => {
+            DataCmd::SetIf { key, value, only, get, ttl } => {
                 let before = self.bulk_of(key);
-                match (get, self.set_if(key, value, *only)) {
+                let kept = self.deadline(key);
+                let set = self.set_if(key, value, *only);
+                match (set, ttl) {
+                    (false, _) | (true, SetTtl::Clear) => {}
+                    (true, SetTtl::Keep) => self.set_deadline(key, kept),
+                    (true, SetTtl::Expire(at)) => self.set_deadline(key, Some(*at)),
+                }
+                match (get, set) {
                     (true, _) => before,
                     (false, true) => Reply::ok(),
                     (false, false) => Reply::Null,
@@ -253,7 +314,7 @@ impl Overlay {
             DataCmd::MSetNx(pairs) => {
                 let none = pairs.iter().all(|(k, _)| self.get(k).is_none());
                 if none {
-                    pairs.iter().for_each(|(k, v)| self.put(k, Some(v.clone())));
+                    pairs.iter().for_each(|(k, v)| self.replace(k, v.clone()));
                 }
                 Reply::Integer(none as i64)
             }
@@ -267,12 +328,33 @@ impl Overlay {
                 if self.get(to).is_some() && !replace {
                     return Reply::Integer(0);
                 }
-                self.put(to, Some(v));
+                let at = self.deadline(from);
+                self.replace(to, v);
+                self.set_deadline(to, at);
                 Reply::Integer(1)
             }
             DataCmd::GetBit(k, offset) => Reply::Integer(bit(self.bytes(k), *offset) as i64),
             DataCmd::SetBit(k, offset, on) => self.set_bit(k, *offset, *on, value_max_bytes),
             DataCmd::Lcs { a, b, answer } => super::lcs::reply(self.bytes(a), self.bytes(b), *answer),
+            DataCmd::GetEx(k, ttl) => {
+                let before = self.bulk_of(k);
+                match ttl {
+                    Some(_) if self.get(k).is_none() => {}
+                    Some(SetTtl::Clear) if self.deadline(k).is_some() => self.set_deadline(k, None),
+                    Some(SetTtl::Expire(at)) => self.set_deadline(k, Some(*at)),
+                    _ => {}
+                }
+                before
+            }
+            DataCmd::Expire(k, at, when) => Reply::Integer(self.expire(k, *at, *when) as i64),
+            DataCmd::Ttl(k, asked) => Reply::Integer(self.ttl_reply(k, *asked)),
+            DataCmd::Persist(k) => {
+                let had = self.get(k).is_some() && self.deadline(k).is_some();
+                if had {
+                    self.set_deadline(k, None);
+                }
+                Reply::Integer(had as i64)
+            }
             _ => unreachable!("the first commands are run by `run`"),
         }
     }
@@ -288,6 +370,46 @@ impl Overlay {
     }
 
     /// `SET key value` under `only`'s condition on the key's existence: whether it was set.
+    /// `EXPIRE` and its kin: whether the deadline was set (or the key deleted, its time past).
+    fn expire(&mut self, k: &Key, at: Expiry, when: ExpireIf) -> bool {
+        if self.get(k).is_none() {
+            return false;
+        }
+        let current = self.deadline(k).map(|e| e.deadline_ms(self.now_ms));
+        let new = at.deadline_ms(self.now_ms);
+        let allowed = match when {
+            ExpireIf::Always => true,
+            ExpireIf::NoDeadline => current.is_none(),
+            ExpireIf::HasDeadline => current.is_some(),
+            ExpireIf::Later => current.is_some_and(|c| new > c), // none: infinite, never later
+            ExpireIf::Earlier => current.is_none_or(|c| new < c),
+            ExpireIf::EarlierThanItsDeadline => current.is_some_and(|c| new < c),
+        };
+        if allowed {
+            self.set_deadline(k, Some(at));
+        }
+        allowed
+    }
+
+    /// `TTL` and its kin: -2 for no key, -1 for no deadline, else the time left (rounded as
+    /// Redis rounds it) or the deadline.
+    fn ttl_reply(&self, k: &Key, asked: TtlAsked) -> i64 {
+        if self.get(k).is_none() {
+            return -2;
+        }
+        let Some(at) = self.deadline(k).map(|e| e.deadline_ms(self.now_ms)) else { return -1 };
+        let ms = match asked.absolute {
+            true => at,
+            false => at.saturating_sub(self.now_ms),
+        };
+        let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+        match (asked.millis, asked.absolute) {
+            (true, _) => ms,
+            (false, true) => ms / 1_000,
+            (false, false) => (ms + 500) / 1_000,
+        }
+    }
+
     fn set_if(&mut self, k: &Key, v: &Value, only: Existing) -> bool {
         let exists = self.get(k).is_some();
         let allowed = match only {
@@ -296,7 +418,7 @@ impl Overlay {
             Existing::Present => exists,
         };
         if allowed {
-            self.put(k, Some(v.clone()));
+            self.replace(k, v.clone());
         }
         allowed
     }
@@ -361,8 +483,10 @@ impl Overlay {
             return Reply::Integer(0);
         }
         if from != to {
+            let at = self.deadline(from);
             self.put(from, None);
-            self.put(to, Some(v));
+            self.replace(to, v);
+            self.set_deadline(to, at);
         }
         if nx {
             Reply::Integer((from != to) as i64)
@@ -451,8 +575,14 @@ mod tests {
             DataCmd::Del(vec![k("b"), k("b"), k("c")]),
         ];
         assert_eq!(keys_to_read(&cmds), [k("a"), k("b"), k("c")].into_iter().collect());
-        let e = evaluate(&cmds, &read(&[("a", Some("10")), ("b", None), ("c", None)]), 1 << 20, usize::MAX)
-            .expect("within the reply limit");
+        let e = evaluate(
+            &cmds,
+            &read(&[("a", Some("10")), ("b", None), ("c", None)]),
+            &Deadlines::default(),
+            1 << 20,
+            usize::MAX,
+        )
+        .expect("within the reply limit");
         assert_eq!(
             e.replies,
             vec![Reply::Integer(15), Reply::Integer(16), Reply::ok(), Reply::bulk("x"), Reply::Integer(1)]
@@ -466,7 +596,8 @@ mod tests {
     #[test]
     fn a_failing_command_answers_its_error_and_writes_nothing_while_the_others_apply() {
         let cmds = vec![DataCmd::IncrBy(k("t"), 1), DataCmd::Append(k("t"), k("!"))];
-        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), 1 << 20, usize::MAX).expect("within the reply limit");
+        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), &Deadlines::default(), 1 << 20, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::error("ERR value is not an integer or out of range"), Reply::Integer(5)]);
         assert_eq!(e.writes, vec![Write { key: k("t"), op: WriteOp::Set(k("text!")) }]);
     }
@@ -475,18 +606,30 @@ mod tests {
     fn blind_writes_need_no_read_and_counts_follow_redis() {
         let cmds = vec![DataCmd::MSet(vec![(k("a"), k("1"))]), DataCmd::Exists(vec![k("a"), k("a"), k("z")])];
         assert_eq!(keys_to_read(&cmds), [k("a"), k("z")].into_iter().collect());
-        let e =
-            evaluate(&cmds, &read(&[("a", None), ("z", None)]), 1 << 20, usize::MAX).expect("within the reply limit");
+        let e = evaluate(&cmds, &read(&[("a", None), ("z", None)]), &Deadlines::default(), 1 << 20, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::ok(), Reply::Integer(2)]);
     }
 
     #[test]
     fn overflow_and_size_limits_are_errors() {
-        let e = evaluate(&[DataCmd::IncrBy(k("n"), 1)], &read(&[("n", Some("9223372036854775807"))]), 16, usize::MAX)
-            .expect("within the reply limit");
+        let e = evaluate(
+            &[DataCmd::IncrBy(k("n"), 1)],
+            &read(&[("n", Some("9223372036854775807"))]),
+            &Deadlines::default(),
+            16,
+            usize::MAX,
+        )
+        .expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::error("ERR increment or decrement would overflow")]);
-        let e = evaluate(&[DataCmd::Append(k("s"), vec![b'x'; 20])], &read(&[("s", None)]), 16, usize::MAX)
-            .expect("within the reply limit");
+        let e = evaluate(
+            &[DataCmd::Append(k("s"), vec![b'x'; 20])],
+            &read(&[("s", None)]),
+            &Deadlines::default(),
+            16,
+            usize::MAX,
+        )
+        .expect("within the reply limit");
         assert!(matches!(&e.replies[0], Reply::Error(m) if m.contains("maximum allowed size")));
         assert!(e.writes.is_empty());
     }
@@ -501,8 +644,14 @@ mod tests {
         let replies: Vec<Reply> =
             cmds.iter().map(|c| reply_at_primary(c, |key| after.get(key).cloned().flatten())).collect();
         // The same replies as reading first and evaluating here.
-        let e = evaluate(&cmds, &read(&[("a", Some("100")), ("b", Some("100"))]), 1 << 20, usize::MAX)
-            .expect("within the reply limit");
+        let e = evaluate(
+            &cmds,
+            &read(&[("a", Some("100")), ("b", Some("100"))]),
+            &Deadlines::default(),
+            1 << 20,
+            usize::MAX,
+        )
+        .expect("within the reply limit");
         assert_eq!(replies, e.replies);
         assert_eq!(replies, vec![Reply::Integer(95), Reply::Integer(105), Reply::ok()]);
     }
@@ -522,12 +671,12 @@ mod tests {
 
     fn run_one(c: DataCmd, before: &[(&str, Option<&str>)]) -> Evaluated {
         assert_eq!(keys_to_read(std::slice::from_ref(&c)).len(), before.len(), "{c:?} reads its keys");
-        evaluate(&[c], &read(before), 64, usize::MAX).expect("within the reply limit")
+        evaluate(&[c], &read(before), &Deadlines::default(), 64, usize::MAX).expect("within the reply limit")
     }
 
     #[test]
     fn conditional_sets_answer_and_write_as_redis_does() {
-        let set = |only, get| DataCmd::SetIf { key: k("a"), value: k("new"), only, get };
+        let set = |only, get| DataCmd::SetIf { key: k("a"), value: k("new"), only, get, ttl: SetTtl::Clear };
         let e = run_one(set(Existing::Absent, false), &[("a", Some("old"))]);
         assert_eq!((e.replies, e.writes.len()), (vec![Reply::Null], 0), "SET NX on a key that exists");
         let e = run_one(set(Existing::Present, true), &[("a", Some("old"))]);
@@ -609,6 +758,7 @@ mod tests {
         let same = evaluate(
             &[DataCmd::Rename { from: k("a"), to: k("a"), nx: false }],
             &read(&[("a", Some("1"))]),
+            &Deadlines::default(),
             64,
             usize::MAX,
         );
@@ -628,8 +778,85 @@ mod tests {
         let repeats = vec![k("big"); 1_000];
         let cmds = vec![DataCmd::MGet(repeats)];
         let read: BTreeMap<Key, Option<Value>> = [(k("big"), Some(vec![b'v'; 4096]))].into_iter().collect();
-        assert_eq!(evaluate(&cmds, &read, 1 << 20, 1 << 20), Err(ReplyTooLarge { max: 1 << 20 }));
-        let e = evaluate(&cmds, &read, 1 << 20, 8 << 20).expect("within 8 MiB");
+        assert_eq!(
+            evaluate(&cmds, &read, &Deadlines::default(), 1 << 20, 1 << 20),
+            Err(ReplyTooLarge { max: 1 << 20 })
+        );
+        let e = evaluate(&cmds, &read, &Deadlines::default(), 1 << 20, 8 << 20).expect("within 8 MiB");
         assert!(matches!(&e.replies[0], Reply::Array(values) if values.len() == 1_000));
+    }
+
+    fn with_deadlines(cmds: &[DataCmd], before: &[(&str, Option<&str>, Option<u64>)], now_ms: u64) -> Evaluated {
+        let values: Vec<(&str, Option<&str>)> = before.iter().map(|(key, v, _)| (*key, *v)).collect();
+        let of = before.iter().filter_map(|(key, _, at)| Some((k(key), (*at)?))).collect();
+        evaluate(cmds, &read(&values), &Deadlines { of, now_ms }, 64, usize::MAX).expect("within the reply limit")
+    }
+
+    /// TTL's -2/-1/time left (rounded as Redis does), EXPIRE's NX/XX/GT/LT, PERSIST, and the
+    /// writes they become: the value again with its new deadline.
+    #[test]
+    fn expiry_commands_answer_and_write_as_redis_does() {
+        let ttl = |millis, absolute| DataCmd::Ttl(k("a"), TtlAsked { millis, absolute });
+        let e = with_deadlines(
+            &[ttl(false, false), ttl(true, false), ttl(false, true)],
+            &[("a", Some("v"), Some(10_700))],
+            1_000,
+        );
+        assert_eq!(e.replies, vec![Reply::Integer(10), Reply::Integer(9_700), Reply::Integer(10)]);
+        let e = with_deadlines(&[ttl(false, false)], &[("a", Some("v"), None)], 1_000);
+        assert_eq!(e.replies, vec![Reply::Integer(-1)]);
+        let e = with_deadlines(&[ttl(true, false)], &[("a", None, None)], 1_000);
+        assert_eq!(e.replies, vec![Reply::Integer(-2)]);
+
+        let expire = |at, when| DataCmd::Expire(k("a"), at, when);
+        let e = with_deadlines(&[expire(Expiry::In(5_000), ExpireIf::Later)], &[("a", Some("v"), Some(9_000))], 1_000);
+        assert_eq!((e.replies, e.writes.len()), (vec![Reply::Integer(0)], 0), "GT: 6 000 is not later than 9 000");
+        let e =
+            with_deadlines(&[expire(Expiry::In(5_000), ExpireIf::Earlier)], &[("a", Some("v"), Some(9_000))], 1_000);
+        assert_eq!(e.replies, vec![Reply::Integer(1)]);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::SetExpiring(k("v"), Expiry::In(5_000)) }]);
+        let e = with_deadlines(&[expire(Expiry::In(5_000), ExpireIf::Later)], &[("a", Some("v"), None)], 1_000);
+        assert_eq!(e.replies, vec![Reply::Integer(0)], "GT: no deadline counts as infinite");
+        let e = with_deadlines(&[expire(Expiry::In(5_000), ExpireIf::NoDeadline)], &[("a", Some("v"), None)], 1_000);
+        assert_eq!(e.replies, vec![Reply::Integer(1)]);
+        let e = with_deadlines(&[expire(Expiry::At(500), ExpireIf::Always)], &[("a", Some("v"), None)], 1_000);
+        assert_eq!(e.replies, vec![Reply::Integer(1)], "a deadline already past deletes the key");
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Del }]);
+        let e = with_deadlines(&[expire(Expiry::In(5), ExpireIf::Always)], &[("a", None, None)], 1_000);
+        assert_eq!((e.replies, e.writes.len()), (vec![Reply::Integer(0)], 0), "no key, nothing to expire");
+
+        let e = with_deadlines(
+            &[DataCmd::Persist(k("a")), DataCmd::Persist(k("a"))],
+            &[("a", Some("v"), Some(9_000))],
+            1_000,
+        );
+        assert_eq!(e.replies, vec![Reply::Integer(1), Reply::Integer(0)]);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Set(k("v")) }]);
+    }
+
+    /// SET clears a deadline, KEEPTTL and APPEND keep it, RENAME and COPY carry it, GETEX sets it.
+    #[test]
+    fn writes_keep_clear_or_carry_deadlines_as_redis_does() {
+        let before = [("a", Some("v"), Some(9_000)), ("b", None, None)];
+        let set = |ttl| DataCmd::SetIf { key: k("a"), value: k("w"), only: Existing::Any, get: false, ttl };
+        let e = with_deadlines(&[set(SetTtl::Keep)], &before[..1], 1_000);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::SetExpiring(k("w"), Expiry::At(9_000)) }]);
+        let e = with_deadlines(&[set(SetTtl::Clear)], &before[..1], 1_000);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::Set(k("w")) }]);
+        let e = with_deadlines(&[DataCmd::Append(k("a"), k("!"))], &before[..1], 1_000);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::SetExpiring(k("v!"), Expiry::At(9_000)) }]);
+        let e = with_deadlines(&[DataCmd::Rename { from: k("a"), to: k("b"), nx: false }], &before, 1_000);
+        assert_eq!(
+            e.writes,
+            vec![
+                Write { key: k("a"), op: WriteOp::Del },
+                Write { key: k("b"), op: WriteOp::SetExpiring(k("v"), Expiry::At(9_000)) }
+            ]
+        );
+        let e = with_deadlines(&[DataCmd::GetEx(k("a"), Some(SetTtl::Expire(Expiry::In(50))))], &before[..1], 1_000);
+        assert_eq!(e.replies, vec![Reply::bulk("v")]);
+        assert_eq!(e.writes, vec![Write { key: k("a"), op: WriteOp::SetExpiring(k("v"), Expiry::In(50)) }]);
+        let e = with_deadlines(&[DataCmd::GetEx(k("a"), None)], &before[..1], 1_000);
+        assert!(e.writes.is_empty(), "GETEX without options changes nothing");
     }
 }

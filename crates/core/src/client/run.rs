@@ -7,11 +7,11 @@
 //! `Finished::attempts`, with what its answer says of it, so a history built from them misses
 //! nothing that may have committed.
 
-use super::answer::{self, Failure, NOT_AN_INTEGER};
+use super::answer::{self, Failure, Read, NOT_AN_INTEGER};
 use super::evaluate;
 use super::{ClientLimits, DataCmd, BACKOFF_MAX_US, BACKOFF_MIN_US};
 use crate::breaks::Breaks;
-use crate::ids::{Key, TxId, Value, Version};
+use crate::ids::{Key, TxId, Version};
 use crate::io::{Request, Response, ScanCursor};
 use crate::message::AbortReason;
 use crate::store::{ReadCheck, ResolvedWrite, Write, WriteOp};
@@ -246,14 +246,14 @@ impl Run {
         self.send_reads(keys)
     }
 
-    fn on_reads(&mut self, keys: Vec<Key>, read: Vec<(Option<Value>, Version)>) -> Step {
+    fn on_reads(&mut self, keys: Vec<Key>, read: Vec<Read>) -> Step {
         match &self.job {
             Job::Watch(_) => {
-                self.watch_read = keys.into_iter().zip(read).map(|(key, (_, version))| (key, version)).collect();
+                self.watch_read = keys.into_iter().zip(read).map(|(key, r)| (key, r.version)).collect();
                 self.done(Answer::Replies(vec![Reply::ok()]), Ended::NoTransaction)
             }
             Job::Get(key) => {
-                let (value, version) = read.into_iter().next().expect("one read sent");
+                let Read { value, version, .. } = read.into_iter().next().expect("one read sent");
                 let reads = vec![ReadCheck { key: key.clone(), version }];
                 self.attempts.push(answered_by_reads(reads));
                 self.done(Answer::Replies(vec![value.map_or(Reply::Null, Reply::bulk)]), Ended::NoTransaction)
@@ -264,22 +264,27 @@ impl Run {
     }
 
     /// Runs the commands over what was read and commits, unless the reads alone were atomic.
-    fn evaluate(&mut self, keys: Vec<Key>, read: Vec<(Option<Value>, Version)>) -> Step {
+    fn evaluate(&mut self, keys: Vec<Key>, read: Vec<Read>) -> Step {
         let (limits, breaks) = (self.limits, self.breaks);
         let watched = &self.txn_ref().watched;
-        let moved =
-            |(key, (_, version)): (&Key, &(Option<Value>, Version))| watched.get(key).is_some_and(|w| w != version);
+        let moved = |(key, r): (&Key, &Read)| watched.get(key).is_some_and(|w| *w != r.version);
         if !breaks.client_ignores_watch && keys.iter().zip(&read).any(moved) {
             return self.done(Answer::WatchFailed, Ended::WatchFailed);
         }
         let job = self.txn_ref();
         let mut checks = if breaks.client_ignores_watch { BTreeMap::new() } else { job.watched.clone() };
         let mut values = BTreeMap::new();
-        for (key, (value, version)) in keys.iter().zip(read) {
-            checks.insert(key.clone(), version);
-            values.insert(key.clone(), value);
+        let mut deadlines = evaluate::Deadlines::default();
+        for (key, r) in keys.iter().zip(read) {
+            checks.insert(key.clone(), r.version);
+            values.insert(key.clone(), r.value);
+            if let Some(at) = r.deadline_ms {
+                deadlines.of.insert(key.clone(), at);
+            }
+            deadlines.now_ms = deadlines.now_ms.max(r.now_ms);
         }
-        let evaluated = match evaluate::evaluate(&self.local, &values, limits.value_max_bytes, limits.reply_max_bytes) {
+        let (value_max, reply_max) = (limits.value_max_bytes, limits.reply_max_bytes);
+        let evaluated = match evaluate::evaluate(&self.local, &values, &deadlines, value_max, reply_max) {
             Ok(evaluated) => evaluated,
             Err(too_large) => {
                 let mut finished = self.finish(Answer::Error(too_large.to_string()), Ended::Failed);

@@ -17,7 +17,7 @@ fn tx(seq: u32) -> TxId {
 }
 
 fn value(v: &str, version: u64) -> Option<Response> {
-    Some(Response::Value { value: Some(k(v)), version })
+    Some(Response::Value { value: Some(k(v)), version, deadline_ms: None, now_ms: 0 })
 }
 
 fn committed(seq: u32, written: &[(&str, &str, u64)]) -> Option<Response> {

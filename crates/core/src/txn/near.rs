@@ -387,9 +387,11 @@ impl Vnode {
         value: Option<Value>,
         version: Version,
         writer_cut: Option<CutId>,
+        (deadline_ms, now_ms): (Option<u64>, u64),
     ) {
         if let Some(PendingRead { asked, .. }) = self.near.reads.remove(&req) {
-            self.reply_revealing(writer_cut, asked.client, asked.req, Response::Value { value, version });
+            let response = Response::Value { value, version, deadline_ms, now_ms };
+            self.reply_revealing(writer_cut, asked.client, asked.req, response);
         }
     }
 

@@ -54,9 +54,6 @@ impl Vnode {
         if !self.leads(&key) {
             return self.refuse_read(reader, "TRYAGAIN the key's partition moved");
         }
-        if self.read_waits_for_expiry(&reader, &key) {
-            return;
-        }
         let waits = self.prepared_writers_of(&key);
         if waits.is_empty() || self.cfg.breaks.reads_ignore_prepared {
             return self.answer_read(reader, &key);
@@ -81,20 +78,25 @@ impl Vnode {
     }
 
     fn answer_read(&mut self, reader: Reader, key: &Key) {
+        if self.read_waits_for_expiry(&reader, key) {
+            return;
+        }
         let e = self.store.get(key);
+        let (deadline_ms, now_ms) = (e.deadline_ms.filter(|_| e.value.is_some()), self.clock_ms());
         let writer_cut = self.rt.read_reveals(key, &self.cfg.breaks);
         // Break `reads-before-commit-durable` answers without waiting for this vnode's log.
         let unheld = self.cfg.breaks.reads_before_commit_durable;
         match reader {
             Reader::Client { client, req } => {
-                let response = Response::Value { value: e.value, version: e.version };
+                let response = Response::Value { value: e.value, version: e.version, deadline_ms, now_ms };
                 match unheld {
                     true => self.reply_revealing_unheld(writer_cut, client, req, response),
                     false => self.reply_revealing(writer_cut, client, req, response),
                 }
             }
             Reader::Near { from, req } => {
-                let reply = TxnMsg::ReadReply { req, value: e.value, version: e.version, writer_cut };
+                let (value, version) = (e.value, e.version);
+                let reply = TxnMsg::ReadReply { req, value, version, writer_cut, deadline_ms, now_ms };
                 match unheld {
                     true => self.send_txn_unheld(&from, reply),
                     false => self.send_txn(&from, reply),

@@ -2,6 +2,7 @@
 //! command, or into the error Redis itself would give (wrong arity, not an integer, an option
 //! Waymark does not support — never a silent success).
 
+use super::ttl_args;
 pub use waymark_core::client::command::{Existing, LcsAnswer};
 pub use waymark_core::client::DataCmd;
 use waymark_core::{Key, Value};
@@ -90,6 +91,12 @@ pub enum AclCmd {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CmdError(pub String);
 
+impl From<ttl_args::ArgError> for CmdError {
+    fn from(e: ttl_args::ArgError) -> Self {
+        CmdError(e.0)
+    }
+}
+
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
 /// counting the name) — `COMMAND` lists them for tools.
 pub const TABLE: &[(&str, i64)] = &[
@@ -121,6 +128,17 @@ pub const TABLE: &[(&str, i64)] = &[
     ("touch", -2),
     ("function", -2),
     ("getex", -2),
+    ("setex", 4),
+    ("psetex", 4),
+    ("expire", -3),
+    ("pexpire", -3),
+    ("expireat", -3),
+    ("pexpireat", -3),
+    ("ttl", 2),
+    ("pttl", 2),
+    ("expiretime", 2),
+    ("pexpiretime", 2),
+    ("persist", 2),
     ("getbit", 3),
     ("setbit", 4),
     ("lcs", -3),
@@ -179,8 +197,18 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         "get" => Ok(Cmd::Data(DataCmd::Get(one()))),
         "set" => {
             let (key, value) = (one(), one());
-            set(key, value, a.collect())
+            ttl_args::set(key, value, a.collect()).map(Cmd::Data).map_err(CmdError::from)
         }
+        "setex" | "psetex" => {
+            let (key, time, value) = (one(), one(), one());
+            ttl_args::setex(&name, key, &time, value).map(Cmd::Data).map_err(CmdError::from)
+        }
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            let (key, time) = (one(), one());
+            ttl_args::expire(&name, key, &time, a.collect()).map(Cmd::Data).map_err(CmdError::from)
+        }
+        "ttl" | "pttl" | "expiretime" | "pexpiretime" => Ok(Cmd::Data(ttl_args::ttl(&name, one()))),
+        "persist" => Ok(Cmd::Data(DataCmd::Persist(one()))),
         "del" => Ok(Cmd::Data(DataCmd::Del(a.collect()))),
         "exists" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
         "mget" => Ok(Cmd::Data(DataCmd::MGet(a.collect()))),
@@ -239,7 +267,7 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         "unlink" => Ok(Cmd::Data(DataCmd::Del(a.collect()))),
         "getex" => {
             let key = one();
-            getex(key, a.collect())
+            ttl_args::getex(key, a.collect()).map(Cmd::Data).map_err(CmdError::from)
         }
         "getbit" => {
             let (key, offset) = (one(), one());
@@ -271,43 +299,6 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
 fn unknown(name: &str, args: &[Vec<u8>]) -> CmdError {
     let shown: Vec<String> = args.iter().take(8).map(|a| format!("'{}'", String::from_utf8_lossy(a))).collect();
     CmdError(format!("ERR unknown command '{name}', with args beginning with: {}", shown.join(" ")))
-}
-
-/// `SET key value [NX|XX] [GET]`. Expiry options are refused until keys can expire: saying so
-/// beats storing a key the client believes will expire.
-fn set(key: Key, value: Value, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
-    let (mut only, mut get) = (Existing::Any, false);
-    for opt in options {
-        let opt = String::from_utf8_lossy(&opt).to_ascii_uppercase();
-        match opt.as_str() {
-            "NX" if only != Existing::Present => only = Existing::Absent,
-            "XX" if only != Existing::Absent => only = Existing::Present,
-            "GET" => get = true,
-            "EX" | "PX" | "EXAT" | "PXAT" | "KEEPTTL" => {
-                return Err(CmdError(format!(
-                    "ERR SET option '{opt}' is not supported by Waymark (keys do not expire)"
-                )))
-            }
-            _ => return Err(CmdError("ERR syntax error".into())),
-        }
-    }
-    if only == Existing::Any && !get {
-        return Ok(Cmd::Data(DataCmd::Set(key, value)));
-    }
-    Ok(Cmd::Data(DataCmd::SetIf { key, value, only, get }))
-}
-
-/// `GETEX key [PERSIST]`: no key has an expiry yet, so it is a `GET`; the options that set one
-/// are refused as `SET`'s are.
-fn getex(key: Key, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
-    let upper: Vec<String> = options.iter().map(|o| String::from_utf8_lossy(o).to_ascii_uppercase()).collect();
-    match upper.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] | ["PERSIST"] => Ok(Cmd::Data(DataCmd::Get(key))),
-        [opt @ ("EX" | "PX" | "EXAT" | "PXAT"), _] => {
-            Err(CmdError(format!("ERR GETEX option '{opt}' is not supported by Waymark (keys do not expire)")))
-        }
-        _ => Err(CmdError("ERR syntax error".into())),
-    }
 }
 
 /// A bit offset as Redis takes it: below 2³² (its 512 MiB bulk limit in bits).
@@ -614,6 +605,7 @@ fn hello(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use waymark_core::client::command::{ExpireIf, Expiry, SetTtl, TtlAsked};
 
     fn cmd(words: &str) -> Result<Cmd, CmdError> {
         parse(words.split(' ').map(|w| w.as_bytes().to_vec()).collect())
@@ -638,9 +630,48 @@ mod tests {
     }
 
     #[test]
+    fn expiry_options_parse_with_redis_errors() {
+        let (a, v) = (b"a".to_vec(), b"1".to_vec());
+        assert_eq!(cmd("SET a 1 EX 10"), Ok(Cmd::Data(DataCmd::SetEx(a.clone(), v.clone(), Expiry::In(10_000)))));
+        assert_eq!(cmd("SET a 1 pxat 77"), Ok(Cmd::Data(DataCmd::SetEx(a.clone(), v.clone(), Expiry::At(77)))));
+        let keep = Cmd::Data(DataCmd::SetIf {
+            key: a.clone(),
+            value: v.clone(),
+            only: Existing::Absent,
+            get: false,
+            ttl: SetTtl::Keep,
+        });
+        assert_eq!(cmd("SET a 1 NX KEEPTTL"), Ok(keep));
+        assert_eq!(cmd("SET a 1 EX 10 PX 5"), Err(CmdError("ERR syntax error".into())));
+        assert_eq!(cmd("SET a 1 EX 10 KEEPTTL"), Err(CmdError("ERR syntax error".into())));
+        assert_eq!(cmd("SET a 1 EX 0"), Err(CmdError("ERR invalid expire time in 'set' command".into())));
+        assert_eq!(cmd("SET a 1 EX"), Err(CmdError("ERR syntax error".into())));
+        assert_eq!(cmd("SETEX a -1 v"), Err(CmdError("ERR invalid expire time in 'setex' command".into())));
+        assert_eq!(cmd("PSETEX a 5 v"), Ok(Cmd::Data(DataCmd::SetEx(a.clone(), b"v".to_vec(), Expiry::In(5)))));
+        assert_eq!(
+            cmd("EXPIRE a 9223372036854775807"),
+            Err(CmdError("ERR invalid expire time in 'expire' command".into()))
+        );
+        assert_eq!(cmd("EXPIRE a -3"), Ok(Cmd::Data(DataCmd::Expire(a.clone(), Expiry::At(0), ExpireIf::Always))));
+        assert_eq!(
+            cmd("PEXPIREAT a 99 GT"),
+            Ok(Cmd::Data(DataCmd::Expire(a.clone(), Expiry::At(99), ExpireIf::Later)))
+        );
+        let xx_lt = Cmd::Data(DataCmd::Expire(a.clone(), Expiry::In(1_000), ExpireIf::EarlierThanItsDeadline));
+        assert_eq!(cmd("EXPIRE a 1 xx lt"), Ok(xx_lt));
+        assert!(cmd("EXPIRE a 1 NX GT").unwrap_err().0.contains("not compatible"));
+        assert!(cmd("EXPIRE a 1 GT LT").unwrap_err().0.contains("GT and LT"));
+        assert_eq!(cmd("EXPIRE a 1 FOO"), Err(CmdError("ERR Unsupported option FOO".into())));
+        assert_eq!(cmd("EXPIRE a x"), Err(CmdError("ERR value is not an integer or out of range".into())));
+        let pttl = Cmd::Data(DataCmd::Ttl(a.clone(), TtlAsked { millis: true, absolute: false }));
+        assert_eq!(cmd("PTTL a"), Ok(pttl));
+        let etime = Cmd::Data(DataCmd::Ttl(a.clone(), TtlAsked { millis: false, absolute: true }));
+        assert_eq!(cmd("EXPIRETIME a"), Ok(etime));
+        assert_eq!(cmd("GETEX a EX 10"), Ok(Cmd::Data(DataCmd::GetEx(a, Some(SetTtl::Expire(Expiry::In(10_000)))))));
+    }
+
+    #[test]
     fn unsupported_options_are_refused_not_ignored() {
-        let e = cmd("SET a 1 EX 10").unwrap_err();
-        assert!(e.0.contains("'EX' is not supported"), "{e:?}");
         assert_eq!(cmd("SET a 1 FOO"), Err(CmdError("ERR syntax error".into())));
         assert!(cmd("SUNION a b").unwrap_err().0.starts_with("ERR unknown command 'sunion'"));
         assert_eq!(cmd("CONFIG SET save x"), Ok(Cmd::ConfigSet(vec![(b"save".to_vec(), b"x".to_vec())])));
@@ -652,7 +683,8 @@ mod tests {
     #[test]
     fn string_and_keyspace_commands_parse_with_redis_errors() {
         let (a, v) = (b"a".to_vec(), b"v".to_vec());
-        let set_if = |only, get| Ok(Cmd::Data(DataCmd::SetIf { key: a.clone(), value: v.clone(), only, get }));
+        let ttl = SetTtl::Clear;
+        let set_if = |only, get| Ok(Cmd::Data(DataCmd::SetIf { key: a.clone(), value: v.clone(), only, get, ttl }));
         assert_eq!(cmd("SET a v nx GET"), set_if(Existing::Absent, true));
         assert_eq!(cmd("SET a v XX"), set_if(Existing::Present, false));
         assert_eq!(cmd("SET a v NX XX"), Err(CmdError("ERR syntax error".into())));
@@ -665,8 +697,7 @@ mod tests {
         assert_eq!(cmd("COPY a b db 0 replace"), Ok(copy));
         assert_eq!(cmd("RENAMENX a b"), Ok(Cmd::Data(DataCmd::Rename { from: a, to: b"b".to_vec(), nx: true })));
         assert_eq!(cmd("GETRANGE a 0"), Err(CmdError("ERR wrong number of arguments for 'getrange' command".into())));
-        assert_eq!(cmd("GETEX a PERSIST"), Ok(Cmd::Data(DataCmd::Get(b"a".to_vec()))));
-        assert!(cmd("GETEX a EX 10").unwrap_err().0.contains("not supported"));
+        assert_eq!(cmd("GETEX a PERSIST"), Ok(Cmd::Data(DataCmd::GetEx(b"a".to_vec(), Some(SetTtl::Clear)))));
         assert_eq!(cmd("GETEX a FOO"), Err(CmdError("ERR syntax error".into())));
         assert!(cmd("SETBIT a 4294967296 1").unwrap_err().0.contains("out of range"));
         assert!(cmd("SETBIT a 0 2").unwrap_err().0.contains("out of range"));

@@ -1,5 +1,5 @@
 //! The Redis protocol front end (DESIGN §7): every host accepts any key from any Redis client.
-//! `command.rs` types a request, `session.rs` runs a connection (its data commands run through the
+//! `command.rs` types a request (`ttl_args.rs` the deadline options), `session.rs` runs a connection (its data commands run through the
 //! core's transaction client, `waymark_core::client`), `info.rs` answers what tools ask, `server.rs` accepts connections.
 
 pub mod acl;
@@ -8,3 +8,4 @@ pub mod info;
 pub mod scan;
 pub mod server;
 pub mod session;
+pub mod ttl_args;
