@@ -19,8 +19,9 @@
 # the reference. Rounds rotate the order of the strategies (round 1: consistent, blocking,
 # versions; round 2: blocking, versions, consistent; ...) and reverse the order of the intervals
 # every other round, so drift on a shared machine hits all alike. About
-# ROUNDS × 7 × (SECONDS + 4) s. Writes OUT_DIR/strategies.json and each run's report in
-# OUT_DIR/strategies/.
+# ROUNDS × 7 × (SECONDS + 4) s. Writes OUT_DIR/strategies.json, its chart OUT_DIR/strategies.png
+# (`waymark bench chart`: a panel per interval, each strategy's median over the rounds in a band
+# of their min–max) and each run's report in OUT_DIR/strategies/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -123,7 +124,8 @@ for f in sorted(glob.glob(f"{out}/strategies/*.json")):
         aborted=r["aborted"], errors=r["errors"], cuts=cuts["count"], cuts_failed=cuts["failed"],
         cut_p50_ms=cuts["latency_ms_p50"], cut_max_ms=cuts["latency_ms_max"],
         held=held.get("count"), held_mean_ms=held.get("mean_ms"),
-        per_second=[s["committed"] for s in r["per_second"]]))
+        per_second=[s["committed"] for s in r["per_second"]],
+        cut_at_s=[c["at_s"] for c in cuts.get("list", [])]))
 
 METRICS = [  # key, header, format
     ("throughput_per_s", "ops/s", ".0f"), ("p99_ms", "p99 ms", ".1f"), ("p999_ms", "p99.9 ms", ".1f"),
@@ -201,3 +203,6 @@ with open(f"{out}/strategies.json", "w") as f:
     json.dump(report, f, indent=2)
 print(f"\n{len(runs)} runs; JSON: {out}/strategies.json, each run's report in {out}/strategies/")
 PY
+# The chart reads the JSON; a chart that fails leaves the tables and the JSON above standing.
+"$waymark" bench chart --from "$out/strategies.json" --out "$out/strategies.png" ||
+  echo "no chart: waymark bench chart failed" >&2

@@ -43,7 +43,9 @@ enum Command {
     Snapshot(cmd::snapshot::SnapshotCmd),
     /// Throughput, commit latency and cut latency of a workload (bank transfers, SET, GET) on a
     /// running cluster or one it starts, with a cut of the whole cluster every --cut-every or none;
-    /// --compare-cuts runs both and prints the ratios. A table, --json and a PNG --chart.
+    /// --compare-cuts runs both and prints the ratios. A table, --json and a PNG --chart;
+    /// `bench chart` draws the chart of bench/strategies.sh's JSON.
+    #[command(args_conflicts_with_subcommands = true)]
     Bench(Box<cmd::bench::BenchArgs>),
     /// Real hosts under faults: each host in a network namespace of its own (needs root), killed
     /// and restarted, paused, cut off, on a schedule drawn from --seed, while bank clients run;

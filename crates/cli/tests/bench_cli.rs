@@ -1,6 +1,7 @@
 //! `waymark bench` on real processes, short: it starts a 3-host cluster, runs the bank for two
 //! measured seconds with a cut every 500 ms, stops the cluster, and leaves a JSON report with
-//! transfers and cuts in it and a PNG chart.
+//! transfers and cuts in it and a PNG chart. And `waymark bench chart`, the chart of
+//! `bench/strategies.sh`'s JSON, from a small synthetic one.
 
 mod common;
 
@@ -132,4 +133,60 @@ fn bench_runs_the_bank_over_tls_against_a_secure_cluster() {
     assert!(run["cuts"]["count"].as_u64().unwrap_or(0) > 0, "no cut over HTTPS: {report}");
     assert_eq!(run["cuts"]["failed"].as_u64(), Some(0), "{report}");
     assert!(run["held"].is_object(), "the hosts' /metrics were not read over HTTPS: {report}");
+}
+
+/// The width and height in a PNG's header (the IHDR chunk follows the 8-byte signature).
+fn png_size(png: &[u8]) -> Option<(u32, u32)> {
+    if !png.starts_with(PNG_MAGIC) || png.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let be = |at: usize| png.get(at..at + 4).and_then(|b| b.try_into().ok()).map(u32::from_be_bytes);
+    Some((be(16)?, be(20)?))
+}
+
+/// `bench/strategies.sh`'s JSON, small: two rounds of three strategies at 1 s and 100 ms, and the
+/// runs without cuts; rounds of unequal length.
+fn strategies_json() -> serde_json::Value {
+    let mut runs = vec![];
+    for round in 1..=2u32 {
+        let seconds = 3 + round as usize;
+        let per_second = |base: f64| (0..seconds).map(|s| base + (s * 7 % 5) as f64 * 10.0).collect::<Vec<_>>();
+        runs.push(serde_json::json!({"strategy": "consistent", "cut_every": "none", "round": round,
+            "per_second": per_second(1000.0), "cut_at_s": []}));
+        for (every, step) in [("1s", 1.0), ("100ms", 0.1)] {
+            for (i, strategy) in ["consistent", "blocking", "versions"].iter().enumerate() {
+                let cuts: Vec<f64> = (0..(seconds as f64 / step) as usize).map(|k| k as f64 * step).collect();
+                runs.push(serde_json::json!({"strategy": strategy, "cut_every": every, "round": round,
+                    "per_second": per_second(900.0 + 20.0 * i as f64), "cut_at_s": cuts}));
+            }
+        }
+    }
+    serde_json::json!({"date": "2026-12-07T12:00:00Z", "clients": 8, "seconds": 5, "rounds": 2, "runs": runs})
+}
+
+#[test]
+fn bench_chart_draws_the_strategies_json_as_a_png() {
+    let tmp = temp_dir();
+    let (json, png) = (tmp.path().join("strategies.json"), tmp.path().join("strategies.png"));
+    std::fs::write(&json, strategies_json().to_string()).expect("the JSON written");
+    let args = ["bench", "chart", "--from", &json.to_string_lossy(), "--out", &png.to_string_lossy()].map(String::from);
+    let out = run_waymark(&args, CLI_WITHIN);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "waymark bench chart failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("chart: {}", png.display())), "{stdout}");
+    let bytes = std::fs::read(&png).expect("the chart");
+    assert_eq!(png_size(&bytes), Some((1200, 900)), "not a 1200x900 PNG");
+}
+
+#[test]
+fn bench_chart_refuses_a_json_that_is_not_the_scripts() {
+    let tmp = temp_dir();
+    let (json, png) = (tmp.path().join("bench.json"), tmp.path().join("out.png"));
+    std::fs::write(&json, r#"{"setup": {}, "runs": []}"#).expect("the JSON written");
+    let args = ["bench", "chart", "--from", &json.to_string_lossy(), "--out", &png.to_string_lossy()].map(String::from);
+    let out = run_waymark(&args, CLI_WITHIN);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a chart of nothing");
+    assert!(stderr.contains("is not the JSON of bench/strategies.sh"), "{stderr}");
+    assert!(!png.exists(), "a PNG was written anyway");
 }

@@ -6,7 +6,8 @@
 //! table, JSON (`--json`) and a PNG chart (`--chart`); it exits non-zero if the cluster answered
 //! any error (a failed command, a failed cut). `--redis` also drives any Redis-protocol server
 //! (with `--after-write`, e.g. Valkey's `WAITAOF 1 1 0` after each SET), and `--etcd` an etcd
-//! cluster (`set` and `bank`), the replicated peers of `bench/peers.sh`.
+//! cluster (`set` and `bank`), the replicated peers of `bench/peers.sh`. `waymark bench chart`
+//! draws the chart of `bench/strategies.sh`'s JSON.
 
 mod after_write;
 mod chart;
@@ -15,13 +16,14 @@ mod etcd;
 mod held;
 mod report;
 mod stats;
+mod strategies;
 mod workload;
 
 use super::admin_client::{Admin, Target};
 use super::cluster::{self, Spec};
 use super::started::Started;
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use report::{every_text, Report, Setup};
 use std::net::SocketAddr;
@@ -45,6 +47,8 @@ const PROGRESS_TICK: Duration = Duration::from_millis(200);
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCmd>,
     /// A running cluster's `cluster init` directory (its hosts, and its admin token); with
     /// --start-hosts, where the new cluster goes (must be empty).
     #[arg(long)]
@@ -142,6 +146,21 @@ pub struct BenchArgs {
     chart: Option<PathBuf>,
 }
 
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// Draw the chart of `bench/strategies.sh`'s JSON: a panel per cut interval, each strategy's
+    /// transfers per second as the median of its rounds in a band of their min–max, the run
+    /// without cuts as the reference, each strategy's cuts as ticks under the panel.
+    Chart {
+        /// The script's `OUT_DIR/strategies.json`.
+        #[arg(long)]
+        from: PathBuf,
+        /// Where the PNG goes.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
 /// The cluster a benchmark talks to.
 struct Tested {
     redis: Vec<SocketAddr>,
@@ -158,6 +177,11 @@ struct Tested {
 }
 
 pub fn run(args: BenchArgs) -> Result<()> {
+    if let Some(BenchCmd::Chart { from, out }) = &args.command {
+        strategies::draw(from, out)?;
+        println!("chart: {}", out.display());
+        return Ok(());
+    }
     check(&args)?;
     let started = Started::default();
     let mut target = resolve(&args, &started)?;

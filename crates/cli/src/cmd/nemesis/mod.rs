@@ -62,8 +62,8 @@ pub struct NemesisArgs {
     /// the checks catch it.
     #[arg(long = "break")]
     breaks: Vec<String>,
-    /// Where the chart goes (PNG: operations per second, fault windows shaded) [default:
-    /// DIR/chart.png].
+    /// Where the chart goes (PNG: operations per second, each fault's window in a strip under
+    /// it) [default: DIR/chart.png].
     #[arg(long)]
     chart: Option<PathBuf>,
     /// Print the schedule the seed draws and stop (needs no root).
