@@ -157,12 +157,14 @@ impl Vnode {
         true
     }
 
-    /// Starts the expiry transaction of `key` unless one is in flight (or too many are).
+    /// Starts the expiry transaction of `key` unless one is in flight (or too many are, or this
+    /// vnode does not serve clients yet: a transaction needs its `Boot` durable, `txn::near`).
     fn expire_key(&mut self, key: Key) {
         if self.expiry.in_flight.contains_key(&key) {
             return;
         }
-        if self.expiry.in_flight.len() >= IN_FLIGHT_MAX {
+        let serving = self.booted && self.tree_synced();
+        if self.expiry.in_flight.len() >= IN_FLIGHT_MAX || !serving {
             return self.expiry_tick_soon(); // the tick starts it later; its readers wait
         }
         self.expiry.next_req += 1;
@@ -197,7 +199,8 @@ impl Vnode {
 
     /// Keeps the tick timer set while keys with deadlines are indexed here.
     pub(crate) fn expiry_tick_soon(&mut self) {
-        if !self.expiry.ticking && !self.expiry.index.is_empty() {
+        let work = !self.expiry.index.is_empty() || !self.expiry.waiting.is_empty();
+        if !self.expiry.ticking && work {
             self.expiry.ticking = true;
             self.set_timer(Timer::Expiry, TICK_US);
         }

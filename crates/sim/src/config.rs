@@ -7,6 +7,9 @@ use waymark_core::{Breaks, CutStrategy};
 pub enum WorkloadKind {
     Bank,
     Append,
+    /// A cache: values set with and without deadlines, read, given deadlines and persisted
+    /// (`workloads::expiry`, checker `expiry`).
+    Expiry,
 }
 
 #[derive(Clone, Debug)]

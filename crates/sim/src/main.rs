@@ -12,6 +12,8 @@ use waymark_sim::{SimConfig, WorkloadKind};
 enum Workload {
     Bank,
     Append,
+    /// Values set with and without deadlines, read, expired and persisted (issue 34).
+    Expiry,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -259,6 +261,7 @@ fn config(args: &Args) -> Result<SimConfig> {
     let workload = match args.workload {
         Workload::Bank => WorkloadKind::Bank,
         Workload::Append => WorkloadKind::Append,
+        Workload::Expiry => WorkloadKind::Expiry,
     };
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);

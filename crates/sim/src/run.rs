@@ -66,6 +66,8 @@ pub struct SeedReport {
     pub metrics: CutMetrics,
     pub tree: crate::tree::stats::TreeStats,
     pub violations: Vec<Violation>,
+    /// Keys the primaries expired (`waymark_core::expiry`), counted by the vnodes running at the end.
+    pub keys_expired: u64,
 }
 
 pub fn run_seed(cfg: &SimConfig) -> SeedReport {
@@ -94,6 +96,7 @@ pub fn report(world: &World) -> SeedReport {
         cuts_verified_without_a_host: checked.cuts_verified_without_a_host as u64,
         cut_messages: world.cut_messages,
         snapshot_order_aborts: world.snapshot_order_aborts,
+        keys_expired: world.nodes.iter().filter_map(|n| n.vnode.as_ref()).map(|v| v.keys_expired()).sum(),
         tree: world.tree_stats.clone(),
         metrics: CutMetrics {
             held_replies_us: world.held_replies_us.clone(),
@@ -141,6 +144,7 @@ pub fn reproduce(cfg: &SimConfig) -> String {
     let workload = match cfg.workload {
         WorkloadKind::Bank => "bank",
         WorkloadKind::Append => "append",
+        WorkloadKind::Expiry => "expiry",
     };
     let mut cmd = format!(
         "cargo run --profile sim -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",

@@ -261,6 +261,7 @@ impl World {
         let workload: Box<dyn Workload> = match cfg.workload {
             WorkloadKind::Bank => Box::new(Bank),
             WorkloadKind::Append => Box::<Append>::default(),
+            WorkloadKind::Expiry => Box::<crate::workloads::expiry::Expiry>::default(),
         };
         let clients = (0..cfg.clients.max(1)).map(|id| Client::new(id, cfg.breaks)).collect();
         let trace = Trace::new(cfg.trace);

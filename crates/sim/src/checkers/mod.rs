@@ -9,6 +9,7 @@ pub mod cut_exports;
 pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
+pub mod expiry;
 pub mod liveness;
 pub mod placement_epochs;
 pub mod read_monotonic;
@@ -95,6 +96,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(cuts.violations);
     out.extend(cut_exports::check(w));
     out.extend(liveness::check(w));
+    out.extend(expiry::check(w));
     out.extend(read_recency::check(w));
     out.extend(read_monotonic::check(w));
     if w.cfg.tree {

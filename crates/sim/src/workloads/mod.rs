@@ -4,6 +4,7 @@
 
 pub mod append;
 pub mod bank;
+pub mod expiry;
 
 use rand_chacha::ChaCha8Rng;
 use waymark_core::client::{Answer, DataCmd};
