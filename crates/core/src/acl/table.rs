@@ -159,6 +159,7 @@ pub const COMMANDS: &[CommandAcl] = &[
     c("watch", &[Fast, Transaction], KALL),
     c("unwatch", &[Fast, Transaction], NO),
     c("ping", &[Fast, Connection], NO),
+    c("time", &[Fast], NO),
     c("echo", &[Fast, Connection], NO),
     c("hello", &[Fast, Connection], NO),
     c("auth", &[Fast, Connection], NO),

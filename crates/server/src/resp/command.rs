@@ -11,6 +11,8 @@ use waymark_core::{Key, Value};
 pub enum Cmd {
     Data(DataCmd),
     Ping(Option<Vec<u8>>),
+    /// `TIME`: this host's clock, seconds and microseconds.
+    Time,
     Echo(Vec<u8>),
     Quit,
     Hello {
@@ -153,6 +155,7 @@ pub const TABLE: &[(&str, i64)] = &[
     ("watch", -2),
     ("unwatch", 1),
     ("ping", -1),
+    ("time", 1),
     ("echo", 2),
     ("hello", -1),
     ("auth", -2),
@@ -379,6 +382,7 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         "ping" if args.len() <= 1 => Ok(Cmd::Ping(args.into_iter().next())),
         "ping" => Err(arity_error("ping")),
         "echo" => Ok(Cmd::Echo(args.into_iter().next().expect("arity checked"))),
+        "time" => Ok(Cmd::Time),
         "quit" => Ok(Cmd::Quit),
         "hello" => hello(args),
         "auth" => match args.len() {

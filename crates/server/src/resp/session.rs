@@ -202,6 +202,11 @@ impl Session {
         match cmd {
             Cmd::Ping(None) => Reply::Simple("PONG".into()),
             Cmd::Ping(Some(m)) | Cmd::Echo(m) => Reply::bulk(m),
+            Cmd::Time => {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let (s, us) = (now.as_secs().to_string(), now.subsec_micros().to_string());
+                Reply::Array(vec![Reply::bulk(s.into_bytes()), Reply::bulk(us.into_bytes())])
+            }
             Cmd::Hello { proto, auth, name } => self.hello(proto, auth, name),
             Cmd::Auth { user, password } => self.auth(user.as_deref(), &password),
             Cmd::Select(0) => Reply::ok(),

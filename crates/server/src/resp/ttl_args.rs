@@ -22,6 +22,21 @@ fn integer(arg: &[u8]) -> Result<i64, ArgError> {
     std::str::from_utf8(arg).ok().and_then(|s| s.parse().ok()).ok_or_else(not_integer)
 }
 
+/// This host's clock in Unix milliseconds: Redis refuses a relative time whose deadline would not
+/// fit in a signed 64-bit count of milliseconds ("invalid expire time").
+fn unix_ms() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A relative time in milliseconds as Redis accepts it: its deadline from now fits in an `i64`.
+fn relative_ms(ms: i64, command: &str) -> Result<u64, ArgError> {
+    match unix_ms().checked_add(ms) {
+        Some(_) => Ok(ms.max(0) as u64),
+        None => Err(invalid_time(command)),
+    }
+}
+
 /// `EX`/`PX`/`EXAT`/`PXAT` and its argument as a deadline; `SET`, `SETEX` and `GETEX` take only
 /// positive times (Redis: "invalid expire time").
 fn positive_expiry(unit: &str, arg: &[u8], command: &str) -> Result<Expiry, ArgError> {
@@ -31,8 +46,8 @@ fn positive_expiry(unit: &str, arg: &[u8], command: &str) -> Result<Expiry, ArgE
     }
     let ms = |n: i64| n.checked_mul(1_000).map(|ms| ms as u64).ok_or_else(|| invalid_time(command));
     Ok(match unit {
-        "EX" => Expiry::In(ms(n)?),
-        "PX" => Expiry::In(n as u64),
+        "EX" => Expiry::In(relative_ms(ms(n)? as i64, command)?),
+        "PX" => Expiry::In(relative_ms(n, command)?),
         "EXAT" => Expiry::At(ms(n)?),
         _ => Expiry::At(n as u64),
     })
@@ -94,7 +109,7 @@ pub fn expire(name: &str, key: Key, time: &[u8], options: Vec<Vec<u8>>) -> Resul
     };
     let at = match (name.ends_with("at"), ms) {
         (_, ms) if ms < 0 => Expiry::At(0),
-        (false, ms) => Expiry::In(ms as u64),
+        (false, ms) => Expiry::In(relative_ms(ms, name)?),
         (true, ms) => Expiry::At(ms as u64),
     };
     let mut when = ExpireIf::Always;
