@@ -72,3 +72,35 @@ impl Vnode {
         Some(at.clone())
     }
 }
+
+/// Which of the vnodes a snapshot reads each partition from, given what each held at the cut:
+/// those that held it by the newest chain any of them held it by. A failover only drops replicas
+/// and raises the epoch, so a vnode still routing by an older chain at its `CutFinish` — a host
+/// cut off and recorded dead meanwhile, its copy stale — is left out, and what the others hold is
+/// whole (a replica holds every commit of its partition). Returns, per vnode in the order given,
+/// the partitions kept.
+pub fn newest_holders(epochs_of: &[&BTreeMap<u32, u64>]) -> Vec<BTreeMap<u32, u64>> {
+    let mut newest: BTreeMap<u32, u64> = BTreeMap::new();
+    for (p, e) in epochs_of.iter().flat_map(|held| held.iter()) {
+        let n = newest.entry(*p).or_default();
+        *n = (*n).max(*e);
+    }
+    epochs_of
+        .iter()
+        .map(|held| held.iter().filter(|(p, e)| newest.get(p) == Some(e)).map(|(p, e)| (*p, *e)).collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vnode_holding_a_partition_by_an_older_chain_is_not_read() {
+        let stale: BTreeMap<u32, u64> = [(0, 1), (1, 1)].into();
+        let live: BTreeMap<u32, u64> = [(0, 2), (1, 1)].into();
+        let kept = newest_holders(&[&stale, &live]);
+        assert_eq!(kept[0], [(1, 1)].into(), "partition 0 moved on to epoch 2 without it");
+        assert_eq!(kept[1], live);
+    }
+}

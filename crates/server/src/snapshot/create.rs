@@ -438,11 +438,9 @@ async fn holdings_at(tx: &tokio::sync::mpsc::Sender<VnodeCmd>, cut: CutId) -> Op
     rx.await.ok()
 }
 
-/// Which vnode holds which partition in the snapshot: for each partition, the vnodes that hold it
-/// by the newest chain any of them routes by. A failover only drops replicas (and raises the
-/// epoch), so a vnode still routing by an older chain — a host just back, its copy stale — is left
-/// out, and what the others hold is whole: a replica holds every commit of its partition.
-/// A vnode that said no epochs (a manifest of an older host) is taken by the configured placement.
+/// Which vnode holds which partition in the snapshot (`waymark_core::cut::holdings::newest_holders`:
+/// by the newest chain any of them held it by at the cut). A vnode that said no epochs (a manifest
+/// of an older host) is taken by the configured placement.
 fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
     let placement = &shared.topology.placement;
     for v in vnodes.iter_mut().filter(|v| v.epochs.is_empty()) {
@@ -450,13 +448,9 @@ fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
             v.epochs = placement.partitions_of(&id).map(|p| (p.0, 0)).collect();
         }
     }
-    let mut newest: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
-    for (p, e) in vnodes.iter().flat_map(|v| &v.epochs) {
-        let n = newest.entry(*p).or_default();
-        *n = (*n).max(*e);
-    }
-    for v in vnodes {
-        v.epochs.retain(|p, e| newest.get(p) == Some(e));
+    let kept = waymark_core::cut::holdings::newest_holders(&vnodes.iter().map(|v| &v.epochs).collect::<Vec<_>>());
+    for (v, epochs) in vnodes.iter_mut().zip(kept) {
+        v.epochs = epochs;
         let held = &v.epochs;
         v.chains.retain(|p, _| held.contains_key(p));
         v.partitions = v.epochs.keys().copied().collect();

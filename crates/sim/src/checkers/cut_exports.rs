@@ -9,31 +9,39 @@
 use super::cut_restore::{counted_in, holders_at};
 use super::{names, Checker, Violation};
 use crate::world::World;
+use waymark_core::cut::holdings::{newest_holders, CutHoldings};
 
 pub const CHECKER: Checker = Checker {
     name: "cut-exports",
-    property: "every partition a vnode names to a snapshot's export of a successful cut, it held as a copy at \
-               that cut, by the placement its metadata recorded at its CutFinish",
+    property: "every partition a snapshot's export of a successful cut reads from a vnode (by the newest chain \
+               the vnodes held it by, as the server picks), that vnode held as a copy at that cut, by the \
+               placement its metadata recorded at its CutFinish",
 };
 
 pub fn check(w: &World) -> Vec<Violation> {
     let mut out = vec![];
     for export in &w.history.exports {
         let holders = holders_at(w, export.cut);
-        for (node, held) in &export.held {
-            // A vnode the cut left out (its host recorded dead at START) is not asked (`hosts_down`).
-            let Some(held) = held.as_ref().filter(|_| counted_in(w, *node, export.cut) != Some(false)) else {
-                continue;
-            };
-            let named: Vec<u32> = held.epochs.keys().copied().filter(|p| !holders[*node].contains(p)).collect();
+        // A vnode the cut left out (its host recorded dead at START) is not asked (`hosts_down`).
+        let asked: Vec<(usize, &CutHoldings)> = export
+            .held
+            .iter()
+            .filter_map(|(node, held)| Some((*node, held.as_ref()?)))
+            .filter(|(node, _)| counted_in(w, *node, export.cut) != Some(false))
+            .collect();
+        // What the snapshot reads from each, as the server decides it.
+        let kept = newest_holders(&asked.iter().map(|(_, h)| &h.epochs).collect::<Vec<_>>());
+        for ((node, _), kept) in asked.iter().zip(kept) {
+            let node = *node;
+            let named: Vec<u32> = kept.keys().copied().filter(|p| !holders[node].contains(p)).collect();
             if !named.is_empty() {
                 let evidence = format!(
                     "{} at {} µs named partitions {named:?} to the export of {}, which it did not hold at its \
                      CutFinish (it held {:?})",
-                    names(w, [*node]),
+                    names(w, [node]),
                     export.at_us,
                     export.cut,
-                    holders[*node]
+                    holders[node]
                 );
                 out.push(CHECKER.violation(evidence));
             }
