@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{key_with_primary, poll, Cluster, Spec};
+use common::{key_with_primary, poll, run_waymark, temp_dir, Cluster, Spec};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,15 @@ use std::time::{Duration, Instant};
 const FAILOVER_WITHIN: Duration = Duration::from_secs(20);
 /// How long the active expiry may take to remove a key nobody reads.
 const ACTIVE_WITHIN: Duration = Duration::from_secs(10);
+/// How long one `waymark snapshot` command may take (a debug build on 2 shared cores).
+const SNAPSHOT_WITHIN: Duration = Duration::from_secs(120);
+
+fn waymark(words: &[&str]) -> (bool, String) {
+    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    let out = run_waymark(&args, SNAPSHOT_WITHIN);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
 
 fn cmd(con: &mut Connection, words: &[&str]) -> Value {
     try_cmd(con, words).unwrap_or_else(|e| panic!("{words:?}: {e}"))
@@ -159,5 +168,45 @@ fn an_expired_key_never_comes_back_after_its_primary_dies_and_returns() {
         assert_eq!(int(c, &["EXISTS", &key]), 0);
         let ttl = int(c, &["TTL", "later"]);
         assert!((290..=300).contains(&ttl), "a deadline outlives the failover and the return: TTL {ttl}");
+    }
+}
+
+/// A restored snapshot keeps absolute deadlines: a key whose deadline passed while it lay in the
+/// snapshot is gone at its first read after the restore, on every host; one still to come keeps
+/// its time left.
+#[test]
+fn a_restored_snapshot_keeps_deadlines_and_what_expired_meanwhile_is_gone() {
+    let cluster = Cluster::start(&Spec::new(3, 2));
+    let keys = cluster.key_per_primary();
+    let (short, long, plain) = (keys[0].as_str(), keys[1].as_str(), keys[2].as_str());
+    let mut con = cluster.redis("node3");
+    let set_at = Instant::now();
+    assert_eq!(cmd(&mut con, &["SET", short, "s", "PX", "1500"]), Value::Okay);
+    assert_eq!(cmd(&mut con, &["SET", long, "l", "EX", "600"]), Value::Okay);
+    assert_eq!(cmd(&mut con, &["SET", plain, "p"]), Value::Okay);
+    let dir = cluster.dir().display().to_string();
+    let (ok, text) = waymark(&["snapshot", "create", "ttl", "--dir", &dir]);
+    assert!(ok, "snapshot create:\n{text}");
+    assert!(set_at.elapsed() < Duration::from_millis(1500), "the snapshot was taken before the short deadline");
+    let to = temp_dir();
+    let target = to.path().display().to_string();
+    let (ok, text) =
+        waymark(&["snapshot", "restore", "ttl", "--to", &target, "--hosts", "2", "--insecure", "--dir", &dir]);
+    assert!(ok, "snapshot restore:\n{text}");
+    let mut restored = Cluster::open(to);
+    for name in ["node1", "node2"] {
+        restored.spawn(name);
+    }
+    for name in ["node1", "node2"] {
+        restored.wait_serving(name);
+    }
+    sleep_past(set_at + Duration::from_millis(1500));
+    for name in ["node1", "node2"] {
+        let mut c = restored.redis(name);
+        assert_eq!(cmd(&mut c, &["GET", short]), Value::Nil, "expired while it lay in the snapshot");
+        assert_eq!(cmd(&mut c, &["GET", long]), bulk("l"));
+        let ttl = int(&mut c, &["TTL", long]);
+        assert!((580..=600).contains(&ttl), "the deadline came through the restore: TTL {ttl}");
+        assert_eq!(int(&mut c, &["TTL", plain]), -1);
     }
 }

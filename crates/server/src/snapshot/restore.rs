@@ -313,14 +313,14 @@ pub fn write_host(
     Ok(out)
 }
 
-/// Copies every entry of `from` into `into`, with its value (or deletion) and version.
+/// Copies every entry of `from` into `into`, with its value (or deletion), version and deadline.
 fn merge(into: &mut Store, from: &Store) {
     for (key, entry) in from.iter() {
         into.apply(&ResolvedWrite {
             key: key.clone(),
             value: entry.value.clone(),
             version: entry.version,
-            deadline_ms: None,
+            deadline_ms: entry.deadline_ms,
         });
     }
 }
