@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{key_with_primary, poll, run_waymark, temp_dir, Cluster, Spec};
+use common::{key_with_primary, poll, run_waymark, temp_dir, wait_bounded, Cluster, Spec};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -209,4 +209,49 @@ fn a_restored_snapshot_keeps_deadlines_and_what_expired_meanwhile_is_gone() {
         assert!((580..=600).contains(&ttl), "the deadline came through the restore: TTL {ttl}");
         assert_eq!(int(&mut c, &["TTL", plain]), -1);
     }
+}
+
+/// A cache with expiry and a fixed-window rate limiter, as applications write them with redis-py
+/// (Debian's python3-redis, which scripts/test installs), against three hosts: `SET … EX`, `GET`,
+/// `TTL`, and `INCR` + `EXPIRE NX` in a pipeline transaction, the window's count resetting once it
+/// expires.
+#[test]
+fn a_cache_and_a_rate_limiter_written_with_redis_py_work_on_three_hosts() {
+    let cluster = Cluster::start(&Spec::new(3, 2));
+    let ports: Vec<String> =
+        ["node1", "node2", "node3"].iter().map(|h| cluster.host(h).redis_addr().port().to_string()).collect();
+    let script = format!(
+        r#"
+import redis, time
+hosts = [redis.Redis(host="127.0.0.1", port=p) for p in ({ports})]
+cache = hosts[0]
+cache.set("page:/home", "<html>", ex=1)
+assert hosts[1].get("page:/home") == b"<html>", "the cache reads the same on another host"
+assert 0 < hosts[2].ttl("page:/home") <= 1
+def allowed(r, who, limit):
+    p = r.pipeline(transaction=True)
+    p.incr("rate:" + who)
+    p.expire("rate:" + who, 1, nx=True)
+    count, _ = p.execute()
+    return count <= limit
+verdicts = [allowed(hosts[i % 3], "alice", 3) for i in range(5)]
+assert verdicts == [True, True, True, False, False], verdicts
+assert 0 < hosts[1].pttl("rate:alice") <= 1000
+time.sleep(1.2)
+assert hosts[2].get("page:/home") is None, "the cached page expired"
+assert allowed(hosts[1], "alice", 3), "a new window after the old one expired"
+print("ok")
+"#,
+        ports = ports.join(", ")
+    );
+    let child = std::process::Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(&script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (scripts/test installs python3-redis)");
+    let out = wait_bounded(child, Duration::from_secs(60), "redis-py");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && said.trim() == "ok", "redis-py cache and rate limiter:\n{said}");
 }
