@@ -28,7 +28,7 @@
 //! (`Store::resolve`). `--break serve-expired` answers reads of expired keys with their value.
 
 use crate::ids::{ClientId, Key};
-use crate::io::{Response, Timer};
+use crate::io::{Request, Response, Timer};
 use crate::store::{ResolvedWrite, Write, WriteOp};
 use crate::txn::read_wait::Reader;
 use crate::vnode::Vnode;
@@ -171,7 +171,9 @@ impl Vnode {
         let req = self.expiry.next_req;
         self.expiry.in_flight.insert(key.clone(), (req, 0));
         self.expiry.by_req.insert(req, key.clone());
-        self.client_txn(EXPIRY_CLIENT, req, vec![], vec![Write { key, op: WriteOp::Expire }]);
+        // Through the door every client's request takes (a blocking cut holds it like any other).
+        let request = Request::Txn { reads: vec![], writes: vec![Write { key, op: WriteOp::Expire }] };
+        self.on_client(EXPIRY_CLIENT, req, request);
     }
 
     /// The answer to one of this vnode's expiry transactions: the reads waiting for the key read

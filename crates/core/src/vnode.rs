@@ -273,7 +273,7 @@ impl Vnode {
         }
     }
 
-    fn on_client(&mut self, client: ClientId, req: u64, request: Request) {
+    pub(crate) fn on_client(&mut self, client: ClientId, req: u64, request: Request) {
         if !self.booted || !self.tree_synced() {
             let response = Response::Unavailable { why: "TRYAGAIN vnode is starting" };
             self.out.promise(Output::Reply { client, req, response });
