@@ -132,25 +132,37 @@ pub(crate) fn counted_in(c: &impl Cluster, node: usize, cut: CutId) -> Option<bo
     use waymark_core::cut::operator::Phase;
     c.genesis()?;
     let key = format!("cut/{}", cut.0);
-    // Each START the vnode applied (the operator proposes it again until enough leaves took it).
-    let starts = |log: &[Record]| -> Vec<(usize, Vec<u8>)> {
-        let start = |r: &Record| match r {
-            Record::AlterApplied { record, .. }
-                if record.key == key && Phase::parse(&record.value) == Some(Phase::Start) =>
-            {
+    // Each record of phase `phase` the vnode applied (the operator proposes START again until
+    // enough leaves took it).
+    let applied = |log: &[Record], phase: Phase| -> Vec<(usize, Vec<u8>)> {
+        let of_phase = |r: &Record| match r {
+            Record::AlterApplied { record, .. } if record.key == key && Phase::parse(&record.value) == Some(phase) => {
                 Some(record.value.clone())
             }
             _ => None,
         };
-        log.iter().enumerate().filter_map(|(at, r)| Some((at, start(r)?))).collect()
+        log.iter().enumerate().filter_map(|(at, r)| Some((at, of_phase(r)?))).collect()
     };
+    let starts = |log: &[Record]| applied(log, Phase::Start);
+    // The views the process reached FINISH in. A cut id may be used twice: a root cut off with a
+    // minority starts cut N, which fails; the majority's next root starts its own cut N in
+    // another view (bugs/2026-12-07-cut-id-reuse, seed 95). Only a START of a view that reached
+    // FINISH is the declared process's.
+    let finish_views: BTreeSet<String> = (0..c.vnodes())
+        .flat_map(|n| applied(c.log(n), Phase::Finish))
+        .filter_map(|(_, v)| Phase::view_of(&v).map(str::to_string))
+        .collect();
+    let of_finished_view =
+        |value: &[u8]| finish_views.is_empty() || Phase::view_of(value).is_none_or(|v| finish_views.contains(v));
     // A cut the tree did not run (`--strategy versions`: the coordinator's) names no members.
     if (0..c.vnodes()).all(|n| starts(c.log(n)).is_empty()) {
         return None;
     }
     let host = &c.id(node).host;
     let counted = |(at, value): &(usize, Vec<u8>)| {
-        super::metadata_at(c, node, *at).is_some_and(|m| waymark_core::cut::tree_process::counts(&m, host, value))
+        of_finished_view(value)
+            && super::metadata_at(c, node, *at)
+                .is_some_and(|m| waymark_core::cut::tree_process::counts(&m, host, value))
     };
     Some(starts(c.log(node)).iter().any(counted))
 }
