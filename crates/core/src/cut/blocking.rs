@@ -122,6 +122,7 @@ impl Vnode {
         self.cut.note_started(cut);
         let empty = BTreeSet::new();
         self.out.append(Record::CutFinish(CutFinish { cut, before: empty.clone(), after: empty }));
+        self.note_holdings(cut);
         self.blocking.marker_written = Some(cut);
     }
 

@@ -50,11 +50,14 @@ impl Vnode {
         }
     }
 
-    /// Where `CutFinish{cut}` is appended: what this vnode holds is what the cut covers here.
+    /// Where a strategy fixes what `cut` covers here — the consistent cut's `CutFinish`, the
+    /// blocking cut's marker, the versions strategy's `VersionsMap` — what this vnode holds is what
+    /// the cut covers. A blocking cut of the tree may write its marker again (blocking tree
+    /// matrix seed 2): the last one stands, as the log's export reads up to it.
     pub(crate) fn note_holdings(&mut self, cut: CutId) {
         let holdings = self.holdings_now(cut);
         let kept = &mut self.cut.holdings.kept;
-        assert!(kept.iter().all(|h| h.cut != cut), "{cut} finished twice on {}", self.cfg.id);
+        kept.retain(|h| h.cut != cut);
         if kept.len() == HOLDINGS_KEPT {
             kept.pop_front();
         }

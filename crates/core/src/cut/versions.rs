@@ -424,6 +424,7 @@ impl Vnode {
             c.map_logged = true;
             assert!(c.awaited.is_empty(), "VersionsMap while a branch below the map is awaited");
             self.out.append(Record::VersionsMap { cut, map });
+            self.note_holdings(cut);
         }
         let Some(c) = self.versions.running.as_mut() else { return };
         if let Some(to) = c.map_asked.take() {
