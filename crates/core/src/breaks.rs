@@ -129,10 +129,13 @@ pub struct Breaks {
     /// A primary answers a read of a key whose deadline has passed with its value, without
     /// waiting for the key's expiry (`expiry`).
     pub serve_expired: bool,
+    /// A primary serves a learner's page while a `versions` cut is open here: the page may hold
+    /// writes of a transaction the cut leaves out, with nothing to tell them apart by.
+    pub copy_during_versions_cut: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 43] = [
+    pub const NAMES: [&'static str; 44] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -176,6 +179,7 @@ impl Breaks {
         "copy-ignores-fence",
         "export-holdings-now",
         "serve-expired",
+        "copy-during-versions-cut",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -224,6 +228,7 @@ impl Breaks {
             "copy-ignores-fence" => &mut self.copy_ignores_fence,
             "export-holdings-now" => &mut self.export_holdings_now,
             "serve-expired" => &mut self.serve_expired,
+            "copy-during-versions-cut" => &mut self.copy_during_versions_cut,
             _ => return false,
         };
         *flag = true;
@@ -277,6 +282,7 @@ impl fmt::Display for Breaks {
             self.copy_ignores_fence,
             self.export_holdings_now,
             self.serve_expired,
+            self.copy_during_versions_cut,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

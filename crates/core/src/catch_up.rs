@@ -66,7 +66,8 @@ pub enum CopyMsg {
     /// `next` (the last key examined; `None`: the partition's last page).
     Page { partition: PartitionId, since: u64, after: Option<Key>, entries: Vec<ResolvedWrite>, next: Option<Key> },
     /// The primary cannot serve the page yet (a branch from before the learner joined is open,
-    /// or it does not hold the chain that names the learner): ask again in a moment.
+    /// it does not hold the chain that names the learner, or a `versions` cut is open here): ask
+    /// again in a moment.
     NotNow { partition: PartitionId, since: u64 },
 }
 
@@ -283,7 +284,11 @@ impl Vnode {
         let named = p.0 < placement.partitions()
             && placement.primary(p) == &self.cfg.id
             && placement.learners(p).contains(&Learner { vnode: learner.clone(), since });
-        if !named || !self.may_serve() || self.fence_open(p) {
+        // Under `versions` a page must hold only what every cut not yet ended here includes.
+        let cut_open = self.cfg.strategy == crate::config::CutStrategy::Versions
+            && self.versions.cut_open()
+            && !self.cfg.breaks.copy_during_versions_cut;
+        if !named || !self.may_serve() || self.fence_open(p) || cut_open {
             return self.send_copy(&learner, CopyMsg::NotNow { partition: p, since });
         }
         let (entries, next) = self.page_of(p, after.as_ref());

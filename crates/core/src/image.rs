@@ -160,10 +160,7 @@ impl VnodeImage {
     /// vnode does it (`catch_up`).
     fn reset_partition(&mut self, partition: crate::ids::PartitionId, partitions: u32) {
         let of_p = |k: &[u8]| partitions > 0 && crate::placement::partition_of(k, partitions) == partition;
-        let dropped: Vec<Vec<u8>> = self.store.iter().filter(|(k, _)| of_p(k)).map(|(k, _)| k.clone()).collect();
-        for k in dropped {
-            self.store.remove(&k);
-        }
+        self.store.drop_partition(partition, partitions);
         for p in self.prepared.values_mut() {
             p.writes.retain(|w| !of_p(&w.key));
         }

@@ -290,6 +290,15 @@ impl Store {
         self.entries.remove(key)
     }
 
+    /// Forgets every entry of `partition`, one of `partitions` (a learner's `PartitionReset`:
+    /// what it held of the partition before joining it anew counts for nothing).
+    pub fn drop_partition(&mut self, partition: crate::ids::PartitionId, partitions: u32) {
+        if partitions == 0 {
+            return;
+        }
+        self.entries.retain(|k, _| crate::placement::partition_of(k, partitions) != partition);
+    }
+
     pub fn range(&self, from: std::ops::Bound<&[u8]>) -> impl Iterator<Item = (&Key, &Entry)> {
         self.entries.range::<[u8], _>((from, std::ops::Bound::Unbounded))
     }

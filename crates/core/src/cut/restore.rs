@@ -259,10 +259,7 @@ impl CutReplay {
     fn reset(&mut self, partition: crate::ids::PartitionId, partitions: u32) {
         let of_p = |k: &[u8]| partitions > 0 && crate::placement::partition_of(k, partitions) == partition;
         for store in [&mut self.store, &mut self.digests] {
-            let keys: Vec<Vec<u8>> = store.iter().filter(|(k, _)| of_p(k)).map(|(k, _)| k.clone()).collect();
-            for k in keys {
-                store.remove(&k);
-            }
+            store.drop_partition(partition, partitions);
         }
         for writes in self.prepared.values_mut() {
             writes.retain(|w| !of_p(&w.key));

@@ -143,6 +143,14 @@ impl VersionsState {
     pub fn running_id(&self) -> Option<CutId> {
         self.running.as_ref().map(|c| c.id)
     }
+
+    /// Whether this vnode knows of a cut that has not ended here: it runs its phases, or holds
+    /// the side of a transaction after one. Its store may then hold writes of transactions the
+    /// cut leaves out, which only their `TxId` tells apart — a copied page carries none, so a
+    /// primary serves no page meanwhile (`catch_up::serve_page`).
+    pub(crate) fn cut_open(&self) -> bool {
+        self.running.is_some() || !self.sides.is_empty()
+    }
 }
 
 impl Vnode {

@@ -70,6 +70,15 @@ pub fn restore_to_versions_cut<'a>(
                     included.insert(tx.clone());
                 }
             }
+            // A learner's reset and the pages it copied, as every replay of its log does them
+            // (`cut::restore`): what it copied was committed before any cut since began (a
+            // switch waits for running cuts), so the cut includes it all.
+            Record::PartitionReset { partition, partitions, .. } => {
+                store.drop_partition(*partition, *partitions);
+                let of_p = |k: &[u8]| crate::placement::partition_of(k, *partitions) == *partition;
+                prepared.values_mut().for_each(|writes| writes.retain(|w| *partitions == 0 || !of_p(&w.key)));
+            }
+            Record::Copied { writes, .. } => store.apply_all(writes),
             Record::VersionsMap { cut, map } if *cut == target.cut => {
                 if *map != target.map {
                     return Err(RestoreError::FinishMismatch { cut: target.cut });

@@ -13,7 +13,7 @@ use super::{names, Checker, Cluster, LogFacts, Violation};
 use crate::config::WorkloadKind;
 use crate::history::{ClientRead, DeclaredCut};
 use crate::world::World;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use waymark_core::cut::restore::{find_finish, restore_to_cut_with, Checkpoint, Restored};
 use waymark_core::cut::versions_restore::{find_versions_records, restore_to_versions_cut};
 use waymark_core::{Breaks, CutId, CutStrategy, Key, PartitionId, Record, TxId};
@@ -93,32 +93,53 @@ pub fn restore_all(
 }
 
 /// Per store vnode, the partitions it held as a copy at `cut`: by the placement its own metadata
-/// recorded at its `CutFinish` on the tree — a cut across a change of placement fails, so that is
-/// the placement the cut was taken over, and it names copies that rejoined (their restore holds
-/// what the pages copied in, `RecordView::Copied`), not learners. Off the tree, and for a vnode
-/// without the finish, the partitions it holds since the start by the placement at the end
+/// recorded where the strategy fixed what the cut covers there — its `CutFinish` on the tree, its
+/// `VersionsMap` under `versions` — which names copies that rejoined (their restore holds what the
+/// pages copied in, `RecordView::Copied`), not learners. Off the tree, and for a vnode without
+/// that record, the partitions it holds since the start by the placement at the end
 /// (`holds_from_start`).
+///
+/// Of the vnodes that recorded a placement, a partition counts only on those that held it by the
+/// newest chain any of them held it by, as the export reads it (`cut::holdings::newest_holders`).
+/// A consistent cut across a change of placement fails, so there all agree; a `versions` cut does
+/// not, and a vnode recorded dead while it took part still routes by the chain it was dropped
+/// from (seed 10 of the versions catch-up sweep): what it holds of it is stale.
 ///
 /// Why a `CutFinish` may stand for the cut: no alteration after FINISH is applied before the
 /// vnode confirms FINISH, which it does once its local cut is over. One before START may be
 /// missing (a coloured message started the local cut early): the vnode then counts as holding
 /// less — it is judged less, never wrongly.
 pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
+    let counted: Vec<bool> = (0..c.vnodes()).map(|node| counted_in(c, node, cut) != Some(false)).collect();
+    let recorded: Vec<Option<BTreeMap<u32, u64>>> =
+        (0..c.vnodes()).map(|node| recorded_epochs(c, node, cut).filter(|_| counted[node])).collect();
+    let with_epochs: Vec<&BTreeMap<u32, u64>> = recorded.iter().flatten().collect();
+    let mut newest = waymark_core::cut::holdings::newest_holders(&with_epochs).into_iter();
     (0..c.vnodes())
         .map(|node| {
-            let log = c.log(node);
-            if counted_in(c, node, cut) == Some(false) {
+            if !counted[node] {
                 return BTreeSet::new();
             }
-            let at = log.iter().position(|r| matches!(r, Record::CutFinish(f) if f.cut == cut));
-            if let Some(p) = at.and_then(|i| super::placement_at(c, node, i + 1)) {
-                return p.copies_of(c.id(node)).map(|p| p.0).collect();
+            if recorded[node].is_some() {
+                return newest.next().map(|kept| kept.into_keys().collect()).unwrap_or_default();
             }
-            let rejoined = super::rejoined(log);
+            let rejoined = super::rejoined(c.log(node));
             let p = c.placement();
             (0..p.partitions()).filter(|part| super::holds_from_start(c, &rejoined, node, PartitionId(*part))).collect()
         })
         .collect()
+}
+
+/// The partitions vnode `node` was a copy of, with their chains' epochs, by the placement its
+/// metadata recorded where the strategy fixed what `cut` covers there (as `Vnode::note_holdings`).
+fn recorded_epochs(c: &impl Cluster, node: usize, cut: CutId) -> Option<BTreeMap<u32, u64>> {
+    let at = c.log(node).iter().position(|r| match r {
+        Record::CutFinish(f) => f.cut == cut,
+        Record::VersionsMap { cut: c, .. } => *c == cut,
+        _ => false,
+    })?;
+    let p = super::placement_at(c, node, at + 1)?;
+    Some(p.copies_of(c.id(node)).map(|part| (part.0, p.epoch(part))).collect())
 }
 
 /// On the tree (`None` off it, or for a cut it did not run): whether vnode `node` is among those
