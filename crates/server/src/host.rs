@@ -103,12 +103,41 @@ pub enum NotHere {
     NotCoordinator { host: String, coordinator: VnodeId },
 }
 
+/// The first pause before asking again for a cut a vnode refused with `TRYAGAIN`; it doubles.
+const CUT_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest pause between two asks.
+const CUT_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(1);
+/// At most this many refused asks before the last one, whose answer stands.
+const CUT_RETRIES_MAX: u32 = 64;
+
 impl Shared {
     /// Runs one cut process, waiting at most `timeout`. Transactions go on meanwhile: nothing is
     /// paused (except by the `blocking` strategy, which is there to show what that costs).
     /// `consistent` and `blocking` run through a manager vnode on this host (the root if it runs
     /// here); `versions` through the cut coordinator, the cluster's first store vnode.
+    ///
+    /// A refusal the core words as `TRYAGAIN` (the vnode is starting, or settling a placement a
+    /// returning host changed) is asked again, with backoff, until `timeout` is spent: it lasts
+    /// milliseconds, and an operator's snapshot should not fail for it.
     pub async fn run_cut(&self, timeout: std::time::Duration) -> Result<CutReport, RunCutError> {
+        let begun = std::time::Instant::now();
+        let mut backoff = CUT_RETRY_FIRST;
+        for _ in 0..CUT_RETRIES_MAX {
+            let left = timeout.saturating_sub(begun.elapsed());
+            match self.run_cut_once(left).await {
+                Err(RunCutError::Unavailable { why, .. })
+                    if why.starts_with("TRYAGAIN") && begun.elapsed() + backoff < timeout =>
+                {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(CUT_RETRY_MAX);
+                }
+                done => return done,
+            }
+        }
+        self.run_cut_once(timeout.saturating_sub(begun.elapsed())).await
+    }
+
+    async fn run_cut_once(&self, timeout: std::time::Duration) -> Result<CutReport, RunCutError> {
         let through = match self.cfg.cluster.strategy {
             waymark_core::CutStrategy::Versions => self.cut_coordinator()?,
             _ => self.cut_manager()?,
