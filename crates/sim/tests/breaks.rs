@@ -554,6 +554,8 @@ fn a_page_copied_while_a_versions_cut_is_open_is_caught_by_the_restores() {
 /// restored a returning host's stale data: seed 8, a restore that ignored the learner's
 /// `PartitionReset` and `Copied` records (it kept what the host held before it died); seed 10, a
 /// vnode recorded dead while it took part in a cut, judged by the chain it had been dropped from.
+/// A guard added with them (no page while a versions cut is open) changed matrix seed 43's run
+/// and showed one more checker too strict.
 #[test]
 fn versions_cuts_restore_returning_hosts_from_what_they_copied() {
     for seed in [8, 10] {
@@ -561,6 +563,13 @@ fn versions_cuts_restore_returning_hosts_from_what_they_copied() {
         assert!(r.violations.is_empty(), "seed {seed}: {:?}", r.violations);
         assert!(r.cuts_verified > 0, "seed {seed}: no cut verified");
     }
+    // Matrix seed 43 (4 vnodes, fan-out 3): a primary whose parent was down logged a cut's map
+    // before the learner's switch reached it; the export reads the partition from the learner's
+    // newer chain, and `cut-replay` judged the primary's restore by it all the same.
+    let mut cfg = versions_catching_up(43);
+    (cfg.vnodes, cfg.fanout) = (4, 3);
+    let r = run_seed(&cfg);
+    assert!(r.violations.is_empty(), "matrix seed 43: {:?}", r.violations);
 }
 
 /// A primary that serves a value past its deadline instead of waiting for the key's expiry

@@ -182,9 +182,16 @@ fn replay_resolved(replay: &mut Store, r: &ResolvedWrite) {
 /// Every replica's restored keys against the replay, both ways.
 fn compare(w: &World, facts: &LogFacts, cut: CutId, replay: &Store, restored: &[Restored]) -> Vec<Violation> {
     let mut out = vec![];
+    // A vnode's restore holds only what it held at the cut (`held`): under `versions`, not a
+    // partition it was a copy of by an older chain than another's (seed 43 of the versions
+    // catch-up matrix: its parent down, it logged the map before the learner's switch reached it).
+    let at_cut = super::cut_restore::holders_at(w, cut);
     for (node, r) in restored.iter().enumerate() {
         let rejoined = &facts.rejoined[node];
-        let holds = |k: &Key| super::holds_from_start(w, rejoined, node, w.placement.partition_of(k));
+        let holds = |k: &Key| {
+            let p = w.placement.partition_of(k);
+            super::holds_from_start(w, rejoined, node, p) && at_cut[node].contains(&p.0)
+        };
         let keys: BTreeSet<&Key> = r.store.iter().map(|(k, _)| k).chain(replay.iter().map(|(k, _)| k)).collect();
         // Values and versions: deadlines resolved by a primary's clock are not replayed.
         let differs = |k: &&Key| {

@@ -133,13 +133,19 @@ pub fn holders_at(c: &impl Cluster, cut: CutId) -> Vec<BTreeSet<u32>> {
 /// The partitions vnode `node` was a copy of, with their chains' epochs, by the placement its
 /// metadata recorded where the strategy fixed what `cut` covers there (as `Vnode::note_holdings`).
 fn recorded_epochs(c: &impl Cluster, node: usize, cut: CutId) -> Option<BTreeMap<u32, u64>> {
-    let at = c.log(node).iter().position(|r| match r {
+    let at = fixed_at(c.log(node), cut)?;
+    let p = super::placement_at(c, node, at + 1)?;
+    Some(p.copies_of(c.id(node)).map(|part| (part.0, p.epoch(part))).collect())
+}
+
+/// Where in a vnode's log the strategy fixed what `cut` covers there: its `CutFinish`, or its
+/// `VersionsMap` under `versions` (as `Vnode::note_holdings`).
+fn fixed_at(log: &[Record], cut: CutId) -> Option<usize> {
+    log.iter().position(|r| match r {
         Record::CutFinish(f) => f.cut == cut,
         Record::VersionsMap { cut: c, .. } => *c == cut,
         _ => false,
-    })?;
-    let p = super::placement_at(c, node, at + 1)?;
-    Some(p.copies_of(c.id(node)).map(|part| (part.0, p.epoch(part))).collect())
+    })
 }
 
 /// On the tree (`None` off it, or for a cut it did not run): whether vnode `node` is among those
@@ -303,7 +309,7 @@ fn included_by_version(w: &World, facts: &LogFacts, cut: CutId, node: usize, r: 
     // the vnode held what it had committed itself, which may be a history the live copies do not
     // share (why a learner resets), and which the facts do not count.
     let log = w.log(node);
-    let Some(finish) = log.iter().position(|r| matches!(r, Record::CutFinish(f) if f.cut == cut)) else { return };
+    let Some(finish) = fixed_at(log, cut) else { return };
     let copied_in = super::rejoined(&log[..finish]);
     let copied = |k: &Key| copied_in.contains(&w.placement.partition_of(k).0);
     for (key, entry) in r.store.iter().filter(|(k, _)| copied(k)) {
