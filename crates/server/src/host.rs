@@ -61,6 +61,10 @@ pub struct Shared {
     pub acl: Arc<crate::acl::AclState>,
     /// The Redis connections this host serves (`CLIENT LIST`, `CLIENT KILL`).
     pub clients: Arc<crate::clients::Clients>,
+    /// Calls, time and refusals per command (`INFO commandstats`).
+    pub command_stats: crate::command_stats::CommandStats,
+    /// Bytes this host's vnodes appended to their logs since it started.
+    pub log_appended_bytes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Shared {
@@ -355,7 +359,9 @@ impl Host {
         // The log writer counts appends from where the machine's log positions stand.
         let base = machine.appended();
         let limits = &self.cfg().limits;
-        let (log, checkpoints) = LogWriter::open(LogSetup { wal: opened.wal, dir, base, fsync: self.cfg().fsync });
+        let appended_bytes = self.shared.log_appended_bytes.clone();
+        let setup = LogSetup { wal: opened.wal, dir, base, fsync: self.cfg().fsync, appended_bytes };
+        let (log, checkpoints) = LogWriter::open(setup);
         let setup = DriverSetup {
             id: id.clone(),
             log,

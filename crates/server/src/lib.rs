@@ -28,7 +28,9 @@ pub mod admin;
 pub mod boot;
 pub mod clients;
 pub mod clock;
+pub mod command_stats;
 pub mod config;
+pub mod cpu;
 pub mod driver;
 #[doc(hidden)]
 pub mod fuzzing;

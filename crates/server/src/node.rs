@@ -105,8 +105,22 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
     let acl = Arc::new(crate::acl::AclState::new(cfg.password.is_some()));
     let secondaries = Default::default();
     let clients = Arc::default();
-    let shared =
-        Shared { cfg, topology, router, links, stores: vec![], started, secondaries, memory, tls, acl, clients };
+    let (command_stats, log_appended_bytes, stores) = (Default::default(), Default::default(), vec![]);
+    let shared = Shared {
+        cfg,
+        topology,
+        router,
+        links,
+        stores,
+        started,
+        secondaries,
+        memory,
+        tls,
+        acl,
+        clients,
+        command_stats,
+        log_appended_bytes,
+    };
     let router = shared.router.clone();
     let mut host = Host::new(shared, events_tx, stop);
     // The peer links first: the parents this host asks which vnodes to start may be elsewhere.

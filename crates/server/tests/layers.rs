@@ -34,6 +34,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tls.rs",
             "acl.rs",
             "clients.rs",
+            "command_stats.rs",
+            "cpu.rs",
         ],
     ),
 ];

@@ -49,13 +49,16 @@ pub enum Cmd {
     ObjectHelp,
     ConfigGet(Vec<Vec<u8>>),
     ConfigSet(Vec<(Vec<u8>, Vec<u8>)>),
+    /// `CONFIG RESETSTAT`: the per-command counters start again.
+    ConfigResetStat,
     /// `FUNCTION FLUSH [ASYNC|SYNC]`: Waymark has no functions, so there are none to flush.
     FunctionFlush,
     Command,
     CommandCount,
     CommandDocs,
     CommandInfo(Vec<Vec<u8>>),
-    Info(Option<String>),
+    /// `INFO [section …]`: the sections asked, lower case (none: the default ones).
+    Info(Vec<String>),
     DbSize,
     Multi,
     Exec,
@@ -97,6 +100,11 @@ impl From<ttl_args::ArgError> for CmdError {
     fn from(e: ttl_args::ArgError) -> Self {
         CmdError(e.0)
     }
+}
+
+/// Whether `name` (lower case) is a command Waymark answers.
+pub fn known(name: &str) -> bool {
+    TABLE.iter().any(|(n, _)| *n == name)
 }
 
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
@@ -391,7 +399,7 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             _ => Err(CmdError("ERR syntax error".into())),
         },
         "select" => Ok(Cmd::Select(integer(&args[0])?)),
-        "info" => Ok(Cmd::Info(args.first().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()))),
+        "info" => Ok(Cmd::Info(args.iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect())),
         "dbsize" => Ok(Cmd::DbSize),
         "scan" => scan(args),
         "keys" => Ok(Cmd::Keys(args.into_iter().next().expect("arity checked"))),
@@ -417,6 +425,7 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
                 Ok(Cmd::ConfigSet(args[1..].chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()))
             }
             "SET" => Err(CmdError("ERR wrong number of arguments for 'config|set' command".into())),
+            "RESETSTAT" if args.len() == 1 => Ok(Cmd::ConfigResetStat),
             sub => Err(CmdError(format!(
                 "ERR CONFIG {sub} is not supported by Waymark: its settings live in the node's config file"
             ))),

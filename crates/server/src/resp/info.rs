@@ -156,72 +156,145 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
-/// `INFO [section]`: server, clients, memory, persistence, stats, replication, keyspace, and
-/// Waymark's own section.
-pub async fn info(shared: &Shared, section: Option<&str>) -> Reply {
-    let cfg = &shared.cfg;
-    let host = cfg.this_host();
-    let wants = |s: &str| matches!(section, None | Some("all" | "everything" | "default")) || section == Some(s);
+/// `INFO`'s sections, in the order they are written.
+const SECTIONS: [&str; 10] = [
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "commandstats",
+    "keyspace",
+    "waymark",
+];
+
+/// The sections `INFO` with no argument (or `default`) writes: all but the per-command table, as
+/// in Redis.
+fn in_default(section: &str) -> bool {
+    section != "commandstats"
+}
+
+/// Which of `SECTIONS` the arguments ask for (lower case): named ones, `default`, `all` or
+/// `everything` (Waymark has no modules: the same as `all`); unknown names add nothing.
+fn selected(asked: &[String]) -> Vec<&'static str> {
+    let wants = |section: &str| match asked {
+        [] => in_default(section),
+        _ => asked.iter().any(|a| match a.as_str() {
+            "all" | "everything" => true,
+            "default" => in_default(section),
+            named => named == section,
+        }),
+    };
+    SECTIONS.into_iter().filter(|s| wants(s)).collect()
+}
+
+/// `INFO [section …]`: server, clients, memory, persistence, stats, replication, cpu,
+/// commandstats, keyspace, and Waymark's own section; each at most once.
+pub async fn info(shared: &Shared, asked: &[String]) -> Reply {
     let mut text = String::new();
-    if wants("server") {
-        text += &format!(
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nwaymark_version:{}\r\nredis_mode:standalone\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nwaymark_cluster:{}\r\nwaymark_host:{}\r\n\r\n",
-            env!("CARGO_PKG_VERSION"),
-            std::process::id(),
-            host.redis.port(),
-            shared.started.elapsed().as_secs(),
-            cfg.cluster.name,
-            cfg.host,
-        );
-    }
-    if wants("clients") {
-        let counts = shared.clients.counts();
-        text += &format!(
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n\r\n",
-            counts.connected, cfg.limits.clients_max
-        );
-    }
-    if wants("memory") {
-        let (used, limit) = (shared.memory.used_bytes(), shared.memory.limit_bytes());
-        text += &format!(
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nmaxmemory:{limit}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\n\r\n",
-            human_bytes(used),
-            human_bytes(limit),
-        );
-    }
-    if wants("persistence") {
-        let fsync = if cfg.fsync == FsyncPolicy::Always { "always" } else { "never" };
-        text += &format!("# Persistence\r\nloading:0\r\naof_enabled:1\r\nwaymark_fsync:{fsync}\r\nrdb_changes_since_last_save:0\r\n\r\n");
-    }
-    if wants("stats") {
-        let counts = shared.clients.counts();
-        text += &format!(
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\r\n",
-            counts.received, counts.commands
-        );
-    }
-    if wants("replication") {
-        // To a client the host is a primary that takes writes; its copies are the cluster's own
-        // (every partition on `cluster.replicas` hosts), not Redis replicas it could list.
-        text += &format!(
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nwaymark_replicas_per_partition:{}\r\n\r\n",
-            cfg.cluster.replicas
-        );
-    }
-    if wants("keyspace") {
-        let keys = dbsize(shared).await;
-        text += &format!("# Keyspace\r\ndb0:keys={keys},expires=0,avg_ttl=0\r\n\r\n");
-    }
-    if wants("waymark") {
-        let statuses = shared.statuses().await;
-        text += "# Waymark\r\n";
-        for s in statuses {
-            text +=
-                &format!("vnode:{},kind={},keys={},parent={}\r\n", s.id, s.kind, s.keys, s.parent.unwrap_or_default());
-        }
+    for section in selected(asked) {
+        text += &match section {
+            "server" => server_section(shared),
+            "clients" => clients_section(shared),
+            "memory" => memory_section(shared),
+            "persistence" => persistence_section(shared),
+            "stats" => stats_section(shared),
+            "replication" => replication_section(shared),
+            "cpu" => cpu_section(),
+            "commandstats" => commandstats_section(shared),
+            "keyspace" => format!("# Keyspace\r\ndb0:keys={},expires=0,avg_ttl=0\r\n", dbsize(shared).await),
+            _ => waymark_section(shared).await,
+        };
         text += "\r\n";
     }
     Reply::Verbatim { format: *b"txt", text: text.into_bytes() }
+}
+
+fn server_section(shared: &Shared) -> String {
+    let cfg = &shared.cfg;
+    format!(
+        "# Server\r\nredis_version:{REDIS_VERSION}\r\nwaymark_version:{}\r\nredis_mode:standalone\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nwaymark_cluster:{}\r\nwaymark_host:{}\r\n",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        cfg.this_host().redis.port(),
+        shared.started.elapsed().as_secs(),
+        cfg.cluster.name,
+        cfg.host,
+    )
+}
+
+fn clients_section(shared: &Shared) -> String {
+    let counts = shared.clients.counts();
+    format!(
+        "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
+        counts.connected, shared.cfg.limits.clients_max
+    )
+}
+
+fn memory_section(shared: &Shared) -> String {
+    let (used, limit) = (shared.memory.used_bytes(), shared.memory.limit_bytes());
+    format!(
+        "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nmaxmemory:{limit}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:noeviction\r\n",
+        human_bytes(used),
+        human_bytes(limit),
+    )
+}
+
+fn persistence_section(shared: &Shared) -> String {
+    let fsync = if shared.cfg.fsync == FsyncPolicy::Always { "always" } else { "never" };
+    format!("# Persistence\r\nloading:0\r\naof_enabled:1\r\nwaymark_fsync:{fsync}\r\nrdb_changes_since_last_save:0\r\n")
+}
+
+fn stats_section(shared: &Shared) -> String {
+    let counts = shared.clients.counts();
+    // Error replies of the commands counted (an unknown command's are not, as it has no entry).
+    let errors: u64 = shared.command_stats.snapshot().values().map(|s| s.rejected_calls + s.failed_calls).sum();
+    format!(
+        "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_error_replies:{errors}\r\n",
+        counts.received, counts.commands
+    )
+}
+
+/// To a client the host is a primary that takes writes; its copies are the cluster's own (every
+/// partition on `cluster.replicas` hosts), not Redis replicas it could list. Its replication
+/// offset is what its vnodes appended to their logs, the stream its chains replicate.
+fn replication_section(shared: &Shared) -> String {
+    let offset = shared.log_appended_bytes.load(std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:{offset}\r\nwaymark_replicas_per_partition:{}\r\n",
+        shared.cfg.cluster.replicas
+    )
+}
+
+fn cpu_section() -> String {
+    let (own, children) = (crate::cpu::cpu_times(false), crate::cpu::cpu_times(true));
+    format!(
+        "# CPU\r\nused_cpu_sys:{:.6}\r\nused_cpu_user:{:.6}\r\nused_cpu_sys_children:{:.6}\r\nused_cpu_user_children:{:.6}\r\n",
+        own.sys_s, own.user_s, children.sys_s, children.user_s
+    )
+}
+
+/// One line per command called since the host started, as Redis writes them.
+fn commandstats_section(shared: &Shared) -> String {
+    let mut text = "# Commandstats\r\n".to_string();
+    for (name, s) in shared.command_stats.snapshot() {
+        let per_call = if s.calls == 0 { 0.0 } else { s.usec as f64 / s.calls as f64 };
+        text += &format!(
+            "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+            s.calls, s.usec, s.rejected_calls, s.failed_calls
+        );
+    }
+    text
+}
+
+async fn waymark_section(shared: &Shared) -> String {
+    let mut text = "# Waymark\r\n".to_string();
+    for s in shared.statuses().await {
+        text += &format!("vnode:{},kind={},keys={},parent={}\r\n", s.id, s.kind, s.keys, s.parent.unwrap_or_default());
+    }
+    text
 }
 
 #[cfg(test)]
@@ -233,5 +306,17 @@ mod tests {
         let Reply::Array(entries) = command_table() else { panic!("an array") };
         assert_eq!(entries.len(), TABLE.len());
         assert!(entries.iter().all(|e| matches!(e, Reply::Array(parts) if parts.len() == 6)));
+    }
+
+    #[test]
+    fn info_sections_are_chosen_as_redis_chooses_them_each_once() {
+        let asked = |a: &[&str]| selected(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(!asked(&[]).contains(&"commandstats") && asked(&[]).contains(&"cpu"));
+        assert_eq!(asked(&["default"]), asked(&[]));
+        assert_eq!(asked(&["cpu"]), ["cpu"]);
+        assert_eq!(asked(&["cpu", "sentinel"]), ["cpu"], "an unknown section adds nothing");
+        assert_eq!(asked(&["cpu", "all"]), SECTIONS.to_vec(), "all, with cpu once");
+        assert_eq!(asked(&["everything"]), SECTIONS.to_vec());
+        assert!(asked(&["commandstats"]) == ["commandstats"]);
     }
 }

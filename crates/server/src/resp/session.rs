@@ -9,6 +9,7 @@
 
 use super::command::{self, AclCmd, Cmd, CmdError, DataCmd};
 use super::{acl, info, scan};
+use crate::command_stats::CallOutcome;
 use crate::host::Shared;
 use crate::telemetry::{self, Abort};
 use crate::vnode::VnodeCmd;
@@ -39,6 +40,8 @@ pub struct Session {
     closing: bool,
     /// Where this connection's `SCAN`s stand, by the cursor numbers they were given.
     cursors: scan::Cursors,
+    /// The request being handled was refused before it ran (`INFO commandstats`' rejected calls).
+    rejected: bool,
 }
 
 /// What the connection does after a reply.
@@ -83,17 +86,27 @@ impl Session {
             client,
             closing: false,
             cursors: scan::Cursors::default(),
+            rejected: false,
         }
     }
 
     /// Handles one request's arguments, and notes in the connection's entry what it ran.
     pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
         let cmd = command_name(&args);
+        let begun = std::time::Instant::now();
         self.conn.update(|c| {
-            (c.cmd, c.last) = (cmd, std::time::Instant::now());
+            (c.cmd, c.last) = (cmd.clone(), begun);
             c.commands += 1;
         });
+        self.rejected = false;
         let handled = self.handle_request(args).await;
+        let outcome = match &handled.0 {
+            _ if self.rejected => CallOutcome::Rejected,
+            Reply::Error(_) => CallOutcome::Failed,
+            _ => CallOutcome::Done,
+        };
+        let usec = begun.elapsed().as_micros().try_into().unwrap_or(u64::MAX);
+        self.shared.command_stats.record(&cmd, command::known, usec, outcome);
         let (multi, resp) = (self.multi.as_ref().map(|(queue, _)| queue.len()), self.resp_version());
         self.conn.update(|c| (c.multi, c.resp) = (multi, resp));
         handled
@@ -116,6 +129,7 @@ impl Session {
     async fn handle_request(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
         if self.authenticated {
             if let Err((refusal, next)) = self.permitted(&args) {
+                self.rejected = true;
                 // Inside MULTI a refused command fails the transaction, as in Redis.
                 if let Some((_, failed)) = self.multi.as_mut() {
                     *failed = true;
@@ -125,6 +139,7 @@ impl Session {
         }
         let parsed = command::parse(args);
         if !self.authenticated && !matches!(parsed, Ok(Cmd::Auth { .. } | Cmd::Hello { .. } | Cmd::Quit | Cmd::Reset)) {
+            self.rejected = true;
             return (err("NOAUTH Authentication required."), Next::Continue);
         }
         if let Some((queue, failed)) = self.multi.as_mut() {
@@ -133,7 +148,7 @@ impl Session {
                 // As in Redis, `RESET` is not queued either: it ends the transaction.
                 Ok(Cmd::Exec | Cmd::Discard | Cmd::Multi | Cmd::Watch(_) | Cmd::Quit | Cmd::Reset) => {}
                 Ok(_) if full => {
-                    *failed = true;
+                    (*failed, self.rejected) = (true, true);
                     let max = self.shared.cfg.limits.multi_queue_max;
                     return (
                         err(format!("ERR MULTI holds at most {max} commands (limits.multi_queue_max)")),
@@ -145,13 +160,16 @@ impl Session {
                     return (Reply::Simple("QUEUED".into()), Next::Continue);
                 }
                 Err(CmdError(e)) => {
-                    *failed = true;
+                    (*failed, self.rejected) = (true, true);
                     return (err(e), Next::Continue);
                 }
             }
         }
         match parsed {
-            Err(CmdError(e)) => (err(e), Next::Continue),
+            Err(CmdError(e)) => {
+                self.rejected = true;
+                (err(e), Next::Continue)
+            }
             Ok(Cmd::Quit) => (Reply::ok(), Next::Close),
             Ok(cmd) => {
                 let reply = self.run(cmd).await;
@@ -255,12 +273,16 @@ impl Session {
             ),
             Cmd::ConfigGet(patterns) => info::config_get(&self.shared, &patterns),
             Cmd::ConfigSet(pairs) => info::config_set(&self.shared, &pairs),
+            Cmd::ConfigResetStat => {
+                self.shared.command_stats.reset();
+                Reply::ok()
+            }
             Cmd::FunctionFlush => Reply::ok(),
             Cmd::Command => info::command_table(),
             Cmd::CommandCount => Reply::Integer(command::TABLE.len() as i64),
             Cmd::CommandDocs => Reply::Map(vec![]),
             Cmd::CommandInfo(names) => info::command_info(&names),
-            Cmd::Info(section) => info::info(&self.shared, section.as_deref()).await,
+            Cmd::Info(sections) => info::info(&self.shared, &sections).await,
             Cmd::DbSize => Reply::Integer(info::dbsize(&self.shared).await as i64),
             Cmd::Scan { cursor, pattern, count, kind } => self.scan(cursor, pattern, count, kind).await,
             Cmd::Keys(pattern) => self.keys(&pattern).await,

@@ -26,6 +26,8 @@ use super::export::{export_vnode, ExportError};
 use crate::config::FsyncPolicy;
 use crate::snapshot::manifest::VnodeFiles;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 use waymark_core::alter::AlterSeq;
@@ -106,6 +108,9 @@ pub struct LogSetup {
     /// The vnode was rebuilt from this many records: its next append is the `base`-th.
     pub base: Lsn,
     pub fsync: FsyncPolicy,
+    /// Bytes of records appended, added to by every vnode log of the host (`INFO replication`'s
+    /// `master_repl_offset`: the log the host's copies write is Waymark's replication stream).
+    pub appended_bytes: Arc<AtomicU64>,
 }
 
 pub struct LogWriter {
@@ -127,12 +132,13 @@ pub struct LogWriter {
     /// Where the log stood (global byte offset) when the last checkpoint was taken — at open, its
     /// first record: a node restarted with a long log checkpoints soon.
     checkpointed_at: u64,
+    appended_bytes: Arc<AtomicU64>,
 }
 
 impl LogWriter {
     /// The writer, and where its checkpoint helper threads say they finished.
     pub fn open(setup: LogSetup) -> (LogWriter, mpsc::UnboundedReceiver<CheckpointWritten>) {
-        let LogSetup { wal, dir, base, fsync } = setup;
+        let LogSetup { wal, dir, base, fsync, appended_bytes } = setup;
         let (checkpoints, written) = mpsc::unbounded_channel();
         let cuts = CutFiles::open(&dir);
         let checkpointed_at = wal.first_position().global();
@@ -149,6 +155,7 @@ impl LogWriter {
             read_back: vec![],
             unsynced_since: None,
             checkpoints,
+            appended_bytes,
         };
         (w, written)
     }
@@ -175,7 +182,9 @@ impl LogWriter {
     }
 
     pub fn append(&mut self, record: &Record) -> Result<(), LogWriteError> {
-        let at = self.wal.append(record.kind(), &record.encode()).map_err(|source| LogWriteError::Append { source })?;
+        let encoded = record.encode();
+        let at = self.wal.append(record.kind(), &encoded).map_err(|source| LogWriteError::Append { source })?;
+        self.appended_bytes.fetch_add(encoded.len() as u64, Ordering::Relaxed);
         self.appended = Lsn(self.appended.0 + 1);
         self.unsynced_since.get_or_insert_with(Instant::now);
         match record {
@@ -336,7 +345,8 @@ mod tests {
 
     fn writer(dir: &std::path::Path) -> LogWriter {
         let wal = Wal::open(dir.join("wal"), Options::default()).expect("a log").0;
-        let setup = LogSetup { wal, dir: dir.to_path_buf(), base: Lsn(0), fsync: FsyncPolicy::Always };
+        let appended_bytes = Default::default();
+        let setup = LogSetup { wal, dir: dir.to_path_buf(), base: Lsn(0), fsync: FsyncPolicy::Always, appended_bytes };
         LogWriter::open(setup).0
     }
 
