@@ -1,11 +1,16 @@
 //! Redis 7.0.15's own test units (`third_party/redis-tests`, external mode) against a 3-host
-//! cluster: the units Waymark passes stay passing (issue 34). Each unit must run to the end and
-//! pass at least its figure below — 90% of what Redis itself passes (`BASELINE.md`), rounded up,
-//! with `SINGLEDB=1` (Waymark has one database).
+//! cluster, with its 16 databases (no `SINGLEDB`): the units Waymark passes stay passing (issue
+//! 34). Each unit must run to the end and pass at least its figure below — 90% of what Redis
+//! itself passes (`BASELINE.md`), rounded up — except where marked *floor*: a unit still below
+//! 90% (its failures need lists, sets and hashes, issue 35, or assert Redis's internal
+//! encodings), held at what Waymark passes now so that it does not fall back.
 //!
 //! Waymark's figures when this was written (2026-12-07): `unit/expire` 57 of Redis's 58 (the
-//! one left pushes onto a list: lists are issue 35), `unit/type/incr` 21 of 23 (the two left
-//! run INCR against lists), `unit/info-command` 3 of 3, `unit/quit` 3 of 3.
+//! one left pushes onto a list), `unit/type/incr` 21 of 23 (the two left run INCR against
+//! lists), `unit/info-command` 3 of 3, `unit/quit` 3 of 3, `unit/keyspace` 42 of 52 (nine COPYs
+//! of collections; `MOVE basic usage` counts keys a failed COPY test left), `unit/type/string`
+//! 67 of 75 (four against lists, three assert `OBJECT ENCODING int`, which Waymark does not
+//! store).
 
 mod common;
 
@@ -15,8 +20,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A unit, and the fewest of its tests that must pass.
-const UNITS: [(&str, u32); 4] =
-    [("unit/expire", 53), ("unit/type/incr", 21), ("unit/info-command", 3), ("unit/quit", 3)];
+const UNITS: [(&str, u32); 6] = [
+    ("unit/expire", 53),
+    ("unit/type/incr", 21),
+    ("unit/info-command", 3),
+    ("unit/quit", 3),
+    ("unit/keyspace", 42),    // floor: 90% is 47
+    ("unit/type/string", 67), // floor: 90% is 68
+];
 /// How long all the units may take (each takes seconds).
 const UNITS_WITHIN: Duration = Duration::from_secs(600);
 
@@ -38,7 +49,7 @@ fn redis_units_of_strings_counters_and_expiry_pass_against_three_hosts() {
     let mut cmd = Command::new("bash");
     cmd.arg(run_units_script()).arg(addr.ip().to_string()).arg(addr.port().to_string());
     cmd.args(UNITS.iter().map(|(unit, _)| *unit));
-    cmd.env("SINGLEDB", "1").env("UNIT_TIMEOUT", "240").stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.env("UNIT_TIMEOUT", "240").stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().expect("bash runs run-units.sh (tclsh: scripts/test installs tcl)");
     let out = wait_bounded(child, UNITS_WITHIN, "run-units.sh");
     let table = String::from_utf8_lossy(&out.stdout);

@@ -19,6 +19,7 @@ pub mod catch_up;
 pub mod client;
 pub mod config;
 pub mod cut;
+pub mod database;
 pub mod expiry;
 #[doc(hidden)]
 pub mod fuzzing;

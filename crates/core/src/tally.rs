@@ -5,6 +5,7 @@
 //! Invariant: a vnode's [`Tallies`] equal [`Tallies::of`] its store (checked by the simulator's
 //! `tallies` checker and by `Vnode::tallies_agree`).
 
+use crate::database::DATABASES;
 use crate::ids::Key;
 use crate::placement::Placement;
 use crate::store::{value_digest, Entry, Store};
@@ -22,6 +23,8 @@ pub struct Tally {
     pub entries: u64,
     /// Keys that hold a value.
     pub live: u64,
+    /// Of `live`, those of each database (`crate::database`: `DBSIZE` answers one).
+    pub live_by_db: [u64; DATABASES as usize],
     /// Key and value bytes, plus [`ENTRY_OVERHEAD_BYTES`] per entry.
     pub bytes: u64,
     /// The wrapping sum of every entry's [`entry_hash`]: replicas holding the same entries have
@@ -34,12 +37,15 @@ impl Tally {
     fn add(&mut self, c: Counted) {
         self.entries += 1;
         self.live += u64::from(c.live);
+        self.live_by_db[c.db as usize] += u64::from(c.live);
         self.bytes += c.bytes;
         self.digest = self.digest.wrapping_add(c.hash);
     }
 
     fn remove(&mut self, c: Counted) {
-        assert!(self.entries >= 1 && self.live >= u64::from(c.live) && self.bytes >= c.bytes, "tally underflow");
+        let in_db = &mut self.live_by_db[c.db as usize];
+        assert!(self.entries >= 1 && *in_db >= u64::from(c.live) && self.bytes >= c.bytes, "tally underflow");
+        *in_db -= u64::from(c.live);
         self.entries -= 1;
         self.live -= u64::from(c.live);
         self.bytes -= c.bytes;
@@ -56,6 +62,7 @@ impl Tally {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counted {
     live: bool,
+    db: u8,
     bytes: u64,
     hash: u128,
 }
@@ -65,6 +72,7 @@ impl Counted {
         let value_bytes = entry.value.as_ref().map_or(0, |v| v.len() as u64);
         Counted {
             live: entry.value.is_some(),
+            db: crate::database::db_of(key).index(),
             bytes: key.len() as u64 + value_bytes + ENTRY_OVERHEAD_BYTES,
             hash: entry_hash(key, entry),
         }
@@ -125,6 +133,9 @@ impl Tallies {
         for t in &self.partitions {
             sum.entries += t.entries;
             sum.live += t.live;
+            for (s, n) in sum.live_by_db.iter_mut().zip(t.live_by_db) {
+                *s += n;
+            }
             sum.bytes += t.bytes;
             sum.digest = sum.digest.wrapping_add(t.digest);
         }
@@ -174,5 +185,17 @@ mod tests {
             assert_eq!(tallies, Tallies::of(&store, &one), "after {w:?}");
         }
         assert_eq!(tallies.total().bytes, 2 + 1 + 2 * ENTRY_OVERHEAD_BYTES);
+    }
+
+    #[test]
+    fn live_keys_are_counted_per_database() {
+        let one = Placement::round_robin(&[crate::ids::VnodeId::new("store0", "h")], 1, 1);
+        let db3 = crate::database::Db::new(3).expect("a database");
+        let mut store = Store::default();
+        let in3 = |k: &str| db3.stored(k.into()).expect("a key");
+        store.apply_all(&[write("a", Some("1"), 1), write("b", None, 1)]);
+        store.apply(&ResolvedWrite { key: in3("a"), value: Some(b"1".to_vec()), version: 1, deadline_ms: None });
+        let t = Tallies::of(&store, &one).total();
+        assert_eq!((t.live, t.live_by_db[0], t.live_by_db[3]), (2, 1, 1));
     }
 }

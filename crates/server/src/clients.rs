@@ -29,6 +29,8 @@ pub struct Conn {
     pub name: Option<Vec<u8>>,
     pub user: String,
     pub resp: u8,
+    /// The database it selected.
+    pub db: u8,
     /// Commands queued since `MULTI`, or `None` outside one.
     pub multi: Option<usize>,
     pub lib_name: Option<Vec<u8>>,
@@ -124,6 +126,7 @@ impl Clients {
             name: None,
             user: waymark_core::acl::DEFAULT_USER.into(),
             resp: 2,
+            db: 0,
             multi: None,
             lib_name: None,
             lib_ver: None,
@@ -184,13 +187,14 @@ fn line(id: u64, c: &Conn, now: Instant) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        "id={id} addr={} laddr={} name={} age={} idle={} flags={} db=0 multi={} cmd={} user={} lib-name={} lib-ver={} resp={}",
+        "id={id} addr={} laddr={} name={} age={} idle={} flags={} db={} multi={} cmd={} user={} lib-name={} lib-ver={} resp={}",
         c.addr,
         c.laddr,
         text(&c.name),
         now.duration_since(c.opened).as_secs(),
         now.duration_since(c.last).as_secs(),
         if c.multi.is_some() { "x" } else { "N" },
+        c.db,
         c.multi.map_or(-1, |n| n as i64),
         c.cmd,
         c.user,

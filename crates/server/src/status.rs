@@ -27,6 +27,8 @@ pub struct VnodeStatus {
     pub data_bytes: u64,
     /// Keys of the partitions whose primary replica this vnode holds.
     pub primary_keys: usize,
+    /// Of `primary_keys`, those of each database, 0 to 15 (`DBSIZE` after `SELECT`).
+    pub primary_keys_by_db: Vec<u64>,
     pub prepared: usize,
     /// Replies held for real-time safety until every vnode started a cut.
     pub held_replies: usize,
@@ -87,14 +89,19 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     let placement = v.placement();
     let tallies = v.tallies();
     let held: Vec<u32> = placement.copies_of(v.id()).map(|p| p.0).collect();
-    let primary_keys = (0..placement.partitions())
-        .filter(|p| placement.primary(PartitionId(*p)) == v.id())
-        .map(|p| tallies.partition(p).live)
-        .sum::<u64>();
+    let led: Vec<u32> = (0..placement.partitions()).filter(|p| placement.primary(PartitionId(*p)) == v.id()).collect();
+    let primary_keys = led.iter().map(|p| tallies.partition(*p).live).sum::<u64>();
+    let mut by_db = vec![0; waymark_core::database::DATABASES as usize];
+    for p in &led {
+        for (sum, n) in by_db.iter_mut().zip(tallies.partition(*p).live_by_db) {
+            *sum += n;
+        }
+    }
     let total = tallies.total();
     let mut s = base(v.id().to_string(), "store", v.tree());
     s.keys = total.entries as usize;
     s.primary_keys = primary_keys as usize;
+    s.primary_keys_by_db = by_db;
     s.data_bytes = total.bytes;
     s.prepared = v.prepared_count();
     s.held_replies = v.held_replies();
@@ -127,6 +134,7 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         keys: 0,
         data_bytes: 0,
         primary_keys: 0,
+        primary_keys_by_db: vec![],
         prepared: 0,
         held_replies: 0,
         waiting_reads: 0,

@@ -130,6 +130,8 @@ pub const COMMANDS: &[CommandAcl] = &[
     c("rename", &[Keyspace, Write, Slow], K12),
     c("renamenx", &[Keyspace, Write, Fast], K12),
     c("copy", &[Keyspace, Write, Slow], K12),
+    c("move", &[Keyspace, Write, Fast], K1),
+    c("swapdb", &[Keyspace, Write, Fast, Dangerous], NO),
     c("unlink", &[Keyspace, Write, Fast], KALL),
     c("touch", &[Keyspace, Read, Fast], KALL),
     c("getex", &[Write, String, Fast], K1),

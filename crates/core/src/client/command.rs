@@ -60,6 +60,12 @@ pub enum DataCmd {
         to: Key,
         replace: bool,
     },
+    /// `MOVE key db`, the front end having stored `from` in the connection's database and `to`
+    /// in the other: 1 if moved (with its deadline), 0 if `from` is missing or `to` exists.
+    Move {
+        from: Key,
+        to: Key,
+    },
     /// `GETBIT key offset`: the offset already checked below 2³².
     GetBit(Key, u64),
     /// `SETBIT key offset bit`.
@@ -70,6 +76,43 @@ pub enum DataCmd {
         b: Key,
         answer: LcsAnswer,
     },
+}
+
+impl DataCmd {
+    /// Every key the command names, to be changed in place (the front end stores a client's keys
+    /// in its database, `crate::database`). The same keys as the evaluation reads.
+    pub fn keys_mut(&mut self) -> Vec<&mut Key> {
+        match self {
+            DataCmd::Get(k)
+            | DataCmd::Set(k, _)
+            | DataCmd::IncrBy(k, _)
+            | DataCmd::Append(k, _)
+            | DataCmd::StrLen(k) => {
+                vec![k]
+            }
+            DataCmd::SetEx(k, ..)
+            | DataCmd::GetEx(k, _)
+            | DataCmd::Expire(k, ..)
+            | DataCmd::Ttl(k, _)
+            | DataCmd::Persist(k)
+            | DataCmd::SetIf { key: k, .. }
+            | DataCmd::SetNx(k, _)
+            | DataCmd::GetSet(k, _)
+            | DataCmd::GetDel(k)
+            | DataCmd::GetRange(k, ..)
+            | DataCmd::SetRange(k, ..)
+            | DataCmd::IncrByFloat(k, _)
+            | DataCmd::Type(k)
+            | DataCmd::GetBit(k, _)
+            | DataCmd::SetBit(k, ..) => vec![k],
+            DataCmd::Lcs { a, b, .. } => vec![a, b],
+            DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter_mut().collect(),
+            DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter_mut().map(|(k, _)| k).collect(),
+            DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {
+                vec![from, to]
+            }
+        }
+    }
 }
 
 /// What `LCS` answers.

@@ -83,7 +83,9 @@ fn keys_of(c: &DataCmd) -> Vec<&Key> {
         DataCmd::Lcs { a, b, .. } => vec![a, b],
         DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter().collect(),
         DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter().map(|(k, _)| k).collect(),
-        DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } => vec![from, to],
+        DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {
+            vec![from, to]
+        }
     }
 }
 
@@ -320,6 +322,12 @@ impl Overlay {
             }
             DataCmd::Type(k) => Reply::Simple(if self.get(k).is_some() { "string" } else { "none" }.into()),
             DataCmd::Rename { from, to, nx } => self.rename(from, to, *nx),
+            DataCmd::Move { from, to } => {
+                if self.get(from).is_none() || self.get(to).is_some() {
+                    return Reply::Integer(0);
+                }
+                self.rename(from, to, true)
+            }
             DataCmd::Copy { from, to, replace } => {
                 if from == to {
                     return Reply::error("ERR source and destination objects are the same");
@@ -770,6 +778,34 @@ mod tests {
         assert_eq!(copy(true).writes, vec![Write { key: k("b"), op: WriteOp::Set(k("1")) }]);
         assert_eq!(run_one(DataCmd::Type(k("a")), &[("a", Some("1"))]).replies, vec![Reply::Simple("string".into())]);
         assert_eq!(run_one(DataCmd::Type(k("a")), &[("a", None)]).replies, vec![Reply::Simple("none".into())]);
+    }
+
+    #[test]
+    fn a_move_takes_the_key_only_to_where_it_is_absent() {
+        let moved = |before: &[(&str, Option<&str>)]| run_one(DataCmd::Move { from: k("a"), to: k("b") }, before);
+        let e = moved(&[("a", Some("1")), ("b", None)]);
+        assert_eq!(e.replies, vec![Reply::Integer(1)]);
+        assert_eq!(
+            e.writes,
+            vec![Write { key: k("a"), op: WriteOp::Del }, Write { key: k("b"), op: WriteOp::Set(k("1")) }]
+        );
+        assert_eq!(moved(&[("a", Some("1")), ("b", Some("2"))]).replies, vec![Reply::Integer(0)]);
+        assert_eq!(moved(&[("a", None), ("b", None)]).replies, vec![Reply::Integer(0)]);
+    }
+
+    #[test]
+    fn the_keys_a_command_names_are_the_keys_it_changes_in_place() {
+        let mut cmds = vec![
+            DataCmd::Get(k("a")),
+            DataCmd::MSet(vec![(k("a"), k("1")), (k("b"), k("2"))]),
+            DataCmd::Move { from: k("a"), to: k("b") },
+            DataCmd::Lcs { a: k("a"), b: k("b"), answer: crate::client::command::LcsAnswer::Len },
+        ];
+        for c in &mut cmds {
+            let named: Vec<Key> = keys_of(c).into_iter().cloned().collect();
+            let mutable: Vec<Key> = c.keys_mut().into_iter().map(|k| k.clone()).collect();
+            assert_eq!(named, mutable, "{c:?}");
+        }
     }
 
     /// `MGET k k k …`: one value read, repeated in the reply. Counted before it is copied.

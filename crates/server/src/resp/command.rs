@@ -5,6 +5,7 @@
 use super::ttl_args;
 pub use waymark_core::client::command::{Existing, LcsAnswer};
 pub use waymark_core::client::DataCmd;
+pub use waymark_core::database::Db;
 use waymark_core::{Key, Value};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +26,20 @@ pub enum Cmd {
         password: Vec<u8>,
     },
     Select(i64),
+    /// `MOVE key db`: the key, and the database it goes to (the front end stores both).
+    Move {
+        key: Key,
+        db: Db,
+    },
+    /// `COPY source destination DB db [REPLACE]`: the destination in another database.
+    CopyToDb {
+        from: Key,
+        to: Key,
+        db: Db,
+        replace: bool,
+    },
+    /// `SWAPDB a b`: refused, with why.
+    SwapDb,
     ClientSetName(Vec<u8>),
     ClientGetName,
     /// `CLIENT SETINFO LIB-NAME|LIB-VER value`: `lib_ver` false for the name.
@@ -75,7 +90,10 @@ pub enum Cmd {
     Keys(Vec<u8>),
     RandomKey,
     /// `FLUSHALL` and `FLUSHDB` (Waymark has one database), `ASYNC` or `SYNC` alike.
-    Flush,
+    /// `FLUSHALL` (`all`) or `FLUSHDB` (the connection's database).
+    Flush {
+        all: bool,
+    },
     /// `ACL …` (`resp/acl.rs`).
     Acl(AclCmd),
 }
@@ -168,6 +186,8 @@ pub const TABLE: &[(&str, i64)] = &[
     ("hello", -1),
     ("auth", -2),
     ("select", 2),
+    ("move", 3),
+    ("swapdb", 3),
     ("quit", -1),
     ("info", -1),
     ("dbsize", 1),
@@ -349,22 +369,29 @@ fn lcs(a: Key, b: Key, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
     Ok(Cmd::Data(DataCmd::Lcs { a, b, answer }))
 }
 
-/// `COPY source destination [DB 0] [REPLACE]`: Waymark has one database.
+/// `COPY source destination [DB db] [REPLACE]`.
 fn copy(from: Key, to: Key, options: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
-    let mut replace = false;
+    let (mut replace, mut db) = (false, None);
     let mut it = options.into_iter();
     while let Some(opt) = it.next() {
         match String::from_utf8_lossy(&opt).to_ascii_uppercase().as_str() {
             "REPLACE" => replace = true,
-            "DB" => match it.next().map(|db| integer(&db)).transpose()? {
-                Some(0) => {}
-                Some(_) => return Err(CmdError("ERR DB index is out of range".into())),
+            "DB" => match it.next() {
+                Some(n) => db = Some(db_index(&n)?),
                 None => return Err(CmdError("ERR syntax error".into())),
             },
             _ => return Err(CmdError("ERR syntax error".into())),
         }
     }
-    Ok(Cmd::Data(DataCmd::Copy { from, to, replace }))
+    Ok(match db {
+        Some(db) => Cmd::CopyToDb { from, to, db, replace },
+        None => Cmd::Data(DataCmd::Copy { from, to, replace }),
+    })
+}
+
+/// A database's number, as `SELECT`, `MOVE` and `COPY … DB` take it.
+pub fn db_index(arg: &[u8]) -> Result<Db, CmdError> {
+    Db::new(integer(arg)?).ok_or_else(|| CmdError("ERR DB index is out of range".into()))
 }
 
 fn mset(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
@@ -399,6 +426,13 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             _ => Err(CmdError("ERR syntax error".into())),
         },
         "select" => Ok(Cmd::Select(integer(&args[0])?)),
+        "move" => Ok(Cmd::Move { key: args[0].clone(), db: db_index(&args[1])? }),
+        "swapdb" => {
+            // Redis's own order of checks: a bad index is refused before the command is.
+            db_index(&args[0])?;
+            db_index(&args[1])?;
+            Ok(Cmd::SwapDb)
+        }
         "info" => Ok(Cmd::Info(args.iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect())),
         "dbsize" => Ok(Cmd::DbSize),
         "scan" => scan(args),
@@ -411,7 +445,7 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             (None, _) => Err(arity_error("function")),
         },
         "flushall" | "flushdb" => match args.first().map(upper).as_deref() {
-            None | Some("ASYNC" | "SYNC") if args.len() <= 1 => Ok(Cmd::Flush),
+            None | Some("ASYNC" | "SYNC") if args.len() <= 1 => Ok(Cmd::Flush { all: name == "flushall" }),
             _ => Err(CmdError("ERR syntax error".into())),
         },
         "client" => client(&upper(&args[0]), args),
@@ -705,9 +739,16 @@ mod tests {
         assert_eq!(cmd("INCRBYFLOAT a nan"), Err(CmdError("ERR value is not a valid float".into())));
         assert_eq!(cmd("INCRBYFLOAT a 1.5"), Ok(Cmd::Data(DataCmd::IncrByFloat(a.clone(), 1.5))));
         assert_eq!(cmd("MSETNX a 1 b"), Err(CmdError("ERR wrong number of arguments for 'msetnx' command".into())));
-        assert_eq!(cmd("COPY a b DB 1"), Err(CmdError("ERR DB index is out of range".into())));
+        assert_eq!(cmd("COPY a b DB 16"), Err(CmdError("ERR DB index is out of range".into())));
+        let to_db = Cmd::CopyToDb { from: a.clone(), to: b"b".to_vec(), db: Db::new(1).unwrap(), replace: false };
+        assert_eq!(cmd("COPY a b DB 1"), Ok(to_db));
+        assert_eq!(cmd("MOVE a 3"), Ok(Cmd::Move { key: a.clone(), db: Db::new(3).unwrap() }));
+        assert_eq!(cmd("MOVE a 16"), Err(CmdError("ERR DB index is out of range".into())));
+        assert_eq!(cmd("FLUSHDB ASYNC"), Ok(Cmd::Flush { all: false }));
         let copy = Cmd::Data(DataCmd::Copy { from: a.clone(), to: b"b".to_vec(), replace: true });
-        assert_eq!(cmd("COPY a b db 0 replace"), Ok(copy));
+        assert_eq!(cmd("COPY a b replace"), Ok(copy));
+        let to_zero = Cmd::CopyToDb { from: a.clone(), to: b"b".to_vec(), db: Db::default(), replace: true };
+        assert_eq!(cmd("COPY a b db 0 replace"), Ok(to_zero), "database 0 from wherever the connection is");
         assert_eq!(cmd("RENAMENX a b"), Ok(Cmd::Data(DataCmd::Rename { from: a, to: b"b".to_vec(), nx: true })));
         assert_eq!(cmd("GETRANGE a 0"), Err(CmdError("ERR wrong number of arguments for 'getrange' command".into())));
         assert_eq!(cmd("GETEX a PERSIST"), Ok(Cmd::Data(DataCmd::GetEx(b"a".to_vec(), Some(SetTtl::Clear)))));

@@ -78,6 +78,7 @@ fn command_entry(name: &str, arity: i64) -> Reply {
         "incrbyfloat",
         "setbit",
         "msetnx",
+        "move",
         "rename",
         "renamenx",
         "copy",
@@ -109,6 +110,7 @@ fn command_entry(name: &str, arity: i64) -> Reply {
         "flushall",
         "flushdb",
         "function",
+        "swapdb",
     ]
     .contains(&name);
     let (first, last, step) = match (keyed, name) {
@@ -145,6 +147,12 @@ pub fn command_info(names: &[Vec<u8>]) -> Reply {
 /// read `DBSIZE` as the whole keyspace).
 pub async fn dbsize(shared: &Shared) -> u64 {
     crate::admin::topology::cluster_primary_keys(shared).await
+}
+
+/// `DBSIZE` in database `db`: its keys in the whole cluster.
+pub async fn dbsize_of(shared: &Shared, db: super::command::Db) -> u64 {
+    let by_db = crate::admin::topology::cluster_primary_keys_by_db(shared).await;
+    by_db.get(db.index() as usize).copied().unwrap_or(0)
 }
 
 /// Redis's `_human` form: `1.50M`, `512B`.
@@ -204,7 +212,7 @@ pub async fn info(shared: &Shared, asked: &[String]) -> Reply {
             "replication" => replication_section(shared),
             "cpu" => cpu_section(),
             "commandstats" => commandstats_section(shared),
-            "keyspace" => format!("# Keyspace\r\ndb0:keys={},expires=0,avg_ttl=0\r\n", dbsize(shared).await),
+            "keyspace" => keyspace_section(shared).await,
             _ => waymark_section(shared).await,
         };
         text += "\r\n";
@@ -285,6 +293,17 @@ fn commandstats_section(shared: &Shared) -> String {
             "cmdstat_{name}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
             s.calls, s.usec, s.rejected_calls, s.failed_calls
         );
+    }
+    text
+}
+
+/// A line per database that holds keys, as Redis writes them (Waymark keeps no count of the keys
+/// with a deadline: `expires` and `avg_ttl` are not known, and said as 0).
+async fn keyspace_section(shared: &Shared) -> String {
+    let mut text = "# Keyspace\r\n".to_string();
+    let by_db = crate::admin::topology::cluster_primary_keys_by_db(shared).await;
+    for (db, keys) in by_db.iter().enumerate().filter(|(_, n)| **n > 0) {
+        text += &format!("db{db}:keys={keys},expires=0,avg_ttl=0\r\n");
     }
     text
 }

@@ -7,7 +7,7 @@
 //! retries conflicts, and gives the reply. The session only carries its requests to the near
 //! vnode, sleeps its back-offs, and writes its replies.
 
-use super::command::{self, AclCmd, Cmd, CmdError, DataCmd};
+use super::command::{self, AclCmd, Cmd, CmdError, DataCmd, Db};
 use super::{acl, info, scan};
 use crate::command_stats::CallOutcome;
 use crate::host::Shared;
@@ -42,6 +42,11 @@ pub struct Session {
     cursors: scan::Cursors,
     /// The request being handled was refused before it ran (`INFO commandstats`' rejected calls).
     rejected: bool,
+    /// The database the connection selected (`SELECT`; `crate::database`).
+    db: Db,
+    /// Inside `MULTI`: the database the commands queued so far will run in (a queued `SELECT`
+    /// changes it for those after it, and for the connection once `EXEC` runs it).
+    multi_db: Option<Db>,
 }
 
 /// What the connection does after a reply.
@@ -87,6 +92,8 @@ impl Session {
             closing: false,
             cursors: scan::Cursors::default(),
             rejected: false,
+            db: Db::default(),
+            multi_db: None,
         }
     }
 
@@ -142,6 +149,7 @@ impl Session {
             self.rejected = true;
             return (err("NOAUTH Authentication required."), Next::Continue);
         }
+        let parsed = parsed.and_then(|cmd| self.in_db(cmd));
         if let Some((queue, failed)) = self.multi.as_mut() {
             let full = queue.len() >= self.shared.cfg.limits.multi_queue_max;
             match parsed {
@@ -156,6 +164,10 @@ impl Session {
                     );
                 }
                 Ok(cmd) => {
+                    if let Cmd::Select(n) = &cmd {
+                        // As it will run in `EXEC`: for the commands queued after it.
+                        self.multi_db = Db::new(*n).or(self.multi_db);
+                    }
                     queue.push(cmd);
                     return (Reply::Simple("QUEUED".into()), Next::Continue);
                 }
@@ -189,17 +201,51 @@ impl Session {
         }
     }
 
+    /// The command with the client's keys stored in its database (`crate::database`): the one
+    /// selected, or the one `MULTI`'s queue will run in. `MOVE` and `COPY … DB` become the data
+    /// command over both databases' keys.
+    fn in_db(&self, cmd: Cmd) -> Result<Cmd, CmdError> {
+        let db = self.multi_db.unwrap_or(self.db);
+        let stored = |db: Db, key: Key| db.stored(key).map_err(|e| CmdError(e.to_string()));
+        Ok(match cmd {
+            Cmd::Data(mut d) => {
+                for key in d.keys_mut() {
+                    *key = stored(db, std::mem::take(key))?;
+                }
+                Cmd::Data(d)
+            }
+            Cmd::Watch(keys) => Cmd::Watch(keys.into_iter().map(|k| stored(db, k)).collect::<Result<_, _>>()?),
+            Cmd::ObjectEncoding(key) => Cmd::ObjectEncoding(stored(db, key)?),
+            Cmd::Move { db: to, .. } if to == db => {
+                return Err(CmdError("ERR source and destination objects are the same".into()))
+            }
+            Cmd::Move { key, db: to } => {
+                Cmd::Data(DataCmd::Move { from: stored(db, key.clone())?, to: stored(to, key)? })
+            }
+            Cmd::CopyToDb { from, to, db: to_db, replace } => {
+                Cmd::Data(DataCmd::Copy { from: stored(db, from)?, to: stored(to_db, to)?, replace })
+            }
+            other => other,
+        })
+    }
+
+    /// The keys of a page that are the connection's database's, as the client named them.
+    fn of_db(&self, stored: Vec<Key>) -> impl Iterator<Item = Key> + '_ {
+        stored.into_iter().filter_map(|k| self.db.user_key(&k).map(<[u8]>::to_vec))
+    }
+
     async fn run(&mut self, cmd: Cmd) -> Reply {
         match cmd {
             Cmd::Data(d) => self.single(d).await,
             Cmd::Multi if self.multi.is_some() => err("ERR MULTI calls can not be nested"),
             Cmd::Multi => {
-                self.multi = Some((vec![], false));
+                (self.multi, self.multi_db) = (Some((vec![], false)), Some(self.db));
                 Reply::ok()
             }
             Cmd::Exec => self.exec().await,
             Cmd::Discard => match self.multi.take() {
                 Some(_) => {
+                    self.multi_db = None;
                     self.client.unwatch();
                     Reply::ok()
                 }
@@ -227,8 +273,17 @@ impl Session {
             }
             Cmd::Hello { proto, auth, name } => self.hello(proto, auth, name),
             Cmd::Auth { user, password } => self.auth(user.as_deref(), &password),
-            Cmd::Select(0) => Reply::ok(),
-            Cmd::Select(_) => err("ERR Waymark has a single database: only SELECT 0 is supported"),
+            Cmd::Select(n) => match Db::new(n) {
+                Some(db) => {
+                    self.db = db;
+                    self.conn.update(|c| c.db = db.index());
+                    Reply::ok()
+                }
+                None => err("ERR DB index is out of range"),
+            },
+            Cmd::SwapDb => err(
+                "ERR SWAPDB is not supported by Waymark: its databases are key prefixes, and swapping two would rewrite every key of both in one transaction",
+            ),
             Cmd::ClientSetName(n) => {
                 self.name = Some(n);
                 self.note_identity();
@@ -283,11 +338,11 @@ impl Session {
             Cmd::CommandDocs => Reply::Map(vec![]),
             Cmd::CommandInfo(names) => info::command_info(&names),
             Cmd::Info(sections) => info::info(&self.shared, &sections).await,
-            Cmd::DbSize => Reply::Integer(info::dbsize(&self.shared).await as i64),
+            Cmd::DbSize => Reply::Integer(info::dbsize_of(&self.shared, self.db).await as i64),
             Cmd::Scan { cursor, pattern, count, kind } => self.scan(cursor, pattern, count, kind).await,
             Cmd::Keys(pattern) => self.keys(&pattern).await,
             Cmd::RandomKey => self.random_key().await,
-            Cmd::Flush => self.flush().await,
+            Cmd::Flush { all } => self.flush(all).await,
             Cmd::Acl(acl) => self.acl(acl).await,
             other => err(format!("ERR {other:?} cannot be used here")),
         }
@@ -326,7 +381,8 @@ impl Session {
     /// `RESET`: the connection as it was opened — out of `MULTI`, nothing watched, RESP2, no name,
     /// the `default` user, and not authenticated if the node asks for a password.
     fn reset(&mut self) -> Reply {
-        self.multi = None;
+        (self.multi, self.multi_db, self.db) = (None, None, Db::default());
+        self.conn.update(|c| c.db = 0);
         self.client.unwatch();
         self.proto = Protocol::Resp2;
         self.name = None;
@@ -453,6 +509,7 @@ impl Session {
         let Some((queue, failed)) = self.multi.take() else {
             return err("ERR EXEC without MULTI");
         };
+        self.multi_db = None;
         if failed {
             self.client.unwatch();
             return err("EXECABORT Transaction discarded because of previous errors.");
@@ -509,9 +566,10 @@ impl Session {
             Err(e) => return err(e),
         };
         let strings = kind.as_deref().is_none_or(|k| k.eq_ignore_ascii_case("string"));
-        let keys = keys.into_iter().filter(|k| strings && glob.as_ref().is_none_or(|g| g.matches(k)));
+        let keys: Vec<Key> =
+            self.of_db(keys).filter(|k| strings && glob.as_ref().is_none_or(|g| g.matches(k))).collect();
         let cursor = next.map_or(0, |n| self.cursors.keep(n));
-        Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(keys.map(Reply::bulk).collect())])
+        Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(keys.into_iter().map(Reply::bulk).collect())])
     }
 
     /// `KEYS pattern`: every matching key, within the reply limit.
@@ -525,7 +583,8 @@ impl Session {
                 Ok(page) => page,
                 Err(e) => return err(e),
             };
-            for k in keys.into_iter().filter(|k| glob.as_ref().is_none_or(|g| g.matches(k))) {
+            let matching: Vec<Key> = self.of_db(keys).filter(|k| glob.as_ref().is_none_or(|g| g.matches(k))).collect();
+            for k in matching {
                 bytes = bytes.saturating_add(k.len() + 16);
                 found.push(k);
             }
@@ -551,6 +610,7 @@ impl Session {
                 Ok(page) => page,
                 Err(e) => return err(e),
             };
+            let keys: Vec<Key> = self.of_db(keys).collect();
             if !keys.is_empty() {
                 let at = rand::random::<usize>() % keys.len();
                 return Reply::bulk(keys[at].clone());
@@ -568,15 +628,19 @@ impl Session {
         Reply::Null
     }
 
-    /// `FLUSHALL`, `FLUSHDB`: every key deleted, a page at a time, each page one transaction —
-    /// not one transaction for the whole keyspace (`resp/scan.rs`).
-    async fn flush(&mut self) -> Reply {
+    /// `FLUSHALL` (`all`: every database's keys) or `FLUSHDB` (the connection's database's): the
+    /// keys deleted a page at a time, each page one transaction — not one transaction for the
+    /// whole keyspace (`resp/scan.rs`).
+    async fn flush(&mut self, all: bool) -> Reply {
         let mut cursor = ScanCursor::default();
         for _ in 0..scan::WHOLE_PAGES_MAX {
-            let (keys, next) = match self.page(cursor, scan::FLUSH_PAGE_KEYS).await {
+            let (mut keys, next) = match self.page(cursor, scan::FLUSH_PAGE_KEYS).await {
                 Ok(page) => page,
                 Err(e) => return err(e),
             };
+            if !all {
+                keys.retain(|k| waymark_core::database::db_of(k) == self.db);
+            }
             if !keys.is_empty() {
                 if let Reply::Error(e) = self.single(DataCmd::Del(keys)).await {
                     return Reply::Error(e);
