@@ -212,7 +212,8 @@ fn a_restored_snapshot_keeps_deadlines_and_what_expired_meanwhile_is_gone() {
 }
 
 /// A cache with expiry and a fixed-window rate limiter, as applications write them with redis-py
-/// (Debian's python3-redis, which scripts/test installs), against three hosts: `SET … EX`, `GET`,
+/// 8 from PyPI (`tests/py/requirements.txt`, which scripts/test installs into `tests/py/site`;
+/// RESP3 by default, as the connection's `CLIENT INFO` confirms), against three hosts: `SET … EX`, `GET`,
 /// `TTL`, and `INCR` + `EXPIRE NX` in a pipeline transaction, the window's count resetting once it
 /// expires.
 #[test]
@@ -223,7 +224,9 @@ fn a_cache_and_a_rate_limiter_written_with_redis_py_work_on_three_hosts() {
     let script = format!(
         r#"
 import redis, time
+assert redis.__version__.startswith("8."), redis.__version__
 hosts = [redis.Redis(host="127.0.0.1", port=p) for p in ({ports})]
+assert str(hosts[0].client_info()["resp"]) == "3", hosts[0].client_info()
 cache = hosts[0]
 cache.set("page:/home", "<html>", ex=1)
 assert hosts[1].get("page:/home") == b"<html>", "the cache reads the same on another host"
@@ -244,13 +247,16 @@ print("ok")
 "#,
         ports = ports.join(", ")
     );
+    let site = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/site");
+    assert!(site.join("redis").is_dir(), "{} has no redis-py: run scripts/test (it pip-installs it)", site.display());
     let child = std::process::Command::new("/usr/bin/python3")
         .arg("-c")
         .arg(&script)
+        .env("PYTHONPATH", &site)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .expect("python3 runs (scripts/test installs python3-redis)");
+        .expect("Debian's python3 runs");
     let out = wait_bounded(child, Duration::from_secs(60), "redis-py");
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && said.trim() == "ok", "redis-py cache and rate limiter:\n{said}");
