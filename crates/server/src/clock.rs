@@ -26,6 +26,11 @@ pub fn now_us() -> u64 {
     e.unix_us + e.instant.elapsed().as_micros() as u64
 }
 
+/// [`now_us`] in milliseconds: Unix time as manifests, snapshot names and deadlines take it.
+pub fn now_ms() -> u64 {
+    now_us() / 1000
+}
+
 /// The instant a timer set for `at_us` fires.
 pub fn instant_of(at_us: u64) -> Instant {
     let e = epoch();

@@ -203,12 +203,8 @@ fn arity_error(name: &str) -> CmdError {
     CmdError(format!("ERR wrong number of arguments for '{name}' command"))
 }
 
-fn not_integer() -> CmdError {
-    CmdError("ERR value is not an integer or out of range".into())
-}
-
 fn integer(arg: &[u8]) -> Result<i64, CmdError> {
-    std::str::from_utf8(arg).ok().and_then(|s| s.parse().ok()).ok_or_else(not_integer)
+    Ok(ttl_args::integer(arg)?)
 }
 
 /// Turns a request's arguments into a command. `args` is never empty (the parser skips empty

@@ -17,21 +17,18 @@ fn invalid_time(command: &str) -> ArgError {
     ArgError(format!("ERR invalid expire time in '{command}' command"))
 }
 
-fn integer(arg: &[u8]) -> Result<i64, ArgError> {
+/// An integer argument, or Redis's error for one that is not (every command's parser uses it).
+pub fn integer(arg: &[u8]) -> Result<i64, ArgError> {
     let not_integer = || ArgError("ERR value is not an integer or out of range".into());
     std::str::from_utf8(arg).ok().and_then(|s| s.parse().ok()).ok_or_else(not_integer)
 }
 
-/// This host's clock in Unix milliseconds: Redis refuses a relative time whose deadline would not
-/// fit in a signed 64-bit count of milliseconds ("invalid expire time").
-fn unix_ms() -> i64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
-}
-
 /// A relative time in milliseconds as Redis accepts it: its deadline from now fits in an `i64`.
 fn relative_ms(ms: i64, command: &str) -> Result<u64, ArgError> {
-    match unix_ms().checked_add(ms) {
+    // Redis refuses a relative time whose deadline would not fit in a signed 64-bit count of
+    // milliseconds ("invalid expire time").
+    let now_ms = i64::try_from(crate::clock::now_ms()).unwrap_or(i64::MAX);
+    match now_ms.checked_add(ms) {
         Some(_) => Ok(ms.max(0) as u64),
         None => Err(invalid_time(command)),
     }

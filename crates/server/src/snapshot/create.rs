@@ -281,7 +281,7 @@ async fn create_in(
         kind,
         cut: cut.cut,
         strategy,
-        created_unix_ms: unix_ms(),
+        created_unix_ms: crate::clock::now_ms(),
         cluster: shape(shared),
         metadata_md5: cut.metadata_md5.clone(),
         vnodes,
@@ -475,10 +475,6 @@ fn shape(shared: &Shared) -> ClusterShape {
         replicas: c.replicas,
         hosts: c.hosts.iter().map(|h| h.name.clone()).collect(),
     }
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

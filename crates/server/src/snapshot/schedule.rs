@@ -38,7 +38,7 @@ pub async fn run(shared: Arc<Shared>, schedule: Schedule, stop: CancellationToke
         let full = chain.as_ref().is_none_or(|c| c.since.elapsed() >= schedule.full_every);
         let name = match (&chain, full) {
             (Some(c), false) => c.name.clone(),
-            _ => format!("auto-{}", unix_ms()),
+            _ => format!("auto-{}", crate::clock::now_ms()),
         };
         match create::create(&shared, CreateRequest { name: name.clone(), incremental: !full }).await {
             Ok(c) if full => {
@@ -63,8 +63,4 @@ fn starts_cuts(shared: &Shared) -> bool {
     }
     let root = shared.topology.tree.iter().find(|c| c.parents.is_empty() && !c.children.is_empty());
     root.is_some_and(|r| r.id.host == shared.cfg.host)
-}
-
-fn unix_ms() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis())
 }
