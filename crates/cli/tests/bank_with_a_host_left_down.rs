@@ -16,7 +16,7 @@
 mod common;
 
 use common::bank::{self, account, ACCOUNTS, INITIAL_BALANCE, RESPONSE_TIMEOUT};
-use common::{poll, replicas_agree_live, run_waymark, temp_dir, Cluster, Spec, SETTLED_WITHIN};
+use common::{poll, replicas_agree_live, restore_and_start, waymark_said, Cluster, Spec, SETTLED_WITHIN};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -85,10 +85,7 @@ async fn survives_the_loss_of(victim: &str) {
 const SNAPSHOT_WITHIN: Duration = Duration::from_secs(120);
 
 fn waymark(words: &[&str]) -> (bool, String) {
-    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    let out = run_waymark(&args, SNAPSHOT_WITHIN);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    waymark_said(words, SNAPSHOT_WITHIN)
 }
 
 /// The manifest of snapshot `outage` records, for every partition, the chain in force at the cut
@@ -140,18 +137,7 @@ fn a_snapshot_without_it_restores(cluster: &Cluster, victim: &str, expected: &[i
         "the check says what is missing:\n{checked}"
     );
     the_manifest_records_the_chains_without(cluster.dir(), victim);
-    let to = temp_dir();
-    let target = to.path().display().to_string();
-    let (ok, restored) =
-        waymark(&["snapshot", "restore", "outage", "--to", &target, "--hosts", "2", "--insecure", "--dir", &dir]);
-    assert!(ok, "restore of the snapshot taken with {victim} down:\n{restored}");
-    let mut restored = Cluster::open(to);
-    for name in ["node1", "node2"] {
-        restored.spawn(name);
-    }
-    for name in ["node1", "node2"] {
-        restored.wait_serving(name);
-    }
+    let restored = restore_and_start(&dir, "outage", 2, SNAPSHOT_WITHIN);
     let accounts: Vec<String> = (0..ACCOUNTS).map(account).collect();
     let balances: Vec<Option<i64>> =
         redis::cmd("MGET").arg(&accounts).query(&mut restored.redis("node1")).expect("MGET");

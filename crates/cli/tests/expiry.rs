@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{key_with_primary, poll, run_waymark, temp_dir, wait_bounded, Cluster, Spec};
+use common::{key_with_primary, poll, restore_and_start, wait_bounded, waymark_said, Cluster, Spec};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
@@ -17,10 +17,7 @@ const ACTIVE_WITHIN: Duration = Duration::from_secs(10);
 const SNAPSHOT_WITHIN: Duration = Duration::from_secs(120);
 
 fn waymark(words: &[&str]) -> (bool, String) {
-    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    let out = run_waymark(&args, SNAPSHOT_WITHIN);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    waymark_said(words, SNAPSHOT_WITHIN)
 }
 
 fn cmd(con: &mut Connection, words: &[&str]) -> Value {
@@ -188,18 +185,7 @@ fn a_restored_snapshot_keeps_deadlines_and_what_expired_meanwhile_is_gone() {
     let (ok, text) = waymark(&["snapshot", "create", "ttl", "--dir", &dir]);
     assert!(ok, "snapshot create:\n{text}");
     assert!(set_at.elapsed() < Duration::from_millis(1500), "the snapshot was taken before the short deadline");
-    let to = temp_dir();
-    let target = to.path().display().to_string();
-    let (ok, text) =
-        waymark(&["snapshot", "restore", "ttl", "--to", &target, "--hosts", "2", "--insecure", "--dir", &dir]);
-    assert!(ok, "snapshot restore:\n{text}");
-    let mut restored = Cluster::open(to);
-    for name in ["node1", "node2"] {
-        restored.spawn(name);
-    }
-    for name in ["node1", "node2"] {
-        restored.wait_serving(name);
-    }
+    let restored = restore_and_start(&dir, "ttl", 2, SNAPSHOT_WITHIN);
     sleep_past(set_at + Duration::from_millis(1500));
     for name in ["node1", "node2"] {
         let mut c = restored.redis(name);

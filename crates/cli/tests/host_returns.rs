@@ -11,7 +11,7 @@
 mod common;
 
 use common::bank::{self, account, ACCOUNTS, INITIAL_BALANCE, RESPONSE_TIMEOUT};
-use common::{poll, replicas_agree, run_waymark, temp_dir, Cluster, Spec, SETTLED_WITHIN};
+use common::{poll, replicas_agree, restore_and_start, waymark_said, Cluster, Spec, SETTLED_WITHIN};
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -42,10 +42,7 @@ fn dropped_everywhere(cluster: &Cluster) -> Result<(), String> {
 }
 
 fn waymark(words: &[&str]) -> (bool, String) {
-    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    let out = run_waymark(&args, COMMAND_WITHIN);
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    (out.status.success(), text)
+    waymark_said(words, COMMAND_WITHIN)
 }
 
 /// The run: transfers through every host; `VICTIM` killed at `KILL_AT`, restarted once the
@@ -127,18 +124,7 @@ fn a_snapshot_after_the_return_restores(cluster: &Cluster, expected: &[i64]) {
     eprintln!("{}", created.trim());
     let (ok, checked) = waymark(&["snapshot", "check", "healed", "--dir", &dir]);
     assert!(ok && checked.contains("OK:") && !checked.contains("fewer copies"), "snapshot check:\n{checked}");
-    let to = temp_dir();
-    let target = to.path().display().to_string();
-    let (ok, restored) =
-        waymark(&["snapshot", "restore", "healed", "--to", &target, "--hosts", "2", "--insecure", "--dir", &dir]);
-    assert!(ok, "restore of the snapshot taken after the return:\n{restored}");
-    let mut restored = Cluster::open(to);
-    for name in ["node1", "node2"] {
-        restored.spawn(name);
-    }
-    for name in ["node1", "node2"] {
-        restored.wait_serving(name);
-    }
+    let restored = restore_and_start(&dir, "healed", 2, COMMAND_WITHIN);
     let accounts: Vec<String> = (0..ACCOUNTS).map(account).collect();
     let balances: Vec<i64> = redis::cmd("MGET").arg(&accounts).query(&mut restored.redis("node1")).expect("MGET");
     assert_eq!(balances, expected, "the restored balances");

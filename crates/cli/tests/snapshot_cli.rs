@@ -4,16 +4,13 @@
 
 mod common;
 
-use common::{run_waymark, temp_dir};
+use common::{temp_dir, waymark_said};
 use std::time::Duration;
 
 const WITHIN: Duration = Duration::from_secs(30);
 
 fn waymark(words: &[&str]) -> (bool, String) {
-    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
-    let out = run_waymark(&args, WITHIN);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    waymark_said(words, WITHIN)
 }
 
 #[test]

@@ -645,6 +645,35 @@ pub fn run_waymark(args: &[String], within: Duration) -> Output {
     wait_bounded(child, within, &format!("waymark {}", args.join(" ")))
 }
 
+/// `waymark WORDS…` run to its end within `within`: whether it succeeded, and what it printed
+/// (stdout, then stderr).
+pub fn waymark_said(words: &[&str], within: Duration) -> (bool, String) {
+    let args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+    let out = run_waymark(&args, within);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// Restores snapshot `name` of the cluster in `dir` onto `hosts` new plaintext hosts, starts
+/// them, and waits until each serves: the restored cluster (stopped when it is dropped).
+pub fn restore_and_start(dir: &str, name: &str, hosts: usize, within: Duration) -> Cluster {
+    let to = temp_dir();
+    let target = to.path().display().to_string();
+    let count = hosts.to_string();
+    let words = ["snapshot", "restore", name, "--to", &target, "--hosts", &count, "--insecure", "--dir", dir];
+    let (ok, said) = waymark_said(&words, within);
+    assert!(ok, "restore of snapshot {name} onto {hosts} hosts:\n{said}");
+    let mut restored = Cluster::open(to);
+    let names: Vec<String> = (1..=hosts).map(|i| format!("node{i}")).collect();
+    for name in &names {
+        restored.spawn(name);
+    }
+    for name in &names {
+        restored.wait_serving(name);
+    }
+    restored
+}
+
 /// Waits for `child` to exit and collects its output, killing it after `within`.
 pub fn wait_bounded(mut child: Child, within: Duration, what: &str) -> Output {
     let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
