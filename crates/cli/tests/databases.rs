@@ -5,31 +5,9 @@
 
 mod common;
 
+use common::words::{bulk, cmd, err, scan_all};
 use common::{Cluster, Spec};
 use redis::{Connection, Value};
-
-fn cmd(con: &mut Connection, words: &[&str]) -> Value {
-    let mut c = redis::cmd(words[0]);
-    for w in &words[1..] {
-        c.arg(*w);
-    }
-    c.query(con).unwrap_or_else(|e| panic!("{words:?}: {e}"))
-}
-
-fn err(con: &mut Connection, words: &[&str]) -> String {
-    let mut c = redis::cmd(words[0]);
-    for w in &words[1..] {
-        c.arg(*w);
-    }
-    match c.query::<Value>(con) {
-        Ok(v) => panic!("{words:?} answered {v:?}, not an error"),
-        Err(e) => e.to_string(),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
 
 fn int(n: i64) -> Value {
     Value::Int(n)
@@ -39,22 +17,6 @@ fn keys(con: &mut Connection) -> Vec<String> {
     let mut found: Vec<String> = redis::cmd("KEYS").arg("*").query(con).expect("KEYS");
     found.sort();
     found
-}
-
-/// Every key a whole `SCAN` lists (a page may be empty while the cursor goes on).
-fn scan_all(con: &mut Connection) -> Vec<String> {
-    let (mut cursor, mut found) = ("0".to_string(), vec![]);
-    for _ in 0..10_000 {
-        let (next, page): (String, Vec<String>) =
-            redis::cmd("SCAN").arg(&cursor).arg("COUNT").arg(100).query(con).expect("SCAN");
-        found.extend(page);
-        if next == "0" {
-            found.sort();
-            return found;
-        }
-        cursor = next;
-    }
-    panic!("SCAN did not end within 10 000 pages")
 }
 
 #[test]
@@ -75,7 +37,7 @@ fn each_database_holds_its_own_keys_on_every_host() {
     assert_eq!(cmd(&mut two, &["SELECT", "0"]), Value::Okay);
     assert_eq!(keys(&mut two), ["k"]);
     assert_eq!(cmd(&mut two, &["DBSIZE"]), int(1));
-    assert_eq!(scan_all(&mut two), ["k"], "SCAN lists database 0's keys only");
+    assert_eq!(scan_all(&mut two, &[]).0, ["k"], "SCAN lists database 0's keys only");
     assert_eq!(cmd(&mut two, &["RANDOMKEY"]), bulk("k"));
     let client = cmd(&mut one, &["CLIENT", "INFO"]);
     assert!(matches!(&client, Value::BulkString(b) if String::from_utf8_lossy(b).contains(" db=1 ")), "{client:?}");

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::words::{bulk, cmd, try_cmd};
 use common::{key_with_primary, poll, restore_and_start, wait_bounded, waymark_said, Cluster, Spec};
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -20,27 +21,11 @@ fn waymark(words: &[&str]) -> (bool, String) {
     waymark_said(words, SNAPSHOT_WITHIN)
 }
 
-fn cmd(con: &mut Connection, words: &[&str]) -> Value {
-    try_cmd(con, words).unwrap_or_else(|e| panic!("{words:?}: {e}"))
-}
-
-fn try_cmd(con: &mut Connection, words: &[&str]) -> redis::RedisResult<Value> {
-    let mut c = redis::cmd(words[0]);
-    for w in &words[1..] {
-        c.arg(*w);
-    }
-    c.query(con)
-}
-
 fn int(con: &mut Connection, words: &[&str]) -> i64 {
     match cmd(con, words) {
         Value::Int(n) => n,
         other => panic!("{words:?} answered {other:?}, not an integer"),
     }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
 }
 
 /// Sleeps until `deadline` has passed by this machine's clock (the hosts share it).

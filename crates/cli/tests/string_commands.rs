@@ -4,32 +4,10 @@
 
 mod common;
 
+use common::words::{bulk, cmd, err, scan_all, scan_from};
 use common::{Cluster, Spec};
-use redis::{Connection, Value};
+use redis::Value;
 use std::time::Duration;
-
-fn cmd(con: &mut Connection, words: &[&str]) -> Value {
-    let mut c = redis::cmd(words[0]);
-    for w in &words[1..] {
-        c.arg(*w);
-    }
-    c.query(con).unwrap_or_else(|e| panic!("{words:?}: {e}"))
-}
-
-fn err(con: &mut Connection, words: &[&str]) -> String {
-    let mut c = redis::cmd(words[0]);
-    for w in &words[1..] {
-        c.arg(*w);
-    }
-    match c.query::<Value>(con) {
-        Ok(v) => panic!("{words:?} answered {v:?}, not an error"),
-        Err(e) => e.to_string(),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
 
 fn ok() -> Value {
     Value::Okay
@@ -119,25 +97,6 @@ fn string_and_keyspace_commands_answer_as_redis_does_across_hosts() {
         .expect("EXEC");
     assert_eq!(replies, Value::Array(vec![bulk("1"), bulk("10.5"), ok(), bulk("10")]));
     assert_eq!(cmd(&mut other, &["MGET", a, c]), Value::Array(vec![Value::Nil, bulk("10.5")]));
-}
-
-/// `SCAN` page by page from `cursor` until the cursor comes back 0, as clients do.
-fn scan_from(con: &mut Connection, cursor: &str, extra: &[&str]) -> (Vec<String>, usize) {
-    let (mut cursor, mut keys, mut pages) = (cursor.to_string(), vec![], 0);
-    loop {
-        let (next, page): (String, Vec<String>) = redis::cmd("SCAN").arg(&cursor).arg(extra).query(con).expect("SCAN");
-        keys.extend(page);
-        pages += 1;
-        assert!(pages < 10_000, "SCAN never ended");
-        if next == "0" {
-            return (keys, pages);
-        }
-        cursor = next;
-    }
-}
-
-fn scan_all(con: &mut Connection, extra: &[&str]) -> (Vec<String>, usize) {
-    scan_from(con, "0", extra)
 }
 
 #[test]

@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod bank;
+pub mod words;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
