@@ -78,11 +78,11 @@ pub enum DataCmd {
     },
 }
 
-impl DataCmd {
-    /// Every key the command names, to be changed in place (the front end stores a client's keys
-    /// in its database, `crate::database`). The same keys as the evaluation reads.
-    pub fn keys_mut(&mut self) -> Vec<&mut Key> {
-        match self {
+/// Every key a command names, as often as it names it, in order: one match for both borrows
+/// (`$iter` is `iter` or `iter_mut`; the patterns bind by reference either way).
+macro_rules! keys_named {
+    ($cmd:expr, $iter:ident) => {
+        match $cmd {
             DataCmd::Get(k)
             | DataCmd::Set(k, _)
             | DataCmd::IncrBy(k, _)
@@ -106,12 +106,25 @@ impl DataCmd {
             | DataCmd::GetBit(k, _)
             | DataCmd::SetBit(k, ..) => vec![k],
             DataCmd::Lcs { a, b, .. } => vec![a, b],
-            DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter_mut().collect(),
-            DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter_mut().map(|(k, _)| k).collect(),
+            DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.$iter().collect(),
+            DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.$iter().map(|(k, _)| k).collect(),
             DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {
                 vec![from, to]
             }
         }
+    };
+}
+
+impl DataCmd {
+    /// The keys the command names, each as often as it names it: what its evaluation reads.
+    pub fn keys(&self) -> Vec<&Key> {
+        keys_named!(self, iter)
+    }
+
+    /// The same keys, to be changed in place (the front end stores a client's keys in its
+    /// database, `crate::database`).
+    pub fn keys_mut(&mut self) -> Vec<&mut Key> {
+        keys_named!(self, iter_mut)
     }
 }
 

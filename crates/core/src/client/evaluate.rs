@@ -19,7 +19,7 @@ pub fn keys_to_read(cmds: &[DataCmd]) -> BTreeSet<Key> {
     for c in cmds {
         match c {
             DataCmd::Set(..) | DataCmd::MSet(..) | DataCmd::SetEx(..) => {}
-            _ => keys.extend(keys_of(c).into_iter().cloned()),
+            _ => keys.extend(c.keys().into_iter().cloned()),
         }
     }
     keys
@@ -43,10 +43,10 @@ pub struct AtPrimaries {
 
 pub fn at_primaries(cmds: &[DataCmd]) -> AtPrimaries {
     let mut named: BTreeMap<&Key, usize> = BTreeMap::new();
-    for key in cmds.iter().flat_map(keys_of) {
+    for key in cmds.iter().flat_map(DataCmd::keys) {
         *named.entry(key).or_default() += 1;
     }
-    let alone = |c: &DataCmd| keys_of(c).iter().all(|k| named.get(k) == Some(&1));
+    let alone = |c: &DataCmd| c.keys().iter().all(|k| named.get(k) == Some(&1));
     let mut writes = vec![];
     let at_primary = cmds
         .iter()
@@ -57,36 +57,6 @@ pub fn at_primaries(cmds: &[DataCmd]) -> AtPrimaries {
         })
         .collect();
     AtPrimaries { at_primary, writes }
-}
-
-/// The keys a command names, each as often as it names it.
-fn keys_of(c: &DataCmd) -> Vec<&Key> {
-    match c {
-        DataCmd::Get(k) | DataCmd::Set(k, _) | DataCmd::IncrBy(k, _) | DataCmd::Append(k, _) | DataCmd::StrLen(k) => {
-            vec![k]
-        }
-        DataCmd::SetEx(k, ..)
-        | DataCmd::GetEx(k, _)
-        | DataCmd::Expire(k, ..)
-        | DataCmd::Ttl(k, _)
-        | DataCmd::Persist(k) => vec![k],
-        DataCmd::SetIf { key: k, .. }
-        | DataCmd::SetNx(k, _)
-        | DataCmd::GetSet(k, _)
-        | DataCmd::GetDel(k)
-        | DataCmd::GetRange(k, ..)
-        | DataCmd::SetRange(k, ..)
-        | DataCmd::IncrByFloat(k, _)
-        | DataCmd::Type(k)
-        | DataCmd::GetBit(k, _)
-        | DataCmd::SetBit(k, ..) => vec![k],
-        DataCmd::Lcs { a, b, .. } => vec![a, b],
-        DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.iter().collect(),
-        DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter().map(|(k, _)| k).collect(),
-        DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {
-            vec![from, to]
-        }
-    }
 }
 
 /// A command as writes a primary can evaluate, if it is one.
@@ -802,7 +772,7 @@ mod tests {
             DataCmd::Lcs { a: k("a"), b: k("b"), answer: crate::client::command::LcsAnswer::Len },
         ];
         for c in &mut cmds {
-            let named: Vec<Key> = keys_of(c).into_iter().cloned().collect();
+            let named: Vec<Key> = c.keys().into_iter().cloned().collect();
             let mutable: Vec<Key> = c.keys_mut().into_iter().map(|k| k.clone()).collect();
             assert_eq!(named, mutable, "{c:?}");
         }
