@@ -85,9 +85,13 @@ fn each_database_holds_its_own_keys_on_every_host() {
 
     // INFO keyspace lists each database that holds keys; FLUSHALL empties them all.
     let info: String = redis::cmd("INFO").arg("keyspace").query(&mut one).expect("INFO");
-    for line in ["db0:keys=1,", "db1:keys=1,", "db2:keys=2,", "db3:keys=1,", "db4:keys=1,"] {
+    for line in ["db0:keys=1,expires=0,avg_ttl=0", "db1:keys=1,expires=0,", "db2:keys=2,expires=1,", "db3:keys=1,"] {
         assert!(info.contains(line), "{line} in {info}");
     }
+    // j moved to database 2 with 100 s to live: the mean time left of its one expiring key.
+    let db2 = info.lines().find(|l| l.starts_with("db2:")).expect("db2's line");
+    let avg_ttl: u64 = db2.rsplit("avg_ttl=").next().and_then(|t| t.trim().parse().ok()).expect("avg_ttl");
+    assert!((80_000..=100_000).contains(&avg_ttl), "{db2}");
     assert_eq!(cmd(&mut one, &["FLUSHALL"]), Value::Okay);
     for db in ["0", "1", "2", "3", "4"] {
         assert_eq!(cmd(&mut one, &["SELECT", db]), Value::Okay);

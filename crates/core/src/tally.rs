@@ -25,6 +25,10 @@ pub struct Tally {
     pub live: u64,
     /// Of `live`, those of each database (`crate::database`: `DBSIZE` answers one).
     pub live_by_db: [u64; DATABASES as usize],
+    /// Of `live_by_db`, the keys with a deadline, and the sum of their deadlines (Unix ms):
+    /// `INFO keyspace`'s `expires` and `avg_ttl`.
+    pub expiring_by_db: [u64; DATABASES as usize],
+    pub deadlines_ms_by_db: [u128; DATABASES as usize],
     /// Key and value bytes, plus [`ENTRY_OVERHEAD_BYTES`] per entry.
     pub bytes: u64,
     /// The wrapping sum of every entry's [`entry_hash`]: replicas holding the same entries have
@@ -38,6 +42,10 @@ impl Tally {
         self.entries += 1;
         self.live += u64::from(c.live);
         self.live_by_db[c.db as usize] += u64::from(c.live);
+        if let Some(at) = c.deadline_ms {
+            self.expiring_by_db[c.db as usize] += 1;
+            self.deadlines_ms_by_db[c.db as usize] += u128::from(at);
+        }
         self.bytes += c.bytes;
         self.digest = self.digest.wrapping_add(c.hash);
     }
@@ -46,6 +54,10 @@ impl Tally {
         let in_db = &mut self.live_by_db[c.db as usize];
         assert!(self.entries >= 1 && *in_db >= u64::from(c.live) && self.bytes >= c.bytes, "tally underflow");
         *in_db -= u64::from(c.live);
+        if let Some(at) = c.deadline_ms {
+            self.expiring_by_db[c.db as usize] -= 1;
+            self.deadlines_ms_by_db[c.db as usize] -= u128::from(at);
+        }
         self.entries -= 1;
         self.live -= u64::from(c.live);
         self.bytes -= c.bytes;
@@ -63,6 +75,8 @@ impl Tally {
 pub struct Counted {
     live: bool,
     db: u8,
+    /// The deadline of a live key that has one.
+    deadline_ms: Option<u64>,
     bytes: u64,
     hash: u128,
 }
@@ -73,6 +87,7 @@ impl Counted {
         Counted {
             live: entry.value.is_some(),
             db: crate::database::db_of(key).index(),
+            deadline_ms: entry.deadline_ms.filter(|_| entry.value.is_some()),
             bytes: key.len() as u64 + value_bytes + ENTRY_OVERHEAD_BYTES,
             hash: entry_hash(key, entry),
         }
@@ -133,8 +148,10 @@ impl Tallies {
         for t in &self.partitions {
             sum.entries += t.entries;
             sum.live += t.live;
-            for (s, n) in sum.live_by_db.iter_mut().zip(t.live_by_db) {
-                *s += n;
+            for db in 0..DATABASES as usize {
+                sum.live_by_db[db] += t.live_by_db[db];
+                sum.expiring_by_db[db] += t.expiring_by_db[db];
+                sum.deadlines_ms_by_db[db] += t.deadlines_ms_by_db[db];
             }
             sum.bytes += t.bytes;
             sum.digest = sum.digest.wrapping_add(t.digest);
@@ -194,8 +211,9 @@ mod tests {
         let mut store = Store::default();
         let in3 = |k: &str| db3.stored(k.into()).expect("a key");
         store.apply_all(&[write("a", Some("1"), 1), write("b", None, 1)]);
-        store.apply(&ResolvedWrite { key: in3("a"), value: Some(b"1".to_vec()), version: 1, deadline_ms: None });
+        store.apply(&ResolvedWrite { key: in3("a"), value: Some(b"1".to_vec()), version: 1, deadline_ms: Some(5_000) });
         let t = Tallies::of(&store, &one).total();
         assert_eq!((t.live, t.live_by_db[0], t.live_by_db[3]), (2, 1, 1));
+        assert_eq!((t.expiring_by_db[0], t.expiring_by_db[3], t.deadlines_ms_by_db[3]), (0, 1, 5_000));
     }
 }

@@ -27,8 +27,9 @@ pub struct VnodeStatus {
     pub data_bytes: u64,
     /// Keys of the partitions whose primary replica this vnode holds.
     pub primary_keys: usize,
-    /// Of `primary_keys`, those of each database, 0 to 15 (`DBSIZE` after `SELECT`).
-    pub primary_keys_by_db: Vec<u64>,
+    /// Of `primary_keys`, those of each database, 0 to 15 (`DBSIZE` after `SELECT`, `INFO
+    /// keyspace`).
+    pub primary_dbs: Vec<DbKeys>,
     pub prepared: usize,
     /// Replies held for real-time safety until every vnode started a cut.
     pub held_replies: usize,
@@ -83,6 +84,34 @@ pub struct CutReport {
     pub left_out: Vec<String>,
 }
 
+/// One database's keys among those a vnode (or the cluster) leads: how many, how many with a
+/// deadline, and their deadlines' mean (Unix ms; 0 with none).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DbKeys {
+    pub keys: u64,
+    pub expires: u64,
+    pub mean_deadline_ms: f64,
+}
+
+impl DbKeys {
+    /// Adds `other`, whose deadlines sum to `other_deadlines_ms` (its mean times its count when
+    /// it is a summary itself).
+    pub fn add(&mut self, other: &DbKeys, other_deadlines_ms: f64) {
+        let sum = self.mean_deadline_ms * self.expires as f64 + other_deadlines_ms;
+        self.keys += other.keys;
+        self.expires += other.expires;
+        self.mean_deadline_ms = if self.expires == 0 { 0.0 } else { sum / self.expires as f64 };
+    }
+
+    /// Redis's `avg_ttl`: the mean time left, in ms, at `now_ms` (0 with no deadline).
+    pub fn avg_ttl_ms(&self, now_ms: u64) -> u64 {
+        if self.expires == 0 {
+            return 0;
+        }
+        (self.mean_deadline_ms - now_ms as f64).max(0.0) as u64
+    }
+}
+
 /// A store vnode's status, from its kept tallies: one step per partition, no pass over its keys
 /// (this runs on the vnode's own thread, between its transactions).
 pub fn store(v: &Vnode) -> VnodeStatus {
@@ -91,17 +120,22 @@ pub fn store(v: &Vnode) -> VnodeStatus {
     let held: Vec<u32> = placement.copies_of(v.id()).map(|p| p.0).collect();
     let led: Vec<u32> = (0..placement.partitions()).filter(|p| placement.primary(PartitionId(*p)) == v.id()).collect();
     let primary_keys = led.iter().map(|p| tallies.partition(*p).live).sum::<u64>();
-    let mut by_db = vec![0; waymark_core::database::DATABASES as usize];
+    let mut by_db = vec![DbKeys::default(); waymark_core::database::DATABASES as usize];
     for p in &led {
-        for (sum, n) in by_db.iter_mut().zip(tallies.partition(*p).live_by_db) {
-            *sum += n;
+        let t = tallies.partition(*p);
+        for (db, sum) in by_db.iter_mut().enumerate() {
+            let deadlines_ms = t.deadlines_ms_by_db[db] as f64;
+            sum.add(
+                &DbKeys { keys: t.live_by_db[db], expires: t.expiring_by_db[db], mean_deadline_ms: 0.0 },
+                deadlines_ms,
+            );
         }
     }
     let total = tallies.total();
     let mut s = base(v.id().to_string(), "store", v.tree());
     s.keys = total.entries as usize;
     s.primary_keys = primary_keys as usize;
-    s.primary_keys_by_db = by_db;
+    s.primary_dbs = by_db;
     s.data_bytes = total.bytes;
     s.prepared = v.prepared_count();
     s.held_replies = v.held_replies();
@@ -134,7 +168,7 @@ fn base(id: String, kind: &'static str, tree: Option<&AlterNode>) -> VnodeStatus
         keys: 0,
         data_bytes: 0,
         primary_keys: 0,
-        primary_keys_by_db: vec![],
+        primary_dbs: vec![],
         prepared: 0,
         held_replies: 0,
         waiting_reads: 0,

@@ -9,6 +9,7 @@
 //! browser may only ask the host that served the page.
 
 use crate::host::Shared;
+use crate::status::DbKeys;
 use axum::extract::{Query, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -116,26 +117,25 @@ async fn local(shared: &Shared) -> Live {
 /// that does not answer within `PEER_WAIT` counts none; during a failover a partition may be
 /// counted by its old primary and its new one alike.
 pub async fn cluster_primary_keys(shared: &Shared) -> u64 {
-    cluster_primary_keys_by_db(shared).await.iter().sum()
+    cluster_dbs(shared).await.iter().map(|d| d.keys).sum()
 }
 
-/// [`cluster_primary_keys`] per database, 0 to 15 (a host of an older version, which does not
-/// count them, has its keys counted in database 0).
-pub async fn cluster_primary_keys_by_db(shared: &Shared) -> Vec<u64> {
-    let mut by_db = vec![0; waymark_core::database::DATABASES as usize];
-    let mut add = |counts: &[u64], all: u64| match counts.len() == by_db.len() {
-        true => by_db.iter_mut().zip(counts).for_each(|(sum, n)| *sum += n),
-        false => by_db[0] += all,
+/// The cluster's keys per database, 0 to 15, as its primaries count them (a host of an older
+/// version, which does not count databases, has its keys counted in database 0).
+pub async fn cluster_dbs(shared: &Shared) -> Vec<DbKeys> {
+    let mut dbs = vec![DbKeys::default(); waymark_core::database::DATABASES as usize];
+    let mut add = |counts: &[DbKeys], all: u64| match counts.len() == dbs.len() {
+        true => dbs.iter_mut().zip(counts).for_each(|(sum, c)| sum.add(c, c.mean_deadline_ms * c.expires as f64)),
+        false => dbs[0].keys += all,
     };
     for s in shared.statuses().await {
-        add(&s.primary_keys_by_db, s.primary_keys as u64);
+        add(&s.primary_dbs, s.primary_keys as u64);
     }
     for v in peers(shared).await.into_iter().filter_map(|(_, live)| live.ok()).flat_map(|live| live.vnodes) {
-        let counts: Vec<u64> =
-            v["primary_keys_by_db"].as_array().into_iter().flatten().filter_map(|n| n.as_u64()).collect();
+        let counts: Vec<DbKeys> = serde_json::from_value(v["primary_dbs"].clone()).unwrap_or_default();
         add(&counts, v["primary_keys"].as_u64().unwrap_or(0));
     }
-    by_db
+    dbs
 }
 
 fn with_host(mut v: Value, host: &str) -> Value {

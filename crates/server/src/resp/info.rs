@@ -151,8 +151,8 @@ pub async fn dbsize(shared: &Shared) -> u64 {
 
 /// `DBSIZE` in database `db`: its keys in the whole cluster.
 pub async fn dbsize_of(shared: &Shared, db: super::command::Db) -> u64 {
-    let by_db = crate::admin::topology::cluster_primary_keys_by_db(shared).await;
-    by_db.get(db.index() as usize).copied().unwrap_or(0)
+    let dbs = crate::admin::topology::cluster_dbs(shared).await;
+    dbs.get(db.index() as usize).map_or(0, |d| d.keys)
 }
 
 /// Redis's `_human` form: `1.50M`, `512B`.
@@ -297,13 +297,14 @@ fn commandstats_section(shared: &Shared) -> String {
     text
 }
 
-/// A line per database that holds keys, as Redis writes them (Waymark keeps no count of the keys
-/// with a deadline: `expires` and `avg_ttl` are not known, and said as 0).
+/// A line per database that holds keys, as Redis writes them: its keys, those with a deadline,
+/// and their mean time left in ms (from the primaries' tallies of deadlines).
 async fn keyspace_section(shared: &Shared) -> String {
     let mut text = "# Keyspace\r\n".to_string();
-    let by_db = crate::admin::topology::cluster_primary_keys_by_db(shared).await;
-    for (db, keys) in by_db.iter().enumerate().filter(|(_, n)| **n > 0) {
-        text += &format!("db{db}:keys={keys},expires=0,avg_ttl=0\r\n");
+    let now_ms = crate::clock::now_ms();
+    let dbs = crate::admin::topology::cluster_dbs(shared).await;
+    for (db, d) in dbs.iter().enumerate().filter(|(_, d)| d.keys > 0) {
+        text += &format!("db{db}:keys={},expires={},avg_ttl={}\r\n", d.keys, d.expires, d.avg_ttl_ms(now_ms));
     }
     text
 }
