@@ -13,6 +13,58 @@ start_redis_aof() { # dir
   for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 }
 
+stop_pid() { # pid [signal]: the signal (TERM), up to 10 s, then KILL
+  kill -"${2:-TERM}" "$1" 2>/dev/null || return 0
+  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+}
+stop_pg() { # data directory: the postmaster's pid from postmaster.pid, fast shutdown
+  [ -f "$1/postmaster.pid" ] || return 0
+  local pid
+  pid=$(head -1 "$1/postmaster.pid")
+  kill -INT "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+fail() { # message log...: the message and the logs' last lines, then exit (the trap cleans up)
+  echo "$1" >&2
+  shift
+  tail -n 5 "$@" >&2 || true
+  exit 1
+}
+wait_until() { # limit_s command...: until the command succeeds, at most limit_s seconds
+  local limit=$1
+  shift
+  for _ in $(seq $((limit * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "gave up after ${limit} s waiting for: $*" >&2
+  return 1
+}
+
+# Starts Valkey (or Redis) BINARY on 127.0.0.1:PORT in the background with `appendfsync always`,
+# its files in WORK/NAME and its log in WORK/NAME.log, a replica of REPLICAOF_PORT if given. The
+# caller records `$!` to stop it.
+start_valkey_aof() { # binary work name port [replicaof_port]
+  mkdir -p "$2/$3"
+  "$1" --port "$4" --bind 127.0.0.1 --dir "$2/$3" --save "" --appendonly yes --appendfsync always \
+    --daemonize no ${5:+--replicaof 127.0.0.1 "$5"} >"$2/$3.log" 2>&1 &
+}
+
+# Whether the Valkey replica on 127.0.0.1:PORT has its link to the primary up (INFO replication).
+valkey_replica_up() { # port
+  python3 - "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
+s.sendall(b"INFO replication\r\n")
+data = b""
+while b"master_link_status" not in data and len(data) < 65536:
+    chunk = s.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+sys.exit(0 if b"master_link_status:up" in data else 1)
+PY
+}
+
 # The pgbench script of the bank transfer, the same as Waymark's: read both balances, then move
 # the amount, in one transaction; the two accounts (of 64) always differ.
 write_bank_sql() { # file

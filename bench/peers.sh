@@ -70,15 +70,8 @@ work=$(mktemp -d /tmp/waymark-peers.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$out"
 redis_pid="" loop_pid=""
-# Stops the postgres whose data directory is $1, by the pid in its postmaster.pid (fast shutdown).
-stop_pg() {
-  [ -f "$1/postmaster.pid" ] || return 0
-  local pid
-  pid=$(head -1 "$1/postmaster.pid")
-  kill -INT "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
+# shellcheck source=bench/lib.sh
+. bench/lib.sh # the script runs from the repository root (cd above); stop_pg is there
 cleanup() {
   [ -n "$loop_pid" ] && kill "$loop_pid" 2>/dev/null && wait "$loop_pid" 2>/dev/null || true
   [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
@@ -90,8 +83,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# shellcheck source=bench/lib.sh
-. bench/lib.sh # the script runs from the repository root (cd above)
 # A loop in the background, stopped by pid: stop_loop.
 start_loop() { ( while :; do "$@" >/dev/null 2>&1 || true; sleep "$loop_sleep"; done ) & loop_pid=$!; }
 stop_loop() { kill "$loop_pid" 2>/dev/null; wait "$loop_pid" 2>/dev/null || true; loop_pid=""; }

@@ -80,19 +80,6 @@ chmod 755 "$work"
 mkdir -p "$out/replicated"
 rm -f "$out"/replicated/*.json
 pids=() # every server this script started directly, stopped by pid
-stop_pid() { # pid: TERM, up to 10 s, then KILL
-  kill -TERM "$1" 2>/dev/null || return 0
-  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$1" 2>/dev/null || true
-}
-stop_pg() { # data directory: the postmaster's pid from postmaster.pid, fast shutdown
-  [ -f "$1/postmaster.pid" ] || return 0
-  local pid
-  pid=$(head -1 "$1/postmaster.pid")
-  kill -INT "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
   for pid in "${pids[@]}"; do stop_pid "$pid"; done
   stop_pg "$work/pgp"
@@ -102,12 +89,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { # message log...: the message and the logs' last lines, then exit (the trap cleans up)
-  echo "$1" >&2
-  shift
-  tail -n 5 "$@" >&2 || true
-  exit 1
-}
 # One line on a `waymark bench --json` point: throughput, p99, errors.
 point() { # json clients [label]
   python3 - "$@" <<'PY' || echo "  ${3:-}$2 clients: no report"
@@ -116,14 +97,6 @@ r = json.load(open(sys.argv[1]))["runs"][0]
 print(f"  {sys.argv[3] if len(sys.argv) > 3 else ''}{sys.argv[2]} clients: {r['throughput_per_s']:.0f}/s, p99 {r['latency_ms']['p99']:.1f} ms, {r['errors']} errors"
       + (f" (the first: {r['first_error'][:200]})" if r["errors"] else ""))
 PY
-}
-# Waits up to $1 seconds until the rest of the line succeeds.
-wait_until() {
-  local limit=$1
-  shift
-  for _ in $(seq $((limit * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "gave up after ${limit} s waiting for: $*" >&2
-  return 1
 }
 
 echo "replicated peers: clients $counts, $seconds s a point, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -183,29 +156,12 @@ stop_pg "$work/pgp"
 stop_pg "$work/pgs"
 
 # --- Valkey + replica, WAITAOF -------------------------------------------------------------------
-start_kv() { # name port [replicaof port]
-  mkdir -p "$work/$1"
-  "$valkey" --port "$2" --bind 127.0.0.1 --dir "$work/$1" --save "" --appendonly yes --appendfsync always \
-    --daemonize no ${3:+--replicaof 127.0.0.1 "$3"} >"$work/$1.log" 2>&1 &
-  pids+=($!)
-}
 kvp_port=$(free_port) kvr_port=$(free_port)
-start_kv kv-primary "$kvp_port"
-start_kv kv-replica "$kvr_port" "$kvp_port"
-kv_up() { python3 - "$kvr_port" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-s.sendall(b"INFO replication\r\n")
-data = b""
-while b"master_link_status" not in data and len(data) < 65536:
-    chunk = s.recv(4096)
-    if not chunk:
-        break
-    data += chunk
-sys.exit(0 if b"master_link_status:up" in data else 1)
-PY
-}
-wait_until 60 kv_up || fail "the replica did not come up" "$work/kv-replica.log"
+start_valkey_aof "$valkey" "$work" kv-primary "$kvp_port"
+pids+=($!)
+start_valkey_aof "$valkey" "$work" kv-replica "$kvr_port" "$kvp_port"
+pids+=($!)
+wait_until 60 valkey_replica_up "$kvr_port" || fail "the replica did not come up" "$work/kv-replica.log"
 echo "$kv_name: SET, then $after_write, on the same connection"
 for c in $counts; do
   timeout $((seconds * 2 + 120)) "$waymark" bench --redis "127.0.0.1:$kvp_port" --workload set --clients "$c" \

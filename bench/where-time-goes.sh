@@ -94,19 +94,6 @@ work=$(mktemp -d /tmp/waymark-where.XXXXXX)
 chmod 755 "$work"
 mkdir -p "$out"
 tracers=() kv_pids=() spinners=() cluster="" bench_pid=""
-stop_pid() { # pid [signal]: the signal (TERM), up to 10 s, then KILL
-  kill -"${2:-TERM}" "$1" 2>/dev/null || return 0
-  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$1" 2>/dev/null || true
-}
-stop_pg() { # data directory: the postmaster's pid from postmaster.pid, fast shutdown
-  [ -f "$1/postmaster.pid" ] || return 0
-  local pid
-  pid=$(head -1 "$1/postmaster.pid")
-  kill -INT "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
   for pid in "${tracers[@]}"; do stop_pid "$pid" INT; done
   [ -n "$bench_pid" ] && stop_pid "$bench_pid"
@@ -118,19 +105,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-fail() { # message log...: the message and the logs' last lines, then exit (the trap cleans up)
-  echo "$1" >&2
-  shift
-  tail -n 5 "$@" >&2 || true
-  exit 1
-}
-wait_until() { # limit_s command...: until the command succeeds, at most limit_s seconds
-  local limit=$1
-  shift
-  for _ in $(seq $((limit * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "gave up after ${limit} s waiting for: $*" >&2
-  return 1
-}
 # Tracers: started in the background, recorded for the trap, stopped together with SIGINT (perf
 # and strace then write their summaries) and waited for, bounded.
 start_tracer() { # log -- command...
@@ -812,29 +786,12 @@ CONF
   stop_pg "$work/pgs"
 
   if [ -n "$valkey" ]; then
-    start_kv() { # name port [replicaof port]
-      mkdir -p "$work/$1"
-      "$valkey" --port "$2" --bind 127.0.0.1 --dir "$work/$1" --save "" --appendonly yes --appendfsync always \
-        --daemonize no ${3:+--replicaof 127.0.0.1 "$3"} >"$work/$1.log" 2>&1 &
-      kv_pids+=($!)
-    }
     kvp_port=$(free_port) kvr_port=$(free_port)
-    start_kv kv-primary "$kvp_port"
-    start_kv kv-replica "$kvr_port" "$kvp_port"
-    kv_up() { python3 - "$kvr_port" <<'PY'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-s.sendall(b"INFO replication\r\n")
-data = b""
-while b"master_link_status" not in data and len(data) < 65536:
-    chunk = s.recv(4096)
-    if not chunk:
-        break
-    data += chunk
-sys.exit(0 if b"master_link_status:up" in data else 1)
-PY
-    }
-    wait_until 60 kv_up || fail "the replica did not come up" "$work/kv-replica.log"
+    start_valkey_aof "$valkey" "$work" kv-primary "$kvp_port"
+    kv_pids+=($!)
+    start_valkey_aof "$valkey" "$work" kv-replica "$kvr_port" "$kvp_port"
+    kv_pids+=($!)
+    wait_until 60 valkey_replica_up "$kvr_port" || fail "the replica did not come up" "$work/kv-replica.log"
     kv_bench() { # json: SET + WAITAOF from waymark bench, the whole run counted
       timeout $((seconds * 4 + 120)) "$waymark" bench --redis "127.0.0.1:$kvp_port" --workload set --clients "$clients" \
         --seconds "$seconds" --warmup 0s --after-write "WAITAOF 1 1 0" --json "$1" \
