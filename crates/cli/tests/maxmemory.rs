@@ -79,3 +79,30 @@ fn writes_past_maxmemory_answer_oom_while_reads_and_deletes_go_on_and_nothing_ac
     assert!(got.iter().all(|v| v == &value));
     cluster.assert_running("node1");
 }
+
+/// `CONFIG SET maxmemory` changes this host's limit live: lowered, writes answer `-OOM`; raised
+/// to none, they are taken again; `CONFIG GET` says the value in force; a value that is not a
+/// memory amount, or another setting changed, is refused with Redis's `CONFIG SET failed`.
+#[test]
+fn config_set_maxmemory_changes_the_limit_live() {
+    let cluster = Cluster::start(&Spec::new(1, 1).fsync_never());
+    let mut con = cluster.redis("node1");
+    let value = vec![b'v'; VALUE_BYTES];
+    let set = |con: &mut redis::Connection, i: usize| redis::cmd("SET").arg(format!("key:{i}")).arg(&value).exec(con);
+    for i in 0..300 {
+        set(&mut con, i).expect("no limit yet");
+    }
+    redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("200kb").exec(&mut con).expect("CONFIG SET maxmemory");
+    let got: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("maxmemory").query(&mut con).expect("CONFIG GET");
+    assert_eq!(got, ["maxmemory", "204800"]);
+    let refused = set(&mut con, 300).expect_err("the host holds more than 200 KiB");
+    assert!(refused.to_string().contains("OOM"), "{refused}");
+    assert_eq!(info_field(&mut con, "maxmemory"), 200 << 10);
+    redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("0").exec(&mut con).expect("no limit again");
+    set(&mut con, 301).expect("writes are taken again");
+
+    for (name, value) in [("maxmemory", "bla"), ("maxclients", "5")] {
+        let e = redis::cmd("CONFIG").arg("SET").arg(name).arg(value).exec(&mut con).expect_err("refused");
+        assert!(e.to_string().contains(&format!("CONFIG SET failed (possibly related to argument '{name}')")), "{e}");
+    }
+}

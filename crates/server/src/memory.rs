@@ -15,14 +15,15 @@ use std::sync::Arc;
 /// The host's data in memory, summed over its vnodes, and its limit.
 #[derive(Debug)]
 pub struct MemoryGauge {
-    /// 0: no limit.
-    limit_bytes: u64,
+    /// 0: no limit. Changed live by `CONFIG SET maxmemory`; each vnode learns it before it
+    /// evaluates its next batch (the driver's `gauge_memory`).
+    limit_bytes: AtomicU64,
     used_bytes: AtomicU64,
 }
 
 impl MemoryGauge {
     pub fn new(limit_bytes: u64) -> Arc<MemoryGauge> {
-        Arc::new(MemoryGauge { limit_bytes, used_bytes: AtomicU64::new(0) })
+        Arc::new(MemoryGauge { limit_bytes: AtomicU64::new(limit_bytes), used_bytes: AtomicU64::new(0) })
     }
 
     pub fn used_bytes(&self) -> u64 {
@@ -31,11 +32,17 @@ impl MemoryGauge {
 
     /// 0 when there is no limit.
     pub fn limit_bytes(&self) -> u64 {
-        self.limit_bytes
+        self.limit_bytes.load(Ordering::Relaxed)
+    }
+
+    /// A new limit for this host (`CONFIG SET maxmemory`; 0: none).
+    pub fn set_limit_bytes(&self, limit_bytes: u64) {
+        self.limit_bytes.store(limit_bytes, Ordering::Relaxed);
     }
 
     pub fn reached(&self) -> bool {
-        self.limit_bytes != 0 && self.used_bytes() >= self.limit_bytes
+        let limit = self.limit_bytes();
+        limit != 0 && self.used_bytes() >= limit
     }
 
     /// One vnode's share, counted from 0.
@@ -83,6 +90,25 @@ impl Drop for MemoryShare {
     }
 }
 
+/// A memory amount as Redis's configuration takes it: bytes, or a number with `k`/`m`/`g`
+/// (powers of 1000) or `kb`/`mb`/`gb` (powers of 1024), in any case.
+pub fn parse_memory(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(digits);
+    let scale: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1_000,
+        "kb" => 1 << 10,
+        "m" => 1_000_000,
+        "mb" => 1 << 20,
+        "g" => 1_000_000_000,
+        "gb" => 1 << 30,
+        _ => return None,
+    };
+    number.parse::<u64>().ok()?.checked_mul(scale)
+}
+
 /// The default limit: half of the machine's memory, shared by the hosts of this cluster that run
 /// on it (the demo and the tests run every host on one machine), so that the data, the copies a
 /// checkpoint serialises and the page cache fit before the kernel's OOM killer would act. `None`
@@ -110,6 +136,17 @@ mod tests {
         assert_eq!(gauge.used_bytes(), 80);
         assert_eq!(a.update(40), Some(false));
         assert!(!gauge.reached());
+    }
+
+    #[test]
+    fn memory_amounts_read_as_redis_reads_them() {
+        assert_eq!(parse_memory("1000"), Some(1000));
+        assert_eq!(parse_memory("100mb"), Some(100 << 20));
+        assert_eq!(parse_memory("2GB"), Some(2 << 30));
+        assert_eq!(parse_memory("3k"), Some(3000));
+        assert_eq!(parse_memory("bla"), None);
+        assert_eq!(parse_memory("-1"), None);
+        assert_eq!(parse_memory("99999999999999999999gb"), None);
     }
 
     #[test]

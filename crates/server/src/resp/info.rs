@@ -16,19 +16,31 @@ fn bulk(s: impl Into<String>) -> Reply {
 }
 
 /// `CONFIG GET pattern…`: the few settings tools read, with `*` globs.
-/// `CONFIG SET name value …`: Waymark's settings live in the node's config file, so a setting
-/// may only be "set" to the value it has (tools and Redis's own test suite restore settings that
-/// way); anything else is refused, saying where the setting lives.
+/// `CONFIG SET name value …`: `maxmemory` changes live, on this host (its config file keeps the
+/// value it starts with); Waymark's other settings live in the node's config file, so they may
+/// only be "set" to the value they have (tools and Redis's own test suite restore settings that
+/// way). Every pair is checked before any is applied, as Redis does; a refusal says which.
 pub fn config_set(shared: &Shared, pairs: &[(Vec<u8>, Vec<u8>)]) -> Reply {
     let current = settings(shared);
+    let mut new_limit = None;
     for (name, value) in pairs {
         let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let failed =
+            |why: &str| Reply::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"));
+        if name == "maxmemory" {
+            match crate::memory::parse_memory(&String::from_utf8_lossy(value)) {
+                Some(bytes) => new_limit = Some(bytes),
+                None => return failed("argument must be a memory value"),
+            }
+            continue;
+        }
         let same = current.iter().any(|(n, v)| *n == name && v.as_bytes() == value.as_slice());
         if !same {
-            return Reply::error(format!(
-                "ERR CONFIG SET {name} is not supported by Waymark: its settings live in the node's config file"
-            ));
+            return failed("Waymark's settings live in the node's config file; only maxmemory changes live");
         }
+    }
+    if let Some(bytes) = new_limit {
+        shared.memory.set_limit_bytes(bytes);
     }
     Reply::ok()
 }
@@ -40,10 +52,10 @@ fn settings(shared: &Shared) -> [(&'static str, String); 8] {
         ("save", String::new()),
         ("appendonly", if fsync { "yes" } else { "no" }.to_string()),
         ("appendfsync", if fsync { "always" } else { "no" }.to_string()),
-        ("databases", "1".to_string()),
+        ("databases", waymark_core::database::DATABASES.to_string()),
         ("maxclients", cfg.limits.clients_max.to_string()),
         ("proto-max-bulk-len", cfg.limits.bulk_max_bytes.to_string()),
-        ("maxmemory", cfg.limits.maxmemory_bytes.to_string()),
+        ("maxmemory", shared.memory.limit_bytes().to_string()),
         ("maxmemory-policy", "noeviction".to_string()),
     ]
 }
