@@ -102,44 +102,7 @@ PY
 echo "replicated peers: clients $counts, $seconds s a point, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
 
 # --- PostgreSQL + synchronous standby ------------------------------------------------------------
-pgp_port=$(free_port) pgs_port=$(free_port)
-mkdir -p "$work/pgp" "$work/pgrun"
-chown postgres: "$work/pgp" "$work/pgrun"
-chmod 700 "$work/pgp"
-runuser -u postgres -- "$pgbin/initdb" -D "$work/pgp" -A trust -U postgres >"$work/initdb.log" 2>&1 ||
-  fail "initdb failed" "$work/initdb.log"
-cat >>"$work/pgp/postgresql.conf" <<CONF
-listen_addresses = '127.0.0.1'
-port = $pgp_port
-unix_socket_directories = '$work/pgrun'
-fsync = on
-synchronous_commit = on
-wal_level = replica
-max_wal_senders = 4
-max_connections = $((max_clients + 20))
-CONF
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pgp" -l "$work/pgrun/pgp.log" -w -t 60 start >/dev/null ||
-  fail "the primary did not start" "$work/pgrun/pgp.log"
-psql_() { "$pgbin/psql" -h 127.0.0.1 -p "$pgp_port" -U postgres -d postgres -qAtX "$@"; }
-psql_ -c "CREATE TABLE accounts (id int PRIMARY KEY, balance bigint NOT NULL);
-          INSERT INTO accounts SELECT g, 1000 FROM generate_series(1, 64) g;"
-# The standby: a base backup streamed from the primary, its own port, following the primary.
-mkdir -p "$work/pgs" && chown postgres: "$work/pgs" && chmod 700 "$work/pgs"
-runuser -u postgres -- timeout 120 "$pgbin/pg_basebackup" -h 127.0.0.1 -p "$pgp_port" -U postgres -D "$work/pgs" \
-  -X stream -c fast >"$work/basebackup.log" 2>&1 || fail "pg_basebackup failed" "$work/basebackup.log"
-cat >>"$work/pgs/postgresql.conf" <<CONF
-port = $pgs_port
-CONF
-echo "primary_conninfo = 'host=127.0.0.1 port=$pgp_port user=postgres application_name=standby1'" \
-  >>"$work/pgs/postgresql.auto.conf"
-touch "$work/pgs/standby.signal"
-chown -R postgres: "$work/pgs" && chmod 700 "$work/pgs"
-runuser -u postgres -- "$pgbin/pg_ctl" -D "$work/pgs" -l "$work/pgrun/pgs.log" -w -t 60 start >/dev/null ||
-  fail "the standby did not start" "$work/pgrun/pgs.log"
-# Only now synchronous: a commit waits until the standby has flushed its WAL.
-psql_ -c "ALTER SYSTEM SET synchronous_standby_names = 'standby1'" -c "SELECT pg_reload_conf()" >/dev/null
-pg_sync() { [ "$(psql_ -c "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'")" = sync ]; }
-wait_until 60 pg_sync || fail "the standby did not become synchronous" "$work/pgrun/pgs.log"
+start_pg_sync_pair "$pgbin" "$work" $((max_clients + 20))
 write_bank_sql "$work/bank.sql"
 echo "PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}') + synchronous standby: pgbench bank"
 for c in $counts; do
