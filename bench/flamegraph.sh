@@ -12,6 +12,7 @@
 # SECONDS + 6 s, everything else has a timeout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export BENCH_DIR="$PWD/bench" # where the Python helper imports stack_components.py from
 
 workload=bank seconds=5 out=""
 while getopts "w:s:o:" opt; do
@@ -77,18 +78,9 @@ echo "flamegraph: $out"
 # Shares of the nodes' CPU time (perf's cpu-clock weights are nanoseconds), each stack counted once under the first of these it contains (read from
 # the leaf up), so that e.g. the TCP send inside a peer write counts as the peer write.
 python3 - "$work/folded" <<'EOF'
-import collections, sys
-kinds = [
-    ("log fsync", ["LogWriter::sync", "Wal::sync"]),
-    ("log append", ["LogWriter::append"]),
-    ("peer link: write", ["Outgoing::", "Router::flush", "peer::run::{{closure}}::{{closure}}", "sink::"]),
-    ("peer link: read, decode, hand to a vnode", ["Router::deliver", "frame::decode", "codec::framed_impl"]),
-    ("vnode thread: route a message", ["Router::send"]),
-    ("Redis sessions", ["resp::"]),
-    ("protocol code (Vnode::step)", ["Vnode::step", "ManagerVnode::step"]),
-    ("vnode thread: driver, queue, timers", ["Driver<M>"]),
-    ("runtime: parking, waking, polling", ["park", "epoll", "futex", "Context::run"]),
-]
+import collections, os, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from stack_components import COMPONENTS as kinds  # noqa: E402
 shares, total = collections.Counter(), 0
 for line in open(sys.argv[1]):
     stack, _, n = line.rstrip().rpartition(" ")

@@ -38,6 +38,7 @@
 # outputs (perf stat, strace, folded stacks) and the flamegraphs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export BENCH_DIR="$PWD/bench" # where the Python helpers import stack_components.py from
 
 clients=8 seconds=10 out=bench/out/where-time-goes peers=1
 while getopts "c:s:o:P" opt; do
@@ -393,17 +394,9 @@ USER = [
     ("waymark RESP parsing (waymark_resp)", ["waymark_resp::"]),
     ("waymark server: driver, sessions, links (waymark_server)", ["waymark_server::"]),
 ]
-COMPONENTS = [
-    ("log fsync", ["LogWriter::sync", "Wal::sync"]),
-    ("log append", ["LogWriter::append"]),
-    ("peer link: write", ["Outgoing::", "Router::flush", "peer::run::{{closure}}::{{closure}}", "sink::"]),
-    ("peer link: read, decode, hand to a vnode", ["Router::deliver", "frame::decode", "codec::framed_impl"]),
-    ("vnode thread: route a message", ["Router::send"]),
-    ("Redis sessions", ["resp::"]),
-    ("protocol code (Vnode::step)", ["Vnode::step", "ManagerVnode::step"]),
-    ("vnode thread: driver, queue, timers", ["Driver<M>"]),
-    ("runtime: parking, waking, polling", ["park", "epoll", "futex", "Context::run"]),
-]
+# Waymark's parts, as bench/flamegraph.sh names them (one list: bench/stack_components.py).
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from stack_components import COMPONENTS  # noqa: E402
 INCLUSIVE = [
     ("a context switch (finish_task_switch)", ["finish_task_switch"]),
     ("fdatasync (ext4_sync_file)", ["ext4_sync_file"]),
