@@ -41,15 +41,18 @@ impl CommandStats {
     /// Counts a call of `name` (lower case, `container|sub` for a container's subcommand), if its
     /// base is one of `known`. A rejected call is not a call, as in Redis.
     pub fn record(&self, name: &str, known: impl Fn(&str) -> bool, usec: u64, outcome: CallOutcome) {
-        let base = name.split('|').next().unwrap_or(name);
-        if !known(base) {
-            return;
-        }
         let mut table = self.table.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !table.contains_key(name) && name.contains('|') && table.len() >= SUBCOMMANDS_MAX {
-            return;
-        }
-        let stat = table.entry(name.to_string()).or_default();
+        // A name counted before is known: only a new one is looked up (and its key allocated).
+        let stat = match table.get_mut(name) {
+            Some(stat) => stat,
+            None => {
+                let base = name.split('|').next().unwrap_or(name);
+                if !known(base) || name.contains('|') && table.len() >= SUBCOMMANDS_MAX {
+                    return;
+                }
+                table.entry(name.to_string()).or_default()
+            }
+        };
         match outcome {
             CallOutcome::Rejected => stat.rejected_calls += 1,
             CallOutcome::Done | CallOutcome::Failed => {
