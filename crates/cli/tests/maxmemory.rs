@@ -7,6 +7,9 @@ use common::{resp_command, Cluster, RawClient, Spec};
 /// A 1 000-byte value and its key take about 1.1 KB with the per-entry estimate.
 const VALUE_BYTES: usize = 1_000;
 const LIMIT_BYTES: u64 = 256 * 1024;
+/// Writes after `CONFIG SET maxmemory` lowered the limit below the data within which one must be
+/// refused.
+const REFUSED_WITHIN_WRITES: usize = 8;
 
 fn info_field(con: &mut redis::Connection, field: &str) -> u64 {
     let info: String = redis::cmd("INFO").arg("memory").query(con).expect("INFO memory");
@@ -95,11 +98,16 @@ fn config_set_maxmemory_changes_the_limit_live() {
     redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("200kb").exec(&mut con).expect("CONFIG SET maxmemory");
     let got: Vec<String> = redis::cmd("CONFIG").arg("GET").arg("maxmemory").query(&mut con).expect("CONFIG GET");
     assert_eq!(got, ["maxmemory", "204800"]);
-    let refused = set(&mut con, 300).expect_err("the host holds more than 200 KiB");
+    // The vnode hears of the new limit with its next batch of work: a write already in that
+    // batch may still be taken (seen once in the clean-clone CI), so new keys are written until
+    // one is refused, a few at most.
+    let refused = (300..300 + REFUSED_WITHIN_WRITES)
+        .find_map(|i| set(&mut con, i).err())
+        .expect("the host holds more than 200 KiB: a write is refused");
     assert!(refused.to_string().contains("OOM"), "{refused}");
     assert_eq!(info_field(&mut con, "maxmemory"), 200 << 10);
     redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg("0").exec(&mut con).expect("no limit again");
-    set(&mut con, 301).expect("writes are taken again");
+    set(&mut con, 300 + REFUSED_WITHIN_WRITES).expect("writes are taken again");
 
     for (name, value) in [("maxmemory", "bla"), ("maxclients", "5")] {
         let e = redis::cmd("CONFIG").arg("SET").arg(name).arg(value).exec(&mut con).expect_err("refused");

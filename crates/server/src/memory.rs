@@ -15,8 +15,9 @@ use std::sync::Arc;
 /// The host's data in memory, summed over its vnodes, and its limit.
 #[derive(Debug)]
 pub struct MemoryGauge {
-    /// 0: no limit. Changed live by `CONFIG SET maxmemory`; each vnode learns it before it
-    /// evaluates its next batch (the driver's `gauge_memory`).
+    /// 0: no limit. Changed live by `CONFIG SET maxmemory`; each vnode learns it when its driver
+    /// next gauges memory (`gauge_memory`, around each batch): a write already under way may
+    /// still be taken.
     limit_bytes: AtomicU64,
     used_bytes: AtomicU64,
 }
