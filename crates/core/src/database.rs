@@ -25,7 +25,7 @@ pub struct Db(u8);
 
 /// A database-0 key that starts with the bytes databases 1–15 are stored under.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("ERR keys may not start with the bytes Waymark stores databases 1-15 under (\\xff\\xfewaymark-db)")]
+#[error("ERR keys may not start with the bytes Waymark stores databases 1-15 (\\xff\\xfewaymark-db) or collections' elements (\\xff\\xfcwaymark-el) under")]
 pub struct ReservedKey;
 
 impl Db {
@@ -41,7 +41,8 @@ impl Db {
     /// The key `key` of this database is stored as.
     pub fn stored(self, mut key: Key) -> Result<Key, ReservedKey> {
         if self.0 == 0 {
-            return if key.starts_with(PREFIX) { Err(ReservedKey) } else { Ok(key) };
+            let reserved = key.starts_with(PREFIX) || key.starts_with(crate::collection::ELEMENT_PREFIX);
+            return if reserved { Err(ReservedKey) } else { Ok(key) };
         }
         let mut stored = Vec::with_capacity(PREFIX.len() + 1 + key.len());
         stored.extend_from_slice(PREFIX);

@@ -87,6 +87,13 @@ pub enum Request {
         user: String,
         stored: Vec<u8>,
     },
+    /// A collection's head with some of its elements (`collection`), read at the partition's
+    /// primary as a `Get` of the head is; answered `Elements`. On a string or a missing key, the
+    /// value alone and no element.
+    Elements {
+        key: Key,
+        pick: Pick,
+    },
 }
 
 /// Where a scan of the keyspace stands: the partition it reads and the last key it examined there
@@ -95,6 +102,32 @@ pub enum Request {
 pub struct ScanCursor {
     pub partition: u32,
     pub after: Option<Key>,
+}
+
+/// Which elements of a collection a read returns with its head.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Pick {
+    /// These members, each answered with its value or as absent.
+    Members(Vec<Member>),
+    /// The members after `after` (from the first when `None`) in order, at most `count` of them
+    /// and about [`ELEMENTS_PAGE_BYTES_MAX`] bytes.
+    Page { after: Option<Member>, count: u32 },
+}
+
+/// A collection's member (a hash's field, a set's member).
+pub type Member = Vec<u8>;
+
+/// The most elements one page returns, whatever the client asks.
+pub const ELEMENTS_PAGE_MAX: u32 = 10_000;
+/// About the most element bytes one page returns (the page ends after the element that passes it).
+pub const ELEMENTS_PAGE_BYTES_MAX: usize = 4 << 20;
+
+/// One element a read returned: its member and value (`None`: an asked member that is absent).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct Element {
+    #[serde(with = "crate::bytes::vec")]
+    pub member: Member,
+    pub value: Option<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -146,6 +179,16 @@ pub enum Response {
     Keys {
         keys: Vec<Key>,
         next: Option<ScanCursor>,
+    },
+    /// A `Request::Elements`' answer: the head as `Value` gives it, the elements picked (in member
+    /// order for a page), and the member a page goes on after (`None`: no more).
+    Elements {
+        value: Option<Value>,
+        version: Version,
+        deadline_ms: Option<u64>,
+        now_ms: u64,
+        elements: Vec<Element>,
+        next: Option<Member>,
     },
 }
 

@@ -17,6 +17,7 @@ pub mod breaks;
 mod bytes;
 pub mod catch_up;
 pub mod client;
+pub mod collection;
 pub mod config;
 pub mod cut;
 pub mod database;

@@ -58,6 +58,9 @@ pub enum AbortReason {
     /// a transaction that stores a value is refused, as Redis's `noeviction` refuses writes;
     /// one that only deletes goes on.
     OutOfMemory,
+    /// A write the primary evaluated (`INCRBY`, `APPEND`) names a collection (`collection`): the
+    /// client evaluates the command itself, and answers Redis's `WRONGTYPE`.
+    WrongType { key: Key },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -181,6 +184,24 @@ pub enum TxnMsg {
         next: Option<crate::io::ScanCursor>,
         writer_cut: Option<CutId>,
     },
+    /// A near asks a collection's primary for its head and elements (`Request::Elements`);
+    /// refused with `ReadRefused`.
+    ReadElements {
+        req: u64,
+        key: Key,
+        pick: crate::io::Pick,
+    },
+    /// `ReadReply` with the elements picked, and where a page goes on.
+    ElementsReply {
+        req: u64,
+        value: Option<Value>,
+        version: Version,
+        writer_cut: Option<CutId>,
+        deadline_ms: Option<u64>,
+        now_ms: u64,
+        elements: Vec<crate::io::Element>,
+        next: Option<crate::io::Member>,
+    },
 }
 
 /// The cut process (DESIGN §6: START → STARTED → FINISH → END), for now driven by a coordinator.
@@ -287,6 +308,7 @@ impl TxnMsg {
             TxnMsg::PrepareAck { .. }
                 | TxnMsg::StatusReply { .. }
                 | TxnMsg::ReadReply { .. }
+                | TxnMsg::ElementsReply { .. }
                 | TxnMsg::ReadRefused { .. }
                 | TxnMsg::Recovered { .. }
                 | TxnMsg::ScanReply { .. }

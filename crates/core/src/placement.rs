@@ -10,9 +10,10 @@
 use crate::ids::{Key, PartitionId, VnodeId};
 use serde::{Deserialize, Serialize};
 
-/// The partition `key` falls in among `partitions` (at least one).
+/// The partition `key` falls in among `partitions` (at least one): a collection's element falls
+/// in its collection's (`collection::routing_key`).
 pub fn partition_of(key: &[u8], partitions: u32) -> PartitionId {
-    PartitionId(crc32c::crc32c(key) % partitions)
+    PartitionId(crc32c::crc32c(crate::collection::routing_key(key)) % partitions)
 }
 
 /// A partition's replica chain `[primary, backup1, …]` and the epoch it has held since.

@@ -175,6 +175,9 @@ pub enum EvalError {
     /// gave it a new one, or this primary's clock is behind the one that asked.
     #[error("the key has not expired")]
     NotExpired,
+    /// `IncrBy` or `Append` of a collection's head (`collection`).
+    #[error("the key holds a collection")]
+    WrongType,
 }
 
 /// Committed key/value state. A `BTreeMap` keeps iteration deterministic.
@@ -208,6 +211,10 @@ impl Store {
             true => (current.value.clone(), current.deadline_ms),
             false => (None, None),
         };
+        let on_collection = matches!(op, WriteOp::IncrBy(_) | WriteOp::Append(_));
+        if on_collection && live_value.as_deref().is_some_and(crate::collection::is_head) {
+            return Err(EvalError::WrongType);
+        }
         let (value, deadline_ms) = match op {
             WriteOp::Set(v) => (Some(v.clone()), None),
             WriteOp::Del => (None, None),

@@ -85,7 +85,8 @@ impl Counted {
     pub fn of(key: &[u8], entry: &Entry) -> Counted {
         let value_bytes = entry.value.as_ref().map_or(0, |v| v.len() as u64);
         Counted {
-            live: entry.value.is_some(),
+            // A collection's element is not a key: the collection counts once, by its head.
+            live: entry.value.is_some() && !crate::collection::is_element(key),
             db: crate::database::db_of(key).index(),
             deadline_ms: entry.deadline_ms.filter(|_| entry.value.is_some()),
             bytes: key.len() as u64 + value_bytes + ENTRY_OVERHEAD_BYTES,

@@ -291,6 +291,7 @@ impl Vnode {
             Request::Cut => self.client_cut(client, req),
             Request::Scan { cursor, count } => self.client_scan(client, req, cursor, count),
             Request::SetUser { user, stored } => self.client_set_user(client, req, user, stored),
+            Request::Elements { key, pick } => self.client_elements(client, req, key, pick),
         }
     }
 
@@ -366,6 +367,11 @@ impl Vnode {
             }
             TxnMsg::Scan { req, cursor, count } => self.on_scan(from, req, cursor, count),
             TxnMsg::ScanReply { req, keys, next, writer_cut } => self.on_scan_reply(req, keys, next, writer_cut),
+            TxnMsg::ReadElements { req, key, pick } => self.on_read_elements(from, req, key, pick),
+            TxnMsg::ElementsReply { req, value, version, writer_cut, deadline_ms, now_ms, elements, next } => {
+                let response = Response::Elements { value, version, deadline_ms, now_ms, elements, next };
+                self.on_elements_reply(req, writer_cut, response)
+            }
         }
     }
 

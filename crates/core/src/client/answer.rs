@@ -3,13 +3,15 @@
 
 use super::run::AttemptOutcome;
 use crate::ids::{Key, Value, Version};
-use crate::io::{Response, ScanCursor};
+use crate::io::{Element, Member, Response, ScanCursor};
 use crate::message::AbortReason;
 
 /// No answer within the client's time-out.
 pub const TIMED_OUT: &str =
     "ERR timed out waiting for the cluster (a write may or may not have committed; a read can be retried)";
 pub const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+/// Redis's words for a command on a key of another type.
+pub const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 /// A primary refused a value past its limit (`limits.value_max_bytes`).
 pub const VALUE_TOO_LARGE: &str = "ERR string exceeds maximum allowed size (limits.value_max_bytes)";
 
@@ -29,20 +31,26 @@ pub enum Failure {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ErrorReply(pub String);
 
-/// What a read answered: the key's value, version and deadline, and its primary's clock.
+/// What a read answered: the key's value, version and deadline, and its primary's clock; for a
+/// collection's read, the elements picked and where a page goes on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Read {
     pub value: Option<Value>,
     pub version: Version,
     pub deadline_ms: Option<u64>,
     pub now_ms: u64,
+    pub elements: Vec<Element>,
+    pub next: Option<Member>,
 }
 
 /// A read's answer, or the error the client hears.
 pub fn read(answer: Option<Response>) -> Result<Read, ErrorReply> {
     match answer {
         Some(Response::Value { value, version, deadline_ms, now_ms }) => {
-            Ok(Read { value, version, deadline_ms, now_ms })
+            Ok(Read { value, version, deadline_ms, now_ms, elements: vec![], next: None })
+        }
+        Some(Response::Elements { value, version, deadline_ms, now_ms, elements, next }) => {
+            Ok(Read { value, version, deadline_ms, now_ms, elements, next })
         }
         Some(Response::Unavailable { why }) => Err(ErrorReply(unavailable(why))),
         Some(other) => Err(ErrorReply(format!("ERR unexpected response {other:?}"))),
@@ -85,6 +93,7 @@ pub fn failure(answer: Option<Response>) -> Failure {
             AbortReason::NotAnInteger { .. } => aborted(NOT_AN_INTEGER),
             AbortReason::ValueTooLarge { .. } => aborted(VALUE_TOO_LARGE),
             AbortReason::OutOfMemory => aborted(OUT_OF_MEMORY),
+            AbortReason::WrongType { .. } => aborted(WRONG_TYPE),
         },
         Response::Unknown { .. } => Failure::Error(
             "ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out"

@@ -2,6 +2,7 @@
 //! asks for, already parsed and checked (arity, integers) by the front end.
 
 use crate::ids::{Key, Value};
+use crate::io::Member;
 pub use crate::store::Expiry;
 
 /// A command that reads or writes data: these run as one serializable transaction (alone, or
@@ -76,6 +77,62 @@ pub enum DataCmd {
         b: Key,
         answer: LcsAnswer,
     },
+    /// A command on the hash at the key (`HSET`, `HGET`, … ; `collection`).
+    Hash(Key, HashCmd),
+}
+
+/// A hash command's arguments after its key, checked by the front end.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HashCmd {
+    /// `HSET` (answers how many fields are new) or `HMSET` (`OK`): at least one pair.
+    Set {
+        pairs: Vec<(Member, Value)>,
+        ok: bool,
+    },
+    /// `HSETNX field value`.
+    SetNx(Member, Value),
+    Get(Member),
+    MGet(Vec<Member>),
+    /// `HDEL field …`: the hash is deleted once it has no field left.
+    Del(Vec<Member>),
+    Len,
+    Exists(Member),
+    StrLen(Member),
+    IncrBy(Member, i64),
+    IncrByFloat(Member, f64),
+    Keys,
+    Vals,
+    GetAll,
+    /// `HRANDFIELD key [count [WITHVALUES]]`: `None` for one field or nil; a negative count
+    /// may repeat fields.
+    RandField {
+        count: Option<i64>,
+        with_values: bool,
+    },
+    /// `HSCAN key cursor [MATCH pattern] [COUNT n] [NOVALUES]`: Waymark answers every field
+    /// matching in one page (cursor 0), as Redis does for a small hash.
+    Scan {
+        pattern: Option<Vec<u8>>,
+        no_values: bool,
+    },
+}
+
+impl HashCmd {
+    /// The fields the command reads, or `None` when it reads them all.
+    pub fn fields(&self) -> Option<Vec<&Member>> {
+        match self {
+            HashCmd::Set { pairs, .. } => Some(pairs.iter().map(|(f, _)| f).collect()),
+            HashCmd::SetNx(f, _)
+            | HashCmd::Get(f)
+            | HashCmd::Exists(f)
+            | HashCmd::StrLen(f)
+            | HashCmd::IncrBy(f, _)
+            | HashCmd::IncrByFloat(f, _) => Some(vec![f]),
+            HashCmd::MGet(fs) | HashCmd::Del(fs) => Some(fs.iter().collect()),
+            HashCmd::Len => Some(vec![]),
+            HashCmd::Keys | HashCmd::Vals | HashCmd::GetAll | HashCmd::RandField { .. } | HashCmd::Scan { .. } => None,
+        }
+    }
 }
 
 /// Every key a command names, as often as it names it, in order: one match for both borrows
@@ -106,6 +163,7 @@ macro_rules! keys_named {
             | DataCmd::GetBit(k, _)
             | DataCmd::SetBit(k, ..) => vec![k],
             DataCmd::Lcs { a, b, .. } => vec![a, b],
+            DataCmd::Hash(k, _) => vec![k],
             DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.$iter().collect(),
             DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.$iter().map(|(k, _)| k).collect(),
             DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {
@@ -119,6 +177,28 @@ impl DataCmd {
     /// The keys the command names, each as often as it names it: what its evaluation reads.
     pub fn keys(&self) -> Vec<&Key> {
         keys_named!(self, iter)
+    }
+
+    /// Whether the command reads its keys as strings: on a collection it answers `WRONGTYPE`
+    /// (`MGET`, `SET`, `DEL` and the keyspace commands take any type).
+    pub fn reads_strings(&self) -> bool {
+        match self {
+            DataCmd::Get(_)
+            | DataCmd::IncrBy(..)
+            | DataCmd::Append(..)
+            | DataCmd::StrLen(_)
+            | DataCmd::GetEx(..)
+            | DataCmd::GetSet(..)
+            | DataCmd::GetDel(_)
+            | DataCmd::GetRange(..)
+            | DataCmd::SetRange(..)
+            | DataCmd::IncrByFloat(..)
+            | DataCmd::GetBit(..)
+            | DataCmd::SetBit(..)
+            | DataCmd::Lcs { .. } => true,
+            DataCmd::SetIf { get, .. } => *get,
+            _ => false,
+        }
     }
 
     /// The same keys, to be changed in place (the front end stores a client's keys in its

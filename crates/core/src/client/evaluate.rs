@@ -6,9 +6,13 @@
 //!
 //! Pure: no IO. The client's run (`run.rs`) does the reads and submits the transaction.
 
+use super::collections::{Known, NeedWhole};
 use super::command::{DataCmd, Existing, ExpireIf, Expiry, SetTtl, TtlAsked};
+use crate::collection::{Head, Kind};
 use crate::ids::{Key, Value};
+use crate::io::Member;
 use crate::store::{Write, WriteOp};
+use rand_core::SeedableRng;
 use std::collections::{BTreeMap, BTreeSet};
 use waymark_resp::Reply;
 
@@ -92,6 +96,25 @@ pub struct ReplyTooLarge {
     pub max: usize,
 }
 
+/// Why a batch's evaluation gave no transaction.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Stop {
+    TooLarge(ReplyTooLarge),
+    /// Read these collections whole and evaluate again.
+    NeedWhole(NeedWhole),
+}
+
+/// What a batch read: the current value of every key `keys_to_read` named (`None` if the key does
+/// not exist), what is known of the collections among them, their deadlines, and a seed for the
+/// commands that answer at random (`HRANDFIELD`).
+#[derive(Clone, Debug, Default)]
+pub struct Reads {
+    pub values: BTreeMap<Key, Option<Value>>,
+    pub elements: BTreeMap<Key, Known>,
+    pub deadlines: Deadlines,
+    pub seed: u64,
+}
+
 /// The commands run in order over the values read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evaluated {
@@ -108,50 +131,74 @@ pub struct Deadlines {
     pub now_ms: u64,
 }
 
-/// Runs `cmds` over `read` (the current value of every key `keys_to_read` named; `None` if the
-/// key does not exist) and their `deadlines`. A command that fails (`INCR` on text, a value grown past the limit)
-/// answers with its error and writes nothing, as in Redis; the others go on.
+/// Runs `cmds` over what was `read`. A command that fails (`INCR` on text, a value grown past the
+/// limit, a string command on a collection) answers with its error and writes nothing, as in
+/// Redis; the others go on.
 ///
 /// The values the replies carry are counted before each reply is built: past `reply_max_bytes`
-/// nothing more is copied and the whole batch is refused (`ReplyTooLarge`).
+/// nothing more is copied and the whole batch is refused (`Stop::TooLarge`). A command that needs
+/// a collection's every element when they were not read stops the evaluation (`Stop::NeedWhole`).
 pub fn evaluate(
     cmds: &[DataCmd],
-    read: &BTreeMap<Key, Option<Value>>,
-    deadlines: &Deadlines,
+    read: &Reads,
     value_max_bytes: usize,
     reply_max_bytes: usize,
-) -> Result<Evaluated, ReplyTooLarge> {
-    let ttl = deadlines.of.iter().map(|(k, at)| (k.clone(), Some(Expiry::At(*at)))).collect();
-    let mut state = Overlay { values: read.clone(), ttl, now_ms: deadlines.now_ms, written: BTreeSet::new() };
+) -> Result<Evaluated, Stop> {
+    let ttl = read.deadlines.of.iter().map(|(k, at)| (k.clone(), Some(Expiry::At(*at)))).collect();
+    let mut state = Overlay {
+        values: read.values.clone(),
+        ttl,
+        now_ms: read.deadlines.now_ms,
+        written: BTreeSet::new(),
+        colls: read.elements.clone(),
+        changed: BTreeMap::new(),
+        need_whole: BTreeSet::new(),
+        rng: rand_xoshiro::SplitMix64::seed_from_u64(read.seed),
+    };
     let mut reply_bytes = 0usize;
     let mut replies = Vec::with_capacity(cmds.len());
     for c in cmds {
         reply_bytes = reply_bytes.saturating_add(state.reply_bytes(c));
         if reply_bytes > reply_max_bytes {
-            return Err(ReplyTooLarge { max: reply_max_bytes });
+            return Err(Stop::TooLarge(ReplyTooLarge { max: reply_max_bytes }));
         }
         replies.push(state.run(c, value_max_bytes));
     }
-    let writes = state.written.iter().map(|k| state.write_of(k)).collect();
+    if !state.need_whole.is_empty() {
+        return Err(Stop::NeedWhole(NeedWhole(state.need_whole)));
+    }
+    let mut writes: Vec<Write> = state.written.iter().map(|k| state.write_of(k)).collect();
+    writes.extend(state.element_writes());
     Ok(Evaluated { replies, writes })
 }
 
-struct Overlay {
-    values: BTreeMap<Key, Option<Value>>,
+pub(super) struct Overlay {
+    pub(super) values: BTreeMap<Key, Option<Value>>,
     /// Each key's deadline as the commands left it (absent: none).
     ttl: BTreeMap<Key, Option<Expiry>>,
     now_ms: u64,
-    written: BTreeSet<Key>,
+    pub(super) written: BTreeSet<Key>,
+    /// What the commands know of each collection's elements (`collections`).
+    pub(super) colls: BTreeMap<Key, Known>,
+    /// The elements changed, by collection, kind and member: their new values.
+    pub(super) changed: BTreeMap<(Key, Kind, Member), Option<Value>>,
+    /// Collections a command needed whole that were not read whole.
+    pub(super) need_whole: BTreeSet<Key>,
+    pub(super) rng: rand_xoshiro::SplitMix64,
 }
 
 impl Overlay {
-    fn get(&self, k: &Key) -> Option<&Value> {
+    pub(super) fn get(&self, k: &Key) -> Option<&Value> {
         debug_assert!(self.values.contains_key(k), "key {k:?} was neither read nor written");
         self.values.get(k).and_then(|v| v.as_ref())
     }
 
     /// Gives `k` the value `v`, keeping its deadline (`APPEND`, `INCR`, …); a deleted key has none.
-    fn put(&mut self, k: &Key, v: Option<Value>) {
+    /// A collection replaced or deleted takes its elements with it.
+    pub(super) fn put(&mut self, k: &Key, v: Option<Value>) {
+        if self.holds_collection(k) {
+            self.drop_collection(k);
+        }
         if v.is_none() {
             self.ttl.remove(k);
         }
@@ -201,12 +248,35 @@ impl Overlay {
             DataCmd::SetIf { key, get: true, .. } => value(key),
             DataCmd::Lcs { a, b, .. } => value(a).saturating_add(value(b)).saturating_mul(2),
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
+            DataCmd::Hash(k, hc) => self.hash_reply_bytes(k, hc),
+            _ => 16,
+        }
+    }
+
+    /// `reply_bytes` of a hash command: the fields and values it answers with.
+    fn hash_reply_bytes(&self, k: &Key, hc: &super::command::HashCmd) -> usize {
+        use super::command::HashCmd;
+        let element = |(m, v): (&Member, &Value)| m.len() + v.len() + 32;
+        let all = || self.elements(k).into_iter().map(element).fold(16, usize::saturating_add);
+        match hc {
+            HashCmd::MGet(fs) => fs.iter().map(|f| self.member(k, f).map_or(16, |v| v.len() + 16)).sum(),
+            HashCmd::Get(f) => self.member(k, f).map_or(16, |v| v.len() + 16),
+            HashCmd::Keys | HashCmd::Vals | HashCmd::GetAll | HashCmd::Scan { .. } => all(),
+            HashCmd::RandField { count: Some(c), .. } if *c < 0 => {
+                let largest = self.elements(k).into_iter().map(element).max().unwrap_or(0);
+                largest.saturating_mul(c.unsigned_abs() as usize)
+            }
+            HashCmd::RandField { .. } => all(),
             _ => 16,
         }
     }
 
     fn run(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
+        if c.reads_strings() && c.keys().into_iter().any(|k| self.holds_collection(k)) {
+            return Reply::error(super::answer::WRONG_TYPE);
+        }
         match c {
+            DataCmd::Hash(k, hc) => self.run_hash(k, hc, value_max_bytes),
             DataCmd::Get(k) => self.bulk_of(k),
             DataCmd::Set(k, v) => {
                 self.replace(k, v.clone());
@@ -232,7 +302,10 @@ impl Overlay {
                 Reply::Integer(deleted)
             }
             DataCmd::Exists(ks) => Reply::Integer(ks.iter().filter(|k| self.get(k).is_some()).count() as i64),
-            DataCmd::MGet(ks) => Reply::Array(ks.iter().map(|k| self.bulk_of(k)).collect()),
+            DataCmd::MGet(ks) => {
+                let string = |k: &Key| if self.holds_collection(k) { Reply::Null } else { self.bulk_of(k) };
+                Reply::Array(ks.iter().map(string).collect())
+            }
             DataCmd::StrLen(k) => Reply::Integer(self.get(k).map_or(0, |v| v.len() as i64)),
             DataCmd::IncrBy(k, by) => self.incr_by(k, *by),
             DataCmd::Append(k, v) => {
@@ -290,7 +363,10 @@ impl Overlay {
                 }
                 Reply::Integer(none as i64)
             }
-            DataCmd::Type(k) => Reply::Simple(if self.get(k).is_some() { "string" } else { "none" }.into()),
+            DataCmd::Type(k) => {
+                let kind = self.get(k).map(|v| Head::decode(v).map_or("string", |h| h.kind.name()));
+                Reply::Simple(kind.unwrap_or("none").into())
+            }
             DataCmd::Rename { from, to, nx } => self.rename(from, to, *nx),
             DataCmd::Move { from, to } => {
                 if self.get(from).is_none() || self.get(to).is_some() {
@@ -306,9 +382,11 @@ impl Overlay {
                 if self.get(to).is_some() && !replace {
                     return Reply::Integer(0);
                 }
+                let Some(elements) = self.elements_to_move(from, to) else { return Reply::Null };
                 let at = self.deadline(from);
                 self.replace(to, v);
                 self.set_deadline(to, at);
+                self.fill(to, elements);
                 Reply::Integer(1)
             }
             DataCmd::GetBit(k, offset) => Reply::Integer(bit(self.bytes(k), *offset) as i64),
@@ -461,10 +539,12 @@ impl Overlay {
             return Reply::Integer(0);
         }
         if from != to {
+            let Some(elements) = self.elements_to_move(from, to) else { return Reply::Null };
             let at = self.deadline(from);
             self.put(from, None);
             self.replace(to, v);
             self.set_deadline(to, at);
+            self.fill(to, elements);
         }
         if nx {
             Reply::Integer((from != to) as i64)
@@ -539,8 +619,9 @@ mod tests {
         s.as_bytes().to_vec()
     }
 
-    fn read(pairs: &[(&str, Option<&str>)]) -> BTreeMap<Key, Option<Value>> {
-        pairs.iter().map(|(key, v)| (k(key), v.map(|v| v.as_bytes().to_vec()))).collect()
+    fn read(pairs: &[(&str, Option<&str>)]) -> Reads {
+        let values = pairs.iter().map(|(key, v)| (k(key), v.map(|v| v.as_bytes().to_vec()))).collect();
+        Reads { values, ..Reads::default() }
     }
 
     #[test]
@@ -553,14 +634,8 @@ mod tests {
             DataCmd::Del(vec![k("b"), k("b"), k("c")]),
         ];
         assert_eq!(keys_to_read(&cmds), [k("a"), k("b"), k("c")].into_iter().collect());
-        let e = evaluate(
-            &cmds,
-            &read(&[("a", Some("10")), ("b", None), ("c", None)]),
-            &Deadlines::default(),
-            1 << 20,
-            usize::MAX,
-        )
-        .expect("within the reply limit");
+        let e = evaluate(&cmds, &read(&[("a", Some("10")), ("b", None), ("c", None)]), 1 << 20, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(
             e.replies,
             vec![Reply::Integer(15), Reply::Integer(16), Reply::ok(), Reply::bulk("x"), Reply::Integer(1)]
@@ -574,8 +649,7 @@ mod tests {
     #[test]
     fn a_failing_command_answers_its_error_and_writes_nothing_while_the_others_apply() {
         let cmds = vec![DataCmd::IncrBy(k("t"), 1), DataCmd::Append(k("t"), k("!"))];
-        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), &Deadlines::default(), 1 << 20, usize::MAX)
-            .expect("within the reply limit");
+        let e = evaluate(&cmds, &read(&[("t", Some("text"))]), 1 << 20, usize::MAX).expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::error("ERR value is not an integer or out of range"), Reply::Integer(5)]);
         assert_eq!(e.writes, vec![Write { key: k("t"), op: WriteOp::Set(k("text!")) }]);
     }
@@ -584,30 +658,18 @@ mod tests {
     fn blind_writes_need_no_read_and_counts_follow_redis() {
         let cmds = vec![DataCmd::MSet(vec![(k("a"), k("1"))]), DataCmd::Exists(vec![k("a"), k("a"), k("z")])];
         assert_eq!(keys_to_read(&cmds), [k("a"), k("z")].into_iter().collect());
-        let e = evaluate(&cmds, &read(&[("a", None), ("z", None)]), &Deadlines::default(), 1 << 20, usize::MAX)
-            .expect("within the reply limit");
+        let e =
+            evaluate(&cmds, &read(&[("a", None), ("z", None)]), 1 << 20, usize::MAX).expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::ok(), Reply::Integer(2)]);
     }
 
     #[test]
     fn overflow_and_size_limits_are_errors() {
-        let e = evaluate(
-            &[DataCmd::IncrBy(k("n"), 1)],
-            &read(&[("n", Some("9223372036854775807"))]),
-            &Deadlines::default(),
-            16,
-            usize::MAX,
-        )
-        .expect("within the reply limit");
+        let e = evaluate(&[DataCmd::IncrBy(k("n"), 1)], &read(&[("n", Some("9223372036854775807"))]), 16, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(e.replies, vec![Reply::error("ERR increment or decrement would overflow")]);
-        let e = evaluate(
-            &[DataCmd::Append(k("s"), vec![b'x'; 20])],
-            &read(&[("s", None)]),
-            &Deadlines::default(),
-            16,
-            usize::MAX,
-        )
-        .expect("within the reply limit");
+        let e = evaluate(&[DataCmd::Append(k("s"), vec![b'x'; 20])], &read(&[("s", None)]), 16, usize::MAX)
+            .expect("within the reply limit");
         assert!(matches!(&e.replies[0], Reply::Error(m) if m.contains("maximum allowed size")));
         assert!(e.writes.is_empty());
     }
@@ -620,16 +682,10 @@ mod tests {
         assert_eq!(split.writes[0], Write { key: k("a"), op: WriteOp::IncrBy(-5) });
         let after = read(&[("a", Some("95")), ("b", Some("105")), ("c", Some("x"))]);
         let replies: Vec<Reply> =
-            cmds.iter().map(|c| reply_at_primary(c, |key| after.get(key).cloned().flatten())).collect();
+            cmds.iter().map(|c| reply_at_primary(c, |key| after.values.get(key).cloned().flatten())).collect();
         // The same replies as reading first and evaluating here.
-        let e = evaluate(
-            &cmds,
-            &read(&[("a", Some("100")), ("b", Some("100"))]),
-            &Deadlines::default(),
-            1 << 20,
-            usize::MAX,
-        )
-        .expect("within the reply limit");
+        let e = evaluate(&cmds, &read(&[("a", Some("100")), ("b", Some("100"))]), 1 << 20, usize::MAX)
+            .expect("within the reply limit");
         assert_eq!(replies, e.replies);
         assert_eq!(replies, vec![Reply::Integer(95), Reply::Integer(105), Reply::ok()]);
     }
@@ -649,7 +705,7 @@ mod tests {
 
     fn run_one(c: DataCmd, before: &[(&str, Option<&str>)]) -> Evaluated {
         assert_eq!(keys_to_read(std::slice::from_ref(&c)).len(), before.len(), "{c:?} reads its keys");
-        evaluate(&[c], &read(before), &Deadlines::default(), 64, usize::MAX).expect("within the reply limit")
+        evaluate(&[c], &read(before), 64, usize::MAX).expect("within the reply limit")
     }
 
     #[test]
@@ -736,7 +792,6 @@ mod tests {
         let same = evaluate(
             &[DataCmd::Rename { from: k("a"), to: k("a"), nx: false }],
             &read(&[("a", Some("1"))]),
-            &Deadlines::default(),
             64,
             usize::MAX,
         );
@@ -783,19 +838,18 @@ mod tests {
     fn a_reply_past_the_limit_is_refused_before_its_values_are_copied() {
         let repeats = vec![k("big"); 1_000];
         let cmds = vec![DataCmd::MGet(repeats)];
-        let read: BTreeMap<Key, Option<Value>> = [(k("big"), Some(vec![b'v'; 4096]))].into_iter().collect();
-        assert_eq!(
-            evaluate(&cmds, &read, &Deadlines::default(), 1 << 20, 1 << 20),
-            Err(ReplyTooLarge { max: 1 << 20 })
-        );
-        let e = evaluate(&cmds, &read, &Deadlines::default(), 1 << 20, 8 << 20).expect("within 8 MiB");
+        let values = [(k("big"), Some(vec![b'v'; 4096]))].into_iter().collect();
+        let read = Reads { values, ..Reads::default() };
+        assert_eq!(evaluate(&cmds, &read, 1 << 20, 1 << 20), Err(Stop::TooLarge(ReplyTooLarge { max: 1 << 20 })));
+        let e = evaluate(&cmds, &read, 1 << 20, 8 << 20).expect("within 8 MiB");
         assert!(matches!(&e.replies[0], Reply::Array(values) if values.len() == 1_000));
     }
 
     fn with_deadlines(cmds: &[DataCmd], before: &[(&str, Option<&str>, Option<u64>)], now_ms: u64) -> Evaluated {
         let values: Vec<(&str, Option<&str>)> = before.iter().map(|(key, v, _)| (*key, *v)).collect();
         let of = before.iter().filter_map(|(key, _, at)| Some((k(key), (*at)?))).collect();
-        evaluate(cmds, &read(&values), &Deadlines { of, now_ms }, 64, usize::MAX).expect("within the reply limit")
+        let read = Reads { deadlines: Deadlines { of, now_ms }, ..read(&values) };
+        evaluate(cmds, &read, 64, usize::MAX).expect("within the reply limit")
     }
 
     /// TTL's -2/-1/time left (rounded as Redis does), EXPIRE's NX/XX/GT/LT, PERSIST, and the

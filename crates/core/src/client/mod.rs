@@ -14,8 +14,10 @@
 //! writes the reply.
 
 mod answer;
+pub mod collections;
 pub mod command;
 pub mod evaluate;
+mod hash;
 mod lcs;
 mod run;
 mod txn_client;

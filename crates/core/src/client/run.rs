@@ -8,14 +8,16 @@
 //! nothing that may have committed.
 
 use super::answer::{self, Failure, Read, NOT_AN_INTEGER};
+use super::collections::{elements_to_read, Known, NeedWhole, Want};
 use super::evaluate;
 use super::{ClientLimits, DataCmd, BACKOFF_MAX_US, BACKOFF_MIN_US};
 use crate::breaks::Breaks;
+use crate::collection::is_head;
 use crate::ids::{Key, TxId, Version};
-use crate::io::{Request, Response, ScanCursor};
+use crate::io::{Pick, Request, Response, ScanCursor, ELEMENTS_PAGE_MAX};
 use crate::message::AbortReason;
 use crate::store::{ReadCheck, ResolvedWrite, Write, WriteOp};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use waymark_resp::Reply;
 
 /// What the driver does next for the client.
@@ -118,10 +120,24 @@ pub(super) struct TxnJob {
 
 enum Waiting {
     Nothing,
-    Reads(Vec<Key>),
+    Reads(Reading),
     Commit(Pending),
     Page,
 }
+
+/// Reads in flight: one per key, a collection's (`wants`) with its elements, and the further
+/// pages of the collections read whole.
+struct Reading {
+    keys: Vec<Key>,
+    wants: BTreeMap<Key, Want>,
+    /// The answers so far, one per key, once the first ones came.
+    got: Vec<Read>,
+    /// The keys (by index) whose next page is in flight.
+    paging: Vec<usize>,
+}
+
+/// The most element bytes one batch reads of its collections, over all their pages.
+pub const ELEMENTS_READ_MAX_BYTES: usize = 512 << 20;
 
 /// A commit in flight and what the client is answered if it commits.
 struct Pending {
@@ -148,10 +164,14 @@ pub(super) struct Run {
     local: Vec<DataCmd>,
     /// Break `client-retries-stale-evaluation`: the first evaluation, kept for every retry.
     stale: Option<evaluate::Evaluated>,
+    /// Collections an evaluation needed whole (`Stop::NeedWhole`): read whole from then on.
+    whole: BTreeSet<Key>,
+    /// Seeds the draws of the commands that answer at random (`HRANDFIELD`).
+    seed: u64,
 }
 
 impl Run {
-    pub fn new(job: Job, limits: ClientLimits, breaks: Breaks) -> Run {
+    pub fn new(job: Job, limits: ClientLimits, breaks: Breaks, seed: u64) -> Run {
         Run {
             job,
             limits,
@@ -163,6 +183,8 @@ impl Run {
             split: evaluate::AtPrimaries { at_primary: vec![], writes: vec![] },
             local: vec![],
             stale: None,
+            whole: BTreeSet::new(),
+            seed,
         }
     }
 
@@ -170,8 +192,8 @@ impl Run {
     pub fn start(&mut self) -> Step {
         assert!(matches!(self.waiting, Waiting::Nothing), "a batch starts with nothing in flight");
         match &self.job {
-            Job::Watch(keys) => self.send_reads(keys.clone()),
-            Job::Get(key) => self.send_reads(vec![key.clone()]),
+            Job::Watch(keys) => self.send_reads(keys.clone(), BTreeMap::new()),
+            Job::Get(key) => self.send_reads(vec![key.clone()], BTreeMap::new()),
             Job::Txn(_) => self.attempt(),
             Job::Scan { cursor, count } => {
                 let request = Request::Scan { cursor: cursor.clone(), count: *count };
@@ -183,17 +205,7 @@ impl Run {
 
     pub fn on_answers(&mut self, answers: Vec<Option<Response>>) -> Step {
         match std::mem::replace(&mut self.waiting, Waiting::Nothing) {
-            Waiting::Reads(keys) => {
-                assert_eq!(answers.len(), keys.len(), "one answer per read sent");
-                let mut read = Vec::with_capacity(keys.len());
-                for a in answers {
-                    match answer::read(a) {
-                        Ok(r) => read.push(r),
-                        Err(e) => return self.fail(e.0),
-                    }
-                }
-                self.on_reads(keys, read)
-            }
+            Waiting::Reads(reading) => self.on_read_answers(reading, answers),
             Waiting::Commit(pending) => {
                 assert_eq!(answers.len(), 1, "one answer per commit sent");
                 self.on_commit(pending, answers.into_iter().next().flatten())
@@ -223,9 +235,57 @@ impl Run {
         }
     }
 
-    fn send_reads(&mut self, keys: Vec<Key>) -> Step {
-        let requests = keys.iter().map(|key| Request::Get { key: key.clone() }).collect();
-        self.waiting = Waiting::Reads(keys);
+    fn send_reads(&mut self, keys: Vec<Key>, wants: BTreeMap<Key, Want>) -> Step {
+        let request = |key: &Key| match wants.get(key) {
+            Some(want) => Request::Elements { key: key.clone(), pick: want.pick() },
+            None => Request::Get { key: key.clone() },
+        };
+        let requests = keys.iter().map(request).collect();
+        self.waiting = Waiting::Reads(Reading { keys, wants, got: vec![], paging: vec![] });
+        Step::Send(requests)
+    }
+
+    /// The answers to the reads in flight: the first ones, or further pages of collections read
+    /// whole — each of which must find its head at the version the first page did, or the
+    /// collection changed in between and the batch tries again.
+    fn on_read_answers(&mut self, mut r: Reading, answers: Vec<Option<Response>>) -> Step {
+        let asked = if r.got.is_empty() { r.keys.len() } else { r.paging.len() };
+        assert_eq!(answers.len(), asked, "one answer per read sent");
+        let mut read = Vec::with_capacity(answers.len());
+        for a in answers {
+            match answer::read(a) {
+                Ok(one) => read.push(one),
+                Err(e) => return self.fail(e.0),
+            }
+        }
+        if r.got.is_empty() {
+            r.got = read;
+        } else {
+            for (i, page) in std::mem::take(&mut r.paging).into_iter().zip(read) {
+                if page.version != r.got[i].version {
+                    let why = format!("'{}' changed between pages", String::from_utf8_lossy(&r.keys[i]));
+                    return self.conflict(why);
+                }
+                r.got[i].elements.extend(page.elements);
+                r.got[i].next = page.next;
+            }
+        }
+        let bytes: usize =
+            r.got.iter().flat_map(|g| &g.elements).map(|e| e.member.len() + e.value.as_ref().map_or(0, Vec::len)).sum();
+        if bytes > ELEMENTS_READ_MAX_BYTES {
+            return self.fail(format!("ERR the collections read exceed {ELEMENTS_READ_MAX_BYTES} bytes"));
+        }
+        let whole = |i: &usize| r.wants.get(&r.keys[*i]).is_some_and(|w| w.whole);
+        r.paging = (0..r.keys.len()).filter(|i| r.got[*i].next.is_some() && whole(i)).collect();
+        if r.paging.is_empty() {
+            return self.on_reads(r.keys, r.got, r.wants);
+        }
+        let page = |i: &usize| Request::Elements {
+            key: r.keys[*i].clone(),
+            pick: Pick::Page { after: r.got[*i].next.clone(), count: ELEMENTS_PAGE_MAX },
+        };
+        let requests = r.paging.iter().map(page).collect();
+        self.waiting = Waiting::Reads(r);
         Step::Send(requests)
     }
 
@@ -239,14 +299,15 @@ impl Run {
         };
         let local = here(&job.cmds, &split);
         let keys: Vec<Key> = evaluate::keys_to_read(&local).into_iter().collect();
+        let wants = elements_to_read(&local, &self.whole);
         (self.split, self.local) = (split, local);
         if keys.is_empty() {
-            return self.evaluate(vec![], vec![]);
+            return self.evaluate(vec![], vec![], wants);
         }
-        self.send_reads(keys)
+        self.send_reads(keys, wants)
     }
 
-    fn on_reads(&mut self, keys: Vec<Key>, read: Vec<Read>) -> Step {
+    fn on_reads(&mut self, keys: Vec<Key>, read: Vec<Read>, wants: BTreeMap<Key, Want>) -> Step {
         match &self.job {
             Job::Watch(_) => {
                 self.watch_read = keys.into_iter().zip(read).map(|(key, r)| (key, r.version)).collect();
@@ -256,15 +317,18 @@ impl Run {
                 let Read { value, version, .. } = read.into_iter().next().expect("one read sent");
                 let reads = vec![ReadCheck { key: key.clone(), version }];
                 self.attempts.push(answered_by_reads(reads));
+                if value.as_deref().is_some_and(is_head) {
+                    return self.fail(answer::WRONG_TYPE.into());
+                }
                 self.done(Answer::Replies(vec![value.map_or(Reply::Null, Reply::bulk)]), Ended::NoTransaction)
             }
-            Job::Txn(_) => self.evaluate(keys, read),
+            Job::Txn(_) => self.evaluate(keys, read, wants),
             Job::Scan { .. } => unreachable!("a scan page reads no key"),
         }
     }
 
     /// Runs the commands over what was read and commits, unless the reads alone were atomic.
-    fn evaluate(&mut self, keys: Vec<Key>, read: Vec<Read>) -> Step {
+    fn evaluate(&mut self, keys: Vec<Key>, read: Vec<Read>, wants: BTreeMap<Key, Want>) -> Step {
         let (limits, breaks) = (self.limits, self.breaks);
         let watched = &self.txn_ref().watched;
         let moved = |(key, r): (&Key, &Read)| watched.get(key).is_some_and(|w| *w != r.version);
@@ -273,23 +337,36 @@ impl Run {
         }
         let job = self.txn_ref();
         let mut checks = if breaks.client_ignores_watch { BTreeMap::new() } else { job.watched.clone() };
-        let mut values = BTreeMap::new();
-        let mut deadlines = evaluate::Deadlines::default();
+        let mut reads =
+            evaluate::Reads { seed: self.seed.wrapping_add(u64::from(self.conflicts)), ..Default::default() };
         for (key, r) in keys.iter().zip(read) {
             checks.insert(key.clone(), r.version);
-            values.insert(key.clone(), r.value);
-            if let Some(at) = r.deadline_ms {
-                deadlines.of.insert(key.clone(), at);
+            if let Some(want) = wants.get(key) {
+                reads.elements.insert(key.clone(), known(&r, want));
             }
-            deadlines.now_ms = deadlines.now_ms.max(r.now_ms);
+            reads.values.insert(key.clone(), r.value);
+            if let Some(at) = r.deadline_ms {
+                reads.deadlines.of.insert(key.clone(), at);
+            }
+            reads.deadlines.now_ms = reads.deadlines.now_ms.max(r.now_ms);
         }
+        reads.seed ^= reads.deadlines.now_ms;
         let (value_max, reply_max) = (limits.value_max_bytes, limits.reply_max_bytes);
-        let evaluated = match evaluate::evaluate(&self.local, &values, &deadlines, value_max, reply_max) {
+        let evaluated = match evaluate::evaluate(&self.local, &reads, value_max, reply_max) {
             Ok(evaluated) => evaluated,
-            Err(too_large) => {
+            Err(evaluate::Stop::TooLarge(too_large)) => {
                 let mut finished = self.finish(Answer::Error(too_large.to_string()), Ended::Failed);
                 finished.close = true;
                 return Step::Done(finished);
+            }
+            Err(evaluate::Stop::NeedWhole(NeedWhole(more))) => {
+                let before = self.whole.len();
+                self.whole.extend(more);
+                if self.whole.len() == before {
+                    debug_assert!(false, "an evaluation asked again for collections it read whole");
+                    return self.fail("ERR internal: a collection read whole was asked for again".into());
+                }
+                return self.attempt();
             }
         };
         let evaluated = match (breaks.client_retries_stale_evaluation, self.stale.take()) {
@@ -351,7 +428,10 @@ impl Run {
             }
             Some(Response::Aborted {
                 tx,
-                reason: reason @ (AbortReason::NotAnInteger { .. } | AbortReason::ValueTooLarge { .. }),
+                reason:
+                    reason @ (AbortReason::NotAnInteger { .. }
+                    | AbortReason::ValueTooLarge { .. }
+                    | AbortReason::WrongType { .. }),
             }) if replies.contains(&None) => {
                 self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
                 let job = self.txn();
@@ -359,6 +439,7 @@ impl Run {
                     let max = self.limits.value_max_bytes;
                     return self.fail(match reason {
                         AbortReason::NotAnInteger { .. } => NOT_AN_INTEGER.into(),
+                        AbortReason::WrongType { .. } => answer::WRONG_TYPE.into(),
                         _ => format!("ERR string exceeds maximum allowed size ({max} bytes)"),
                     });
                 }
@@ -413,6 +494,16 @@ impl Run {
         let retries = self.conflicts.min(self.limits.conflict_retries_max.saturating_sub(1));
         Finished { answer, ended, attempts: std::mem::take(&mut self.attempts), retries, close: false }
     }
+}
+
+/// What a read of a collection's head tells of its elements: none if it holds no collection,
+/// else those picked — all of them when it was read whole.
+fn known(r: &Read, want: &Want) -> Known {
+    if !r.value.as_deref().is_some_and(is_head) {
+        return Known::none();
+    }
+    let members = r.elements.iter().map(|e| (e.member.clone(), e.value.clone())).collect();
+    Known::read(members, want.whole)
 }
 
 /// The commands evaluated here: those `split` leaves to no primary.

@@ -16,11 +16,13 @@ pub struct TxnClient {
     /// `WATCH`ed keys and the version each had when watched; `EXEC` requires them unchanged.
     watched: BTreeMap<Key, Version>,
     run: Option<Run>,
+    /// Batches begun: seeds each one's random draws.
+    batches: u64,
 }
 
 impl TxnClient {
     pub fn new(limits: ClientLimits, breaks: Breaks) -> Self {
-        TxnClient { limits, breaks, watched: BTreeMap::new(), run: None }
+        TxnClient { limits, breaks, watched: BTreeMap::new(), run: None, batches: 0 }
     }
 
     /// Whether a batch is in progress.
@@ -91,7 +93,10 @@ impl TxnClient {
 
     fn begin(&mut self, job: Job) -> Step {
         assert!(self.run.is_none(), "one batch at a time per client");
-        let mut run = Run::new(job, self.limits, self.breaks);
+        self.batches = self.batches.wrapping_add(1);
+        // Golden-ratio steps: each batch's seed far from the last (`HRANDFIELD`'s draws).
+        let seed = self.batches.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut run = Run::new(job, self.limits, self.breaks, seed);
         let step = run.start();
         self.keep(run, step)
     }

@@ -17,11 +17,13 @@
 //! Invariant: only a live (not recovered), 1PC primary branch with writes is built upon — a
 //! recovered branch's first committer is asked, not followed.
 
+use crate::collection::{owner_prefix, Head, Kind};
 use crate::ids::{Branch, Key, Role, TxId, VnodeId};
 use crate::store::{EvalError, ReadCheck, ResolvedWrite, Store, Write};
 use crate::vnode::Vnode;
 use crate::AbortReason;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 /// Key → the branches holding its lock, oldest first.
 #[derive(Debug, Default, Hash)]
@@ -71,6 +73,7 @@ impl Vnode {
         let keys: BTreeSet<&Key> = reads.iter().map(|r| &r.key).chain(writes.iter().map(|w| &w.key)).collect();
         let mut scratch: Store = self.store.subset(keys.iter().copied());
         let mut after = BTreeSet::new();
+        let mut bases: Vec<&[ResolvedWrite]> = vec![];
         for key in keys {
             let Some(last) = self.locks.holders(key).last().filter(|b| &b.tx != tx) else { continue };
             if self.cfg.breaks.skip_lock {
@@ -81,6 +84,7 @@ impl Vnode {
             if let Some(w) = base.iter().find(|w| &w.key == key) {
                 scratch.apply(w);
                 after.insert(last.tx.clone());
+                bases.push(base);
             }
         }
         let now_ms = self.clock_ms();
@@ -101,11 +105,16 @@ impl Vnode {
                 return Err(AbortReason::LockConflict { key: r.key.clone() });
             }
         }
+        let heads_before: BTreeMap<&Key, Kind> = writes
+            .iter()
+            .filter_map(|w| Some((&w.key, Head::decode(scratch.entry(&w.key)?.value.as_deref()?)?.kind)))
+            .collect();
         let mut resolved: Vec<ResolvedWrite> = Vec::with_capacity(writes.len());
         for w in writes {
             let r = scratch.resolve(&w.key, &w.op, now_ms).map_err(|e| match e {
                 EvalError::NotAnInteger => AbortReason::NotAnInteger { key: w.key.clone() },
                 EvalError::NotExpired => AbortReason::LockConflict { key: w.key.clone() },
+                EvalError::WrongType => AbortReason::WrongType { key: w.key.clone() },
             })?;
             if r.value.as_ref().is_some_and(|v| v.len() > self.cfg.limits.value_max_bytes) {
                 return Err(AbortReason::ValueTooLarge { key: w.key.clone() });
@@ -114,10 +123,48 @@ impl Vnode {
             resolved.retain(|earlier| earlier.key != r.key);
             resolved.push(r);
         }
+        for (key, kind) in heads_before {
+            let after = resolved.iter().rev().find(|r| &r.key == key).and_then(|r| r.value.as_deref());
+            if after.and_then(Head::decode).is_none_or(|h| h.kind != kind) {
+                let dropped = self.elements_dropped(key, &resolved, &bases);
+                resolved.extend(dropped);
+            }
+        }
         if self.memory_full && resolved.iter().any(|w| w.value.is_some()) {
             return Err(AbortReason::OutOfMemory);
         }
         Ok(Evaluated { writes: resolved, after: after.into_iter().collect() })
+    }
+
+    /// The deletes of every live element of collection `key` that `resolved` does not write: its
+    /// head is deleted or replaced by something else (`collection`: no element outlives its
+    /// collection). Elements a pipelined predecessor (`bases`) wrote count, at its versions: they
+    /// are committed before this transaction is.
+    fn elements_dropped(
+        &self,
+        key: &Key,
+        resolved: &[ResolvedWrite],
+        bases: &[&[ResolvedWrite]],
+    ) -> Vec<ResolvedWrite> {
+        let prefix = owner_prefix(key);
+        let mut latest: BTreeMap<Key, (bool, u64)> = self
+            .store
+            .range(Bound::Included(&prefix[..]))
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, e)| (k.clone(), (e.value.is_some(), e.version)))
+            .collect();
+        for w in bases.iter().flat_map(|b| b.iter()).filter(|w| w.key.starts_with(&prefix)) {
+            let at = latest.entry(w.key.clone()).or_insert((false, 0));
+            if w.version > at.1 {
+                *at = (w.value.is_some(), w.version);
+            }
+        }
+        let written: BTreeSet<&Key> = resolved.iter().map(|r| &r.key).collect();
+        latest
+            .into_iter()
+            .filter(|(k, (live, _))| *live && !written.contains(k))
+            .map(|(key, (_, version))| ResolvedWrite { key, value: None, version: version + 1, deadline_ms: None })
+            .collect()
     }
 
     /// The writes of `holder` if a 1PC transaction decided by `first_committer` may be pipelined

@@ -2,7 +2,7 @@
 //! first committer in 2PC decides it. Also serves single-key GETs by asking the key's primary.
 
 use crate::ids::{ClientId, ClientRequest, CutId, Key, Role, TxId, Value, Version, VnodeId};
-use crate::io::{Response, Timer};
+use crate::io::{Pick, Response, Timer};
 use crate::message::{AbortReason, PrepareWrites, TxStatus, TxnMsg};
 use crate::record::Record;
 use crate::store::{ReadCheck, ResolvedWrite, Write};
@@ -356,6 +356,29 @@ impl Vnode {
             return self.read_at_primary(Reader::Client { client, req }, key);
         }
         self.forward_read(client, req, primary, |id| TxnMsg::Read { req: id, key });
+    }
+
+    /// A client's read of a collection's head and elements: as `client_get`.
+    pub(crate) fn client_elements(&mut self, client: ClientId, req: u64, key: Key, pick: Pick) {
+        let primary = self.cfg.placement.primary_of(&key).clone();
+        if self.failing_over(&primary) {
+            let response = Response::Unavailable { why: "TRYAGAIN the key's primary is failing over" };
+            return self.reply(client, req, response);
+        }
+        if primary == self.cfg.id {
+            return self.read_at_primary(Reader::ClientElements { client, req, pick }, key);
+        }
+        self.forward_read(client, req, primary, |id| TxnMsg::ReadElements { req: id, key, pick });
+    }
+
+    pub(crate) fn on_read_elements(&mut self, from: VnodeId, req: u64, key: Key, pick: Pick) {
+        self.read_at_primary(Reader::NearElements { from, req, pick }, key);
+    }
+
+    pub(crate) fn on_elements_reply(&mut self, req: u64, writer_cut: Option<CutId>, response: Response) {
+        if let Some(PendingRead { asked, .. }) = self.near.reads.remove(&req) {
+            self.reply_revealing(writer_cut, asked.client, asked.req, response);
+        }
     }
 
     /// Sends a client's read (or scan page) to the primary that serves it, numbered, and waits

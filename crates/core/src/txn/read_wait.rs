@@ -10,11 +10,13 @@
 //! Invariant: a waiting read waits only for branches that held its key's lock when it arrived,
 //! and it is answered as soon as the last of them finished here.
 
+use crate::collection::{element_prefix, Head};
 use crate::ids::{Branch, ClientId, Key, VnodeId};
-use crate::io::Response;
+use crate::io::{Element, Member, Pick, Response, ELEMENTS_PAGE_BYTES_MAX, ELEMENTS_PAGE_MAX};
 use crate::message::TxnMsg;
 use crate::vnode::Vnode;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
 
 /// Who asked for a read at this primary.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -23,6 +25,10 @@ pub(crate) enum Reader {
     Client { client: ClientId, req: u64 },
     /// Another vnode, the client's near, read number `req`.
     Near { from: VnodeId, req: u64 },
+    /// `Client`, asking for a collection's elements with its head (`Request::Elements`).
+    ClientElements { client: ClientId, req: u64, pick: Pick },
+    /// `Near`, asking for a collection's elements with its head (`TxnMsg::ReadElements`).
+    NearElements { from: VnodeId, req: u64, pick: Pick },
 }
 
 #[derive(Debug, Hash)]
@@ -64,8 +70,12 @@ impl Vnode {
     /// A read this vnode cannot answer: its near answers `TRYAGAIN`; a client here is told `why`.
     pub(crate) fn refuse_read(&mut self, reader: Reader, why: &'static str) {
         match reader {
-            Reader::Near { from, req } => self.send_txn(&from, TxnMsg::ReadRefused { req }),
-            Reader::Client { client, req } => self.reply(client, req, Response::Unavailable { why }),
+            Reader::Near { from, req } | Reader::NearElements { from, req, .. } => {
+                self.send_txn(&from, TxnMsg::ReadRefused { req })
+            }
+            Reader::Client { client, req } | Reader::ClientElements { client, req, .. } => {
+                self.reply(client, req, Response::Unavailable { why })
+            }
         }
     }
 
@@ -101,6 +111,59 @@ impl Vnode {
                     true => self.send_txn_unheld(&from, reply),
                     false => self.send_txn(&from, reply),
                 }
+            }
+            Reader::ClientElements { client, req, pick } => {
+                let (elements, next) = self.elements(key, e.value.as_deref(), &pick);
+                let (value, version) = (e.value, e.version);
+                let response = Response::Elements { value, version, deadline_ms, now_ms, elements, next };
+                self.reply_revealing(writer_cut, client, req, response)
+            }
+            Reader::NearElements { from, req, pick } => {
+                let (elements, next) = self.elements(key, e.value.as_deref(), &pick);
+                let (value, version) = (e.value, e.version);
+                let reply =
+                    TxnMsg::ElementsReply { req, value, version, writer_cut, deadline_ms, now_ms, elements, next };
+                self.send_txn(&from, reply)
+            }
+        }
+    }
+
+    /// The elements `pick` asks for of the collection whose head `key` holds `head` (none if it
+    /// holds a string or nothing), and the member a page goes on after. Read from the committed
+    /// store: the head's read waited for every prepared branch writing it, and every branch that
+    /// writes an element writes its head (`collection`).
+    fn elements(&self, key: &Key, head: Option<&[u8]>, pick: &Pick) -> (Vec<Element>, Option<Member>) {
+        let Some(head) = head.and_then(Head::decode) else { return (vec![], None) };
+        let prefix = element_prefix(key, head.kind);
+        let live = |k: &[u8]| self.store.entry(k).and_then(|e| e.value.clone());
+        match pick {
+            Pick::Members(members) => {
+                let mut key = prefix.clone();
+                let element = |m: &Member| {
+                    key.truncate(prefix.len());
+                    key.extend_from_slice(m);
+                    Element { member: m.clone(), value: live(&key) }
+                };
+                (members.iter().map(element).collect(), None)
+            }
+            Pick::Page { after, count } => {
+                let count = (*count).clamp(1, ELEMENTS_PAGE_MAX) as usize;
+                let from = match after {
+                    Some(m) => Bound::Excluded([&prefix[..], m].concat()),
+                    None => Bound::Included(prefix.clone()),
+                };
+                let (mut elements, mut bytes) = (vec![], 0usize);
+                let in_collection = self.store.range(from.as_ref().map(Vec::as_slice));
+                for (k, e) in in_collection.take_while(|(k, _)| k.starts_with(&prefix)) {
+                    if elements.len() >= count || bytes >= ELEMENTS_PAGE_BYTES_MAX {
+                        let next = elements.last().map(|e: &Element| e.member.clone());
+                        return (elements, next);
+                    }
+                    let Some(value) = &e.value else { continue };
+                    bytes = bytes.saturating_add(k.len() + value.len());
+                    elements.push(Element { member: k[prefix.len()..].to_vec(), value: Some(value.clone()) });
+                }
+                (elements, None)
             }
         }
     }

@@ -23,6 +23,7 @@
 //! [`SCAN_EXAMINED_MAX`] entries of the vnode's store (which holds other partitions too), so a
 //! page of a sparse partition may return no key and a cursor to go on from.
 
+use crate::collection::is_element;
 use crate::ids::{ClientId, Key, PartitionId, VnodeId};
 use crate::io::{Response, ScanCursor};
 use crate::message::TxnMsg;
@@ -85,13 +86,7 @@ impl Vnode {
             && self.cfg.placement.primary(partition) == &self.cfg.id
             && self.may_serve();
         if !leads {
-            return match reader {
-                Reader::Near { from, req } => self.send_txn(&from, TxnMsg::ReadRefused { req }),
-                Reader::Client { client, req } => {
-                    let response = Response::Unavailable { why: "TRYAGAIN the key's partition moved" };
-                    self.reply(client, req, response)
-                }
-            };
+            return self.refuse_read(reader, "TRYAGAIN the key's partition moved");
         }
         let page = self.page(cursor, count);
         let writer_cut = page.keys.iter().filter_map(|k| self.rt.read_reveals(k, &self.cfg.breaks)).max();
@@ -102,6 +97,9 @@ impl Vnode {
             Reader::Near { from, req } => {
                 let reply = TxnMsg::ScanReply { req, keys: page.keys, next: page.next, writer_cut };
                 self.send_txn(&from, reply)
+            }
+            Reader::ClientElements { .. } | Reader::NearElements { .. } => {
+                unreachable!("a scan page is asked for by `client_scan` or `on_scan`")
             }
         }
     }
@@ -123,12 +121,13 @@ impl Vnode {
                 break;
             }
             last = Some(key);
-            if entry.value.is_some() && placement.partition_of(key) == partition {
+            if entry.value.is_some() && !is_element(key) && placement.partition_of(key) == partition {
                 keys.insert(key.clone());
             }
         }
         let within = |k: &Key| {
             placement.partition_of(k) == partition
+                && !is_element(k)
                 && cursor.after.as_ref().is_none_or(|a| k > a)
                 && (ended || last.is_some_and(|l| k <= l))
         };

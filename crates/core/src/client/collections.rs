@@ -1,0 +1,200 @@
+//! What a batch reads and writes of collections (`crate::collection`): which elements it asks
+//! for with each head, what it knows of them while it runs, and the element writes it becomes.
+//!
+//! Invariant (the layout's): every command that changes an element rewrites its collection's
+//! head, so the transaction's read check on the head covers the elements it read.
+
+use super::command::DataCmd;
+use super::evaluate::Overlay;
+use crate::collection::{element_key, is_head, Head, Kind};
+use crate::ids::{Key, Value};
+use crate::io::{Member, Pick, ELEMENTS_PAGE_MAX};
+use crate::store::{Write, WriteOp};
+use std::collections::{BTreeMap, BTreeSet};
+use waymark_resp::Reply;
+
+/// The elements a batch reads with a collection's head.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Want {
+    pub members: BTreeSet<Member>,
+    /// Every element (`HGETALL`, …).
+    pub whole: bool,
+}
+
+impl Want {
+    /// The first request's pick.
+    pub fn pick(&self) -> Pick {
+        match self.whole {
+            true => Pick::Page { after: None, count: ELEMENTS_PAGE_MAX },
+            false => Pick::Members(self.members.iter().cloned().collect()),
+        }
+    }
+}
+
+/// The elements each collection command of `cmds` reads, by key; `whole` adds keys read whole
+/// (an earlier evaluation found it needed them: `Stop::NeedWhole`).
+pub fn elements_to_read(cmds: &[DataCmd], whole: &BTreeSet<Key>) -> BTreeMap<Key, Want> {
+    let mut wants: BTreeMap<Key, Want> =
+        whole.iter().map(|k| (k.clone(), Want { whole: true, ..Want::default() })).collect();
+    for c in cmds {
+        let DataCmd::Hash(key, hc) = c else { continue };
+        let want = wants.entry(key.clone()).or_default();
+        match hc.fields() {
+            Some(fields) => want.members.extend(fields.into_iter().cloned()),
+            None => want.whole = true,
+        }
+    }
+    wants
+}
+
+/// What a batch knows of one collection's elements.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Known {
+    /// Elements by member, as the commands so far left them (`None`: absent).
+    pub members: BTreeMap<Member, Option<Value>>,
+    /// `members` holds every live element.
+    pub whole: bool,
+    /// The collection was dropped while not known whole: its other elements are still stored
+    /// (the primary deletes them unless the key ends as a collection again).
+    dropped_unknown: bool,
+}
+
+impl Known {
+    /// Everything of a key that holds no collection: no element.
+    pub fn none() -> Known {
+        Known { whole: true, ..Known::default() }
+    }
+
+    /// The elements a read returned, all of the collection's if `whole`.
+    pub fn read(members: BTreeMap<Member, Option<Value>>, whole: bool) -> Known {
+        Known { members, whole, dropped_unknown: false }
+    }
+}
+
+/// A collection's kind and elements on their way to another key (`None`: the key held a string).
+pub(super) type Moved = Option<(Kind, Vec<(Member, Value)>)>;
+
+/// The evaluation must read these collections whole, then run again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NeedWhole(pub BTreeSet<Key>);
+
+impl Overlay {
+    /// `k`'s head if it holds a collection of `kind` (`Ok(None)`: no key), or Redis's
+    /// `WRONGTYPE` if it holds anything else.
+    pub(super) fn typed(&self, k: &Key, kind: Kind) -> Result<Option<Head>, Reply> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(v) => match Head::decode(v) {
+                Some(h) if h.kind == kind => Ok(Some(h)),
+                _ => Err(Reply::error(super::answer::WRONG_TYPE)),
+            },
+        }
+    }
+
+    /// Whether `k` holds a collection, as far as the batch knows: a key a blind write (`SET`)
+    /// replaces unread is not known to, and needs not be — its primary drops what it held.
+    pub(super) fn holds_collection(&self, k: &Key) -> bool {
+        self.values.get(k).and_then(Option::as_ref).is_some_and(|v| is_head(v))
+    }
+
+    fn known_mut(&mut self, k: &Key) -> &mut Known {
+        let none = !self.holds_collection(k);
+        self.colls.entry(k.clone()).or_insert_with(|| if none { Known::none() } else { Known::default() })
+    }
+
+    /// Whether every element of `k` is known; if not, the evaluation asks for them all.
+    pub(super) fn whole(&mut self, k: &Key) -> bool {
+        let whole = self.known_mut(k).whole;
+        if !whole {
+            self.need_whole.insert(k.clone());
+        }
+        whole
+    }
+
+    /// The value of member `m` of collection `k` (read with it: `elements_to_read`).
+    pub(super) fn member(&self, k: &Key, m: &[u8]) -> Option<&Value> {
+        let known = self.colls.get(k);
+        let value = known.and_then(|c| c.members.get(m));
+        debug_assert!(
+            value.is_some() || known.is_none_or(|c| c.whole) || !self.holds_collection(k),
+            "member {m:?} of {k:?} was not read"
+        );
+        value.and_then(Option::as_ref)
+    }
+
+    /// Every live element of `k` in member order (`whole(k)` said they are known).
+    pub(super) fn elements(&self, k: &Key) -> Vec<(&Member, &Value)> {
+        let Some(known) = self.colls.get(k) else { return vec![] };
+        known.members.iter().filter_map(|(m, v)| Some((m, v.as_ref()?))).collect()
+    }
+
+    /// Sets member `m` of `k`, a collection of `kind` (or no key), to `v`, and rewrites the head:
+    /// its length, or the key deleted when no element is left, or created by its first.
+    pub(super) fn set_member(&mut self, k: &Key, kind: Kind, m: &[u8], v: Option<Value>) {
+        let len = self.typed(k, kind).ok().flatten().map_or(0, |h| h.len);
+        let known = self.known_mut(k);
+        let was = known.members.insert(m.to_vec(), v.clone()).flatten().is_some();
+        let refill = len == 0 && known.dropped_unknown;
+        let len = len + u64::from(v.is_some()) - u64::from(was);
+        self.changed.insert((k.clone(), kind, m.to_vec()), v);
+        if refill {
+            self.need_whole.insert(k.clone());
+        }
+        match len {
+            0 => self.put(k, None),
+            len => {
+                self.values.insert(k.clone(), Some(Head { kind, len }.encode()));
+                self.written.insert(k.clone());
+            }
+        }
+    }
+
+    /// `k`'s collection is deleted or replaced: its elements go with it.
+    pub(super) fn drop_collection(&mut self, k: &Key) {
+        let Some(kind) = self.get(k).and_then(|v| Head::decode(v)).map(|h| h.kind) else { return };
+        let known = self.known_mut(k);
+        let live: Vec<Member> = known.members.iter().filter(|(_, v)| v.is_some()).map(|(m, _)| m.clone()).collect();
+        known.dropped_unknown |= !known.whole;
+        known.whole = true;
+        for m in &live {
+            known.members.insert(m.clone(), None);
+        }
+        for m in live {
+            self.changed.insert((k.clone(), kind, m), None);
+        }
+    }
+
+    /// The elements of `from` that `RENAME`, `COPY` or `MOVE` to `to` carry (none for a string),
+    /// or `None` when the evaluation must first read `from` — and `to`, which they replace —
+    /// whole.
+    pub(super) fn elements_to_move(&mut self, from: &Key, to: &Key) -> Option<Moved> {
+        let Some(kind) = self.get(from).and_then(|v| Head::decode(v)).map(|h| h.kind) else { return Some(None) };
+        let (from_whole, to_whole) = (self.whole(from), !self.holds_collection(to) || self.whole(to));
+        if !from_whole || !to_whole {
+            return None;
+        }
+        Some(Some((kind, self.elements(from).into_iter().map(|(m, v)| (m.clone(), v.clone())).collect())))
+    }
+
+    /// Gives `to`, whose head was just written, the `elements` `elements_to_move` took.
+    pub(super) fn fill(&mut self, to: &Key, elements: Moved) {
+        let Some((kind, elements)) = elements else { return };
+        let known = self.known_mut(to);
+        known.whole = true;
+        for (m, v) in &elements {
+            known.members.insert(m.clone(), Some(v.clone()));
+        }
+        for (m, v) in elements {
+            self.changed.insert((to.clone(), kind, m), Some(v));
+        }
+    }
+
+    /// The element writes the commands made, in key order.
+    pub(super) fn element_writes(&self) -> Vec<Write> {
+        let write = |((k, kind, m), v): (&(Key, Kind, Member), &Option<Value>)| Write {
+            key: element_key(k, *kind, m),
+            op: v.clone().map_or(WriteOp::Del, WriteOp::Set),
+        };
+        self.changed.iter().map(write).collect()
+    }
+}
