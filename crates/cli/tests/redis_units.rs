@@ -31,6 +31,16 @@ const UNITS: [(&str, u32); 8] = [
     ("unit/type/string", 67), // floor: 90% is 68
     ("unit/multi", 22),       // floor: 90% is 32
 ];
+/// The units of collections (issue 35), run with the suite's `--ignore-encoding`: Waymark keeps
+/// a collection as records, never as a listpack or hash table, and a test that asserts an
+/// encoding outside its `test` block would end the whole unit. The figures count the tests that
+/// assert nothing but an encoding, which pass without checking anything (`type/hash`: 2, "Is the
+/// small hash encoded with a listpack?" and "Is the big hash encoded with an hash table?"): each
+/// minimum is 90% of what Redis passes plus those.
+///
+/// Waymark's figures when this was written (2026-12-07): `unit/type/hash` 70 of Redis's 72, the
+/// two left need `DUMP`.
+const COLLECTION_UNITS: [(&str, u32); 1] = [("unit/type/hash", 65 + 2)];
 /// How long all the units may take (each takes seconds).
 const UNITS_WITHIN: Duration = Duration::from_secs(600);
 
@@ -45,19 +55,26 @@ fn row(table: &str, unit: &str) -> Option<(u32, String)> {
     Some((cols.get(1)?.parse().ok()?, cols.get(4)?.to_string()))
 }
 
-#[test]
-fn redis_units_of_strings_counters_and_expiry_pass_against_three_hosts() {
-    let cluster = Cluster::start(&Spec::new(3, 2));
+/// Runs `units` against `cluster`'s node1 with `extra` runtest arguments; returns the table.
+fn run_units(cluster: &Cluster, units: &[(&str, u32)], extra: &str) -> String {
     let addr = cluster.host("node1").redis_addr();
     let mut cmd = Command::new("bash");
     cmd.arg(run_units_script()).arg(addr.ip().to_string()).arg(addr.port().to_string());
-    cmd.args(UNITS.iter().map(|(unit, _)| *unit));
-    cmd.env("UNIT_TIMEOUT", "240").stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.args(units.iter().map(|(unit, _)| *unit));
+    cmd.env("UNIT_TIMEOUT", "240").env("EXTRA_ARGS", extra).stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = cmd.spawn().expect("bash runs run-units.sh (tclsh: scripts/test installs tcl)");
     let out = wait_bounded(child, UNITS_WITHIN, "run-units.sh");
-    let table = String::from_utf8_lossy(&out.stdout);
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
     eprintln!("{table}\n{}", String::from_utf8_lossy(&out.stderr));
-    for (unit, at_least) in UNITS {
+    table
+}
+
+#[test]
+fn redis_units_of_strings_counters_expiry_and_hashes_pass_against_three_hosts() {
+    let cluster = Cluster::start(&Spec::new(3, 2));
+    let mut table = run_units(&cluster, &UNITS, "");
+    table.push_str(&run_units(&cluster, &COLLECTION_UNITS, "--ignore-encoding"));
+    for (unit, at_least) in UNITS.into_iter().chain(COLLECTION_UNITS) {
         let (ok, status) = row(&table, unit).unwrap_or_else(|| panic!("no row for {unit} in:\n{table}"));
         assert_eq!(status, "done", "{unit} did not run to the end");
         assert!(ok >= at_least, "{unit}: {ok} tests passed, fewer than {at_least}");

@@ -108,7 +108,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { near_txs_max: 10_000, txn_keys_max: 1_024, paused_queue_max: 10_000, value_max_bytes: 4 << 20 }
+        Limits { near_txs_max: 10_000, txn_keys_max: 65_536, paused_queue_max: 10_000, value_max_bytes: 4 << 20 }
     }
 }
 

@@ -222,6 +222,9 @@ impl Store {
             WriteOp::Append(v) => {
                 let mut out = live_value.unwrap_or_default();
                 out.extend_from_slice(v);
+                if crate::collection::is_head(&out) {
+                    return Err(EvalError::WrongType); // the client's own evaluation says why
+                }
                 (Some(out), live_deadline)
             }
             WriteOp::SetExpiring(v, expiry) => match expiry.deadline_ms(now_ms) {

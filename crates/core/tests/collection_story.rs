@@ -65,7 +65,8 @@ fn a_hash_is_a_head_and_one_record_per_field_on_every_replica_and_reads_back_who
     assert_eq!(elements_on(&c, 2), stored, "and so does its backup");
     assert!(elements_on(&c, 0).is_empty(), "no other vnode holds them");
     let all = run(&mut c, 0, id, &mut client, hash(&key, HashCmd::GetAll));
-    assert_eq!(one(all), Reply::Array(["born", "1815", "name", "ada"].map(Reply::bulk).to_vec()));
+    let pairs = [("born", "1815"), ("name", "ada")].map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)));
+    assert_eq!(one(all), Reply::Map(pairs.to_vec()));
     let len = run(&mut c, 0, id, &mut client, hash(&key, HashCmd::Len));
     assert_eq!(one(len), Reply::Integer(2));
     let kind = run(&mut c, 0, id, &mut client, DataCmd::Type(key.clone()));
@@ -132,7 +133,7 @@ fn a_renamed_hash_keeps_its_fields_and_replaces_the_target_whole() {
     let renamed = run(&mut c, 0, id, &mut client, DataCmd::Rename { from: from.clone(), to: to.clone(), nx: false });
     assert_eq!(one(renamed), Reply::ok());
     let all = run(&mut c, 0, id, &mut client, hash(&to, HashCmd::GetAll));
-    assert_eq!(one(all), Reply::Array(vec![Reply::bulk("x"), Reply::bulk("x")]));
+    assert_eq!(one(all), Reply::Map(vec![(Reply::bulk("x"), Reply::bulk("x"))]));
     assert_eq!(one(run(&mut c, 0, id, &mut client, DataCmd::Exists(vec![from.clone()]))), Reply::Integer(0));
     for i in 0..3 {
         let left: Vec<Key> = elements_on(&c, i);

@@ -39,6 +39,9 @@ pub enum Reply {
     Map(Vec<(Reply, Reply)>),
     /// RESP3 `~n`; in RESP2 an array.
     Set(Vec<Reply>),
+    /// Pairs as RESP3 lists them where order matters (`HRANDFIELD … WITHVALUES`): an array of
+    /// two-element arrays; in RESP2 a flat array of `2n` elements, as a `Map`.
+    Pairs(Vec<(Reply, Reply)>),
     /// RESP3 `,`; in RESP2 a bulk string of the same text.
     Double(f64),
     /// RESP3 `#t` / `#f`; in RESP2 the integer 1 / 0.
@@ -82,6 +85,15 @@ impl Reply {
             Reply::NullArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => push_aggregate(out, b'*', items, proto),
             Reply::Map(pairs) => encode_map(pairs, proto, out),
+            Reply::Pairs(pairs) if proto == Protocol::Resp3 => {
+                push_header(out, b'*', pairs.len());
+                for (a, b) in pairs {
+                    push_header(out, b'*', 2);
+                    a.encode(proto, out);
+                    b.encode(proto, out);
+                }
+            }
+            Reply::Pairs(pairs) => encode_map(pairs, proto, out),
             Reply::Set(items) => {
                 let kind = if proto == Protocol::Resp3 { b'~' } else { b'*' };
                 push_aggregate(out, kind, items, proto);

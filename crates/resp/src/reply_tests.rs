@@ -142,3 +142,13 @@ fn a_command_is_encoded_as_a_multibulk_request() {
     encode_command(&[] as &[&[u8]], &mut out);
     assert_eq!(out, b"*0\r\n");
 }
+
+#[test]
+fn pairs_are_nested_in_resp3_and_flat_in_resp2() {
+    let reply = Reply::Pairs(vec![(Reply::bulk("f"), Reply::bulk("v"))]);
+    let (mut two, mut three) = (vec![], vec![]);
+    reply.encode(Protocol::Resp2, &mut two);
+    reply.encode(Protocol::Resp3, &mut three);
+    assert_eq!(two, b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    assert_eq!(three, b"*1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+}

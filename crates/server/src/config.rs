@@ -130,7 +130,8 @@ pub struct Limits {
     pub peer_queue_max: usize,
     /// Commands queued for one vnode.
     pub vnode_queue_max: usize,
-    /// Keys in one transaction.
+    /// Keys in one transaction, a collection's elements included (an `HSET` of a thousand fields
+    /// writes a thousand and one keys).
     pub txn_keys_max: usize,
     /// Largest reply to one command (an `EXEC`'s replies together): a larger one is refused and
     /// the client disconnected, as Redis's `client-output-buffer-limit` does, so that one client
@@ -338,7 +339,7 @@ impl Default for Limits {
             frame_max_bytes: 64 << 20,
             peer_queue_max: 65_536,
             vnode_queue_max: 65_536,
-            txn_keys_max: 1_024,
+            txn_keys_max: 65_536,
             reply_max_bytes: 256 << 20,
             multi_queue_max: 100_000,
             maxmemory_bytes: 0,

@@ -63,6 +63,8 @@ pub struct Shared {
     pub clients: Arc<crate::clients::Clients>,
     /// Calls, time and refusals per command (`INFO commandstats`).
     pub command_stats: crate::command_stats::CommandStats,
+    /// Redis's compact-encoding thresholds as `CONFIG SET` left them (they change nothing here).
+    pub encoding_hints: crate::encoding_hints::EncodingHints,
     /// Bytes this host's vnodes appended to their logs since it started.
     pub log_appended_bytes: Arc<std::sync::atomic::AtomicU64>,
 }

@@ -32,6 +32,7 @@ pub mod command_stats;
 pub mod config;
 pub mod cpu;
 pub mod driver;
+pub mod encoding_hints;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;

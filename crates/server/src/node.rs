@@ -119,6 +119,7 @@ pub async fn run(cfg: NodeConfig, shutdown: CancellationToken) -> Result<(), Nod
         acl,
         clients,
         command_stats,
+        encoding_hints: Default::default(),
         log_appended_bytes,
     };
     let router = shared.router.clone();

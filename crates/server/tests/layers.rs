@@ -35,6 +35,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "acl.rs",
             "clients.rs",
             "command_stats.rs",
+            "encoding_hints.rs",
             "cpu.rs",
         ],
     ),

@@ -10,6 +10,7 @@ use crate::collection::{element_key, is_head, Head, Kind};
 use crate::ids::{Key, Value};
 use crate::io::{Member, Pick, ELEMENTS_PAGE_MAX};
 use crate::store::{Write, WriteOp};
+use crate::tally::ENTRY_OVERHEAD_BYTES;
 use std::collections::{BTreeMap, BTreeSet};
 use waymark_resp::Reply;
 
@@ -187,6 +188,21 @@ impl Overlay {
         for (m, v) in elements {
             self.changed.insert((to.clone(), kind, m), Some(v));
         }
+    }
+
+    /// `MEMORY USAGE`: the key's record and its elements', each with its overhead.
+    pub(super) fn memory_usage(&mut self, k: &Key) -> Reply {
+        let record = |key: usize, value: usize| (key + value) as u64 + ENTRY_OVERHEAD_BYTES;
+        let Some(value) = self.get(k) else { return Reply::Null };
+        let mut bytes = record(k.len(), value.len());
+        if let Some(head) = Head::decode(value) {
+            if !self.whole(k) {
+                return Reply::Null; // evaluated again once read whole
+            }
+            let prefix = crate::collection::element_prefix(k, head.kind).len();
+            bytes += self.elements(k).into_iter().map(|(m, v)| record(prefix + m.len(), v.len())).sum::<u64>();
+        }
+        Reply::Integer(i64::try_from(bytes).unwrap_or(i64::MAX))
     }
 
     /// The element writes the commands made, in key order.

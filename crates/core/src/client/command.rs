@@ -79,6 +79,9 @@ pub enum DataCmd {
     },
     /// A command on the hash at the key (`HSET`, `HGET`, … ; `collection`).
     Hash(Key, HashCmd),
+    /// `MEMORY USAGE key`: the bytes the key takes, its elements' included, counted as the
+    /// memory limit counts them (`tally::ENTRY_OVERHEAD_BYTES` per record); nil for no key.
+    MemoryUsage(Key),
 }
 
 /// A hash command's arguments after its key, checked by the front end.
@@ -110,8 +113,10 @@ pub enum HashCmd {
         with_values: bool,
     },
     /// `HSCAN key cursor [MATCH pattern] [COUNT n] [NOVALUES]`: Waymark answers every field
-    /// matching in one page (cursor 0), as Redis does for a small hash.
+    /// matching in one page (cursor 0), as Redis does for a small hash; a cursor it never gave
+    /// has nothing left.
     Scan {
+        cursor: u64,
         pattern: Option<Vec<u8>>,
         no_values: bool,
     },
@@ -163,7 +168,7 @@ macro_rules! keys_named {
             | DataCmd::GetBit(k, _)
             | DataCmd::SetBit(k, ..) => vec![k],
             DataCmd::Lcs { a, b, .. } => vec![a, b],
-            DataCmd::Hash(k, _) => vec![k],
+            DataCmd::Hash(k, _) | DataCmd::MemoryUsage(k) => vec![k],
             DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.$iter().collect(),
             DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.$iter().map(|(k, _)| k).collect(),
             DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {
@@ -197,6 +202,22 @@ impl DataCmd {
             | DataCmd::SetBit(..)
             | DataCmd::Lcs { .. } => true,
             DataCmd::SetIf { get, .. } => *get,
+            _ => false,
+        }
+    }
+
+    /// Whether a value the command stores whole would read as a collection's head (the front
+    /// end refuses it: `evaluate::FORGED_HEAD`; values built by `APPEND`, `SETRANGE` and `SETBIT`
+    /// are checked as they are built).
+    pub fn forges_head(&self) -> bool {
+        let head = |v: &Value| crate::collection::is_head(v);
+        match self {
+            DataCmd::Set(_, v)
+            | DataCmd::SetEx(_, v, _)
+            | DataCmd::SetNx(_, v)
+            | DataCmd::GetSet(_, v)
+            | DataCmd::SetIf { value: v, .. } => head(v),
+            DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.iter().any(|(_, v)| head(v)),
             _ => false,
         }
     }

@@ -8,7 +8,7 @@
 
 use super::collections::{Known, NeedWhole};
 use super::command::{DataCmd, Existing, ExpireIf, Expiry, SetTtl, TtlAsked};
-use crate::collection::{Head, Kind};
+use crate::collection::{is_head, Head, Kind};
 use crate::ids::{Key, Value};
 use crate::io::Member;
 use crate::store::{Write, WriteOp};
@@ -88,6 +88,10 @@ pub fn reply_at_primary(c: &DataCmd, resolved: impl Fn(&Key) -> Option<Value>) -
         _ => Reply::ok(),
     }
 }
+
+/// A string may not become what a collection's head is (`crate::collection::HEAD_MAGIC`).
+pub const FORGED_HEAD: &str =
+    "ERR string values may not start with the bytes Waymark marks collections with (\\xff\\xfbwaymark:)";
 
 /// The replies would be larger than the client may be sent (`limits.reply_max_bytes`).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -277,6 +281,7 @@ impl Overlay {
         }
         match c {
             DataCmd::Hash(k, hc) => self.run_hash(k, hc, value_max_bytes),
+            DataCmd::MemoryUsage(k) => self.memory_usage(k),
             DataCmd::Get(k) => self.bulk_of(k),
             DataCmd::Set(k, v) => {
                 self.replace(k, v.clone());
@@ -313,6 +318,9 @@ impl Overlay {
                 new.extend_from_slice(v);
                 if new.len() > value_max_bytes {
                     return Reply::error(format!("ERR string exceeds maximum allowed size ({value_max_bytes} bytes)"));
+                }
+                if is_head(&new) {
+                    return Reply::error(FORGED_HEAD);
                 }
                 let len = new.len() as i64;
                 self.put(k, Some(new));
@@ -494,6 +502,9 @@ impl Overlay {
             new.resize(end, 0);
         }
         new[offset..end].copy_from_slice(v);
+        if is_head(&new) {
+            return Reply::error(FORGED_HEAD);
+        }
         let len = new.len() as i64;
         self.put(k, Some(new));
         Reply::Integer(len)
@@ -512,6 +523,9 @@ impl Overlay {
         }
         let mask = 1u8 << (7 - (offset % 8));
         v[byte] = if on { v[byte] | mask } else { v[byte] & !mask };
+        if is_head(&v) {
+            return Reply::error(FORGED_HEAD);
+        }
         self.put(k, Some(v));
         Reply::Integer(old as i64)
     }

@@ -68,8 +68,12 @@ impl Overlay {
             }
             HashCmd::Keys => Reply::Array(self.elements(k).into_iter().map(|(f, _)| Reply::bulk(f.clone())).collect()),
             HashCmd::Vals => Reply::Array(self.elements(k).into_iter().map(|(_, v)| Reply::bulk(v.clone())).collect()),
-            HashCmd::GetAll => Reply::Array(pairs(self.elements(k).into_iter(), true)),
-            HashCmd::Scan { pattern, no_values } => {
+            HashCmd::GetAll => {
+                let all = self.elements(k).into_iter();
+                Reply::Map(all.map(|(f, v)| (Reply::bulk(f.clone()), Reply::bulk(v.clone()))).collect())
+            }
+            HashCmd::Scan { cursor: 1.., .. } => Reply::Array(vec![Reply::bulk(b"0".to_vec()), Reply::Array(vec![])]),
+            HashCmd::Scan { cursor: 0, pattern, no_values } => {
                 let glob = pattern.as_deref().filter(|p| *p != b"*").map(|p| Glob::new(p, false));
                 let matching = self.elements(k).into_iter().filter(|(f, _)| match &glob {
                     None => true,
@@ -140,7 +144,12 @@ impl Overlay {
                 order
             }
         };
-        Reply::Array(pairs(chosen.into_iter().map(|(f, v)| (f, v)), with_values))
+        match with_values {
+            true => Reply::Pairs(
+                chosen.into_iter().map(|(f, v)| (Reply::bulk(f.clone()), Reply::bulk(v.clone()))).collect(),
+            ),
+            false => Reply::Array(chosen.into_iter().map(|(f, _)| Reply::bulk(f.clone())).collect()),
+        }
     }
 }
 

@@ -435,11 +435,12 @@ impl Run {
             }) if replies.contains(&None) => {
                 self.attempts.push(attempt(tx, vec![], AttemptOutcome::Aborted));
                 let job = self.txn();
-                if job.single {
+                // A refusal on a collection (or a head an `APPEND` would forge) is evaluated here
+                // too, which says which.
+                if job.single && !matches!(reason, AbortReason::WrongType { .. }) {
                     let max = self.limits.value_max_bytes;
                     return self.fail(match reason {
                         AbortReason::NotAnInteger { .. } => NOT_AN_INTEGER.into(),
-                        AbortReason::WrongType { .. } => answer::WRONG_TYPE.into(),
                         _ => format!("ERR string exceeds maximum allowed size ({max} bytes)"),
                     });
                 }

@@ -122,7 +122,13 @@ impl From<ttl_args::ArgError> for CmdError {
 
 /// Whether `name` (lower case) is a command Waymark answers.
 pub fn known(name: &str) -> bool {
-    TABLE.iter().any(|(n, _)| *n == name)
+    commands().any(|(n, _)| *n == name)
+}
+
+/// Every command Waymark answers with its arity: [`TABLE`], then the hash commands
+/// (`hash_args::TABLE`).
+pub fn commands() -> impl Iterator<Item = &'static (&'static str, i64)> {
+    TABLE.iter().chain(super::hash_args::TABLE)
 }
 
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
@@ -194,6 +200,7 @@ pub const TABLE: &[(&str, i64)] = &[
     ("client", -2),
     ("reset", 1),
     ("object", -2),
+    ("memory", -2),
     ("config", -2),
     ("command", -1),
     ("acl", -2),
@@ -211,7 +218,7 @@ fn integer(arg: &[u8]) -> Result<i64, CmdError> {
 /// requests).
 pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
-    let Some(&(_, arity)) = TABLE.iter().find(|(n, _)| *n == name) else {
+    let Some(&(_, arity)) = commands().find(|(n, _)| *n == name) else {
         return Err(unknown(&name, &args[1..]));
     };
     let n = args.len() as i64;
@@ -314,6 +321,10 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             lcs(a_key, b_key, a.collect())
         }
         "touch" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
+        hash if super::hash_args::is_hash(hash) => {
+            let key = one();
+            super::hash_args::parse(hash, key, a.collect()).map(Cmd::Data).map_err(CmdError::from)
+        }
         "watch" => Ok(Cmd::Watch(a.collect())),
         "multi" => Ok(Cmd::Multi),
         "exec" => Ok(Cmd::Exec),
@@ -446,6 +457,7 @@ fn connection(name: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
         },
         "client" => client(&upper(&args[0]), args),
         "object" => object(&upper(&args[0]), args),
+        "memory" => memory(&upper(&args[0]), args),
         "reset" => Ok(Cmd::Reset),
         "acl" => acl(&upper(&args[0]), args),
         "config" => match upper(&args[0]).as_str() {
@@ -591,6 +603,23 @@ fn object(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             Err(CmdError(format!("ERR OBJECT {sub} is not supported by Waymark (it keeps no such counter)")))
         }
         _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try OBJECT HELP."))),
+    }
+}
+
+/// `MEMORY USAGE key [SAMPLES n]` (Waymark counts every element: no sampling).
+fn memory(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
+    match (sub, args.as_slice()) {
+        ("USAGE", [_, key]) => Ok(Cmd::Data(DataCmd::MemoryUsage(key.clone()))),
+        ("USAGE", [_, key, samples, n]) if samples.eq_ignore_ascii_case(b"samples") => {
+            integer(n)?;
+            Ok(Cmd::Data(DataCmd::MemoryUsage(key.clone())))
+        }
+        ("USAGE", [_, _, ..]) => Err(CmdError("ERR syntax error".into())),
+        ("USAGE", _) => Err(CmdError("ERR wrong number of arguments for 'memory|usage' command".into())),
+        ("DOCTOR" | "STATS" | "MALLOC-STATS" | "PURGE", _) => {
+            Err(CmdError(format!("ERR MEMORY {sub} is not supported by Waymark: see INFO memory and /metrics")))
+        }
+        _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try MEMORY HELP."))),
     }
 }
 
@@ -766,7 +795,7 @@ mod tests {
     /// rule can name it and a check finds it.
     #[test]
     fn every_command_has_acl_categories() {
-        for (name, _) in TABLE {
+        for (name, _) in commands() {
             assert!(waymark_core::acl::table::index_of(name).is_some(), "{name} is not in the ACL table");
         }
         let mut parsed = cmd("ACL SETUSER app on >pw ~app:* +@read").unwrap();

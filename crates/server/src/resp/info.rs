@@ -2,8 +2,9 @@
 //! redis-cli crashes on any other type), `CONFIG GET save|appendonly` (redis-benchmark reads the
 //! second element), `COMMAND` (an array of arrays), `DBSIZE`.
 
-use super::command::TABLE;
+use super::command::commands;
 use crate::config::FsyncPolicy;
+use crate::encoding_hints::EncodingHints;
 use crate::host::Shared;
 use waymark_resp::glob::Glob;
 use waymark_resp::Reply;
@@ -17,12 +18,14 @@ fn bulk(s: impl Into<String>) -> Reply {
 
 /// `CONFIG GET pattern…`: the few settings tools read, with `*` globs.
 /// `CONFIG SET name value …`: `maxmemory` changes live, on this host (its config file keeps the
-/// value it starts with); Waymark's other settings live in the node's config file, so they may
+/// value it starts with); Redis's compact-encoding thresholds are kept for `CONFIG GET` and change
+/// nothing (`encoding_hints`); Waymark's other settings live in the node's config file, so they may
 /// only be "set" to the value they have (tools and Redis's own test suite restore settings that
 /// way). Every pair is checked before any is applied, as Redis does; a refusal says which.
 pub fn config_set(shared: &Shared, pairs: &[(Vec<u8>, Vec<u8>)]) -> Reply {
     let current = settings(shared);
     let mut new_limit = None;
+    let mut hints = vec![];
     for (name, value) in pairs {
         let name = String::from_utf8_lossy(name).to_ascii_lowercase();
         let failed =
@@ -34,6 +37,13 @@ pub fn config_set(shared: &Shared, pairs: &[(Vec<u8>, Vec<u8>)]) -> Reply {
             }
             continue;
         }
+        if let Some(hint) = EncodingHints::name(&name) {
+            if let Err(e) = EncodingHints::check(value) {
+                return failed(&e.to_string());
+            }
+            hints.push((hint, value));
+            continue;
+        }
         let same = current.iter().any(|(n, v)| *n == name && v.as_bytes() == value.as_slice());
         if !same {
             return failed("Waymark's settings live in the node's config file; only maxmemory changes live");
@@ -41,6 +51,9 @@ pub fn config_set(shared: &Shared, pairs: &[(Vec<u8>, Vec<u8>)]) -> Reply {
     }
     if let Some(bytes) = new_limit {
         shared.memory.set_limit_bytes(bytes);
+    }
+    for (hint, value) in hints {
+        shared.encoding_hints.set(hint, value);
     }
     Reply::ok()
 }
@@ -65,7 +78,8 @@ pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
     // Compiled once; linear in the pattern (a recursive matcher took exponential time on `***…x`).
     let globs: Vec<Glob> = patterns.iter().filter_map(|p| Glob::new(p, true)).collect();
     let mut pairs = vec![];
-    for (name, value) in settings {
+    let hints = shared.encoding_hints.all();
+    for (name, value) in settings.into_iter().chain(hints) {
         if globs.iter().any(|g| g.matches(name.as_bytes())) {
             pairs.push((bulk(name), bulk(value)));
         }
@@ -143,13 +157,13 @@ fn command_entry(name: &str, arity: i64) -> Reply {
 }
 
 pub fn command_table() -> Reply {
-    Reply::Array(TABLE.iter().map(|(n, a)| command_entry(n, *a)).collect())
+    Reply::Array(commands().map(|(n, a)| command_entry(n, *a)).collect())
 }
 
 pub fn command_info(names: &[Vec<u8>]) -> Reply {
     let info = |n: &Vec<u8>| {
         let n = String::from_utf8_lossy(n).to_ascii_lowercase();
-        TABLE.iter().find(|(t, _)| *t == n).map_or(Reply::NullArray, |(t, a)| command_entry(t, *a))
+        commands().find(|(t, _)| *t == n).map_or(Reply::NullArray, |(t, a)| command_entry(t, *a))
     };
     Reply::Array(names.iter().map(info).collect())
 }
@@ -336,7 +350,7 @@ mod tests {
     #[test]
     fn every_command_is_listed_with_its_arity() {
         let Reply::Array(entries) = command_table() else { panic!("an array") };
-        assert_eq!(entries.len(), TABLE.len());
+        assert_eq!(entries.len(), commands().count());
         assert!(entries.iter().all(|e| matches!(e, Reply::Array(parts) if parts.len() == 6)));
     }
 

@@ -208,6 +208,9 @@ impl Session {
         let db = self.multi_db.unwrap_or(self.db);
         let stored = |db: Db, key: Key| db.stored(key).map_err(|e| CmdError(e.to_string()));
         Ok(match cmd {
+            Cmd::Data(_) if matches!(&cmd, Cmd::Data(d) if d.forges_head()) => {
+                return Err(CmdError(waymark_core::client::evaluate::FORGED_HEAD.into()))
+            }
             Cmd::Data(mut d) => {
                 for key in d.keys_mut() {
                     *key = stored(db, std::mem::take(key))?;
@@ -307,10 +310,13 @@ impl Session {
             Cmd::ClientKill(filter) => Reply::Integer(self.shared.clients.kill(&filter, self.id.0) as i64),
             Cmd::ClientNoEvict => Reply::ok(),
             Cmd::Reset => self.reset(),
-            Cmd::ObjectEncoding(key) => match self.single(DataCmd::Exists(vec![key])).await {
-                // Waymark keeps every value as the bytes it was given: no `int` or `embstr`.
-                Reply::Integer(1) => Reply::bulk(b"raw".to_vec()),
-                Reply::Integer(_) => Reply::Null,
+            Cmd::ObjectEncoding(key) => match self.single(DataCmd::Type(key)).await {
+                // Waymark keeps every string as the bytes it was given (no `int` or `embstr`),
+                // and a collection as a head and one record per element (`collection`): no
+                // `listpack` or `hashtable`.
+                Reply::Simple(t) if t == "string" => Reply::bulk(b"raw".to_vec()),
+                Reply::Simple(t) if t == "none" => Reply::Null,
+                Reply::Simple(_) => Reply::bulk(b"records".to_vec()),
                 other => other,
             },
             Cmd::ObjectHelp => Reply::Array(
@@ -334,7 +340,7 @@ impl Session {
             }
             Cmd::FunctionFlush => Reply::ok(),
             Cmd::Command => info::command_table(),
-            Cmd::CommandCount => Reply::Integer(command::TABLE.len() as i64),
+            Cmd::CommandCount => Reply::Integer(command::commands().count() as i64),
             Cmd::CommandDocs => Reply::Map(vec![]),
             Cmd::CommandInfo(names) => info::command_info(&names),
             Cmd::Info(sections) => info::info(&self.shared, &sections).await,
@@ -565,11 +571,30 @@ impl Session {
             Ok(page) => page,
             Err(e) => return err(e),
         };
-        let strings = kind.as_deref().is_none_or(|k| k.eq_ignore_ascii_case("string"));
-        let keys: Vec<Key> =
-            self.of_db(keys).filter(|k| strings && glob.as_ref().is_none_or(|g| g.matches(k))).collect();
+        let mut keys: Vec<Key> = self.of_db(keys).filter(|k| glob.as_ref().is_none_or(|g| g.matches(k))).collect();
+        if let Some(kind) = kind {
+            keys = match self.of_type(keys, &kind).await {
+                Ok(keys) => keys,
+                Err(e) => return err(e),
+            };
+        }
         let cursor = next.map_or(0, |n| self.cursors.keep(n));
         Reply::Array(vec![Reply::bulk(cursor.to_string()), Reply::Array(keys.into_iter().map(Reply::bulk).collect())])
+    }
+
+    /// The keys (of the connection's database) whose `TYPE` is `kind`: one read each.
+    async fn of_type(&mut self, keys: Vec<Key>, kind: &str) -> Result<Vec<Key>, String> {
+        let mut kept = vec![];
+        for key in keys {
+            let stored = self.db.stored(key.clone()).map_err(|e| e.to_string())?;
+            match self.single(DataCmd::Type(stored)).await {
+                Reply::Simple(t) if t.eq_ignore_ascii_case(kind) => kept.push(key),
+                Reply::Simple(_) => {}
+                Reply::Error(e) => return Err(e),
+                other => return Err(format!("ERR unexpected TYPE reply {other:?}")),
+            }
+        }
+        Ok(kept)
     }
 
     /// `KEYS pattern`: every matching key, within the reply limit.
@@ -767,7 +792,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// A request's command as `CLIENT LIST` names it: `get`, or `client|list` for a subcommand.
 fn command_name(args: &[Vec<u8>]) -> String {
-    const CONTAINERS: [&str; 6] = ["client", "config", "acl", "object", "command", "function"];
+    const CONTAINERS: [&str; 7] = ["client", "config", "acl", "object", "memory", "command", "function"];
     let Some(name) = args.first() else { return "NULL".into() };
     let name = String::from_utf8_lossy(name).to_ascii_lowercase();
     match args.get(1) {
