@@ -132,10 +132,13 @@ pub struct Breaks {
     /// A primary serves a learner's page while a `versions` cut is open here: the page may hold
     /// writes of a transaction the cut leaves out, with nothing to tell them apart by.
     pub copy_during_versions_cut: bool,
+    /// A primary that deletes or replaces a collection's head keeps its elements (`collection`):
+    /// they outlive it, and a collection made later under the key finds them.
+    pub elements_outlive_collection: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 44] = [
+    pub const NAMES: [&'static str; 45] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -180,6 +183,7 @@ impl Breaks {
         "export-holdings-now",
         "serve-expired",
         "copy-during-versions-cut",
+        "elements-outlive-collection",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -229,6 +233,7 @@ impl Breaks {
             "export-holdings-now" => &mut self.export_holdings_now,
             "serve-expired" => &mut self.serve_expired,
             "copy-during-versions-cut" => &mut self.copy_during_versions_cut,
+            "elements-outlive-collection" => &mut self.elements_outlive_collection,
             _ => return false,
         };
         *flag = true;
@@ -283,6 +288,7 @@ impl fmt::Display for Breaks {
             self.export_holdings_now,
             self.serve_expired,
             self.copy_during_versions_cut,
+            self.elements_outlive_collection,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -88,6 +88,13 @@ impl Head {
     }
 }
 
+/// Whether a write that takes a key from value `before` to `after` drops the collection it held:
+/// `before` is a head, and `after` is none, a string, or a head of another kind.
+pub fn drops(before: Option<&[u8]>, after: Option<&[u8]>) -> bool {
+    let Some(kind) = before.and_then(Head::decode).map(|h| h.kind) else { return false };
+    after.and_then(Head::decode).is_none_or(|h| h.kind != kind)
+}
+
 /// Whether a stored value is a collection's head.
 pub fn is_head(value: &[u8]) -> bool {
     value.starts_with(HEAD_MAGIC)

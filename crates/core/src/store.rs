@@ -272,6 +272,19 @@ impl Store {
         true
     }
 
+    /// The deletes of every live element of collection `key` that `written` does not name, each
+    /// at its next version: what a primary adds to a transaction that drops the collection
+    /// (`collection::drops`), and what a replay of it must add too.
+    pub fn drop_elements(&self, key: &[u8], written: &std::collections::BTreeSet<&Key>) -> Vec<ResolvedWrite> {
+        let prefix = crate::collection::owner_prefix(key);
+        self.entries
+            .range::<[u8], _>((std::ops::Bound::Included(&prefix[..]), std::ops::Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .filter(|(k, e)| e.value.is_some() && !written.contains(k))
+            .map(|(k, e)| ResolvedWrite { key: k.clone(), value: None, version: e.version + 1, deadline_ms: None })
+            .collect()
+    }
+
     /// Splits the store by `partition_of` its keys, moving every entry (nothing is copied).
     pub fn into_partitions(self, mut partition_of: impl FnMut(&Key) -> u32) -> BTreeMap<u32, Store> {
         let mut parts: BTreeMap<u32, Vec<(Key, Entry)>> = BTreeMap::new();

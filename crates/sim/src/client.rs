@@ -134,7 +134,8 @@ impl Client {
     pub fn observation(&self, req: u64, response: &Response) -> Option<Observation> {
         let flight = self.in_flight.as_ref().filter(|f| f.holds(req))?;
         match (&flight.requests[(req - flight.first_req) as usize], response) {
-            (Request::Get { key }, Response::Value { version, .. }) => {
+            (Request::Get { key }, Response::Value { version, .. })
+            | (Request::Elements { key, .. }, Response::Elements { version, .. }) => {
                 Some(Observation::Read { key: key.clone(), version: *version })
             }
             (Request::Txn { reads, .. }, Response::Aborted { reason: AbortReason::WatchFailed { key }, .. }) => {
@@ -154,7 +155,13 @@ impl Client {
             if flight.answers[i].is_none() {
                 flight.answered += 1;
             }
-            if let (Request::Get { key }, Response::Value { value, version, .. }) = (&flight.requests[i], &response) {
+            // A collection's read answers its head as a `GET` answers a value.
+            let read = match (&flight.requests[i], &response) {
+                (Request::Get { key }, Response::Value { value, version, .. })
+                | (Request::Elements { key, .. }, Response::Elements { value, version, .. }) => Some((key, version, value)),
+                _ => None,
+            };
+            if let Some((key, version, value)) = read {
                 let op = self.op.as_mut().expect("an operation in progress");
                 op.values.insert((key.clone(), *version), value.clone());
             }

@@ -10,6 +10,9 @@ pub enum WorkloadKind {
     /// A cache: values set with and without deadlines, read, given deadlines and persisted
     /// (`workloads::expiry`, checker `expiry`).
     Expiry,
+    /// Hashes: fields added to and deleted, hashes read whole, deleted, replaced, renamed and
+    /// expired (`workloads::hash`, checker `collections`).
+    Hash,
 }
 
 #[derive(Clone, Debug)]

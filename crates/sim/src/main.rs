@@ -14,6 +14,8 @@ enum Workload {
     Append,
     /// Values set with and without deadlines, read, expired and persisted (issue 34).
     Expiry,
+    /// Hashes: fields changed, read whole, hashes dropped, replaced, renamed, expired (issue 35).
+    Hash,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -262,6 +264,7 @@ fn config(args: &Args) -> Result<SimConfig> {
         Workload::Bank => WorkloadKind::Bank,
         Workload::Append => WorkloadKind::Append,
         Workload::Expiry => WorkloadKind::Expiry,
+        Workload::Hash => WorkloadKind::Hash,
     };
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);

@@ -145,6 +145,7 @@ pub fn reproduce(cfg: &SimConfig) -> String {
         WorkloadKind::Bank => "bank",
         WorkloadKind::Append => "append",
         WorkloadKind::Expiry => "expiry",
+        WorkloadKind::Hash => "hash",
     };
     let mut cmd = format!(
         "cargo run --profile sim -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",

@@ -262,6 +262,7 @@ impl World {
             WorkloadKind::Bank => Box::new(Bank),
             WorkloadKind::Append => Box::<Append>::default(),
             WorkloadKind::Expiry => Box::<crate::workloads::expiry::Expiry>::default(),
+            WorkloadKind::Hash => Box::<crate::workloads::hash::Hashes>::default(),
         };
         let clients = (0..cfg.clients.max(1)).map(|id| Client::new(id, cfg.breaks)).collect();
         let trace = Trace::new(cfg.trace);

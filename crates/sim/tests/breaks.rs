@@ -580,6 +580,14 @@ fn a_primary_serving_a_value_past_its_deadline_is_caught_by_the_expiry_checker()
     assert_caught_by("serve-expired", "expiry", SimConfig::new(0, WorkloadKind::Expiry));
 }
 
+/// A primary that keeps a hash's fields when its head is deleted, replaced by a string or
+/// expired (`waymark-sim --seeds 100 --workload hash --break elements-outlive-collection`: 100 of
+/// 100 seeds caught, the first at 0; without it 100 of 100 pass).
+#[test]
+fn elements_that_outlive_their_collection_are_caught_by_the_collections_checker() {
+    assert_caught_by("elements-outlive-collection", "collections", SimConfig::new(0, WorkloadKind::Hash));
+}
+
 /// Hosts come back and their partitions are copies again at the end, with no violation.
 #[test]
 fn returning_hosts_catch_up_and_count_as_copies_again() {
@@ -605,4 +613,22 @@ fn a_host_that_missed_a_cut_and_caught_up_since_is_not_read_for_it() {
     let r = run_seed(&cfg);
     assert!(r.violations.is_empty(), "{:?}", r.violations);
     assert!(r.tree.rejoined_copies > 0, "the seed no longer reaches the case: no copy rejoined");
+}
+
+/// Regression (1 000 seeds of `--matrix --tree --failover --catch-up --workload hash`, seed 107,
+/// and of `--matrix --cuts`, seed 46; checker gaps): a `RENAME` carries the source's deadline
+/// (`SetExpiring(…, At(t))`), which had passed when the target's primary evaluated the write a
+/// long delay later, so the primary deleted the target; `cut-replay`, whose clock stays at 0, kept
+/// the value. It now takes the primary's word for such a write, as it does for expiries.
+#[test]
+fn a_renamed_key_whose_deadline_passed_on_the_way_replays_as_deleted() {
+    let mut tree = SimConfig::new(107, WorkloadKind::Hash);
+    (tree.vnodes, tree.replicas, tree.cuts, tree.tree, tree.fanout) = (12, 2, true, true, 4);
+    (tree.failover, tree.catch_up) = (true, true);
+    let mut cuts = SimConfig::new(46, WorkloadKind::Hash);
+    (cuts.vnodes, cuts.replicas, cuts.cuts) = (3, 1, true);
+    for cfg in [tree, cuts] {
+        let r = run_seed(&cfg);
+        assert!(r.violations.is_empty(), "seed {}: {:?}", cfg.seed, r.violations);
+    }
 }

@@ -37,12 +37,28 @@ impl Want {
 pub fn elements_to_read(cmds: &[DataCmd], whole: &BTreeSet<Key>) -> BTreeMap<Key, Want> {
     let mut wants: BTreeMap<Key, Want> =
         whole.iter().map(|k| (k.clone(), Want { whole: true, ..Want::default() })).collect();
-    for c in cmds {
-        let DataCmd::Hash(key, hc) = c else { continue };
+    let mut want = |key: &Key, members: Option<Vec<&Member>>| {
         let want = wants.entry(key.clone()).or_default();
-        match hc.fields() {
-            Some(fields) => want.members.extend(fields.into_iter().cloned()),
+        match members {
+            Some(members) => want.members.extend(members.into_iter().cloned()),
             None => want.whole = true,
+        }
+    };
+    for c in cmds {
+        match c {
+            DataCmd::Hash(key, hc) => want(key, hc.fields()),
+            DataCmd::Members(key, sc) => want(key, sc.members()),
+            DataCmd::SMove { from, to, member } => {
+                want(from, Some(vec![member]));
+                want(to, Some(vec![member]));
+            }
+            DataCmd::Algebra { keys, store, .. } => {
+                keys.iter().for_each(|k| want(k, None));
+                if let Some(store) = store {
+                    want(store, Some(vec![]));
+                }
+            }
+            _ => {}
         }
     }
     wants

@@ -79,6 +79,13 @@ pub enum DataCmd {
     },
     /// A command on the hash at the key (`HSET`, `HGET`, … ; `collection`).
     Hash(Key, HashCmd),
+    /// A command on the set at the key (`SADD`, `SISMEMBER`, … ; `collection`).
+    Members(Key, SetCmd),
+    /// `SMOVE source destination member`.
+    SMove { from: Key, to: Key, member: Member },
+    /// `SINTER`, `SUNION`, `SDIFF` of `keys` (missing ones are empty sets), their `…STORE` forms
+    /// into `store`, and `SINTERCARD` (`card`, with its `LIMIT`, 0 for none).
+    Algebra { op: SetOp, keys: Vec<Key>, store: Option<Key>, card: Option<u64> },
     /// `MEMORY USAGE key`: the bytes the key takes, its elements' included, counted as the
     /// memory limit counts them (`tally::ENTRY_OVERHEAD_BYTES` per record); nil for no key.
     MemoryUsage(Key),
@@ -120,6 +127,46 @@ pub enum HashCmd {
         pattern: Option<Vec<u8>>,
         no_values: bool,
     },
+}
+
+/// A set command's arguments after its key, checked by the front end.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetCmd {
+    /// `SADD member …`: answers how many are new.
+    Add(Vec<Member>),
+    /// `SREM member …`: the set is deleted once empty.
+    Rem(Vec<Member>),
+    IsMember(Member),
+    MIsMember(Vec<Member>),
+    Card,
+    Members,
+    /// `SPOP key [count]`: `None` pops one (or answers nil).
+    Pop(Option<u64>),
+    /// `SRANDMEMBER key [count]`: a negative count may repeat members.
+    RandMember(Option<i64>),
+    /// `SSCAN key cursor [MATCH pattern] [COUNT n]`: every member matching in one page, as
+    /// `HSCAN`.
+    Scan { cursor: u64, pattern: Option<Vec<u8>> },
+}
+
+impl SetCmd {
+    /// The members the command reads, or `None` when it reads them all.
+    pub fn members(&self) -> Option<Vec<&Member>> {
+        match self {
+            SetCmd::Add(ms) | SetCmd::Rem(ms) | SetCmd::MIsMember(ms) => Some(ms.iter().collect()),
+            SetCmd::IsMember(m) => Some(vec![m]),
+            SetCmd::Card => Some(vec![]),
+            SetCmd::Members | SetCmd::Pop(_) | SetCmd::RandMember(_) | SetCmd::Scan { .. } => None,
+        }
+    }
+}
+
+/// The set algebra of `SINTER`, `SUNION` and `SDIFF`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetOp {
+    Inter,
+    Union,
+    Diff,
 }
 
 impl HashCmd {
@@ -168,7 +215,9 @@ macro_rules! keys_named {
             | DataCmd::GetBit(k, _)
             | DataCmd::SetBit(k, ..) => vec![k],
             DataCmd::Lcs { a, b, .. } => vec![a, b],
-            DataCmd::Hash(k, _) | DataCmd::MemoryUsage(k) => vec![k],
+            DataCmd::Hash(k, _) | DataCmd::MemoryUsage(k) | DataCmd::Members(k, _) => vec![k],
+            DataCmd::SMove { from, to, .. } => vec![from, to],
+            DataCmd::Algebra { keys, store, .. } => store.$iter().chain(keys.$iter()).collect(),
             DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.$iter().collect(),
             DataCmd::MSet(pairs) | DataCmd::MSetNx(pairs) => pairs.$iter().map(|(k, _)| k).collect(),
             DataCmd::Rename { from, to, .. } | DataCmd::Copy { from, to, .. } | DataCmd::Move { from, to } => {

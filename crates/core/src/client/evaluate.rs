@@ -253,6 +253,8 @@ impl Overlay {
             DataCmd::Lcs { a, b, .. } => value(a).saturating_add(value(b)).saturating_mul(2),
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
             DataCmd::Hash(k, hc) => self.hash_reply_bytes(k, hc),
+            DataCmd::Members(k, sc) => self.set_reply_bytes(k, sc),
+            DataCmd::Algebra { keys, store: None, .. } => keys.iter().map(|k| self.set_reply_bytes(k, &super::command::SetCmd::Members)).fold(16, usize::saturating_add),
             _ => 16,
         }
     }
@@ -275,6 +277,20 @@ impl Overlay {
         }
     }
 
+    /// `reply_bytes` of a set command: the members it answers with.
+    fn set_reply_bytes(&self, k: &Key, sc: &super::command::SetCmd) -> usize {
+        use super::command::SetCmd;
+        let all = || self.elements(k).into_iter().map(|(m, _)| m.len() + 16).fold(16, usize::saturating_add);
+        match sc {
+            SetCmd::RandMember(Some(c)) if *c < 0 => {
+                let largest = self.elements(k).into_iter().map(|(m, _)| m.len() + 16).max().unwrap_or(0);
+                largest.saturating_mul(c.unsigned_abs() as usize)
+            }
+            SetCmd::Members | SetCmd::Scan { .. } | SetCmd::Pop(_) | SetCmd::RandMember(_) => all(),
+            _ => 16,
+        }
+    }
+
     fn run(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
         if c.reads_strings() && c.keys().into_iter().any(|k| self.holds_collection(k)) {
             return Reply::error(super::answer::WRONG_TYPE);
@@ -282,6 +298,9 @@ impl Overlay {
         match c {
             DataCmd::Hash(k, hc) => self.run_hash(k, hc, value_max_bytes),
             DataCmd::MemoryUsage(k) => self.memory_usage(k),
+            DataCmd::Members(k, sc) => self.run_set(k, sc),
+            DataCmd::SMove { from, to, member } => self.smove(from, to, member),
+            DataCmd::Algebra { op, keys, store, card } => self.algebra(*op, keys, store.as_ref(), *card),
             DataCmd::Get(k) => self.bulk_of(k),
             DataCmd::Set(k, v) => {
                 self.replace(k, v.clone());

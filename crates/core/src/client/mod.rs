@@ -20,6 +20,7 @@ pub mod evaluate;
 mod hash;
 mod lcs;
 mod run;
+mod set;
 mod txn_client;
 
 pub use command::DataCmd;

@@ -17,13 +17,13 @@
 //! Invariant: only a live (not recovered), 1PC primary branch with writes is built upon — a
 //! recovered branch's first committer is asked, not followed.
 
-use crate::collection::{owner_prefix, Head, Kind};
+use crate::collection::{self, owner_prefix};
+use crate::ids::Value;
 use crate::ids::{Branch, Key, Role, TxId, VnodeId};
 use crate::store::{EvalError, ReadCheck, ResolvedWrite, Store, Write};
 use crate::vnode::Vnode;
 use crate::AbortReason;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Bound;
 
 /// Key → the branches holding its lock, oldest first.
 #[derive(Debug, Default, Hash)]
@@ -105,10 +105,8 @@ impl Vnode {
                 return Err(AbortReason::LockConflict { key: r.key.clone() });
             }
         }
-        let heads_before: BTreeMap<&Key, Kind> = writes
-            .iter()
-            .filter_map(|w| Some((&w.key, Head::decode(scratch.entry(&w.key)?.value.as_deref()?)?.kind)))
-            .collect();
+        let heads_before: BTreeMap<&Key, Option<Value>> =
+            writes.iter().filter_map(|w| Some((&w.key, scratch.entry(&w.key)?.value.clone()))).collect();
         let mut resolved: Vec<ResolvedWrite> = Vec::with_capacity(writes.len());
         for w in writes {
             let r = scratch.resolve(&w.key, &w.op, now_ms).map_err(|e| match e {
@@ -123,9 +121,10 @@ impl Vnode {
             resolved.retain(|earlier| earlier.key != r.key);
             resolved.push(r);
         }
-        for (key, kind) in heads_before {
+        let heads_before = heads_before.into_iter().filter(|_| !self.cfg.breaks.elements_outlive_collection);
+        for (key, before) in heads_before {
             let after = resolved.iter().rev().find(|r| &r.key == key).and_then(|r| r.value.as_deref());
-            if after.and_then(Head::decode).is_none_or(|h| h.kind != kind) {
+            if collection::drops(before.as_deref(), after) {
                 let dropped = self.elements_dropped(key, &resolved, &bases);
                 resolved.extend(dropped);
             }
@@ -140,31 +139,19 @@ impl Vnode {
     /// head is deleted or replaced by something else (`collection`: no element outlives its
     /// collection). Elements a pipelined predecessor (`bases`) wrote count, at its versions: they
     /// are committed before this transaction is.
-    fn elements_dropped(
-        &self,
-        key: &Key,
-        resolved: &[ResolvedWrite],
-        bases: &[&[ResolvedWrite]],
-    ) -> Vec<ResolvedWrite> {
+    fn elements_dropped(&self, key: &Key, resolved: &[ResolvedWrite], bases: &[&[ResolvedWrite]]) -> Vec<ResolvedWrite> {
         let prefix = owner_prefix(key);
-        let mut latest: BTreeMap<Key, (bool, u64)> = self
-            .store
-            .range(Bound::Included(&prefix[..]))
-            .take_while(|(k, _)| k.starts_with(&prefix))
-            .map(|(k, e)| (k.clone(), (e.value.is_some(), e.version)))
-            .collect();
-        for w in bases.iter().flat_map(|b| b.iter()).filter(|w| w.key.starts_with(&prefix)) {
-            let at = latest.entry(w.key.clone()).or_insert((false, 0));
-            if w.version > at.1 {
-                *at = (w.value.is_some(), w.version);
-            }
-        }
         let written: BTreeSet<&Key> = resolved.iter().map(|r| &r.key).collect();
-        latest
-            .into_iter()
-            .filter(|(k, (live, _))| *live && !written.contains(k))
-            .map(|(key, (_, version))| ResolvedWrite { key, value: None, version: version + 1, deadline_ms: None })
-            .collect()
+        let mut in_bases = bases.iter().flat_map(|b| b.iter()).filter(|w| w.key.starts_with(&prefix)).peekable();
+        if in_bases.peek().is_none() {
+            return self.store.drop_elements(key, &written);
+        }
+        // On a pipelined predecessor's writes: the elements as that predecessor leaves them.
+        let mut scratch = self.store.filtered(|k| k.starts_with(&prefix));
+        for w in in_bases {
+            scratch.apply(w);
+        }
+        scratch.drop_elements(key, &written)
     }
 
     /// The writes of `holder` if a 1PC transaction decided by `first_committer` may be pipelined

@@ -125,10 +125,10 @@ pub fn known(name: &str) -> bool {
     commands().any(|(n, _)| *n == name)
 }
 
-/// Every command Waymark answers with its arity: [`TABLE`], then the hash commands
-/// (`hash_args::TABLE`).
+/// Every command Waymark answers with its arity: [`TABLE`], then the hash and set commands
+/// (`hash_args::TABLE`, `set_args::TABLE`).
 pub fn commands() -> impl Iterator<Item = &'static (&'static str, i64)> {
-    TABLE.iter().chain(super::hash_args::TABLE)
+    TABLE.iter().chain(super::hash_args::TABLE).chain(super::set_args::TABLE)
 }
 
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
@@ -321,6 +321,9 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             lcs(a_key, b_key, a.collect())
         }
         "touch" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
+        set if super::set_args::is_set(set) => {
+            super::set_args::parse(set, a.collect()).map(Cmd::Data).map_err(CmdError::from)
+        }
         hash if super::hash_args::is_hash(hash) => {
             let key = one();
             super::hash_args::parse(hash, key, a.collect()).map(Cmd::Data).map_err(CmdError::from)

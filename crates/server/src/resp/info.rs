@@ -5,6 +5,7 @@
 use super::command::commands;
 use crate::config::FsyncPolicy;
 use crate::encoding_hints::EncodingHints;
+use waymark_core::acl::table::{Category, Keys};
 use crate::host::Shared;
 use waymark_resp::glob::Glob;
 use waymark_resp::Reply;
@@ -87,64 +88,20 @@ pub fn config_get(shared: &Shared, patterns: &[Vec<u8>]) -> Reply {
     Reply::Map(pairs)
 }
 
+/// `COMMAND`'s entry for a command: its flags and key positions from the ACL table (Redis 7's
+/// categories and legacy key specs, `waymark_core::acl::table`), where every command is listed.
 fn command_entry(name: &str, arity: i64) -> Reply {
-    let write = [
-        "set",
-        "del",
-        "mset",
-        "incr",
-        "incrby",
-        "decr",
-        "decrby",
-        "append",
-        "setnx",
-        "getset",
-        "getdel",
-        "setrange",
-        "incrbyfloat",
-        "setbit",
-        "msetnx",
-        "move",
-        "rename",
-        "renamenx",
-        "copy",
-        "unlink",
-        "flushall",
-        "flushdb",
-    ]
-    .contains(&name);
+    let acl = waymark_core::acl::COMMANDS.iter().find(|c| c.name == name);
+    let write = acl.is_some_and(|c| c.categories.contains(&Category::Write));
     let flags = vec![Reply::Simple(if write { "write" } else { "readonly" }.into())];
-    let keyed = ![
-        "multi",
-        "exec",
-        "discard",
-        "unwatch",
-        "ping",
-        "echo",
-        "hello",
-        "auth",
-        "select",
-        "quit",
-        "info",
-        "dbsize",
-        "client",
-        "config",
-        "command",
-        "scan",
-        "keys",
-        "randomkey",
-        "flushall",
-        "flushdb",
-        "function",
-        "swapdb",
-    ]
-    .contains(&name);
-    let (first, last, step) = match (keyed, name) {
-        (false, _) => (0, 0, 0),
-        (true, "mset" | "msetnx") => (1, -1, 2),
-        (true, "del" | "exists" | "mget" | "watch" | "unlink" | "touch") => (1, -1, 1),
-        (true, "rename" | "renamenx" | "copy" | "lcs") => (1, 2, 1),
-        (true, _) => (1, 1, 1),
+    // A container's keys are its subcommands' (`object|encoding`): one argument further.
+    let keys = acl.map(|c| c.keys).filter(|k| *k != Keys::None).or_else(|| {
+        let sub = waymark_core::acl::COMMANDS.iter().find(|c| c.name.strip_prefix(name).is_some_and(|s| s.starts_with('|')));
+        sub.map(|c| c.keys)
+    });
+    let (first, last, step) = match keys {
+        Some(Keys::Range { first, last, step }) => (first as i64, last as i64, step as i64),
+        _ => (0, 0, 0),
     };
     Reply::Array(vec![
         bulk(name),

@@ -13,7 +13,7 @@ use crate::history::{ClientRead, ClientTxn};
 use crate::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use waymark_core::cut::restore::Restored;
-use waymark_core::{CutId, Entry, Key, ResolvedWrite, Store, TxId};
+use waymark_core::{CutId, Entry, Key, ResolvedWrite, Store, TxId, WriteOp};
 
 pub const CHECKER: Checker = Checker {
     name: "cut-replay",
@@ -140,16 +140,38 @@ fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &
         }
     }
     let mut mine: Vec<ResolvedWrite> = vec![];
+    let before: BTreeMap<&Key, Option<Vec<u8>>> = t.writes.iter().map(|w| (&w.key, replay.get(&w.key).value)).collect();
     for w in &t.writes {
         // No value expires in the replay (its clock stays at 0): the primaries' expiries are
         // transactions of their own, replayed from the logs as writes of unknown operations.
-        match replay.resolve(&w.key, &w.op, 0) {
+        // A deadline the write carries (`RENAME`, `KEEPTTL`: the one read) may have passed by
+        // the primary's clock when it evaluated the write, which then deleted the key: the replay
+        // takes the primary's word for that (the `expiry` checker judges deadlines).
+        let expired = matches!(w.op, WriteOp::SetExpiring(..))
+            && resolved.iter().any(|r| r.key == w.key && r.value.is_none());
+        let outcome = match expired {
+            true => replay.resolve(&w.key, &WriteOp::Del, 0),
+            false => replay.resolve(&w.key, &w.op, 0),
+        };
+        match outcome {
             Ok(r) => {
                 replay.apply(&r);
                 mine.retain(|m| m.key != r.key);
                 mine.push(r);
             }
             Err(e) => out.push(v(format!("{cut}: replaying {tx}: {e} at {}", show_key(&w.key)))),
+        }
+    }
+    // A collection the transaction dropped takes its elements with it, as its primary does.
+    for (key, before) in before {
+        let after = mine.iter().find(|m| &m.key == key).and_then(|m| m.value.as_deref());
+        if waymark_core::collection::drops(before.as_deref(), after) {
+            let written: BTreeSet<&Key> = mine.iter().map(|m| &m.key).collect();
+            let dropped = replay.drop_elements(key, &written);
+            for d in &dropped {
+                replay.apply(d);
+            }
+            mine.extend(dropped);
         }
     }
     // Deadlines aside: `In(ms)` resolves by the primary's clock at its commit, which the replay

@@ -10,6 +10,7 @@ pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
 pub mod expiry;
+pub mod collections;
 pub mod liveness;
 pub mod placement_epochs;
 pub mod read_monotonic;
@@ -97,6 +98,7 @@ pub fn check_all(w: &World) -> Checked {
     out.extend(cut_exports::check(w));
     out.extend(liveness::check(w));
     out.extend(expiry::check(w));
+    out.extend(collections::check(w));
     out.extend(read_recency::check(w));
     out.extend(read_monotonic::check(w));
     if w.cfg.tree {

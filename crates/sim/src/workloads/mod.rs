@@ -5,6 +5,7 @@
 pub mod append;
 pub mod bank;
 pub mod expiry;
+pub mod hash;
 
 use rand_chacha::ChaCha8Rng;
 use waymark_core::client::{Answer, DataCmd};
