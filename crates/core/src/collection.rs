@@ -27,6 +27,12 @@ pub const HEAD_MAGIC: &[u8] = b"\xff\xfbwaymark:";
 /// What every element's key starts with (database 0 refuses user keys under it).
 pub const ELEMENT_PREFIX: &[u8] = b"\xff\xfcwaymark-el";
 
+/// The most elements a transaction drops with their collection (`DEL`, a `SET` over it, its
+/// expiry): the primary deletes them in the same transaction, and a larger one would not fit a
+/// prepare in time. A larger collection is refused a drop (`AbortReason::CollectionTooLarge`) and a
+/// deadline; its elements are removed in batches first (`HDEL`, `SREM`, `SPOP`).
+pub const DROP_INLINE_MAX: u64 = 65_536;
+
 /// A collection's kind, as `TYPE` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Kind {

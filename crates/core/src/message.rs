@@ -61,6 +61,8 @@ pub enum AbortReason {
     /// A write the primary evaluated (`INCRBY`, `APPEND`) names a collection (`collection`): the
     /// client evaluates the command itself, and answers Redis's `WRONGTYPE`.
     WrongType { key: Key },
+    /// The transaction drops a collection of more than `collection::DROP_INLINE_MAX` elements.
+    CollectionTooLarge { key: Key },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

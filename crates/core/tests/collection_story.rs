@@ -140,3 +140,30 @@ fn a_renamed_hash_keeps_its_fields_and_replaces_the_target_whole() {
         assert!(left.iter().all(|k| k == &element_key(&to, Kind::Hash, b"x")), "node00{i} holds {left:?}");
     }
 }
+
+/// A hash of more elements than a transaction drops is refused a `DEL` and a deadline with an
+/// error that says why, and stays whole; once trimmed below the bound, it is deleted.
+#[test]
+fn a_hash_too_large_to_drop_at_once_is_refused_a_delete_and_a_deadline_and_loses_nothing() {
+    use waymark_core::client::command::{ExpireIf, Expiry};
+    use waymark_core::collection::DROP_INLINE_MAX;
+    let mut c = Cluster::new(3, 2, CutStrategy::Consistent, Breaks::default());
+    let key = c.key_with_chain(&[1, 2]);
+    let mut client = TxnClient::new(ClientLimits::default(), Breaks::default());
+    let id = ClientId(7);
+    let n = DROP_INLINE_MAX + 1;
+    let field = |i: u64| format!("f{i:06}").into_bytes();
+    for part in [0..n / 2, n / 2..n] {
+        let pairs = part.map(|i| (field(i), b"v".to_vec())).collect();
+        run(&mut c, 0, id, &mut client, hash(&key, HashCmd::Set { pairs, ok: true }));
+    }
+    let del = run(&mut c, 0, id, &mut client, DataCmd::Del(vec![key.clone()]));
+    assert!(matches!(&del, Answer::Error(e) if e.contains("more than 65536 elements")), "{del:?}");
+    let expire = DataCmd::Expire(key.clone(), Expiry::In(1_000), ExpireIf::Always);
+    assert!(matches!(one(run(&mut c, 0, id, &mut client, expire)), Reply::Error(e) if e.contains("deadline")));
+    assert_eq!(one(run(&mut c, 0, id, &mut client, hash(&key, HashCmd::Len))), Reply::Integer(n as i64));
+    assert_eq!(elements_on(&c, 2).len() as u64, n, "the backup lost nothing");
+    run(&mut c, 0, id, &mut client, hash(&key, HashCmd::Del(vec![field(0), field(1)])));
+    assert_eq!(one(run(&mut c, 0, id, &mut client, DataCmd::Del(vec![key.clone()]))), Reply::Integer(1));
+    assert!(elements_on(&c, 1).is_empty() && elements_on(&c, 2).is_empty());
+}

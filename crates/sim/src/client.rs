@@ -158,7 +158,9 @@ impl Client {
             // A collection's read answers its head as a `GET` answers a value.
             let read = match (&flight.requests[i], &response) {
                 (Request::Get { key }, Response::Value { value, version, .. })
-                | (Request::Elements { key, .. }, Response::Elements { value, version, .. }) => Some((key, version, value)),
+                | (Request::Elements { key, .. }, Response::Elements { value, version, .. }) => {
+                    Some((key, version, value))
+                }
                 _ => None,
             };
             if let Some((key, version, value)) = read {

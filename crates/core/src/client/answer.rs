@@ -94,6 +94,12 @@ pub fn failure(answer: Option<Response>) -> Failure {
             AbortReason::ValueTooLarge { .. } => aborted(VALUE_TOO_LARGE),
             AbortReason::OutOfMemory => aborted(OUT_OF_MEMORY),
             AbortReason::WrongType { .. } => aborted(WRONG_TYPE),
+            AbortReason::CollectionTooLarge { key } => aborted(&format!(
+                "ERR '{}' holds more than {} elements, which Waymark does not drop in one transaction: remove them in \
+                 batches first (HDEL, SREM, SPOP)",
+                show(&key),
+                crate::collection::DROP_INLINE_MAX
+            )),
         },
         Response::Unknown { .. } => Failure::Error(
             "ERR the outcome of this transaction is unknown: a replica did not answer in time; read the keys to find out"

@@ -221,6 +221,34 @@ impl Overlay {
         Reply::Integer(i64::try_from(bytes).unwrap_or(i64::MAX))
     }
 
+    /// Redis's error for a command that would give a collection of more than `DROP_INLINE_MAX`
+    /// elements a deadline, or grow one with a deadline past it: its expiry could not drop it
+    /// (`collection::DROP_INLINE_MAX`). Counts every member named as new, which errs only near
+    /// the bound.
+    pub(super) fn past_drop_bound(&self, c: &DataCmd) -> Option<Reply> {
+        use super::command::{HashCmd, SetCmd};
+        let len = |k: &Key| self.get(k).and_then(|v| Head::decode(v)).map_or(0, |h| h.len);
+        let expiring = |k: &Key| self.ttl.get(k).copied().flatten().is_some();
+        let (key, len_after) = match c {
+            DataCmd::Expire(k, ..) => (k, len(k)),
+            DataCmd::Hash(k, HashCmd::Set { pairs, .. }) if expiring(k) => (k, len(k) + pairs.len() as u64),
+            DataCmd::Hash(k, HashCmd::SetNx(..) | HashCmd::IncrBy(..) | HashCmd::IncrByFloat(..)) if expiring(k) => {
+                (k, len(k) + 1)
+            }
+            DataCmd::Members(k, SetCmd::Add(ms)) if expiring(k) => (k, len(k) + ms.len() as u64),
+            DataCmd::SMove { to, .. } if expiring(to) => (to, len(to) + 1),
+            _ => return None,
+        };
+        let max = crate::collection::DROP_INLINE_MAX;
+        (len_after > max).then(|| {
+            Reply::error(format!(
+                "ERR '{}' would be a collection of more than {max} elements with a deadline, which its expiry could \
+                 not drop in one transaction",
+                String::from_utf8_lossy(key)
+            ))
+        })
+    }
+
     /// The element writes the commands made, in key order.
     pub(super) fn element_writes(&self) -> Vec<Write> {
         let write = |((k, kind, m), v): (&(Key, Kind, Member), &Option<Value>)| Write {

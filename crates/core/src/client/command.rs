@@ -82,10 +82,19 @@ pub enum DataCmd {
     /// A command on the set at the key (`SADD`, `SISMEMBER`, … ; `collection`).
     Members(Key, SetCmd),
     /// `SMOVE source destination member`.
-    SMove { from: Key, to: Key, member: Member },
+    SMove {
+        from: Key,
+        to: Key,
+        member: Member,
+    },
     /// `SINTER`, `SUNION`, `SDIFF` of `keys` (missing ones are empty sets), their `…STORE` forms
     /// into `store`, and `SINTERCARD` (`card`, with its `LIMIT`, 0 for none).
-    Algebra { op: SetOp, keys: Vec<Key>, store: Option<Key>, card: Option<u64> },
+    Algebra {
+        op: SetOp,
+        keys: Vec<Key>,
+        store: Option<Key>,
+        card: Option<u64>,
+    },
     /// `MEMORY USAGE key`: the bytes the key takes, its elements' included, counted as the
     /// memory limit counts them (`tally::ENTRY_OVERHEAD_BYTES` per record); nil for no key.
     MemoryUsage(Key),
@@ -146,7 +155,10 @@ pub enum SetCmd {
     RandMember(Option<i64>),
     /// `SSCAN key cursor [MATCH pattern] [COUNT n]`: every member matching in one page, as
     /// `HSCAN`.
-    Scan { cursor: u64, pattern: Option<Vec<u8>> },
+    Scan {
+        cursor: u64,
+        pattern: Option<Vec<u8>>,
+    },
 }
 
 impl SetCmd {

@@ -179,7 +179,7 @@ pub fn evaluate(
 pub(super) struct Overlay {
     pub(super) values: BTreeMap<Key, Option<Value>>,
     /// Each key's deadline as the commands left it (absent: none).
-    ttl: BTreeMap<Key, Option<Expiry>>,
+    pub(super) ttl: BTreeMap<Key, Option<Expiry>>,
     now_ms: u64,
     pub(super) written: BTreeSet<Key>,
     /// What the commands know of each collection's elements (`collections`).
@@ -254,7 +254,10 @@ impl Overlay {
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
             DataCmd::Hash(k, hc) => self.hash_reply_bytes(k, hc),
             DataCmd::Members(k, sc) => self.set_reply_bytes(k, sc),
-            DataCmd::Algebra { keys, store: None, .. } => keys.iter().map(|k| self.set_reply_bytes(k, &super::command::SetCmd::Members)).fold(16, usize::saturating_add),
+            DataCmd::Algebra { keys, store: None, .. } => keys
+                .iter()
+                .map(|k| self.set_reply_bytes(k, &super::command::SetCmd::Members))
+                .fold(16, usize::saturating_add),
             _ => 16,
         }
     }
@@ -294,6 +297,9 @@ impl Overlay {
     fn run(&mut self, c: &DataCmd, value_max_bytes: usize) -> Reply {
         if c.reads_strings() && c.keys().into_iter().any(|k| self.holds_collection(k)) {
             return Reply::error(super::answer::WRONG_TYPE);
+        }
+        if let Some(refused) = self.past_drop_bound(c) {
+            return refused;
         }
         match c {
             DataCmd::Hash(k, hc) => self.run_hash(k, hc, value_max_bytes),

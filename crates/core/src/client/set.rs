@@ -133,7 +133,12 @@ impl Overlay {
                 return wrong_type;
             }
         }
-        if !keys.iter().fold(true, |all, k| self.whole(k) && all) {
+        // Every key asked for at once (not the first missing one): one more read covers them all.
+        let mut whole = true;
+        for k in keys {
+            whole &= self.whole(k);
+        }
+        if !whole {
             return AGAIN;
         }
         let sets: Vec<BTreeSet<Member>> = keys.iter().map(|k| self.set_members(k).into_iter().collect()).collect();

@@ -126,6 +126,9 @@ impl Vnode {
             let after = resolved.iter().rev().find(|r| &r.key == key).and_then(|r| r.value.as_deref());
             if collection::drops(before.as_deref(), after) {
                 let dropped = self.elements_dropped(key, &resolved, &bases);
+                if dropped.len() as u64 > collection::DROP_INLINE_MAX {
+                    return Err(AbortReason::CollectionTooLarge { key: key.clone() });
+                }
                 resolved.extend(dropped);
             }
         }
@@ -139,7 +142,12 @@ impl Vnode {
     /// head is deleted or replaced by something else (`collection`: no element outlives its
     /// collection). Elements a pipelined predecessor (`bases`) wrote count, at its versions: they
     /// are committed before this transaction is.
-    fn elements_dropped(&self, key: &Key, resolved: &[ResolvedWrite], bases: &[&[ResolvedWrite]]) -> Vec<ResolvedWrite> {
+    fn elements_dropped(
+        &self,
+        key: &Key,
+        resolved: &[ResolvedWrite],
+        bases: &[&[ResolvedWrite]],
+    ) -> Vec<ResolvedWrite> {
         let prefix = owner_prefix(key);
         let written: BTreeSet<&Key> = resolved.iter().map(|r| &r.key).collect();
         let mut in_bases = bases.iter().flat_map(|b| b.iter()).filter(|w| w.key.starts_with(&prefix)).peekable();

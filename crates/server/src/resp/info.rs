@@ -5,8 +5,8 @@
 use super::command::commands;
 use crate::config::FsyncPolicy;
 use crate::encoding_hints::EncodingHints;
-use waymark_core::acl::table::{Category, Keys};
 use crate::host::Shared;
+use waymark_core::acl::table::{Category, Keys};
 use waymark_resp::glob::Glob;
 use waymark_resp::Reply;
 
@@ -96,7 +96,8 @@ fn command_entry(name: &str, arity: i64) -> Reply {
     let flags = vec![Reply::Simple(if write { "write" } else { "readonly" }.into())];
     // A container's keys are its subcommands' (`object|encoding`): one argument further.
     let keys = acl.map(|c| c.keys).filter(|k| *k != Keys::None).or_else(|| {
-        let sub = waymark_core::acl::COMMANDS.iter().find(|c| c.name.strip_prefix(name).is_some_and(|s| s.starts_with('|')));
+        let sub =
+            waymark_core::acl::COMMANDS.iter().find(|c| c.name.strip_prefix(name).is_some_and(|s| s.starts_with('|')));
         sub.map(|c| c.keys)
     });
     let (first, last, step) = match keys {

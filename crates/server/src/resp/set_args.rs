@@ -81,7 +81,9 @@ pub fn parse(name: &str, args: Vec<Vec<u8>>) -> Result<DataCmd, ArgError> {
             let (from, to, member) = (one()?, one()?, one()?);
             Ok(DataCmd::SMove { from, to, member })
         }
-        "sinter" | "sunion" | "sdiff" => Ok(DataCmd::Algebra { op: op(name), keys: a.collect(), store: None, card: None }),
+        "sinter" | "sunion" | "sdiff" => {
+            Ok(DataCmd::Algebra { op: op(name), keys: a.collect(), store: None, card: None })
+        }
         "sinterstore" | "sunionstore" | "sdiffstore" => {
             let store = Some(one()?);
             Ok(DataCmd::Algebra { op: op(name), keys: a.collect(), store, card: None })
@@ -151,7 +153,10 @@ mod tests {
     #[test]
     fn set_arguments_parse_as_redis_checks_them() {
         let k = |s: &str| s.as_bytes().to_vec();
-        assert_eq!(parse("sadd", args(&["s", "a", "b"])).unwrap(), DataCmd::Members(k("s"), SetCmd::Add(vec![k("a"), k("b")])));
+        assert_eq!(
+            parse("sadd", args(&["s", "a", "b"])).unwrap(),
+            DataCmd::Members(k("s"), SetCmd::Add(vec![k("a"), k("b")]))
+        );
         assert!(parse("spop", args(&["s", "-1"])).unwrap_err().0.contains("must be positive"));
         assert_eq!(parse("spop", args(&["s", "1", "2"])).unwrap_err(), syntax());
         let store = parse("sunionstore", args(&["d", "a", "b"])).unwrap();

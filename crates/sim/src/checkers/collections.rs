@@ -40,15 +40,18 @@ pub fn check(w: &World) -> Vec<Violation> {
                         "{v}: {show} has {n} live {kind:?} elements, its head says {:?} of {}",
                         h.kind, h.len
                     ))),
-                    None => out.push(CHECKER.violation(format!(
-                        "{v}: {n} live {kind:?} elements of {show}, which holds no collection"
-                    ))),
+                    None => out
+                        .push(CHECKER.violation(format!(
+                            "{v}: {n} live {kind:?} elements of {show}, which holds no collection"
+                        ))),
                 }
             }
             for (collection, h) in &heads {
                 if !counted.contains_key(&(collection.to_vec(), h.kind)) {
                     let show = String::from_utf8_lossy(collection);
-                    out.push(CHECKER.violation(format!("{v}: {show}'s head counts {} elements, none is stored", h.len)));
+                    out.push(
+                        CHECKER.violation(format!("{v}: {show}'s head counts {} elements, none is stored", h.len)),
+                    );
                 }
             }
         }

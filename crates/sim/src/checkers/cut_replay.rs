@@ -147,8 +147,8 @@ fn execute(replay: &mut Store, cut: CutId, tx: &TxId, t: &ClientTxn, resolved: &
         // A deadline the write carries (`RENAME`, `KEEPTTL`: the one read) may have passed by
         // the primary's clock when it evaluated the write, which then deleted the key: the replay
         // takes the primary's word for that (the `expiry` checker judges deadlines).
-        let expired = matches!(w.op, WriteOp::SetExpiring(..))
-            && resolved.iter().any(|r| r.key == w.key && r.value.is_none());
+        let expired =
+            matches!(w.op, WriteOp::SetExpiring(..)) && resolved.iter().any(|r| r.key == w.key && r.value.is_none());
         let outcome = match expired {
             true => replay.resolve(&w.key, &WriteOp::Del, 0),
             false => replay.resolve(&w.key, &w.op, 0),

@@ -4,13 +4,13 @@
 pub mod atomicity;
 pub mod bank;
 pub mod checkpoints;
+pub mod collections;
 pub mod cut_bounds;
 pub mod cut_exports;
 pub mod cut_replay;
 pub mod cut_restore;
 pub mod durability;
 pub mod expiry;
-pub mod collections;
 pub mod liveness;
 pub mod placement_epochs;
 pub mod read_monotonic;
