@@ -215,6 +215,7 @@ pub const COMMANDS: &[CommandAcl] = &[
     c("object", &[Slow], NO),
     c("object|encoding", &[Keyspace, Read, Slow], K2),
     c("object|help", &[Keyspace, Slow], NO),
+    c("object|refcount", &[Keyspace, Read, Slow], K2),
     c("memory", &[Slow], NO),
     c("memory|usage", &[Read, Slow], K2),
     c("config", &[Slow], NO),

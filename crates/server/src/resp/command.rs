@@ -61,6 +61,8 @@ pub enum Cmd {
     Reset,
     /// `OBJECT ENCODING key`.
     ObjectEncoding(Key),
+    /// `OBJECT REFCOUNT key`: Waymark shares no value between keys, so 1 for a key that exists.
+    ObjectRefcount(Key),
     ObjectHelp,
     ConfigGet(Vec<Vec<u8>>),
     ConfigSet(Vec<(Vec<u8>, Vec<u8>)>),
@@ -598,11 +600,12 @@ fn client_kill(pairs: &[Vec<u8>]) -> Result<Cmd, CmdError> {
 fn object(sub: &str, args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
     match (sub, args.len()) {
         ("ENCODING", 2) => Ok(Cmd::ObjectEncoding(args[1].clone())),
+        ("REFCOUNT", 2) => Ok(Cmd::ObjectRefcount(args[1].clone())),
         ("HELP", 1) => Ok(Cmd::ObjectHelp),
-        ("ENCODING" | "HELP", _) => {
+        ("ENCODING" | "HELP" | "REFCOUNT", _) => {
             Err(CmdError(format!("ERR wrong number of arguments for 'object|{}' command", sub.to_lowercase())))
         }
-        ("FREQ" | "IDLETIME" | "REFCOUNT", _) => {
+        ("FREQ" | "IDLETIME", _) => {
             Err(CmdError(format!("ERR OBJECT {sub} is not supported by Waymark (it keeps no such counter)")))
         }
         _ => Err(CmdError(format!("ERR unknown subcommand '{sub}'. Try OBJECT HELP."))),

@@ -219,6 +219,7 @@ impl Session {
             }
             Cmd::Watch(keys) => Cmd::Watch(keys.into_iter().map(|k| stored(db, k)).collect::<Result<_, _>>()?),
             Cmd::ObjectEncoding(key) => Cmd::ObjectEncoding(stored(db, key)?),
+            Cmd::ObjectRefcount(key) => Cmd::ObjectRefcount(stored(db, key)?),
             Cmd::Move { db: to, .. } if to == db => {
                 return Err(CmdError("ERR source and destination objects are the same".into()))
             }
@@ -319,12 +320,20 @@ impl Session {
                 Reply::Simple(_) => Reply::bulk(b"records".to_vec()),
                 other => other,
             },
+            Cmd::ObjectRefcount(key) => match self.single(DataCmd::Exists(vec![key])).await {
+                Reply::Integer(1) => Reply::Integer(1),
+                Reply::Integer(_) => Reply::Null,
+                other => other,
+            },
             Cmd::ObjectHelp => Reply::Array(
                 [
                     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
                     "ENCODING <key>",
                     "    Return the kind of internal representation used in order to store the value",
                     "    associated with a <key>.",
+                    "REFCOUNT <key>",
+                    "    Return the number of references of the value associated with the specified",
+                    "    <key> (1: Waymark shares no value between keys).",
                     "HELP",
                     "    Print this help.",
                 ]
