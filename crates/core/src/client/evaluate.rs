@@ -556,20 +556,13 @@ impl Overlay {
     }
 
     fn incr_by_float(&mut self, k: &Key, by: f64) -> Reply {
-        let current = match self.get(k) {
-            None => 0.0,
-            Some(v) => match parse_float(v) {
-                Some(n) => n,
-                None => return Reply::error("ERR value is not a valid float"),
-            },
-        };
-        let new = current + by;
-        if !new.is_finite() {
-            return Reply::error("ERR increment would produce NaN or Infinity");
+        match add_float(self.get(k), by, "ERR value is not a valid float") {
+            Ok(text) => {
+                self.put(k, Some(text.clone()));
+                Reply::bulk(text)
+            }
+            Err(e) => e,
         }
-        let text = format_float(new).into_bytes();
-        self.put(k, Some(text.clone()));
-        Reply::bulk(text)
     }
 
     fn rename(&mut self, from: &Key, to: &Key, nx: bool) -> Reply {
@@ -593,19 +586,40 @@ impl Overlay {
     }
 
     fn incr_by(&mut self, k: &Key, by: i64) -> Reply {
-        let current = match self.get(k) {
-            None => 0,
-            Some(v) => match std::str::from_utf8(v).ok().and_then(|s| s.parse::<i64>().ok()) {
-                Some(n) => n,
-                None => return Reply::error("ERR value is not an integer or out of range"),
-            },
-        };
-        let Some(new) = current.checked_add(by) else {
-            return Reply::error("ERR increment or decrement would overflow");
-        };
-        self.put(k, Some(new.to_string().into_bytes()));
-        Reply::Integer(new)
+        match add_integer(self.get(k), by, "ERR value is not an integer or out of range") {
+            Ok(new) => {
+                self.put(k, Some(new.to_string().into_bytes()));
+                Reply::Integer(new)
+            }
+            Err(e) => e,
+        }
     }
+}
+
+/// `INCRBY`'s arithmetic on a stored value (none counts as 0), or Redis's error: `not_integer`
+/// for a value that is not one, the overflow error for a sum past `i64`.
+pub(super) fn add_integer(current: Option<&Value>, by: i64, not_integer: &str) -> Result<i64, Reply> {
+    let current = match current {
+        None => 0,
+        Some(v) => {
+            std::str::from_utf8(v).ok().and_then(|s| s.parse::<i64>().ok()).ok_or_else(|| Reply::error(not_integer))?
+        }
+    };
+    current.checked_add(by).ok_or_else(|| Reply::error("ERR increment or decrement would overflow"))
+}
+
+/// `INCRBYFLOAT`'s arithmetic on a stored value (none counts as 0): the sum as stored, or Redis's
+/// error — `not_float` for a value that is not one, another for a sum that is not finite.
+pub(super) fn add_float(current: Option<&Value>, by: f64, not_float: &str) -> Result<Vec<u8>, Reply> {
+    let current = match current {
+        None => 0.0,
+        Some(v) => parse_float(v).ok_or_else(|| Reply::error(not_float))?,
+    };
+    let new = current + by;
+    if !new.is_finite() {
+        return Err(Reply::error("ERR increment would produce NaN or Infinity"));
+    }
+    Ok(format_float(new).into_bytes())
 }
 
 /// Redis's `GETRANGE`: `start` and `end` inclusive, negative ones counted from the end, clamped

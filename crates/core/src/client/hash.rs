@@ -2,7 +2,7 @@
 //! 7's replies and errors.
 
 use super::command::HashCmd;
-use super::evaluate::{format_float, parse_float, Overlay};
+use super::evaluate::{add_float, add_integer, Overlay};
 use crate::collection::Kind;
 use crate::ids::Key;
 use crate::io::Member;
@@ -87,35 +87,23 @@ impl Overlay {
     }
 
     fn hash_incr_by(&mut self, k: &Key, f: &Member, by: i64) -> Reply {
-        let current = match self.member(k, f) {
-            None => 0,
-            Some(v) => match std::str::from_utf8(v).ok().and_then(|s| s.parse::<i64>().ok()) {
-                Some(n) => n,
-                None => return Reply::error("ERR hash value is not an integer"),
-            },
-        };
-        let Some(new) = current.checked_add(by) else {
-            return Reply::error("ERR increment or decrement would overflow");
-        };
-        self.set_member(k, Kind::Hash, f, Some(new.to_string().into_bytes()));
-        Reply::Integer(new)
+        match add_integer(self.member(k, f), by, "ERR hash value is not an integer") {
+            Ok(new) => {
+                self.set_member(k, Kind::Hash, f, Some(new.to_string().into_bytes()));
+                Reply::Integer(new)
+            }
+            Err(e) => e,
+        }
     }
 
     fn hash_incr_by_float(&mut self, k: &Key, f: &Member, by: f64) -> Reply {
-        let current = match self.member(k, f) {
-            None => 0.0,
-            Some(v) => match parse_float(v) {
-                Some(n) => n,
-                None => return Reply::error("ERR hash value is not a float"),
-            },
-        };
-        let new = current + by;
-        if !new.is_finite() {
-            return Reply::error("ERR increment would produce NaN or Infinity");
+        match add_float(self.member(k, f), by, "ERR hash value is not a float") {
+            Ok(text) => {
+                self.set_member(k, Kind::Hash, f, Some(text.clone()));
+                Reply::bulk(text)
+            }
+            Err(e) => e,
         }
-        let text = format_float(new).into_bytes();
-        self.set_member(k, Kind::Hash, f, Some(text.clone()));
-        Reply::bulk(text)
     }
 
     /// `HRANDFIELD`: one field (or nil), `count` distinct fields in random order, or — a negative

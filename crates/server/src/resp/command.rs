@@ -751,7 +751,7 @@ mod tests {
     #[test]
     fn unsupported_options_are_refused_not_ignored() {
         assert_eq!(cmd("SET a 1 FOO"), Err(CmdError("ERR syntax error".into())));
-        assert!(cmd("SUNION a b").unwrap_err().0.starts_with("ERR unknown command 'sunion'"));
+        assert!(cmd("ZUNION 2 a b").unwrap_err().0.starts_with("ERR unknown command 'zunion'"));
         assert_eq!(cmd("CONFIG SET save x"), Ok(Cmd::ConfigSet(vec![(b"save".to_vec(), b"x".to_vec())])));
         assert!(cmd("CONFIG SET save").is_err());
         assert_eq!(cmd("FUNCTION FLUSH"), Ok(Cmd::FunctionFlush));

@@ -1,6 +1,7 @@
 //! The arguments of Redis's hash commands (`HSET` … `HSCAN`) after their key, checked as Redis 7
 //! checks them, into the core's `HashCmd`.
 
+use super::set_args::{scan_args, ScanArgs};
 use super::ttl_args::{self, ArgError};
 use waymark_core::client::command::HashCmd;
 use waymark_core::client::evaluate::parse_float;
@@ -103,26 +104,7 @@ fn rand_field(args: Vec<Vec<u8>>) -> Result<HashCmd, ArgError> {
 
 /// `HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]`.
 fn scan(args: Vec<Vec<u8>>) -> Result<HashCmd, ArgError> {
-    let mut a = args.into_iter();
-    let cursor = a.next().ok_or_else(syntax)?;
-    let cursor: u64 = std::str::from_utf8(&cursor)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| ArgError("ERR invalid cursor".into()))?;
-    let (mut pattern, mut no_values) = (None, false);
-    while let Some(option) = a.next() {
-        match option.to_ascii_lowercase().as_slice() {
-            b"match" => pattern = Some(a.next().ok_or_else(syntax)?),
-            b"count" => {
-                let count = ttl_args::integer(&a.next().ok_or_else(syntax)?)?;
-                if count < 1 {
-                    return Err(syntax());
-                }
-            }
-            b"novalues" => no_values = true,
-            _ => return Err(syntax()),
-        }
-    }
+    let ScanArgs { cursor, pattern, no_values } = scan_args(args, true)?;
     Ok(HashCmd::Scan { cursor, pattern, no_values })
 }
 

@@ -91,7 +91,7 @@ pub fn parse(name: &str, args: Vec<Vec<u8>>) -> Result<DataCmd, ArgError> {
         "sintercard" => inter_card(a.collect()),
         "sscan" => {
             let key = one()?;
-            let (cursor, pattern) = scan(a.collect())?;
+            let ScanArgs { cursor, pattern, .. } = scan_args(a.collect(), false)?;
             on_key(key, SetCmd::Scan { cursor, pattern })
         }
         other => unreachable!("{other} is not in set_args::TABLE"),
@@ -119,15 +119,24 @@ fn inter_card(args: Vec<Vec<u8>>) -> Result<DataCmd, ArgError> {
     Ok(DataCmd::Algebra { op: SetOp::Inter, keys: keys.to_vec(), store: None, card: Some(limit) })
 }
 
-/// `cursor [MATCH pattern] [COUNT count]` of `SSCAN`.
-fn scan(args: Vec<Vec<u8>>) -> Result<(u64, Option<Vec<u8>>), ArgError> {
+/// What `HSCAN` and `SSCAN` are given after their key.
+pub struct ScanArgs {
+    pub cursor: u64,
+    pub pattern: Option<Vec<u8>>,
+    /// `NOVALUES` (`HSCAN` only: `no_values_allowed`).
+    pub no_values: bool,
+}
+
+/// `cursor [MATCH pattern] [COUNT count] [NOVALUES]` of `HSCAN` and `SSCAN`, checked as Redis
+/// checks them (`COUNT` below 1 is a syntax error; Waymark answers every match in one page).
+pub fn scan_args(args: Vec<Vec<u8>>, no_values_allowed: bool) -> Result<ScanArgs, ArgError> {
     let mut a = args.into_iter();
     let cursor = a.next().ok_or_else(syntax)?;
     let cursor: u64 = std::str::from_utf8(&cursor)
         .ok()
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| ArgError("ERR invalid cursor".into()))?;
-    let mut pattern = None;
+    let (mut pattern, mut no_values) = (None, false);
     while let Some(option) = a.next() {
         match option.to_ascii_lowercase().as_slice() {
             b"match" => pattern = Some(a.next().ok_or_else(syntax)?),
@@ -136,10 +145,11 @@ fn scan(args: Vec<Vec<u8>>) -> Result<(u64, Option<Vec<u8>>), ArgError> {
                     return Err(syntax());
                 }
             }
+            b"novalues" if no_values_allowed => no_values = true,
             _ => return Err(syntax()),
         }
     }
-    Ok((cursor, pattern))
+    Ok(ScanArgs { cursor, pattern, no_values })
 }
 
 #[cfg(test)]
