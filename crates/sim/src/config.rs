@@ -13,6 +13,9 @@ pub enum WorkloadKind {
     /// Hashes: fields added to and deleted, hashes read whole, deleted, replaced, renamed and
     /// expired (`workloads::hash`, checker `collections`).
     Hash,
+    /// Sets: members added, removed, moved, popped, sets read whole, stored as unions and
+    /// intersections, deleted and expired (`workloads::sets`, checker `collections`).
+    Sets,
 }
 
 #[derive(Clone, Debug)]

@@ -16,6 +16,8 @@ enum Workload {
     Expiry,
     /// Hashes: fields changed, read whole, hashes dropped, replaced, renamed, expired (issue 35).
     Hash,
+    /// Sets: members added, removed, moved, popped, unions and intersections stored (issue 35).
+    Sets,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -265,6 +267,7 @@ fn config(args: &Args) -> Result<SimConfig> {
         Workload::Append => WorkloadKind::Append,
         Workload::Expiry => WorkloadKind::Expiry,
         Workload::Hash => WorkloadKind::Hash,
+        Workload::Sets => WorkloadKind::Sets,
     };
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);

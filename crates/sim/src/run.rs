@@ -146,6 +146,7 @@ pub fn reproduce(cfg: &SimConfig) -> String {
         WorkloadKind::Append => "append",
         WorkloadKind::Expiry => "expiry",
         WorkloadKind::Hash => "hash",
+        WorkloadKind::Sets => "sets",
     };
     let mut cmd = format!(
         "cargo run --profile sim -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",

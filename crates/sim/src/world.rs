@@ -263,6 +263,7 @@ impl World {
             WorkloadKind::Append => Box::<Append>::default(),
             WorkloadKind::Expiry => Box::<crate::workloads::expiry::Expiry>::default(),
             WorkloadKind::Hash => Box::<crate::workloads::hash::Hashes>::default(),
+            WorkloadKind::Sets => Box::<crate::workloads::sets::Sets>::default(),
         };
         let clients = (0..cfg.clients.max(1)).map(|id| Client::new(id, cfg.breaks)).collect();
         let trace = Trace::new(cfg.trace);

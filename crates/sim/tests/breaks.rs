@@ -588,6 +588,13 @@ fn elements_that_outlive_their_collection_are_caught_by_the_collections_checker(
     assert_caught_by("elements-outlive-collection", "collections", SimConfig::new(0, WorkloadKind::Hash));
 }
 
+/// The same break under the sets workload (`waymark-sim --seeds 100 --workload sets --break
+/// elements-outlive-collection`: 89 of 100 caught, the first at 0; without it 200 of 200 pass).
+#[test]
+fn set_members_that_outlive_their_set_are_caught_by_the_collections_checker() {
+    assert_caught_by("elements-outlive-collection", "collections", SimConfig::new(0, WorkloadKind::Sets));
+}
+
 /// Hosts come back and their partitions are copies again at the end, with no violation.
 #[test]
 fn returning_hosts_catch_up_and_count_as_copies_again() {

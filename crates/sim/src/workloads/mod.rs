@@ -6,6 +6,7 @@ pub mod append;
 pub mod bank;
 pub mod expiry;
 pub mod hash;
+pub mod sets;
 
 use rand_chacha::ChaCha8Rng;
 use waymark_core::client::{Answer, DataCmd};
