@@ -267,7 +267,7 @@ async fn create_in(
     let from = previous.as_ref().map(starts_after).unwrap_or_default();
     let export = ExportRequest { name: req.name.clone(), increment, cut: cut.cut, from };
     let mut vnodes = export_everywhere(shared, &export, &cut.left_out).await?;
-    set_partitions(shared, &mut vnodes);
+    set_partitions(&mut vnodes);
     // One that holds nothing is kept only to continue its log from the previous snapshot.
     vnodes.retain(|v| !v.partitions.is_empty() || export.from.contains_key(&v.vnode));
     every_partition_held(shared.cfg.cluster.partitions, &vnodes, &cut.left_out)?;
@@ -439,15 +439,14 @@ async fn holdings_at(tx: &tokio::sync::mpsc::Sender<VnodeCmd>, cut: CutId) -> Op
 }
 
 /// Which vnode holds which partition in the snapshot (`waymark_core::cut::holdings::newest_holders`:
-/// by the newest chain any of them held it by at the cut). A vnode that said no epochs (a manifest
-/// of an older host) is taken by the configured placement.
-fn set_partitions(shared: &Shared, vnodes: &mut [VnodeFiles]) {
-    let placement = &shared.topology.placement;
-    for v in vnodes.iter_mut().filter(|v| v.epochs.is_empty()) {
-        if let Some(id) = VnodeId::parse(&v.vnode) {
-            v.epochs = placement.partitions_of(&id).map(|p| (p.0, 0)).collect();
-        }
-    }
+/// by the newest chain any of them held it by at the cut). A vnode that names no partition — it
+/// held none at the cut, or restarted since and cannot say — holds none in the snapshot: its log
+/// is exported only to continue its chain. It was once given its partitions of the configured
+/// placement instead, and a host back from the dead, holding nothing at the cut, was read for
+/// partitions only another host's vnode (left out of the increment) held — 2.8 s of acknowledged
+/// appends lost from a restore (bugs/2026-12-07-nemesis-g2-snapshot-again). Now such a partition
+/// has no holder and `create` refuses the increment (`PartitionLost`).
+fn set_partitions(vnodes: &mut [VnodeFiles]) {
     let kept = waymark_core::cut::holdings::newest_holders(&vnodes.iter().map(|v| &v.epochs).collect::<Vec<_>>());
     for (v, epochs) in vnodes.iter_mut().zip(kept) {
         v.epochs = epochs;
