@@ -136,10 +136,7 @@ impl CreateError {
         match self {
             CreateError::Strategy { .. } => true,
             CreateError::Export(ExportEverywhereError::Here { source, .. }) => {
-                matches!(
-                    source,
-                    HostExportError::Vnode(CutExportError::Removed { .. }) | HostExportError::NotInPrevious { .. }
-                )
+                matches!(source, HostExportError::Vnode(CutExportError::Removed { .. }))
             }
             CreateError::Export(ExportEverywhereError::Refused { body, .. }) => body.contains(TAKE_A_FULL_SNAPSHOT),
             _ => false,
@@ -196,7 +193,7 @@ pub enum HostExportError {
     Name(#[from] NameError),
     #[error("{vnode} stopped")]
     Stopped { vnode: VnodeId },
-    #[error("{vnode} held partitions at the cut but is not in the previous snapshot (it came back since): take a full snapshot")]
+    #[error("{vnode} is not in the previous snapshot: take a full one")]
     NotInPrevious { vnode: VnodeId },
     #[error(transparent)]
     Clear(#[from] ClearError),
@@ -397,15 +394,12 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         let from = match (req.from.is_empty(), req.from.get(&id.to_string())) {
             (true, _) => None,
             (false, Some(from)) => Some(*from),
-            // Not in the previous snapshot (its host was down then) but holding partitions at the
-            // cut: it came back and caught up (issue 33). It has no base to continue, and the
-            // other exporters cannot stand in for it: a host back from the dead may name the same
-            // partitions from its stale metadata, and be read for them while this vnode alone
-            // held them up to date (bugs/2026-12-07-nemesis-g2-snapshot-again). So the increment
-            // is refused and the chain wants a full snapshot, which takes it.
-            (false, None) if held => return Err(HostExportError::NotInPrevious { vnode: id.clone() }),
+            // Not in the previous snapshot (its host was down then) but holding partitions now:
+            // it came back and caught up (issue 33). The increment leaves it out — it has no base
+            // to continue — and covers its partitions by the copies that were there; `create`
+            // refuses the increment if one has no such copy. The next full snapshot takes it.
             (false, None) => {
-                tracing::info!(vnode = %id, "left out of an increment: not in the previous snapshot, held nothing at the cut");
+                tracing::info!(vnode = %id, "left out of an increment: not in the previous snapshot (caught up since)");
                 continue;
             }
         };
@@ -486,10 +480,9 @@ fn shape(shared: &Shared) -> ClusterShape {
 mod tests {
     use super::*;
 
-    /// The schedule starts a new chain on exactly these refusals, local or from another host: a
-    /// removed log, another strategy, a vnode holding partitions that the chain does not have.
+    /// The schedule starts a new chain on exactly these refusals, local or from another host.
     #[test]
-    fn only_a_removed_log_another_strategy_or_a_vnode_back_since_wants_a_full_snapshot() {
+    fn only_a_removed_log_or_another_strategy_wants_a_full_snapshot() {
         let (dir, p) = (PathBuf::from("vnodes/store0@node1"), Position::new(0, 24));
         let removed = CutExportError::Removed { dir, from: p, first: Position::new(4096, 24) };
         let refused_with = |e: &dyn std::fmt::Display| ExportEverywhereError::Refused {
@@ -507,15 +500,12 @@ mod tests {
         assert!(here.wants_full_snapshot() && remote.wants_full_snapshot() && strategy.wants_full_snapshot());
         let vnode = VnodeId::parse("store0@node2").unwrap();
         let not_in_previous = HostExportError::NotInPrevious { vnode: vnode.clone() };
-        assert!(CreateError::Export(refused_with(&not_in_previous)).wants_full_snapshot());
-        let back = ExportEverywhereError::Here { host: "node2".into(), source: not_in_previous };
-        assert!(CreateError::Export(back).wants_full_snapshot());
         let timed_out = CreateError::Export(ExportEverywhereError::Here {
             host: "node1".into(),
             source: HostExportError::TimedOut { vnode },
         });
         let cut_failed = CreateError::CutFailed { cut: 7, why: "a store vnode did not take part".into() };
-        for e in [timed_out, cut_failed] {
+        for e in [CreateError::Export(refused_with(&not_in_previous)), timed_out, cut_failed] {
             assert!(!e.wants_full_snapshot(), "{e}");
         }
     }
