@@ -145,9 +145,22 @@ impl Fixture {
     }
 
     fn export(&mut self, k: u32, cut: u64, bases: &[Option<PathBuf>], from: &[Position], upto: &[Position]) {
+        self.export_of(k, cut, bases, from, upto, &[]);
+    }
+
+    /// `export`, without the vnodes numbered in `down` (their hosts were down at the cut).
+    fn export_of(
+        &mut self,
+        k: u32,
+        cut: u64,
+        bases: &[Option<PathBuf>],
+        from: &[Position],
+        upto: &[Position],
+        down: &[usize],
+    ) {
         let dir = snapshot_dir(&self.root, NAME, k);
         let mut files: Vec<VnodeFiles> = vec![];
-        for (i, l) in self.live.iter_mut().enumerate() {
+        for (i, l) in self.live.iter_mut().enumerate().filter(|(i, _)| !down.contains(i)) {
             let dest = dir.join(l.id.to_string());
             let mut f = export_vnode(&mut l.wal, &l.dir, bases[i].as_deref(), from[i], upto[i], &dest).unwrap();
             f.partitions = placement().partitions_of(&l.id).map(|p| p.0).collect();
@@ -171,19 +184,30 @@ impl Fixture {
             cluster,
             metadata_md5: String::new(),
             vnodes: files,
-            hosts_down: vec![],
+            hosts_down: down.iter().map(|i| vnodes()[*i].host.clone()).collect(),
         };
         write_manifest(&dir, &m).unwrap();
     }
 }
 
 fn fixture() -> Fixture {
-    fixture_with(false)
+    fixture_with(false, Joins::FromTheStart)
+}
+
+/// How store0@node3 (which wrote no checkpoint) enters the chain.
+#[derive(Clone, Copy, PartialEq)]
+enum Joins {
+    /// It is in the full snapshot.
+    FromTheStart,
+    /// Its host was down at cut 1: it joins at increment 1 from its cut's base (its log's start).
+    AtTheIncrement,
+    /// As `AtTheIncrement`, but its files there start where cut 1 ended: it has no base.
+    WithoutABase,
 }
 
 /// `split_cut`: T8 commits inside cut 2's window on both replicas of partition 0, but only
 /// store0@node1's `CutFinish{2}` puts it before the cut — the inconsistency check must catch.
-fn fixture_with(split_cut: bool) -> Fixture {
+fn fixture_with(split_cut: bool, joins: Joins) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("snapshots");
     let live = vnodes()
@@ -223,7 +247,8 @@ fn fixture_with(split_cut: bool) -> Fixture {
     let before = [tx(3)].into_iter().collect();
     f.all(Record::CutFinish(CutFinish { cut: CutId(1), before, after: Default::default() }));
     let upto1 = f.roll();
-    f.export(0, 1, &bases, &from, &upto1);
+    let down = if joins == Joins::FromTheStart { vec![] } else { vec![2] };
+    f.export_of(0, 1, &bases, &from, &upto1, &down);
     f.commit(&tx(5), None, &[w(1, None, 3)]);
     f.all(Record::CutStart { cut: CutId(2) });
     f.commit(&tx(6), Some(2), &[w(0, Some("a6"), 3)]);
@@ -235,7 +260,11 @@ fn fixture_with(split_cut: bool) -> Fixture {
         l.append(Record::CutFinish(CutFinish { cut: CutId(2), before, after: Default::default() }));
     }
     let upto2 = f.roll();
-    f.export(1, 2, &[None, None, None], &upto1, &upto2);
+    let mut from2 = upto1.clone();
+    if joins == Joins::AtTheIncrement {
+        from2[2] = from[2];
+    }
+    f.export(1, 2, &[None, None, None], &from2, &upto2);
     f.commit(&tx(7), None, &[w(2, Some("c7"), 3)]);
     f
 }
@@ -330,6 +359,31 @@ fn a_sound_chain_checks_clean_and_restores_to_the_expected_keys_on_any_shape() {
     let two = restore_onto(&f.root, 2, &tmp.path().join("two"));
     assert_eq!(one, expected_at_cut_2());
     assert_eq!(two, expected_at_cut_2());
+}
+
+/// A vnode whose host was down at the full snapshot joins the chain at the increment from its
+/// cut's base: the chain checks, and restores with its partitions whole (it was once left out of
+/// increments, bugs/2026-12-07-nemesis-g2-snapshot-again).
+#[test]
+fn a_vnode_joining_at_an_increment_from_its_base_checks_and_restores() {
+    let f = fixture_with(false, Joins::AtTheIncrement);
+    let chain = load_chain(&f.root, NAME, None).unwrap();
+    assert_eq!(chain.start_of("store0@node3"), Some(1));
+    assert_eq!(chain.start_of("store0@node1"), Some(0));
+    for increment in [Some(0), Some(1)] {
+        let report = check(&f.root, NAME, increment);
+        assert!(report.ok(), "{increment:?}: {:#?}", report.problems);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(restore_onto(&f.root, 2, tmp.path()), expected_at_cut_2());
+}
+
+#[test]
+fn a_vnode_joining_at_an_increment_without_a_base_is_a_problem() {
+    let f = fixture_with(false, Joins::WithoutABase);
+    let report = check(&f.root, NAME, None);
+    let said: Vec<String> = report.problems.iter().map(|p| p.to_string()).collect();
+    assert!(said.iter().any(|p| p.contains("store0@node3 joins the chain here without a base")), "{said:#?}");
 }
 
 #[test]
@@ -527,7 +581,7 @@ fn a_cluster_directory_under_the_root_is_never_taken_for_a_snapshot() {
 
 #[test]
 fn a_transaction_on_both_sides_of_the_cut_is_reported_and_refused_by_restore() {
-    let f = fixture_with(true);
+    let f = fixture_with(true, Joins::FromTheStart);
     let report = check(&f.root, NAME, None);
     let t8 = tx(8).to_string();
     let closure = report.problems.iter().find(|p| p.what.contains(&t8)).expect("a closure problem");
@@ -566,7 +620,7 @@ fn the_streaming_replay_restores_what_reading_every_record_restores() {
     let f = fixture();
     assert_streaming_replays_as_reading_all(&f.root, None);
     assert_streaming_replays_as_reading_all(&f.root, Some(0));
-    let split = fixture_with(true);
+    let split = fixture_with(true, Joins::FromTheStart);
     assert_streaming_replays_as_reading_all(&split.root, None);
 }
 
@@ -594,7 +648,7 @@ fn the_streaming_replay_reports_damage_and_a_missing_finish_as_reading_every_rec
 /// the check compares only the copies it restores (CI, the versions demo, where it was reported).
 #[test]
 fn a_copy_the_manifest_leaves_out_is_not_compared_with_the_replicas() {
-    let f = fixture_with(true);
+    let f = fixture_with(true, Joins::FromTheStart);
     let dir = snapshot_dir(&f.root, NAME, 1);
     let mut m = waymark_server::snapshot::manifest::read_manifest(&dir).unwrap().unwrap();
     let stale = m.vnodes.iter_mut().find(|v| v.vnode == vnodes()[0].to_string()).expect("store0@node1");

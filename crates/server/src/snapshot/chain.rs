@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use waymark_core::{Placement, VnodeId};
+use waymark_wal::{segment::HEADER_BYTES, Position};
 
 /// One thing wrong with a snapshot, and the file (or directory) where it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +64,18 @@ impl Chain {
     /// The store vnodes of the target snapshot, by name.
     pub fn vnodes(&self) -> Vec<String> {
         self.target().manifest.vnodes.iter().map(|v| v.vnode.clone()).collect()
+    }
+
+    /// The member where `vnode`'s replay begins: the first of the members, up to the target, that
+    /// hold it without a break — the full snapshot, or the increment it joined the chain at from
+    /// its cut's base (its host was down at the one before). `None`: the target does not hold it.
+    pub fn start_of(&self, vnode: &str) -> Option<usize> {
+        let holds = |k: &usize| self.members[*k].manifest.vnode(vnode).is_some();
+        let last = self.members.len() - 1;
+        if !holds(&last) {
+            return None;
+        }
+        Some((0..last).rev().find(|k| !holds(k)).map_or(0, |gap| gap + 1))
     }
 
     /// Every file of every member, with the member it belongs to.
@@ -182,9 +195,12 @@ fn continuity(prev: &Member, next: &Member) -> Vec<Problem> {
             Some(_) => {}
         }
     }
-    for n in &next.manifest.vnodes {
-        if prev.manifest.vnode(&n.vnode).is_none() {
-            out.push(Problem::new(&file, format!("vnode {} has no base in {}", n.vnode, prev.dir.display())));
+    for n in next.manifest.vnodes.iter().filter(|n| prev.manifest.vnode(&n.vnode).is_none()) {
+        // Joining the chain here, it starts from its cut's base: its checkpoint, or (none
+        // written yet) the very start of its log.
+        if n.checkpoint.is_none() && n.from != Position::new(0, HEADER_BYTES) {
+            let what = format!("vnode {} joins the chain here without a base: no checkpoint, and its log starts at {}", n.vnode, n.from);
+            out.push(Problem::new(&file, what));
         }
     }
     out

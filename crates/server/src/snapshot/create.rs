@@ -67,7 +67,8 @@ pub struct ExportRequest {
     pub increment: u32,
     pub cut: u64,
     /// Per vnode (`kind@host`), where its increment starts: the previous snapshot's `upto`;
-    /// empty for a full snapshot.
+    /// empty for a full snapshot. A vnode an increment's `from` does not name is exported from
+    /// its cut's base, as a full snapshot exports it: it joins the chain there.
     #[serde(default, with = "positions_as_pairs")]
     pub from: BTreeMap<String, Position>,
 }
@@ -193,8 +194,6 @@ pub enum HostExportError {
     Name(#[from] NameError),
     #[error("{vnode} stopped")]
     Stopped { vnode: VnodeId },
-    #[error("{vnode} is not in the previous snapshot: take a full one")]
-    NotInPrevious { vnode: VnodeId },
     #[error(transparent)]
     Clear(#[from] ClearError),
     #[error("{vnode}: export timed out")]
@@ -391,16 +390,19 @@ pub async fn export_local(shared: &Shared, req: &ExportRequest) -> Result<Vec<Vn
         if !held && !req.from.contains_key(&id.to_string()) {
             continue; // it held no partition at the cut (or had no part in it): nothing to restore
         }
-        let from = match (req.from.is_empty(), req.from.get(&id.to_string())) {
-            (true, _) => None,
-            (false, Some(from)) => Some(*from),
-            // Not in the previous snapshot (its host was down then) but holding partitions now:
-            // it came back and caught up (issue 33). The increment leaves it out — it has no base
-            // to continue — and covers its partitions by the copies that were there; `create`
-            // refuses the increment if one has no such copy. The next full snapshot takes it.
-            (false, None) => {
-                tracing::info!(vnode = %id, "left out of an increment: not in the previous snapshot (caught up since)");
-                continue;
+        let from = match req.from.get(&id.to_string()) {
+            Some(from) => Some(*from),
+            // A full snapshot, or a vnode the previous snapshot does not hold (its host was down,
+            // or it held nothing then) holding partitions now: it joins the chain here from its
+            // cut's base, as a full snapshot takes it. It was once left out of the increment, the partitions covered by the
+            // copies that were there — and after a failover it may be the only copy: a host back
+            // from the dead, naming the chains of before it, was read for them instead and a
+            // restore lost 608 acknowledged appends (bugs/2026-12-07-nemesis-g2-snapshot-again).
+            None => {
+                if !req.from.is_empty() {
+                    tracing::info!(vnode = %id, "joins the snapshot chain at this increment from its cut's base");
+                }
+                None
             }
         };
         let dest = dir.join(id.to_string());
@@ -443,7 +445,7 @@ async fn holdings_at(tx: &tokio::sync::mpsc::Sender<VnodeCmd>, cut: CutId) -> Op
 /// held none at the cut, or restarted since and cannot say — holds none in the snapshot: its log
 /// is exported only to continue its chain. It was once given its partitions of the configured
 /// placement instead, and a host back from the dead, holding nothing at the cut, was read for
-/// partitions only another host's vnode (left out of the increment) held — 2.8 s of acknowledged
+/// partitions only another host's vnode (then left out of the increment) held — 2.8 s of acknowledged
 /// appends lost from a restore (bugs/2026-12-07-nemesis-g2-snapshot-again). Now such a partition
 /// has no holder and `create` refuses the increment (`PartitionLost`).
 fn set_partitions(vnodes: &mut [VnodeFiles]) {
@@ -499,13 +501,13 @@ mod tests {
         let strategy = CreateError::Strategy { name: "nightly".into(), taken: consistent, runs: versions };
         assert!(here.wants_full_snapshot() && remote.wants_full_snapshot() && strategy.wants_full_snapshot());
         let vnode = VnodeId::parse("store0@node2").unwrap();
-        let not_in_previous = HostExportError::NotInPrevious { vnode: vnode.clone() };
+        let stopped = HostExportError::Stopped { vnode: vnode.clone() };
         let timed_out = CreateError::Export(ExportEverywhereError::Here {
             host: "node1".into(),
             source: HostExportError::TimedOut { vnode },
         });
         let cut_failed = CreateError::CutFailed { cut: 7, why: "a store vnode did not take part".into() };
-        for e in [CreateError::Export(refused_with(&not_in_previous)), timed_out, cut_failed] {
+        for e in [CreateError::Export(refused_with(&stopped)), timed_out, cut_failed] {
             assert!(!e.wants_full_snapshot(), "{e}");
         }
     }

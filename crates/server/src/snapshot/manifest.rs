@@ -91,7 +91,8 @@ pub struct VnodeFiles {
     /// (issue 30); empty in manifests written before it was recorded.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub chains: BTreeMap<u32, Vec<String>>,
-    /// Full snapshots only, and only when the vnode had written one.
+    /// The base a vnode's replay starts from, when it had written one: in a full snapshot, and in
+    /// the increment a vnode joins the chain at (its host was down at the one before).
     pub checkpoint: Option<FileEntry>,
     /// Where replay begins: the checkpoint's `resume_at`, or the first segment's start.
     #[serde(with = "position_json")]

@@ -52,16 +52,15 @@ pub struct VnodeLog {
     pub log_bytes: u64,
 }
 
-/// Reads `vnode`'s checkpoint (if the full snapshot has one) and every record of its segments.
+/// Reads `vnode`'s checkpoint (if the member its replay starts at has one) and every record of
+/// its segments from there.
 pub fn read_vnode_log(chain: &Chain, vnode: &str) -> Result<VnodeLog, ReplayError> {
     let mut log = VnodeLog { base: restore::Checkpoint::default(), records: vec![], log_bytes: 0 };
-    for (k, member) in chain.members.iter().enumerate() {
-        let files = member.manifest.vnode(vnode).ok_or_else(|| ReplayError::MissingVnode {
-            manifest: member.dir.join(super::manifest::MANIFEST_FILE),
-            vnode: vnode.into(),
-        })?;
+    let start = chain.start_of(vnode).ok_or_else(|| missing(chain, chain.members.len() - 1, vnode))?;
+    for (k, member) in chain.members.iter().enumerate().skip(start) {
+        let files = member_files(chain, k, vnode)?;
         let vnode_dir = member.dir.join(vnode);
-        if k == 0 && files.checkpoint.is_some() {
+        if k == start && files.checkpoint.is_some() {
             log.base = read_base(&vnode_dir, files.from)?;
         }
         read_segments(&vnode_dir, vnode, files, &mut log)?;
@@ -178,25 +177,26 @@ pub fn stream_to_cut(chain: &Chain, vnode: &str, whole: Option<KeepWhole>) -> Re
     Ok(Streamed { restored, log_bytes, records })
 }
 
-/// One pass over the vnode's base and log through the filter `start` makes of the base.
+/// One pass over the vnode's base and log through the filter `filter_of` makes of the base.
 fn stream_once(
     chain: &Chain,
     vnode: &str,
-    start: impl FnOnce(restore::Checkpoint) -> CutReplay,
+    filter_of: impl FnOnce(restore::Checkpoint) -> CutReplay,
 ) -> Result<(Replayed, u64, u64), ReplayError> {
     let cut = CutId(chain.target().manifest.cut);
     let (mut log_bytes, mut records) = (0u64, 0);
-    let mut start = Some(start);
+    let mut filter_of = Some(filter_of);
     let mut pass = None;
-    for (k, member) in chain.members.iter().enumerate() {
+    let start = chain.start_of(vnode).ok_or_else(|| missing(chain, chain.members.len() - 1, vnode))?;
+    for (k, member) in chain.members.iter().enumerate().skip(start) {
         let files = member_files(chain, k, vnode)?;
         let vnode_dir = member.dir.join(vnode);
-        if k == 0 {
+        if k == start {
             let base = match files.checkpoint {
                 Some(_) => read_base(&vnode_dir, files.from)?,
                 None => restore::Checkpoint::default(),
             };
-            pass = start.take().map(|start| Pass { cut, replay: start(base), verdict: Ok(()), finish_seen: false });
+            pass = filter_of.take().map(|f| Pass { cut, replay: f(base), verdict: Ok(()), finish_seen: false });
         }
         let Some(pass) = pass.as_mut() else { continue };
         if files.segments.is_empty() {
