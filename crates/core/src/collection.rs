@@ -38,6 +38,7 @@ pub const DROP_INLINE_MAX: u64 = 65_536;
 pub enum Kind {
     Hash,
     Set,
+    List,
 }
 
 impl Kind {
@@ -46,6 +47,7 @@ impl Kind {
         match self {
             Kind::Hash => b'h',
             Kind::Set => b's',
+            Kind::List => b'l',
         }
     }
 
@@ -53,6 +55,7 @@ impl Kind {
         match tag {
             b'h' => Some(Kind::Hash),
             b's' => Some(Kind::Set),
+            b'l' => Some(Kind::List),
             _ => None,
         }
     }
@@ -62,36 +65,76 @@ impl Kind {
         match self {
             Kind::Hash => "hash",
             Kind::Set => "set",
+            Kind::List => "list",
         }
     }
 }
 
+/// Where a new list's first element goes: pushes on either side have 2⁶² positions of room.
+pub const LIST_ORIGIN: u64 = 1 << 62;
+
 /// A collection's head: its kind and how many elements it has (never 0: an emptied collection is
 /// deleted, as in Redis).
+///
+/// A list's elements are stored under their positions (`list_member`): `first` is the head's,
+/// and the list holds exactly the positions `first .. first + len`, in order — a push on the left
+/// takes `first - 1`, on the right `first + len`. Other kinds have `first` 0 and do not store it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Head {
     pub kind: Kind,
     pub len: u64,
+    pub first: u64,
 }
 
 impl Head {
+    /// The head of a hash or a set of `len` elements.
+    pub fn of(kind: Kind, len: u64) -> Head {
+        assert!(kind != Kind::List, "a list's head names its first position");
+        Head { kind, len, first: 0 }
+    }
+
     /// The bytes stored as the collection key's value.
     pub fn encode(self) -> Value {
         assert!(self.len > 0, "an empty collection is deleted, not stored");
-        let mut v = Vec::with_capacity(HEAD_MAGIC.len() + 9);
+        let mut v = Vec::with_capacity(HEAD_MAGIC.len() + 17);
         v.extend_from_slice(HEAD_MAGIC);
         v.push(self.kind.tag());
         v.extend_from_slice(&self.len.to_le_bytes());
+        if self.kind == Kind::List {
+            v.extend_from_slice(&self.first.to_le_bytes());
+        } else {
+            assert_eq!(self.first, 0, "only a list has a first position");
+        }
         v
     }
 
     /// The head a stored value is, if it is one (`None`: a string).
     pub fn decode(value: &[u8]) -> Option<Head> {
         let rest = value.strip_prefix(HEAD_MAGIC)?;
-        let (&tag, len) = rest.split_first()?;
-        let len = u64::from_le_bytes(len.try_into().ok()?);
-        Some(Head { kind: Kind::of_tag(tag)?, len })
+        let (&tag, rest) = rest.split_first()?;
+        let kind = Kind::of_tag(tag)?;
+        let (len, first) = match kind {
+            Kind::List => {
+                let (len, first) = rest.split_first_chunk::<8>()?;
+                (*len, u64::from_le_bytes(<[u8; 8]>::try_from(first).ok()?))
+            }
+            Kind::Hash | Kind::Set => (<[u8; 8]>::try_from(rest).ok()?, 0),
+        };
+        Some(Head { kind, len: u64::from_le_bytes(len), first })
     }
+
+    /// The position of the list element at `index` (0 the first, -1 the last, as Redis counts),
+    /// if there is one.
+    pub fn list_position(&self, index: i64) -> Option<u64> {
+        let i = if index < 0 { index.checked_add(i64::try_from(self.len).ok()?)? } else { index };
+        (0..self.len).contains(&u64::try_from(i).ok()?).then(|| self.first + i as u64)
+    }
+}
+
+/// The member a list element at position `pos` is stored as: big-endian, so that elements sort
+/// in list order.
+pub fn list_member(pos: u64) -> Vec<u8> {
+    pos.to_be_bytes().to_vec()
 }
 
 /// Whether a write that takes a key from value `before` to `after` drops the collection it held:
@@ -162,9 +205,12 @@ mod tests {
 
     #[test]
     fn a_head_reads_back_and_no_string_without_the_magic_is_a_head() {
-        let head = Head { kind: Kind::Hash, len: 1_000_000 };
+        let head = Head::of(Kind::Hash, 1_000_000);
         assert_eq!(Head::decode(&head.encode()), Some(head));
         assert!(is_head(&head.encode()));
+        let list = Head { kind: Kind::List, len: 3, first: LIST_ORIGIN - 1 };
+        assert_eq!(Head::decode(&list.encode()), Some(list));
+        assert_eq!(Head::decode(&list.encode()[..list.encode().len() - 1]), None, "a list head cut short");
         for s in [&b""[..], b"hash", b"\xff\xfbwaymark", b"\xff\xfbwaymark:"] {
             assert_eq!(Head::decode(s), None, "{s:?}");
         }
@@ -180,6 +226,15 @@ mod tests {
             assert!(key.starts_with(&owner_prefix(collection)));
         }
         assert_eq!(routing_key(b"plain"), b"plain");
+    }
+
+    #[test]
+    fn list_indexes_count_from_either_end_within_the_list() {
+        let list = Head { kind: Kind::List, len: 3, first: 10 };
+        let at = |i| list.list_position(i);
+        assert_eq!([at(0), at(2), at(-1), at(-3)], [Some(10), Some(12), Some(12), Some(10)]);
+        assert_eq!([at(3), at(-4), at(i64::MIN), at(i64::MAX)], [None; 4]);
+        assert!(list_member(9) < list_member(10) && list_member(255) < list_member(256));
     }
 
     /// Elements of one collection sort together, in member order, apart from another collection's

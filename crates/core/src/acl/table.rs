@@ -1,6 +1,6 @@
 //! The commands ACL rules name, with Redis's categories for each (Redis 7's `COMMAND INFO`
 //! `acl_categories`) and where their keys are among their arguments. Only the commands Waymark
-//! answers are listed; a category Redis has but no Waymark command belongs to (`@list`,
+//! answers are listed; a category Redis has but no Waymark command belongs to (`@sortedset`,
 //! `@pubsub`, …) is accepted in rules and grants nothing.
 //!
 //! A container command (`ACL`, `CONFIG`, `CLIENT`, `COMMAND`, `FUNCTION`) has an entry per
@@ -141,6 +141,24 @@ pub const COMMANDS: &[CommandAcl] = &[
     // From the first key on: a `LIMIT n` after them is checked as keys too, which can only refuse.
     c("sintercard", &[Read, Set, Slow], Keys::Range { first: 2, last: -1, step: 1 }),
     c("sscan", &[Read, Set, Slow], K1),
+    c("lpush", &[Write, List, Fast], K1),
+    c("rpush", &[Write, List, Fast], K1),
+    c("lpushx", &[Write, List, Fast], K1),
+    c("rpushx", &[Write, List, Fast], K1),
+    c("lpop", &[Write, List, Fast], K1),
+    c("rpop", &[Write, List, Fast], K1),
+    c("llen", &[Read, List, Fast], K1),
+    c("lindex", &[Read, List, Slow], K1),
+    c("lset", &[Write, List, Slow], K1),
+    c("lrange", &[Read, List, Slow], K1),
+    c("ltrim", &[Write, List, Slow], K1),
+    c("lrem", &[Write, List, Slow], K1),
+    c("linsert", &[Write, List, Slow], K1),
+    c("lpos", &[Read, List, Slow], K1),
+    c("lmove", &[Write, List, Slow], K12),
+    c("rpoplpush", &[Write, List, Slow], K12),
+    // From the first key on, as `sintercard`: the `LEFT|RIGHT [COUNT n]` after them can only refuse.
+    c("lmpop", &[Write, List, Slow], Keys::Range { first: 2, last: -1, step: 1 }),
     c("set", &[Write, String, Slow], K1),
     c("del", &[Keyspace, Write, Slow], KALL),
     c("exists", &[Keyspace, Read, Fast], KALL),

@@ -34,7 +34,11 @@ impl Want {
 
 /// The elements each collection command of `cmds` reads, by key; `whole` adds keys read whole
 /// (an earlier evaluation found it needed them: `Stop::NeedWhole`).
-pub fn elements_to_read(cmds: &[DataCmd], whole: &BTreeSet<Key>) -> BTreeMap<Key, Want> {
+pub fn elements_to_read(
+    cmds: &[DataCmd],
+    whole: &BTreeSet<Key>,
+    more: &BTreeMap<Key, BTreeSet<Member>>,
+) -> BTreeMap<Key, Want> {
     let mut wants: BTreeMap<Key, Want> =
         whole.iter().map(|k| (k.clone(), Want { whole: true, ..Want::default() })).collect();
     let mut want = |key: &Key, members: Option<Vec<&Member>>| {
@@ -52,6 +56,12 @@ pub fn elements_to_read(cmds: &[DataCmd], whole: &BTreeSet<Key>) -> BTreeMap<Key
                 want(from, Some(vec![member]));
                 want(to, Some(vec![member]));
             }
+            DataCmd::List(key, lc) => want(key, (!lc.reads_whole()).then(Vec::new)),
+            DataCmd::LMove { from, to, .. } => {
+                want(from, Some(vec![]));
+                want(to, Some(vec![]));
+            }
+            DataCmd::LMPop { keys, .. } => keys.iter().for_each(|k| want(k, Some(vec![]))),
             DataCmd::Algebra { keys, store, .. } => {
                 keys.iter().for_each(|k| want(k, None));
                 if let Some(store) = store {
@@ -60,6 +70,9 @@ pub fn elements_to_read(cmds: &[DataCmd], whole: &BTreeSet<Key>) -> BTreeMap<Key
             }
             _ => {}
         }
+    }
+    for (key, members) in more {
+        want(key, Some(members.iter().collect()));
     }
     wants
 }
@@ -91,6 +104,11 @@ impl Known {
 /// A collection's kind and elements on their way to another key (`None`: the key held a string).
 pub(super) type Moved = Option<(Kind, Vec<(Member, Value)>)>;
 
+/// The evaluation must read these elements too (a list's, at positions its head names), then run
+/// again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NeedMembers(pub BTreeMap<Key, BTreeSet<Member>>);
+
 /// The evaluation must read these collections whole, then run again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NeedWhole(pub BTreeSet<Key>);
@@ -114,7 +132,7 @@ impl Overlay {
         self.values.get(k).and_then(Option::as_ref).is_some_and(|v| is_head(v))
     }
 
-    fn known_mut(&mut self, k: &Key) -> &mut Known {
+    pub(super) fn known_mut(&mut self, k: &Key) -> &mut Known {
         let none = !self.holds_collection(k);
         self.colls.entry(k.clone()).or_insert_with(|| if none { Known::none() } else { Known::default() })
     }
@@ -160,9 +178,18 @@ impl Overlay {
         match len {
             0 => self.put(k, None),
             len => {
-                self.values.insert(k.clone(), Some(Head { kind, len }.encode()));
+                self.values.insert(k.clone(), Some(Head::of(kind, len).encode()));
                 self.written.insert(k.clone());
             }
+        }
+    }
+
+    /// A collection is created at `k`, which holds none now: if the batch dropped one there
+    /// without knowing its every element, the evaluation must read it whole — the primary drops
+    /// only what a transaction leaves without a collection, and the new one would inherit them.
+    pub(super) fn note_refill(&mut self, k: &Key) {
+        if self.colls.get(k).is_some_and(|c| c.dropped_unknown) {
+            self.need_whole.insert(k.clone());
         }
     }
 
@@ -226,7 +253,7 @@ impl Overlay {
     /// (`collection::DROP_INLINE_MAX`). Counts every member named as new, which errs only near
     /// the bound.
     pub(super) fn past_drop_bound(&self, c: &DataCmd) -> Option<Reply> {
-        use super::command::{HashCmd, SetCmd};
+        use super::command::{HashCmd, ListCmd, SetCmd};
         let len = |k: &Key| self.get(k).and_then(|v| Head::decode(v)).map_or(0, |h| h.len);
         let expiring = |k: &Key| self.ttl.get(k).copied().flatten().is_some();
         let (key, len_after) = match c {
@@ -237,6 +264,8 @@ impl Overlay {
             }
             DataCmd::Members(k, SetCmd::Add(ms)) if expiring(k) => (k, len(k) + ms.len() as u64),
             DataCmd::SMove { to, .. } if expiring(to) => (to, len(to) + 1),
+            DataCmd::List(k, ListCmd::Push { values, .. }) if expiring(k) => (k, len(k) + values.len() as u64),
+            DataCmd::LMove { to, .. } if expiring(to) => (to, len(to) + 1),
             _ => return None,
         };
         let max = crate::collection::DROP_INLINE_MAX;

@@ -95,6 +95,23 @@ pub enum DataCmd {
         store: Option<Key>,
         card: Option<u64>,
     },
+    /// A command on the list at the key (`LPUSH`, `LRANGE`, … ; `collection`).
+    List(Key, ListCmd),
+    /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT` and `RPOPLPUSH`: an element popped from
+    /// one end of `from` pushed onto one end of `to` (the same list rotates).
+    LMove {
+        from: Key,
+        to: Key,
+        from_end: End,
+        to_end: End,
+    },
+    /// `LMPOP numkeys key … LEFT|RIGHT [COUNT n]`: up to `count` elements of the first of `keys`
+    /// that is a non-empty list.
+    LMPop {
+        keys: Vec<Key>,
+        end: End,
+        count: u64,
+    },
     /// `MEMORY USAGE key`: the bytes the key takes, its elements' included, counted as the
     /// memory limit counts them (`tally::ENTRY_OVERHEAD_BYTES` per record); nil for no key.
     MemoryUsage(Key),
@@ -173,6 +190,60 @@ impl SetCmd {
     }
 }
 
+/// One end of a list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    Left,
+    Right,
+}
+
+/// A list command's arguments after its key, checked by the front end.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ListCmd {
+    /// `LPUSH`/`RPUSH` (and `…X`, `only_existing`: nothing if the key is missing): at least one
+    /// value, pushed one after the other; answers the length.
+    Push {
+        end: End,
+        values: Vec<Value>,
+        only_existing: bool,
+    },
+    /// `LPOP`/`RPOP key [count]`: `None` pops one (or answers nil).
+    Pop(End, Option<u64>),
+    Len,
+    Index(i64),
+    /// `LSET key index element`.
+    Set(i64, Value),
+    /// `LRANGE key start stop`, Redis's inclusive indexes counted from either end.
+    Range(i64, i64),
+    /// `LTRIM key start stop`: keeps that range.
+    Trim(i64, i64),
+    /// `LREM key count element`: the first `count` equal to it (from the tail when negative; all
+    /// when 0).
+    Rem(i64, Value),
+    /// `LINSERT key BEFORE|AFTER pivot element`.
+    Insert {
+        before: bool,
+        pivot: Value,
+        value: Value,
+    },
+    /// `LPOS key element [RANK r] [COUNT n] [MAXLEN m]`: `count` `None` answers one index or nil;
+    /// `rank` is never 0 (negative: from the tail); `maxlen` 0 for no limit.
+    Pos {
+        element: Value,
+        rank: i64,
+        count: Option<u64>,
+        maxlen: u64,
+    },
+}
+
+impl ListCmd {
+    /// Whether the command needs the list's every element (it rewrites or searches it), rather
+    /// than the positions its head names (`NeedMembers`).
+    pub fn reads_whole(&self) -> bool {
+        matches!(self, ListCmd::Rem(..) | ListCmd::Insert { .. } | ListCmd::Pos { .. })
+    }
+}
+
 /// The set algebra of `SINTER`, `SUNION` and `SDIFF`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SetOp {
@@ -227,7 +298,9 @@ macro_rules! keys_named {
             | DataCmd::GetBit(k, _)
             | DataCmd::SetBit(k, ..) => vec![k],
             DataCmd::Lcs { a, b, .. } => vec![a, b],
-            DataCmd::Hash(k, _) | DataCmd::MemoryUsage(k) | DataCmd::Members(k, _) => vec![k],
+            DataCmd::Hash(k, _) | DataCmd::MemoryUsage(k) | DataCmd::Members(k, _) | DataCmd::List(k, _) => vec![k],
+            DataCmd::LMove { from, to, .. } => vec![from, to],
+            DataCmd::LMPop { keys, .. } => keys.$iter().collect(),
             DataCmd::SMove { from, to, .. } => vec![from, to],
             DataCmd::Algebra { keys, store, .. } => store.$iter().chain(keys.$iter()).collect(),
             DataCmd::Del(ks) | DataCmd::Exists(ks) | DataCmd::MGet(ks) => ks.$iter().collect(),

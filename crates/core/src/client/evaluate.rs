@@ -6,7 +6,7 @@
 //!
 //! Pure: no IO. The client's run (`run.rs`) does the reads and submits the transaction.
 
-use super::collections::{Known, NeedWhole};
+use super::collections::{Known, NeedMembers, NeedWhole};
 use super::command::{DataCmd, Existing, ExpireIf, Expiry, SetTtl, TtlAsked};
 use crate::collection::{is_head, Head, Kind};
 use crate::ids::{Key, Value};
@@ -106,6 +106,8 @@ pub enum Stop {
     TooLarge(ReplyTooLarge),
     /// Read these collections whole and evaluate again.
     NeedWhole(NeedWhole),
+    /// Read these elements too and evaluate again.
+    NeedMembers(NeedMembers),
 }
 
 /// What a batch read: the current value of every key `keys_to_read` named (`None` if the key does
@@ -157,6 +159,7 @@ pub fn evaluate(
         colls: read.elements.clone(),
         changed: BTreeMap::new(),
         need_whole: BTreeSet::new(),
+        need_members: BTreeMap::new(),
         rng: rand_xoshiro::SplitMix64::seed_from_u64(read.seed),
     };
     let mut reply_bytes = 0usize;
@@ -170,6 +173,9 @@ pub fn evaluate(
     }
     if !state.need_whole.is_empty() {
         return Err(Stop::NeedWhole(NeedWhole(state.need_whole)));
+    }
+    if !state.need_members.is_empty() {
+        return Err(Stop::NeedMembers(NeedMembers(state.need_members)));
     }
     let mut writes: Vec<Write> = state.written.iter().map(|k| state.write_of(k)).collect();
     writes.extend(state.element_writes());
@@ -188,6 +194,8 @@ pub(super) struct Overlay {
     pub(super) changed: BTreeMap<(Key, Kind, Member), Option<Value>>,
     /// Collections a command needed whole that were not read whole.
     pub(super) need_whole: BTreeSet<Key>,
+    /// Elements a command needed that were not read (a list's, by position).
+    pub(super) need_members: BTreeMap<Key, BTreeSet<Member>>,
     pub(super) rng: rand_xoshiro::SplitMix64,
 }
 
@@ -254,6 +262,8 @@ impl Overlay {
             DataCmd::MGet(ks) => ks.iter().map(value).fold(16, usize::saturating_add),
             DataCmd::Hash(k, hc) => self.hash_reply_bytes(k, hc),
             DataCmd::Members(k, sc) => self.set_reply_bytes(k, sc),
+            DataCmd::List(k, _) | DataCmd::LMove { from: k, .. } => self.list_reply_bytes(k),
+            DataCmd::LMPop { keys, .. } => keys.iter().map(|k| self.list_reply_bytes(k)).fold(16, usize::saturating_add),
             DataCmd::Algebra { keys, store: None, .. } => keys
                 .iter()
                 .map(|k| self.set_reply_bytes(k, &super::command::SetCmd::Members))
@@ -278,6 +288,11 @@ impl Overlay {
             HashCmd::RandField { .. } => all(),
             _ => 16,
         }
+    }
+
+    /// `reply_bytes` of a list command: at most the elements read of the list.
+    fn list_reply_bytes(&self, k: &Key) -> usize {
+        self.elements(k).into_iter().map(|(_, v)| v.len() + 16).fold(16, usize::saturating_add)
     }
 
     /// `reply_bytes` of a set command: the members it answers with.
@@ -305,6 +320,9 @@ impl Overlay {
             DataCmd::Hash(k, hc) => self.run_hash(k, hc, value_max_bytes),
             DataCmd::MemoryUsage(k) => self.memory_usage(k),
             DataCmd::Members(k, sc) => self.run_set(k, sc),
+            DataCmd::List(k, lc) => self.run_list(k, lc),
+            DataCmd::LMove { from, to, from_end, to_end } => self.lmove(from, to, *from_end, *to_end),
+            DataCmd::LMPop { keys, end, count } => self.lmpop(keys, *end, *count),
             DataCmd::SMove { from, to, member } => self.smove(from, to, member),
             DataCmd::Algebra { op, keys, store, card } => self.algebra(*op, keys, store.as_ref(), *card),
             DataCmd::Get(k) => self.bulk_of(k),

@@ -19,6 +19,7 @@ pub mod command;
 pub mod evaluate;
 mod hash;
 mod lcs;
+mod list;
 mod run;
 mod set;
 mod txn_client;

@@ -8,13 +8,13 @@
 //! nothing that may have committed.
 
 use super::answer::{self, Failure, Read, NOT_AN_INTEGER};
-use super::collections::{elements_to_read, Known, NeedWhole, Want};
+use super::collections::{elements_to_read, Known, NeedMembers, NeedWhole, Want};
 use super::evaluate;
 use super::{ClientLimits, DataCmd, BACKOFF_MAX_US, BACKOFF_MIN_US};
 use crate::breaks::Breaks;
 use crate::collection::is_head;
 use crate::ids::{Key, TxId, Version};
-use crate::io::{Pick, Request, Response, ScanCursor, ELEMENTS_PAGE_MAX};
+use crate::io::{Member, Pick, Request, Response, ScanCursor, ELEMENTS_PAGE_MAX};
 use crate::message::AbortReason;
 use crate::store::{ReadCheck, ResolvedWrite, Write, WriteOp};
 use std::collections::{BTreeMap, BTreeSet};
@@ -148,6 +148,10 @@ struct Pending {
     replies: Vec<Option<Reply>>,
 }
 
+/// Rounds of `Stop::NeedMembers` a batch goes through before it reads the lists whole: a list
+/// pushed and popped by others between its reads names other positions each time.
+const MORE_ROUNDS_MAX: u32 = 3;
+
 pub(super) struct Run {
     job: Job,
     limits: ClientLimits,
@@ -166,6 +170,10 @@ pub(super) struct Run {
     stale: Option<evaluate::Evaluated>,
     /// Collections an evaluation needed whole (`Stop::NeedWhole`): read whole from then on.
     whole: BTreeSet<Key>,
+    /// Elements an evaluation needed besides those its commands name (`Stop::NeedMembers`: a
+    /// list's, at positions its head gave), read from then on; and how many times it asked.
+    more: BTreeMap<Key, BTreeSet<Member>>,
+    more_rounds: u32,
     /// Seeds the draws of the commands that answer at random (`HRANDFIELD`).
     seed: u64,
 }
@@ -184,6 +192,8 @@ impl Run {
             local: vec![],
             stale: None,
             whole: BTreeSet::new(),
+            more: BTreeMap::new(),
+            more_rounds: 0,
             seed,
         }
     }
@@ -299,12 +309,30 @@ impl Run {
         };
         let local = here(&job.cmds, &split);
         let keys: Vec<Key> = evaluate::keys_to_read(&local).into_iter().collect();
-        let wants = elements_to_read(&local, &self.whole);
+        let wants = elements_to_read(&local, &self.whole, &self.more);
         (self.split, self.local) = (split, local);
         if keys.is_empty() {
             return self.evaluate(vec![], vec![], wants);
         }
         self.send_reads(keys, wants)
+    }
+
+    /// Adds the elements an evaluation asked for to those the next one reads. Each read gives the
+    /// head again, and a list that moved meanwhile asks for other positions: after
+    /// `MORE_ROUNDS_MAX` rounds (or a round that asks nothing new) the lists are read whole, which
+    /// ends it.
+    fn ask_for_more(&mut self, more: BTreeMap<Key, BTreeSet<Member>>) {
+        self.more_rounds += 1;
+        let mut new = false;
+        for (key, members) in &more {
+            let asked = self.more.entry(key.clone()).or_default();
+            let before = asked.len();
+            asked.extend(members.iter().cloned());
+            new |= asked.len() > before;
+        }
+        if !new || self.more_rounds > MORE_ROUNDS_MAX {
+            self.whole.extend(more.into_keys());
+        }
     }
 
     fn on_reads(&mut self, keys: Vec<Key>, read: Vec<Read>, wants: BTreeMap<Key, Want>) -> Step {
@@ -366,6 +394,10 @@ impl Run {
                     debug_assert!(false, "an evaluation asked again for collections it read whole");
                     return self.fail("ERR internal: a collection read whole was asked for again".into());
                 }
+                return self.attempt();
+            }
+            Err(evaluate::Stop::NeedMembers(NeedMembers(more))) => {
+                self.ask_for_more(more);
                 return self.attempt();
             }
         };

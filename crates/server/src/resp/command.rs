@@ -128,9 +128,9 @@ pub fn known(name: &str) -> bool {
 }
 
 /// Every command Waymark answers with its arity: [`TABLE`], then the hash and set commands
-/// (`hash_args::TABLE`, `set_args::TABLE`).
+/// (`hash_args::TABLE`, `set_args::TABLE`, `list_args::TABLE`).
 pub fn commands() -> impl Iterator<Item = &'static (&'static str, i64)> {
-    TABLE.iter().chain(super::hash_args::TABLE).chain(super::set_args::TABLE)
+    TABLE.iter().chain(super::hash_args::TABLE).chain(super::set_args::TABLE).chain(super::list_args::TABLE)
 }
 
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
@@ -323,6 +323,9 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             lcs(a_key, b_key, a.collect())
         }
         "touch" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
+        list if super::list_args::is_list(list) => {
+            super::list_args::parse(list, a.collect()).map(Cmd::Data).map_err(CmdError::from)
+        }
         set if super::set_args::is_set(set) => {
             super::set_args::parse(set, a.collect()).map(Cmd::Data).map_err(CmdError::from)
         }
