@@ -14,10 +14,15 @@ use waymark_resp::Reply;
 /// Runs one command, or several as `MULTI`/`EXEC`, of client `id` at vnode `near` to its
 /// replies, delivering everything.
 fn run_all(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, mut cmds: Vec<DataCmd>) -> Answer {
-    let mut step = match cmds.len() {
+    let step = match cmds.len() {
         1 => client.command(cmds.remove(0)),
         _ => client.exec(cmds),
     };
+    drive(c, near, id, client, step).expect("a batch that does not block")
+}
+
+/// Carries out `step` and the client's next ones: its answer, or `None` once it is blocked.
+fn drive(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, mut step: Step) -> Option<Answer> {
     for _ in 0..64 {
         match step {
             Step::Send(requests) => {
@@ -30,7 +35,8 @@ fn run_all(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, m
                 step = client.on_answers(answers);
             }
             Step::Backoff { .. } => step = client.resume(),
-            Step::Done(finished) => return finished.answer,
+            Step::Blocked { .. } => return None,
+            Step::Done(finished) => return Some(finished.answer),
         }
     }
     panic!("the batch did not end within 64 steps");
@@ -172,7 +178,27 @@ fn a_list_dropped_and_made_again_in_one_batch_starts_empty_and_lmove_rotates() {
     assert_eq!(s.on(vec![rotate]), vec![Reply::bulk(b("y"))]);
     assert_eq!(s.range(), ["y", "new", "x"]);
     let other = b("elsewhere");
-    let lmpop = DataCmd::LMPop { keys: vec![other, key.clone()], end: End::Left, count: 2 };
+    let lmpop = DataCmd::LMPop { keys: vec![other, key.clone()], end: End::Left, count: Some(2) };
     let popped = Reply::Array(vec![Reply::bulk(key.clone()), Reply::Array(vec![Reply::bulk(b("y")), Reply::bulk(b("new"))])]);
     assert_eq!(s.on(vec![lmpop]), vec![popped]);
+}
+
+/// `BLPOP` on an empty list blocks (it looks again and again, finding nothing), and takes what
+/// another client pushes; `BLMOVE` likewise moves it.
+#[test]
+fn a_blocked_pop_takes_what_another_client_pushes() {
+    let mut s = Story::new();
+    let key = s.key.clone();
+    let mut waiting = TxnClient::new(ClientLimits::default(), Breaks::default());
+    let waiter = ClientId(8);
+    let blpop = DataCmd::LMPop { keys: vec![b("empty"), key.clone()], end: End::Left, count: None };
+    let step = waiting.blocking(blpop, 0);
+    assert_eq!(drive(&mut s.c, 1, waiter, &mut waiting, step), None, "blocked on empty lists");
+    let step = waiting.resume();
+    assert_eq!(drive(&mut s.c, 1, waiter, &mut waiting, step), None, "still nothing to take");
+    s.one(push(End::Right, &["job"]));
+    let step = waiting.resume();
+    let taken = Reply::Array(vec![Reply::bulk(key.clone()), Reply::bulk(b("job"))]);
+    assert_eq!(drive(&mut s.c, 1, waiter, &mut waiting, step), Some(Answer::Replies(vec![taken])));
+    assert_eq!(s.one(ListCmd::Len), Reply::Integer(0));
 }

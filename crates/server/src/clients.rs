@@ -37,6 +37,8 @@ pub struct Conn {
     pub lib_ver: Option<Vec<u8>>,
     /// Commands it sent.
     pub commands: u64,
+    /// Waiting in a blocking command for an element to take.
+    pub blocked: bool,
     kill: CancellationToken,
 }
 
@@ -68,6 +70,8 @@ pub struct Clients {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counts {
     pub connected: usize,
+    /// Connections waiting in a blocking command (`BLPOP`, …).
+    pub blocked: usize,
     pub received: u64,
     pub commands: u64,
 }
@@ -131,6 +135,7 @@ impl Clients {
             lib_name: None,
             lib_ver: None,
             commands: 0,
+            blocked: false,
             kill: kill.clone(),
         };
         self.received.fetch_add(1, Ordering::Relaxed);
@@ -145,6 +150,7 @@ impl Clients {
         let open: u64 = conns.values().map(|c| lock(c).commands).sum();
         Counts {
             connected: conns.len(),
+            blocked: conns.values().filter(|c| lock(c).blocked).count(),
             received: self.received.load(Ordering::Relaxed),
             commands: open + self.closed_commands.load(Ordering::Relaxed),
         }

@@ -60,6 +60,7 @@ impl World {
                 let at = self.now_us + self.rng.gen_range(base_us / 2..=base_us + base_us / 2);
                 self.schedule(at, Event::ClientResume { client: c });
             }
+            Step::Blocked { poll_us } => self.schedule(self.now_us + poll_us, Event::ClientResume { client: c }),
             Step::Done(finished) => self.batch_done(c, finished),
         }
     }

@@ -159,6 +159,11 @@ pub const COMMANDS: &[CommandAcl] = &[
     c("rpoplpush", &[Write, List, Slow], K12),
     // From the first key on, as `sintercard`: the `LEFT|RIGHT [COUNT n]` after them can only refuse.
     c("lmpop", &[Write, List, Slow], Keys::Range { first: 2, last: -1, step: 1 }),
+    c("blpop", &[Write, List, Slow, Blocking], Keys::Range { first: 1, last: -2, step: 1 }),
+    c("brpop", &[Write, List, Slow, Blocking], Keys::Range { first: 1, last: -2, step: 1 }),
+    c("blmove", &[Write, List, Slow, Blocking], K12),
+    c("brpoplpush", &[Write, List, Slow, Blocking], K12),
+    c("blmpop", &[Write, List, Slow, Blocking], Keys::Range { first: 3, last: -1, step: 1 }),
     c("set", &[Write, String, Slow], K1),
     c("del", &[Keyspace, Write, Slow], KALL),
     c("exists", &[Keyspace, Read, Fast], KALL),

@@ -106,11 +106,12 @@ pub enum DataCmd {
         to_end: End,
     },
     /// `LMPOP numkeys key … LEFT|RIGHT [COUNT n]`: up to `count` elements of the first of `keys`
-    /// that is a non-empty list.
+    /// that is a non-empty list, answered `[key, [element …]]`; `count` `None`: one, answered
+    /// `[key, element]` as `BLPOP`/`BRPOP` answer.
     LMPop {
         keys: Vec<Key>,
         end: End,
-        count: u64,
+        count: Option<u64>,
     },
     /// `MEMORY USAGE key`: the bytes the key takes, its elements' included, counted as the
     /// memory limit counts them (`tally::ENTRY_OVERHEAD_BYTES` per record); nil for no key.

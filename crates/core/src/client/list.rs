@@ -131,6 +131,9 @@ impl Overlay {
     /// read.
     pub(super) fn list_pop(&mut self, k: &Key, head: Head, end: End, count: u64) -> Option<Vec<Value>> {
         let n = count.min(head.len);
+        if n == 0 {
+            return Some(vec![]); // `LPOP key 0`: nothing taken, nothing written
+        }
         let (from, to) = match end {
             End::Left => (head.first, head.first + n),
             End::Right => (head.first + head.len - n, head.first + head.len),
@@ -165,16 +168,20 @@ impl Overlay {
         }
     }
 
-    /// `LMPOP`: the first non-empty list's name and up to `count` elements popped off `end`.
-    pub(super) fn lmpop(&mut self, keys: &[Key], end: End, count: u64) -> Reply {
+    /// `LMPOP`: the first non-empty list's name and up to `count` elements popped off `end`
+    /// (`None`: one, not in an array — `BLPOP`'s answer).
+    pub(super) fn lmpop(&mut self, keys: &[Key], end: End, count: Option<u64>) -> Reply {
         for k in keys {
             match self.typed(k, Kind::List) {
                 Err(wrong_type) => return wrong_type,
                 Ok(None) => continue,
                 Ok(Some(head)) => {
-                    let Some(popped) = self.list_pop(k, head, end, count) else { return AGAIN };
+                    let Some(popped) = self.list_pop(k, head, end, count.unwrap_or(1)) else { return AGAIN };
                     let name = crate::database::db_of(k).user_key(k).unwrap_or(k).to_vec();
-                    let popped = Reply::Array(popped.into_iter().map(Reply::bulk).collect());
+                    let popped = match count {
+                        Some(_) => Reply::Array(popped.into_iter().map(Reply::bulk).collect()),
+                        None => popped.into_iter().next().map_or(Reply::Null, Reply::bulk),
+                    };
                     return Reply::Array(vec![Reply::bulk(name), popped]);
                 }
             }

@@ -29,6 +29,9 @@ pub enum Step {
     /// A conflict: wait between half and one and a half times `base_us` (jitter, so conflicting
     /// clients do not retry in lock-step), then call `resume`.
     Backoff { base_us: u64, why: String },
+    /// A blocking command (`BLPOP`, …) found nothing to take: the client is blocked. Wait
+    /// `poll_us`, then call `resume` to look again.
+    Blocked { poll_us: u64 },
     /// The batch is over.
     Done(Finished),
 }
@@ -116,7 +119,15 @@ pub(super) struct TxnJob {
     pub at_primary: bool,
     /// One command outside `MULTI`: a primary's refusal (`INCRBY` on text) is the reply.
     pub single: bool,
+    /// A blocking command's time-out in milliseconds (0: none), while it finds nothing to take.
+    pub block_ms: Option<u64>,
 }
+
+/// How often a blocked client looks again: from the first interval, doubling to the last. A push
+/// on any host is seen within the last interval (the blocked client polls its lists' primaries:
+/// no host tells it of the push).
+pub const BLOCKED_POLL_FIRST_US: u64 = 1_000;
+pub const BLOCKED_POLL_MAX_US: u64 = 20_000;
 
 enum Waiting {
     Nothing,
@@ -174,6 +185,11 @@ pub(super) struct Run {
     /// list's, at positions its head gave), read from then on; and how many times it asked.
     more: BTreeMap<Key, BTreeSet<Member>>,
     more_rounds: u32,
+    /// A blocking command: the primaries' clock when it first found nothing, and the looks since.
+    blocked_since_ms: Option<u64>,
+    blocked_polls: u32,
+    /// The primaries' clock as the last reads gave it.
+    now_ms: u64,
     /// Seeds the draws of the commands that answer at random (`HRANDFIELD`).
     seed: u64,
 }
@@ -194,6 +210,9 @@ impl Run {
             whole: BTreeSet::new(),
             more: BTreeMap::new(),
             more_rounds: 0,
+            blocked_since_ms: None,
+            blocked_polls: 0,
+            now_ms: 0,
             seed,
         }
     }
@@ -379,6 +398,7 @@ impl Run {
             reads.deadlines.now_ms = reads.deadlines.now_ms.max(r.now_ms);
         }
         reads.seed ^= reads.deadlines.now_ms;
+        self.now_ms = self.now_ms.max(reads.deadlines.now_ms);
         let (value_max, reply_max) = (limits.value_max_bytes, limits.reply_max_bytes);
         let evaluated = match evaluate::evaluate(&self.local, &reads, value_max, reply_max) {
             Ok(evaluated) => evaluated,
@@ -520,7 +540,34 @@ impl Run {
     }
 
     fn done(&mut self, answer: Answer, ended: Ended) -> Step {
+        if let Some(poll) = self.still_blocked(&answer) {
+            return poll;
+        }
         Step::Done(self.finish(answer, ended))
+    }
+
+    /// A blocking command that found nothing to take (its reply nil) before its time-out: it
+    /// looks again after a poll interval. Past the time-out (by the primaries' clock, from when
+    /// it first found nothing) the nil is the reply, as Redis answers a time-out.
+    fn still_blocked(&mut self, answer: &Answer) -> Option<Step> {
+        let Job::Txn(TxnJob { block_ms: Some(timeout_ms), .. }) = &self.job else { return None };
+        let nothing = matches!(answer, Answer::Replies(r) if matches!(r[..], [Reply::Null | Reply::NullArray]));
+        if !nothing {
+            return None;
+        }
+        let since = *self.blocked_since_ms.get_or_insert(self.now_ms);
+        let left_ms = match timeout_ms {
+            0 => u64::MAX,
+            t => (since + t).saturating_sub(self.now_ms),
+        };
+        if left_ms == 0 {
+            return None;
+        }
+        let poll_us = (BLOCKED_POLL_FIRST_US << self.blocked_polls.min(16)).min(BLOCKED_POLL_MAX_US);
+        self.blocked_polls += 1;
+        self.attempts.clear(); // looks that took nothing: the history is the one that ends it
+        self.conflicts = 0;
+        Some(Step::Blocked { poll_us: poll_us.min(left_ms.saturating_mul(1_000)) })
     }
 
     fn finish(&mut self, answer: Answer, ended: Ended) -> Finished {

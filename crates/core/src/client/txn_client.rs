@@ -52,7 +52,19 @@ impl TxnClient {
             return self.begin(Job::Get(key));
         }
         let seen = self.watched.clone();
-        let job = TxnJob { cmds: vec![cmd], watched: BTreeMap::new(), seen, at_primary: true, single: true };
+        let job =
+            TxnJob { cmds: vec![cmd], watched: BTreeMap::new(), seen, at_primary: true, single: true, block_ms: None };
+        self.begin(Job::Txn(job))
+    }
+
+    /// A blocking command outside `MULTI` (`BLPOP` as `LMPOP`, `BLMOVE` as `LMOVE`): run as
+    /// `command`, and while it finds nothing to take (a nil reply) the client is blocked
+    /// (`Step::Blocked`), up to `timeout_ms` (0: for ever), then answers nil. Inside `MULTI` the
+    /// same command runs once, as in Redis.
+    pub fn blocking(&mut self, cmd: DataCmd, timeout_ms: u64) -> Step {
+        let seen = self.watched.clone();
+        let block_ms = Some(timeout_ms);
+        let job = TxnJob { cmds: vec![cmd], watched: BTreeMap::new(), seen, at_primary: true, single: true, block_ms };
         self.begin(Job::Txn(job))
     }
 
@@ -60,7 +72,7 @@ impl TxnClient {
     /// The `WATCH`ed keys are forgotten, whatever the outcome.
     pub fn exec(&mut self, cmds: Vec<DataCmd>) -> Step {
         let watched = std::mem::take(&mut self.watched);
-        let job = TxnJob { cmds, seen: watched.clone(), watched, at_primary: true, single: false };
+        let job = TxnJob { cmds, seen: watched.clone(), watched, at_primary: true, single: false, block_ms: None };
         self.begin(Job::Txn(job))
     }
 

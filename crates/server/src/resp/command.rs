@@ -11,6 +11,12 @@ use waymark_core::{Key, Value};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cmd {
     Data(DataCmd),
+    /// `BLPOP`, `BRPOP`, `BLMOVE`, `BRPOPLPUSH`, `BLMPOP`: `cmd` outside `MULTI` waits up to
+    /// `timeout_ms` (0: for ever) for an element; queued in `MULTI`, it runs once as `cmd`.
+    Blocking {
+        cmd: DataCmd,
+        timeout_ms: u64,
+    },
     Ping(Option<Vec<u8>>),
     /// `TIME`: this host's clock, seconds and microseconds.
     Time,
@@ -130,7 +136,7 @@ pub fn known(name: &str) -> bool {
 /// Every command Waymark answers with its arity: [`TABLE`], then the hash and set commands
 /// (`hash_args::TABLE`, `set_args::TABLE`, `list_args::TABLE`).
 pub fn commands() -> impl Iterator<Item = &'static (&'static str, i64)> {
-    TABLE.iter().chain(super::hash_args::TABLE).chain(super::set_args::TABLE).chain(super::list_args::TABLE)
+    TABLE.iter().chain(super::hash_args::TABLE).chain(super::set_args::TABLE).chain(super::list_args::TABLE).chain(super::list_args::BLOCKING)
 }
 
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,
@@ -323,6 +329,10 @@ pub fn parse(args: Vec<Vec<u8>>) -> Result<Cmd, CmdError> {
             lcs(a_key, b_key, a.collect())
         }
         "touch" => Ok(Cmd::Data(DataCmd::Exists(a.collect()))),
+        blocking if super::list_args::is_blocking(blocking) => {
+            let (cmd, timeout_ms) = super::list_args::parse_blocking(blocking, a.collect())?;
+            Ok(Cmd::Blocking { cmd, timeout_ms })
+        }
         list if super::list_args::is_list(list) => {
             super::list_args::parse(list, a.collect()).map(Cmd::Data).map_err(CmdError::from)
         }

@@ -220,8 +220,8 @@ fn server_section(shared: &Shared) -> String {
 fn clients_section(shared: &Shared) -> String {
     let counts = shared.clients.counts();
     format!(
-        "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\n",
-        counts.connected, shared.cfg.limits.clients_max
+        "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\n",
+        counts.connected, shared.cfg.limits.clients_max, counts.blocked
     )
 }
 

@@ -27,6 +27,55 @@ pub const TABLE: &[(&str, i64)] = &[
     ("lmpop", -4),
 ];
 
+/// The blocking list commands: outside `MULTI` the client waits, up to the time-out, for an
+/// element to take.
+pub const BLOCKING: &[(&str, i64)] =
+    &[("blpop", -3), ("brpop", -3), ("blmove", 6), ("brpoplpush", 4), ("blmpop", -5)];
+
+/// Whether `name` (lower case) is a blocking list command.
+pub fn is_blocking(name: &str) -> bool {
+    BLOCKING.iter().any(|(n, _)| *n == name)
+}
+
+/// Blocking list command `name` (lower case, its arity checked): the command it runs while it
+/// waits, and its time-out in milliseconds (0: none).
+pub fn parse_blocking(name: &str, mut args: Vec<Vec<u8>>) -> Result<(DataCmd, u64), ArgError> {
+    let side = if name.starts_with("bl") { End::Left } else { End::Right };
+    match name {
+        "blpop" | "brpop" => {
+            let timeout = timeout_ms(&args.pop().expect("arity checked"))?;
+            Ok((DataCmd::LMPop { keys: args, end: side, count: None }, timeout))
+        }
+        "blmove" | "brpoplpush" => {
+            let timeout = timeout_ms(&args.pop().expect("arity checked"))?;
+            let cmd = parse(&name[1..], args)?;
+            Ok((cmd, timeout))
+        }
+        "blmpop" => {
+            let timeout = timeout_ms(&args.remove(0))?;
+            Ok((lmpop(args)?, timeout))
+        }
+        other => unreachable!("{other} is not in list_args::BLOCKING"),
+    }
+}
+
+/// A blocking command's time-out, in seconds with a fraction, as milliseconds rounded up.
+fn timeout_ms(arg: &[u8]) -> Result<u64, ArgError> {
+    let seconds: f64 = std::str::from_utf8(arg)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .filter(|s: &f64| s.is_finite())
+        .ok_or_else(|| ArgError("ERR timeout is not a float or out of range".into()))?;
+    let ms = (seconds * 1000.0).ceil();
+    if ms < 0.0 {
+        return Err(ArgError("ERR timeout is negative".into()));
+    }
+    if ms >= i64::MAX as f64 {
+        return Err(ArgError("ERR timeout is out of range".into()));
+    }
+    Ok(ms as u64)
+}
+
 /// Whether `name` (lower case) is a list command.
 pub fn is_list(name: &str) -> bool {
     TABLE.iter().any(|(n, _)| *n == name)
@@ -158,7 +207,7 @@ fn lmpop(args: Vec<Vec<u8>>) -> Result<DataCmd, ArgError> {
         [word, n] if word.eq_ignore_ascii_case(b"count") => at_least(n, 1, "count should be greater than 0")? as u64,
         _ => return Err(syntax()),
     };
-    Ok(DataCmd::LMPop { keys: keys.to_vec(), end, count })
+    Ok(DataCmd::LMPop { keys: keys.to_vec(), end, count: Some(count) })
 }
 
 #[cfg(test)]
@@ -182,8 +231,23 @@ mod tests {
         let moved = DataCmd::LMove { from: k("a"), to: k("b"), from_end: End::Right, to_end: End::Left };
         assert_eq!(parse("rpoplpush", args(&["a", "b"])), Ok(moved.clone()));
         assert_eq!(parse("lmove", args(&["a", "b", "RIGHT", "left"])), Ok(moved));
-        let lmpop = DataCmd::LMPop { keys: vec![k("a"), k("b")], end: End::Right, count: 3 };
+        let lmpop = DataCmd::LMPop { keys: vec![k("a"), k("b")], end: End::Right, count: Some(3) };
         assert_eq!(parse("lmpop", args(&["2", "a", "b", "right", "COUNT", "3"])), Ok(lmpop));
+    }
+
+    #[test]
+    fn blocking_commands_run_their_plain_forms_with_a_time_out() {
+        let k = |s: &str| s.as_bytes().to_vec();
+        let blpop = DataCmd::LMPop { keys: vec![k("a"), k("b")], end: End::Left, count: None };
+        assert_eq!(parse_blocking("blpop", args(&["a", "b", "0.5"])), Ok((blpop, 500)));
+        let moved = DataCmd::LMove { from: k("a"), to: k("b"), from_end: End::Right, to_end: End::Left };
+        assert_eq!(parse_blocking("brpoplpush", args(&["a", "b", "0"])), Ok((moved, 0)));
+        let blmpop = DataCmd::LMPop { keys: vec![k("a")], end: End::Right, count: Some(2) };
+        assert_eq!(parse_blocking("blmpop", args(&["1", "1", "a", "RIGHT", "COUNT", "2"])), Ok((blmpop, 1000)));
+        let bad = |words: &[&str]| parse_blocking("blpop", args(words)).unwrap_err().0;
+        assert_eq!(bad(&["a", "-1"]), "ERR timeout is negative");
+        assert_eq!(bad(&["a", "abc"]), "ERR timeout is not a float or out of range");
+        assert_eq!(bad(&["a", "inf"]), "ERR timeout is not a float or out of range");
     }
 
     #[test]

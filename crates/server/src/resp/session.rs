@@ -164,6 +164,11 @@ impl Session {
                     );
                 }
                 Ok(cmd) => {
+                    // As in Redis, a blocking command in a transaction does not block.
+                    let cmd = match cmd {
+                        Cmd::Blocking { cmd, .. } => Cmd::Data(cmd),
+                        other => other,
+                    };
                     if let Cmd::Select(n) = &cmd {
                         // As it will run in `EXEC`: for the commands queued after it.
                         self.multi_db = Db::new(*n).or(self.multi_db);
@@ -217,6 +222,12 @@ impl Session {
                 }
                 Cmd::Data(d)
             }
+            Cmd::Blocking { mut cmd, timeout_ms } => {
+                for key in cmd.keys_mut() {
+                    *key = stored(db, std::mem::take(key))?;
+                }
+                Cmd::Blocking { cmd, timeout_ms }
+            }
             Cmd::Watch(keys) => Cmd::Watch(keys.into_iter().map(|k| stored(db, k)).collect::<Result<_, _>>()?),
             Cmd::ObjectEncoding(key) => Cmd::ObjectEncoding(stored(db, key)?),
             Cmd::ObjectRefcount(key) => Cmd::ObjectRefcount(stored(db, key)?),
@@ -241,6 +252,10 @@ impl Session {
     async fn run(&mut self, cmd: Cmd) -> Reply {
         match cmd {
             Cmd::Data(d) => self.single(d).await,
+            Cmd::Blocking { cmd, timeout_ms } => {
+                let step = self.client.blocking(cmd, timeout_ms);
+                self.reply_of(step).await
+            }
             Cmd::Multi if self.multi.is_some() => err("ERR MULTI calls can not be nested"),
             Cmd::Multi => {
                 (self.multi, self.multi_db) = (Some((vec![], false)), Some(self.db));
@@ -551,6 +566,11 @@ impl Session {
     /// A data command outside `MULTI`.
     async fn single(&mut self, cmd: DataCmd) -> Reply {
         let step = self.client.command(cmd);
+        self.reply_of(step).await
+    }
+
+    /// The reply of a data command outside `MULTI`, from its first step.
+    async fn reply_of(&mut self, step: Step) -> Reply {
         match self.finish(step).await {
             Answer::Replies(mut replies) => replies.remove(0),
             Answer::WatchFailed => Reply::NullArray,
@@ -722,6 +742,12 @@ impl Session {
                 },
                 Step::Backoff { base_us, why } => {
                     backoff(base_us, &why).await;
+                    self.client.resume()
+                }
+                Step::Blocked { poll_us } => {
+                    self.conn.update(|c| c.blocked = true);
+                    tokio::time::sleep(Duration::from_micros(poll_us)).await;
+                    self.conn.update(|c| c.blocked = false);
                     self.client.resume()
                 }
                 Step::Done(finished) => return Ok(finished),
