@@ -64,6 +64,8 @@ pub struct Clients {
     received: AtomicU64,
     /// Commands of the connections that closed (those open count their own).
     closed_commands: AtomicU64,
+    /// The order connections blocked on lists in (`BLPOP`, …).
+    pub blocked: Arc<crate::blocked::BlockedQueues>,
 }
 
 /// `INFO`'s counts of the host's connections.

@@ -25,6 +25,7 @@
 
 pub mod acl;
 pub mod admin;
+pub mod blocked;
 pub mod boot;
 pub mod clients;
 pub mod clock;

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "tls.rs",
             "acl.rs",
             "clients.rs",
+            "blocked.rs",
             "command_stats.rs",
             "encoding_hints.rs",
             "cpu.rs",

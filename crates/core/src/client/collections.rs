@@ -4,7 +4,7 @@
 //! Invariant (the layout's): every command that changes an element rewrites its collection's
 //! head, so the transaction's read check on the head covers the elements it read.
 
-use super::command::DataCmd;
+use super::command::{DataCmd, ListCmd};
 use super::evaluate::Overlay;
 use crate::collection::{element_key, is_head, Head, Kind};
 use crate::ids::{Key, Value};
@@ -20,15 +20,28 @@ pub struct Want {
     pub members: BTreeSet<Member>,
     /// Every element (`HGETALL`, …).
     pub whole: bool,
+    /// The first `FIRST_PAGE` elements, when no member is named: a list's command reads its
+    /// front with its head, which is the whole list when it is short and spares the round that
+    /// reads the positions the head names (`Stop::NeedMembers`).
+    pub first_page: bool,
 }
+
+/// Elements a list's command reads with its head (`Want::first_page`).
+pub const FIRST_PAGE: u32 = 128;
 
 impl Want {
     /// The first request's pick.
     pub fn pick(&self) -> Pick {
-        match self.whole {
-            true => Pick::Page { after: None, count: ELEMENTS_PAGE_MAX },
-            false => Pick::Members(self.members.iter().cloned().collect()),
+        match (self.whole, self.first_page && self.members.is_empty()) {
+            (true, _) => Pick::Page { after: None, count: ELEMENTS_PAGE_MAX },
+            (false, true) => Pick::Page { after: None, count: FIRST_PAGE },
+            (false, false) => Pick::Members(self.members.iter().cloned().collect()),
         }
+    }
+
+    /// Whether the pick read every element: asked for all, or a first page that ended.
+    pub fn read_whole(&self, next: Option<&Member>) -> bool {
+        self.whole || (matches!(self.pick(), Pick::Page { .. }) && next.is_none())
     }
 }
 
@@ -41,6 +54,7 @@ pub fn elements_to_read(
 ) -> BTreeMap<Key, Want> {
     let mut wants: BTreeMap<Key, Want> =
         whole.iter().map(|k| (k.clone(), Want { whole: true, ..Want::default() })).collect();
+    let mut front = BTreeSet::new();
     let mut want = |key: &Key, members: Option<Vec<&Member>>| {
         let want = wants.entry(key.clone()).or_default();
         match members {
@@ -56,12 +70,21 @@ pub fn elements_to_read(
                 want(from, Some(vec![member]));
                 want(to, Some(vec![member]));
             }
-            DataCmd::List(key, lc) => want(key, (!lc.reads_whole()).then(Vec::new)),
+            DataCmd::List(key, lc) => {
+                want(key, (!lc.reads_whole()).then(Vec::new));
+                if !matches!(lc, ListCmd::Push { .. } | ListCmd::Len) {
+                    front.insert(key.clone());
+                }
+            }
             DataCmd::LMove { from, to, .. } => {
                 want(from, Some(vec![]));
                 want(to, Some(vec![]));
+                front.insert(from.clone());
             }
-            DataCmd::LMPop { keys, .. } => keys.iter().for_each(|k| want(k, Some(vec![]))),
+            DataCmd::LMPop { keys, .. } => keys.iter().for_each(|k| {
+                want(k, Some(vec![]));
+                front.insert(k.clone());
+            }),
             DataCmd::Algebra { keys, store, .. } => {
                 keys.iter().for_each(|k| want(k, None));
                 if let Some(store) = store {
@@ -73,6 +96,9 @@ pub fn elements_to_read(
     }
     for (key, members) in more {
         want(key, Some(members.iter().collect()));
+    }
+    for key in front {
+        wants.entry(key).or_default().first_page = true;
     }
     wants
 }
@@ -253,7 +279,7 @@ impl Overlay {
     /// (`collection::DROP_INLINE_MAX`). Counts every member named as new, which errs only near
     /// the bound.
     pub(super) fn past_drop_bound(&self, c: &DataCmd) -> Option<Reply> {
-        use super::command::{HashCmd, ListCmd, SetCmd};
+        use super::command::{HashCmd, SetCmd};
         let len = |k: &Key| self.get(k).and_then(|v| Head::decode(v)).map_or(0, |h| h.len);
         let expiring = |k: &Key| self.ttl.get(k).copied().flatten().is_some();
         let (key, len_after) = match c {

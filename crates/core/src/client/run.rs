@@ -583,7 +583,7 @@ fn known(r: &Read, want: &Want) -> Known {
         return Known::none();
     }
     let members = r.elements.iter().map(|e| (e.member.clone(), e.value.clone())).collect();
-    Known::read(members, want.whole)
+    Known::read(members, want.read_whole(r.next.as_ref()))
 }
 
 /// The commands evaluated here: those `split` leaves to no primary.

@@ -111,6 +111,18 @@ async fn read_some<S: AsyncRead + Unpin>(
     }
 }
 
+/// Reads what the client sends while a command runs (its next commands, kept for later) until
+/// it closes the connection, or `cap` bytes wait: then it waits for ever.
+async fn until_closed<S: AsyncRead + Unpin>(stream: &mut S, input: &mut BytesMut, cap: usize) {
+    while input.len() < cap {
+        match stream.read_buf(input).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+    std::future::pending::<()>().await
+}
+
 async fn refuse(mut stream: TcpStream) {
     let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
 }
@@ -143,6 +155,7 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         if read == 0 {
             return Ok(());
         }
+        session.arrived = std::time::Instant::now();
         loop {
             let parsed = match parser.parse(&input, session.authenticated) {
                 Ok(p) => p,
@@ -154,7 +167,15 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             };
             input.advance(parsed.consumed);
             let Some(args) = parsed.command else { break };
-            let (reply, next) = session.handle(args).await;
+            let (reply, next) = match session.may_block(&args) {
+                // A client that closes while blocked (`BLPOP`) leaves the queue of the keys it
+                // waited on (`crate::blocked`) — or it would hold up every client after it.
+                true => tokio::select! {
+                    handled = session.handle(args) => handled,
+                    _ = until_closed(&mut stream, &mut input, limits.command_max_bytes) => return Ok(()),
+                },
+                false => session.handle(args).await,
+            };
             reply.encode(session.proto, &mut out);
             // Killed (perhaps by its own `CLIENT KILL`): the reply goes, then the connection closes.
             if matches!(next, Next::Close) || killed.is_cancelled() {

@@ -27,6 +27,9 @@ pub struct Session {
     next_req: u64,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// When the bytes of the command being handled were read (a blocking command's place among
+    /// those blocked on its keys, `crate::blocked`).
+    pub arrived: std::time::Instant,
     /// The ACL user the connection runs as (`default` until an `AUTH` of another user).
     user: String,
     /// Its entry among the host's connections (`CLIENT LIST`).
@@ -88,6 +91,7 @@ impl Session {
             conn,
             name: None,
             multi: None,
+            arrived: std::time::Instant::now(),
             client,
             closing: false,
             cursors: scan::Cursors::default(),
@@ -98,6 +102,13 @@ impl Session {
     }
 
     /// Handles one request's arguments, and notes in the connection's entry what it ran.
+    /// Whether `args` is a command that may block this connection: a blocking list command
+    /// outside `MULTI` (the server then watches for the client closing meanwhile).
+    pub fn may_block(&self, args: &[Vec<u8>]) -> bool {
+        self.multi.is_none()
+            && args.first().is_some_and(|name| super::list_args::is_blocking(&String::from_utf8_lossy(name).to_lowercase()))
+    }
+
     pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {
         let cmd = command_name(&args);
         let begun = std::time::Instant::now();
@@ -252,10 +263,7 @@ impl Session {
     async fn run(&mut self, cmd: Cmd) -> Reply {
         match cmd {
             Cmd::Data(d) => self.single(d).await,
-            Cmd::Blocking { cmd, timeout_ms } => {
-                let step = self.client.blocking(cmd, timeout_ms);
-                self.reply_of(step).await
-            }
+            Cmd::Blocking { cmd, timeout_ms } => self.blocking(cmd, timeout_ms).await,
             Cmd::Multi if self.multi.is_some() => err("ERR MULTI calls can not be nested"),
             Cmd::Multi => {
                 (self.multi, self.multi_db) = (Some((vec![], false)), Some(self.db));
@@ -569,6 +577,54 @@ impl Session {
         self.reply_of(step).await
     }
 
+    /// A blocking command outside `MULTI`: it looks for an element (the transaction client's
+    /// `Step::Blocked` between looks) only while it is the first of this host's connections
+    /// blocked on one of its keys (`crate::blocked`), so they are served in the order they
+    /// blocked; the others wait for it to leave, or for their own time-out.
+    async fn blocking(&mut self, cmd: DataCmd, timeout_ms: u64) -> Reply {
+        let keys: Vec<Key> = match &cmd {
+            DataCmd::LMove { from, .. } => vec![from.clone()],
+            other => other.keys().into_iter().cloned().collect(),
+        };
+        let turn = self.shared.clients.blocked.join(self.id.0, self.arrived, keys);
+        let started = Instant::now();
+        let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
+        // Not even a first look while others blocked first on its keys: an element pushed now is
+        // theirs (Redis serves them before it runs the next command).
+        if !turn.is_first() {
+            self.conn.update(|c| c.blocked = true);
+        }
+        while !turn.is_first() && timeout.is_none_or(|t| started.elapsed() < t) {
+            turn.wait(Duration::from_millis(10)).await;
+        }
+        let mut step = self.client.blocking(cmd, timeout_ms);
+        loop {
+            step = match self.drive_to_block(step).await {
+                Ok(step) => step,
+                Err(e) => return err(e.to_string()),
+            };
+            let Step::Blocked { poll_us } = step else { break };
+            // Blocked from its first look that found nothing to its reply, its looks included.
+            self.conn.update(|c| c.blocked = true);
+            let poll = Duration::from_micros(poll_us);
+            loop {
+                if turn.is_first() {
+                    tokio::time::sleep(poll).await;
+                    break;
+                }
+                if timeout.is_some_and(|t| started.elapsed() >= t) {
+                    break; // it looks once more, and answers nil
+                }
+                turn.wait(poll.max(Duration::from_millis(10))).await;
+            }
+            step = self.client.resume();
+        }
+        self.conn.update(|c| c.blocked = false);
+        let reply = self.reply_of(step).await;
+        drop(turn);
+        reply
+    }
+
     /// The reply of a data command outside `MULTI`, from its first step.
     async fn reply_of(&mut self, step: Step) -> Reply {
         match self.finish(step).await {
@@ -732,6 +788,21 @@ impl Session {
     /// its back-offs. `Err`: the node is stopping, and the batch was given up.
     async fn drive(&mut self, mut step: Step) -> Result<Finished, Stopping> {
         loop {
+            step = match self.drive_to_block(step).await? {
+                Step::Done(finished) => return Ok(finished),
+                // A blocking command's waits are `blocking`'s; no other batch blocks.
+                Step::Blocked { poll_us } => {
+                    tokio::time::sleep(Duration::from_micros(poll_us)).await;
+                    self.client.resume()
+                }
+                other => unreachable!("drive_to_block stops only when done or blocked, not at {other:?}"),
+            }
+        }
+    }
+
+    /// Carries out the client's requests and back-offs until its batch is done or blocked.
+    async fn drive_to_block(&mut self, mut step: Step) -> Result<Step, Stopping> {
+        loop {
             step = match step {
                 Step::Send(requests) => match self.send_all(requests).await {
                     Ok(answers) => self.client.on_answers(answers),
@@ -744,13 +815,7 @@ impl Session {
                     backoff(base_us, &why).await;
                     self.client.resume()
                 }
-                Step::Blocked { poll_us } => {
-                    self.conn.update(|c| c.blocked = true);
-                    tokio::time::sleep(Duration::from_micros(poll_us)).await;
-                    self.conn.update(|c| c.blocked = false);
-                    self.client.resume()
-                }
-                Step::Done(finished) => return Ok(finished),
+                Step::Blocked { .. } | Step::Done(_) => return Ok(step),
             }
         }
     }
