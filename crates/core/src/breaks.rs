@@ -135,10 +135,13 @@ pub struct Breaks {
     /// A primary that deletes or replaces a collection's head keeps its elements (`collection`):
     /// they outlive it, and a collection made later under the key finds them.
     pub elements_outlive_collection: bool,
+    /// A list's pop moves its head past the elements it takes but leaves them stored
+    /// (`client::list`): they lie outside the positions the head names.
+    pub list_pop_leaves_element: bool,
 }
 
 impl Breaks {
-    pub const NAMES: [&'static str; 45] = [
+    pub const NAMES: [&'static str; 46] = [
         "commit-before-all-prepared",
         "skip-lock",
         "ack-before-durable",
@@ -184,6 +187,7 @@ impl Breaks {
         "serve-expired",
         "copy-during-versions-cut",
         "elements-outlive-collection",
+        "list-pop-leaves-element",
     ];
 
     /// Switches on the break called `name`; `false` if there is no such break.
@@ -234,6 +238,7 @@ impl Breaks {
             "serve-expired" => &mut self.serve_expired,
             "copy-during-versions-cut" => &mut self.copy_during_versions_cut,
             "elements-outlive-collection" => &mut self.elements_outlive_collection,
+            "list-pop-leaves-element" => &mut self.list_pop_leaves_element,
             _ => return false,
         };
         *flag = true;
@@ -289,6 +294,7 @@ impl fmt::Display for Breaks {
             self.serve_expired,
             self.copy_during_versions_cut,
             self.elements_outlive_collection,
+            self.list_pop_leaves_element,
         ];
         let names: Vec<&str> = Self::NAMES.iter().zip(on).filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         if names.is_empty() {

@@ -24,7 +24,7 @@ fn run(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, cmd: 
                 let answers: Vec<Option<Response>> = c.heard(id)[before..].iter().map(|r| Some((*r).clone())).collect();
                 step = client.on_answers(answers);
             }
-            Step::Backoff { .. } => step = client.resume(),
+            Step::Backoff { .. } | Step::Blocked { .. } => step = client.resume(),
             Step::Done(finished) => return finished.answer,
         }
     }

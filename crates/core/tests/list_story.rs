@@ -124,14 +124,13 @@ fn a_pop_off_a_long_list_reads_and_writes_only_its_end() {
     s.on(vec![DataCmd::List(key.clone(), push(End::Right, &values.iter().map(String::as_str).collect::<Vec<_>>()))]);
     let before: Vec<(Key, u64)> = s.c.vnode(1).store().iter().map(|(k, e)| (k.clone(), e.version)).collect();
     assert_eq!(s.one(ListCmd::Pop(End::Right, None)), Reply::bulk(b("v01999")));
-    let changed: Vec<Key> = s
-        .c
-        .vnode(1)
-        .store()
-        .iter()
-        .filter(|(k, e)| before.iter().find(|(b, _)| b == *k).is_none_or(|(_, v)| *v != e.version))
-        .map(|(k, _)| k.clone())
-        .collect();
+    let changed: Vec<Key> =
+        s.c.vnode(1)
+            .store()
+            .iter()
+            .filter(|(k, e)| before.iter().find(|(b, _)| b == *k).is_none_or(|(_, v)| *v != e.version))
+            .map(|(k, _)| k.clone())
+            .collect();
     let last = element_key(&key, Kind::List, &list_member(LIST_ORIGIN + 1_999));
     assert_eq!(changed, vec![key.clone(), last]);
     assert_eq!(s.one(ListCmd::Range(1, 2)), Reply::Array(vec![Reply::bulk(b("v00001")), Reply::bulk(b("v00002"))]));
@@ -179,7 +178,8 @@ fn a_list_dropped_and_made_again_in_one_batch_starts_empty_and_lmove_rotates() {
     assert_eq!(s.range(), ["y", "new", "x"]);
     let other = b("elsewhere");
     let lmpop = DataCmd::LMPop { keys: vec![other, key.clone()], end: End::Left, count: Some(2) };
-    let popped = Reply::Array(vec![Reply::bulk(key.clone()), Reply::Array(vec![Reply::bulk(b("y")), Reply::bulk(b("new"))])]);
+    let popped =
+        Reply::Array(vec![Reply::bulk(key.clone()), Reply::Array(vec![Reply::bulk(b("y")), Reply::bulk(b("new"))])]);
     assert_eq!(s.on(vec![lmpop]), vec![popped]);
 }
 

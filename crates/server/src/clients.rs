@@ -231,12 +231,12 @@ mod tests {
         assert!(list.starts_with("id=7 addr=127.0.0.1:5000 laddr=127.0.0.1:6379 name=app "), "{list}");
         assert!(list.ends_with("resp=2\n"), "{list}");
         reg.update(|c| c.commands += 2);
-        assert_eq!(clients.counts(), Counts { connected: 1, received: 1, commands: 2 });
+        assert_eq!(clients.counts(), Counts { connected: 1, blocked: 0, received: 1, commands: 2 });
         drop(reg);
         assert_eq!(clients.list(None), "");
         assert_eq!(
             clients.counts(),
-            Counts { connected: 0, received: 1, commands: 2 },
+            Counts { connected: 0, blocked: 0, received: 1, commands: 2 },
             "a closed one's commands stay counted"
         );
     }

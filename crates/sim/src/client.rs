@@ -91,6 +91,7 @@ impl Client {
             Batch::Watch(keys) => self.txn.watch(keys),
             Batch::Command(cmd) => self.txn.command(cmd),
             Batch::Exec(cmds) => self.txn.exec(cmds),
+            Batch::Blocking(cmd, timeout_ms) => self.txn.blocking(cmd, timeout_ms),
             Batch::Scan(cursor) => self.txn.scan(cursor, SCAN_PAGE_KEYS),
         }
     }

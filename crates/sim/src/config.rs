@@ -16,6 +16,9 @@ pub enum WorkloadKind {
     /// Sets: members added, removed, moved, popped, sets read whole, stored as unions and
     /// intersections, deleted and expired (`workloads::sets`, checker `collections`).
     Sets,
+    /// Lists: elements pushed, popped, moved, blocked on, trimmed, removed and inserted, lists
+    /// read, deleted and expired (`workloads::lists`, checker `collections`).
+    Lists,
 }
 
 #[derive(Clone, Debug)]

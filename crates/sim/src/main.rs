@@ -18,6 +18,8 @@ enum Workload {
     Hash,
     /// Sets: members added, removed, moved, popped, unions and intersections stored (issue 35).
     Sets,
+    /// Lists: elements pushed, popped, moved, blocked on, trimmed, lists dropped (issue 35).
+    Lists,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -268,6 +270,7 @@ fn config(args: &Args) -> Result<SimConfig> {
         Workload::Expiry => WorkloadKind::Expiry,
         Workload::Hash => WorkloadKind::Hash,
         Workload::Sets => WorkloadKind::Sets,
+        Workload::Lists => WorkloadKind::Lists,
     };
     if args.vnodes == 0 || args.replicas == 0 || args.replicas > args.vnodes {
         bail!("--replicas must be between 1 and --vnodes ({}), got {}", args.vnodes, args.replicas);

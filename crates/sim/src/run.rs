@@ -147,6 +147,7 @@ pub fn reproduce(cfg: &SimConfig) -> String {
         WorkloadKind::Expiry => "expiry",
         WorkloadKind::Hash => "hash",
         WorkloadKind::Sets => "sets",
+        WorkloadKind::Lists => "lists",
     };
     let mut cmd = format!(
         "cargo run --profile sim -p waymark-sim -- --seed {} --workload {workload} --vnodes {} --replicas {}",

@@ -264,6 +264,7 @@ impl World {
             WorkloadKind::Expiry => Box::<crate::workloads::expiry::Expiry>::default(),
             WorkloadKind::Hash => Box::<crate::workloads::hash::Hashes>::default(),
             WorkloadKind::Sets => Box::<crate::workloads::sets::Sets>::default(),
+            WorkloadKind::Lists => Box::<crate::workloads::lists::Lists>::default(),
         };
         let clients = (0..cfg.clients.max(1)).map(|id| Client::new(id, cfg.breaks)).collect();
         let trace = Trace::new(cfg.trace);

@@ -639,3 +639,11 @@ fn a_renamed_key_whose_deadline_passed_on_the_way_replays_as_deleted() {
         assert!(r.violations.is_empty(), "seed {}: {:?}", cfg.seed, r.violations);
     }
 }
+
+/// A list's pop that moves the head past the elements it takes but leaves them stored
+/// (`waymark-sim --seeds 50 --workload lists --break list-pop-leaves-element`: 41 of 50 caught,
+/// the first at 0; without it `--matrix` 1 000 of 1 000 pass).
+#[test]
+fn list_elements_a_pop_leaves_behind_are_caught_by_the_collections_checker() {
+    assert_caught_by("list-pop-leaves-element", "collections", SimConfig::new(0, WorkloadKind::Lists));
+}

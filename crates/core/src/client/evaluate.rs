@@ -115,6 +115,8 @@ pub enum Stop {
 /// commands that answer at random (`HRANDFIELD`).
 #[derive(Clone, Debug, Default)]
 pub struct Reads {
+    /// The breaks the evaluation carries out (`client::list`'s).
+    pub breaks: crate::breaks::Breaks,
     pub values: BTreeMap<Key, Option<Value>>,
     pub elements: BTreeMap<Key, Known>,
     pub deadlines: Deadlines,
@@ -160,6 +162,7 @@ pub fn evaluate(
         changed: BTreeMap::new(),
         need_whole: BTreeSet::new(),
         need_members: BTreeMap::new(),
+        breaks: read.breaks,
         rng: rand_xoshiro::SplitMix64::seed_from_u64(read.seed),
     };
     let mut reply_bytes = 0usize;
@@ -196,6 +199,7 @@ pub(super) struct Overlay {
     pub(super) need_whole: BTreeSet<Key>,
     /// Elements a command needed that were not read (a list's, by position).
     pub(super) need_members: BTreeMap<Key, BTreeSet<Member>>,
+    pub(super) breaks: crate::breaks::Breaks,
     pub(super) rng: rand_xoshiro::SplitMix64,
 }
 
@@ -263,7 +267,9 @@ impl Overlay {
             DataCmd::Hash(k, hc) => self.hash_reply_bytes(k, hc),
             DataCmd::Members(k, sc) => self.set_reply_bytes(k, sc),
             DataCmd::List(k, _) | DataCmd::LMove { from: k, .. } => self.list_reply_bytes(k),
-            DataCmd::LMPop { keys, .. } => keys.iter().map(|k| self.list_reply_bytes(k)).fold(16, usize::saturating_add),
+            DataCmd::LMPop { keys, .. } => {
+                keys.iter().map(|k| self.list_reply_bytes(k)).fold(16, usize::saturating_add)
+            }
             DataCmd::Algebra { keys, store: None, .. } => keys
                 .iter()
                 .map(|k| self.set_reply_bytes(k, &super::command::SetCmd::Members))

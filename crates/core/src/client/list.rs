@@ -142,7 +142,9 @@ impl Overlay {
         if end == End::Right {
             popped.reverse();
         }
-        (from..to).for_each(|pos| self.put_element(k, pos, None));
+        if !self.breaks.list_pop_leaves_element {
+            (from..to).for_each(|pos| self.put_element(k, pos, None));
+        }
         let first = if end == End::Left { head.first + n } else { head.first };
         self.put_list_head(k, Head { len: head.len - n, first, ..head });
         Some(popped)

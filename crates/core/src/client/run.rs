@@ -385,7 +385,7 @@ impl Run {
         let job = self.txn_ref();
         let mut checks = if breaks.client_ignores_watch { BTreeMap::new() } else { job.watched.clone() };
         let mut reads =
-            evaluate::Reads { seed: self.seed.wrapping_add(u64::from(self.conflicts)), ..Default::default() };
+            evaluate::Reads { seed: self.seed.wrapping_add(u64::from(self.conflicts)), breaks, ..Default::default() };
         for (key, r) in keys.iter().zip(read) {
             checks.insert(key.clone(), r.version);
             if let Some(want) = wants.get(key) {

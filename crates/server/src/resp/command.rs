@@ -136,7 +136,12 @@ pub fn known(name: &str) -> bool {
 /// Every command Waymark answers with its arity: [`TABLE`], then the hash and set commands
 /// (`hash_args::TABLE`, `set_args::TABLE`, `list_args::TABLE`).
 pub fn commands() -> impl Iterator<Item = &'static (&'static str, i64)> {
-    TABLE.iter().chain(super::hash_args::TABLE).chain(super::set_args::TABLE).chain(super::list_args::TABLE).chain(super::list_args::BLOCKING)
+    TABLE
+        .iter()
+        .chain(super::hash_args::TABLE)
+        .chain(super::set_args::TABLE)
+        .chain(super::list_args::TABLE)
+        .chain(super::list_args::BLOCKING)
 }
 
 /// The commands Waymark answers, with Redis's arity (negative: at least that many arguments,

@@ -29,8 +29,7 @@ pub const TABLE: &[(&str, i64)] = &[
 
 /// The blocking list commands: outside `MULTI` the client waits, up to the time-out, for an
 /// element to take.
-pub const BLOCKING: &[(&str, i64)] =
-    &[("blpop", -3), ("brpop", -3), ("blmove", 6), ("brpoplpush", 4), ("blmpop", -5)];
+pub const BLOCKING: &[(&str, i64)] = &[("blpop", -3), ("brpop", -3), ("blmove", 6), ("brpoplpush", 4), ("blmpop", -5)];
 
 /// Whether `name` (lower case) is a blocking list command.
 pub fn is_blocking(name: &str) -> bool {
@@ -262,7 +261,9 @@ mod tests {
         for numkeys in ["0", "a", "-1"] {
             assert_eq!(err("lmpop", &[numkeys, "l", "LEFT"]), "ERR numkeys should be greater than 0");
         }
-        for bad in [&["1", "l", "bad"][..], &["1", "l", "LEFT", "x"], &["1", "l", "RIGHT", "LEFT"], &["1", "l", "COUNT"]] {
+        for bad in
+            [&["1", "l", "bad"][..], &["1", "l", "LEFT", "x"], &["1", "l", "RIGHT", "LEFT"], &["1", "l", "COUNT"]]
+        {
             assert_eq!(err("lmpop", bad), "ERR syntax error", "{bad:?}");
         }
         assert_eq!(err("lmpop", &["1", "l", "LEFT", "COUNT", "1", "COUNT", "2"]), "ERR syntax error");

@@ -106,7 +106,9 @@ impl Session {
     /// outside `MULTI` (the server then watches for the client closing meanwhile).
     pub fn may_block(&self, args: &[Vec<u8>]) -> bool {
         self.multi.is_none()
-            && args.first().is_some_and(|name| super::list_args::is_blocking(&String::from_utf8_lossy(name).to_lowercase()))
+            && args
+                .first()
+                .is_some_and(|name| super::list_args::is_blocking(&String::from_utf8_lossy(name).to_lowercase()))
     }
 
     pub async fn handle(&mut self, args: Vec<Vec<u8>>) -> (Reply, Next) {

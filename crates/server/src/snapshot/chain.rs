@@ -199,7 +199,10 @@ fn continuity(prev: &Member, next: &Member) -> Vec<Problem> {
         // Joining the chain here, it starts from its cut's base: its checkpoint, or (none
         // written yet) the very start of its log.
         if n.checkpoint.is_none() && n.from != Position::new(0, HEADER_BYTES) {
-            let what = format!("vnode {} joins the chain here without a base: no checkpoint, and its log starts at {}", n.vnode, n.from);
+            let what = format!(
+                "vnode {} joins the chain here without a base: no checkpoint, and its log starts at {}",
+                n.vnode, n.from
+            );
             out.push(Problem::new(&file, what));
         }
     }

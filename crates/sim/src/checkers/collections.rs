@@ -12,8 +12,9 @@ use waymark_core::{Key, PartitionId};
 
 pub const CHECKER: Checker = Checker {
     name: "collections",
-    property: "on every copy of every partition, each collection's head counts exactly its live elements, and no \
-               live element belongs to a key that is not a collection of its kind",
+    property: "on every copy of every partition, each collection's head counts exactly its live elements, a list's \
+               are at exactly the positions its head names, and no live element belongs to a key that is not a \
+               collection of its kind",
 };
 
 pub fn check(w: &World) -> Vec<Violation> {
@@ -24,10 +25,15 @@ pub fn check(w: &World) -> Vec<Violation> {
             let store = vnode.store().filtered(|k| w.placement.partition_of(k) == p);
             let mut heads: BTreeMap<&[u8], Head> = BTreeMap::new();
             let mut counted: BTreeMap<(Key, Kind), u64> = BTreeMap::new();
+            let mut positions: BTreeMap<Key, Vec<u64>> = BTreeMap::new();
             for (k, e) in store.iter() {
                 let Some(value) = &e.value else { continue };
-                if let Some((collection, kind, _)) = split_element(k) {
+                if let Some((collection, kind, member)) = split_element(k) {
                     *counted.entry((collection.to_vec(), kind)).or_default() += 1;
+                    if kind == Kind::List {
+                        let pos = <[u8; 8]>::try_from(member).map_or(u64::MAX, u64::from_be_bytes);
+                        positions.entry(collection.to_vec()).or_default().push(pos);
+                    }
                 } else if let Some(head) = Head::decode(value).filter(|_| !is_element(k)) {
                     heads.insert(k, head);
                 }
@@ -44,6 +50,16 @@ pub fn check(w: &World) -> Vec<Violation> {
                         .push(CHECKER.violation(format!(
                             "{v}: {n} live {kind:?} elements of {show}, which holds no collection"
                         ))),
+                }
+            }
+            for (collection, at) in &positions {
+                let Some(h) = heads.get(collection.as_slice()).filter(|h| h.kind == Kind::List) else { continue };
+                if !at.iter().all(|p| (h.first..h.first + h.len).contains(p)) {
+                    let show = String::from_utf8_lossy(collection);
+                    let (first, end) = (h.first, h.first + h.len);
+                    out.push(CHECKER.violation(format!(
+                        "{v}: {show} has elements at positions {at:?}, its head names {first}..{end}"
+                    )));
                 }
             }
             for (collection, h) in &heads {

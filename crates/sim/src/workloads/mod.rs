@@ -6,6 +6,7 @@ pub mod append;
 pub mod bank;
 pub mod expiry;
 pub mod hash;
+pub mod lists;
 pub mod sets;
 
 use rand_chacha::ChaCha8Rng;
@@ -32,6 +33,8 @@ pub enum Batch {
     Exec(Vec<DataCmd>),
     /// A page of a scan of the keyspace (`--scans`).
     Scan(ScanCursor),
+    /// A blocking command (`BLPOP`, …) with its time-out in milliseconds.
+    Blocking(DataCmd, u64),
 }
 
 /// The batch a plan runs next, labelled for the history (`kind` of its transactions).
