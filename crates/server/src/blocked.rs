@@ -12,11 +12,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+/// A connection blocked on a key: when its command arrived, and the connection.
+type Waiter = (Instant, u64);
+
+/// Per key, the connections blocked on it, earliest first.
+type Queues = BTreeMap<Vec<u8>, VecDeque<Waiter>>;
+
 /// Per key, the connections blocked on it, first blocked first.
 #[derive(Default)]
 pub struct BlockedQueues {
-    /// Per key, (when the command arrived, connection), earliest first.
-    queues: Mutex<BTreeMap<Vec<u8>, VecDeque<(Instant, u64)>>>,
+    queues: Mutex<Queues>,
     /// Told whenever a connection leaves a queue: the next may be first now.
     left: Notify,
 }
@@ -29,7 +34,7 @@ pub struct Turn {
 }
 
 impl BlockedQueues {
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Vec<u8>, VecDeque<(Instant, u64)>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queues> {
         self.queues.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
