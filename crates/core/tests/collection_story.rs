@@ -5,30 +5,15 @@
 mod harness;
 use harness::Cluster;
 use waymark_core::client::command::HashCmd;
-use waymark_core::client::{Answer, ClientLimits, DataCmd, Step, TxnClient};
+use waymark_core::client::{Answer, ClientLimits, DataCmd, TxnClient};
 use waymark_core::collection::{element_key, is_element, Kind};
-use waymark_core::{Breaks, ClientId, CutStrategy, Key, Response};
+use waymark_core::{Breaks, ClientId, CutStrategy, Key};
 use waymark_resp::Reply;
 
 /// Runs one command of client `id` at vnode `near` to its reply, delivering everything.
 fn run(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, cmd: DataCmd) -> Answer {
-    let mut step = client.command(cmd);
-    for _ in 0..64 {
-        match step {
-            Step::Send(requests) => {
-                let before = c.heard(id).len();
-                for r in requests {
-                    c.client(near, id, r);
-                }
-                c.settle();
-                let answers: Vec<Option<Response>> = c.heard(id)[before..].iter().map(|r| Some((*r).clone())).collect();
-                step = client.on_answers(answers);
-            }
-            Step::Backoff { .. } | Step::Blocked { .. } => step = client.resume(),
-            Step::Done(finished) => return finished.answer,
-        }
-    }
-    panic!("the command did not end within 64 steps");
+    let step = client.command(cmd);
+    c.drive(near, id, client, step).expect("a command that does not block")
 }
 
 fn hash(key: &Key, cmd: HashCmd) -> DataCmd {

@@ -6,9 +6,9 @@
 mod harness;
 use harness::Cluster;
 use waymark_core::client::command::{End, ListCmd};
-use waymark_core::client::{Answer, ClientLimits, DataCmd, Step, TxnClient};
+use waymark_core::client::{Answer, ClientLimits, DataCmd, TxnClient};
 use waymark_core::collection::{element_key, is_element, list_member, Kind, LIST_ORIGIN};
-use waymark_core::{Breaks, ClientId, CutStrategy, Key, Response};
+use waymark_core::{Breaks, ClientId, CutStrategy, Key};
 use waymark_resp::Reply;
 
 /// Runs one command, or several as `MULTI`/`EXEC`, of client `id` at vnode `near` to its
@@ -18,28 +18,7 @@ fn run_all(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, m
         1 => client.command(cmds.remove(0)),
         _ => client.exec(cmds),
     };
-    drive(c, near, id, client, step).expect("a batch that does not block")
-}
-
-/// Carries out `step` and the client's next ones: its answer, or `None` once it is blocked.
-fn drive(c: &mut Cluster, near: usize, id: ClientId, client: &mut TxnClient, mut step: Step) -> Option<Answer> {
-    for _ in 0..64 {
-        match step {
-            Step::Send(requests) => {
-                let before = c.heard(id).len();
-                for r in requests {
-                    c.client(near, id, r);
-                }
-                c.settle();
-                let answers: Vec<Option<Response>> = c.heard(id)[before..].iter().map(|r| Some((*r).clone())).collect();
-                step = client.on_answers(answers);
-            }
-            Step::Backoff { .. } => step = client.resume(),
-            Step::Blocked { .. } => return None,
-            Step::Done(finished) => return Some(finished.answer),
-        }
-    }
-    panic!("the batch did not end within 64 steps");
+    c.drive(near, id, client, step).expect("a batch that does not block")
 }
 
 struct Story {
@@ -193,12 +172,12 @@ fn a_blocked_pop_takes_what_another_client_pushes() {
     let waiter = ClientId(8);
     let blpop = DataCmd::LMPop { keys: vec![b("empty"), key.clone()], end: End::Left, count: None };
     let step = waiting.blocking(blpop, 0);
-    assert_eq!(drive(&mut s.c, 1, waiter, &mut waiting, step), None, "blocked on empty lists");
+    assert_eq!(s.c.drive(1, waiter, &mut waiting, step), None, "blocked on empty lists");
     let step = waiting.resume();
-    assert_eq!(drive(&mut s.c, 1, waiter, &mut waiting, step), None, "still nothing to take");
+    assert_eq!(s.c.drive(1, waiter, &mut waiting, step), None, "still nothing to take");
     s.one(push(End::Right, &["job"]));
     let step = waiting.resume();
     let taken = Reply::Array(vec![Reply::bulk(key.clone()), Reply::bulk(b("job"))]);
-    assert_eq!(drive(&mut s.c, 1, waiter, &mut waiting, step), Some(Answer::Replies(vec![taken])));
+    assert_eq!(s.c.drive(1, waiter, &mut waiting, step), Some(Answer::Replies(vec![taken])));
     assert_eq!(s.one(ListCmd::Len), Reply::Integer(0));
 }

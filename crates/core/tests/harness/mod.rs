@@ -216,6 +216,35 @@ impl Cluster {
         }
     }
 
+    /// Carries out a transaction client's `step` and its next ones at vnode `near`, delivering
+    /// everything between them: its answer, or `None` once it is blocked (`Step::Blocked`).
+    pub fn drive(
+        &mut self,
+        near: usize,
+        id: ClientId,
+        client: &mut waymark_core::client::TxnClient,
+        mut step: waymark_core::client::Step,
+    ) -> Option<waymark_core::client::Answer> {
+        use waymark_core::client::Step;
+        for _ in 0..64 {
+            match step {
+                Step::Send(requests) => {
+                    let before = self.heard(id).len();
+                    for r in requests {
+                        self.client(near, id, r);
+                    }
+                    self.settle();
+                    let answers = self.heard(id)[before..].iter().map(|r| Some((*r).clone())).collect();
+                    step = client.on_answers(answers);
+                }
+                Step::Backoff { .. } => step = client.resume(),
+                Step::Blocked { .. } => return None,
+                Step::Done(finished) => return Some(finished.answer),
+            }
+        }
+        panic!("the batch did not end within 64 steps");
+    }
+
     /// What client `client` heard, in order.
     pub fn heard(&self, client: ClientId) -> Vec<&Response> {
         self.replies.iter().filter(|(c, _)| *c == client).map(|(_, r)| r).collect()
