@@ -64,20 +64,19 @@ fn concurrent_hincrbys_from_every_host_add_up_exactly() {
                 for round in 0..rounds {
                     let field = format!("f{}", round % 4);
                     // Six clients on one hash: a transaction that loses to conflicts 16 times in
-                    // a row is refused ("try again"), and a client tries it again, as told.
+                    // a row is refused ("try again"), and a client tries it again, as told. (The
+                    // commands go one by one: a pipelined `MULTI` hides `EXEC`'s error text.)
                     let mut tries = 0;
                     let replies: (i64, i64) = loop {
-                        let done = redis::pipe()
-                            .atomic()
-                            .cmd("HINCRBY")
-                            .arg("counters")
-                            .arg(&field)
-                            .arg(1)
-                            .cmd("INCRBY")
-                            .arg("total")
-                            .arg(1)
-                            .query(&mut con);
-                        match done {
+                        let queue = |args: &[&str], con: &mut redis::Connection| {
+                            let mut cmd = redis::cmd(args[0]);
+                            cmd.arg(&args[1..]);
+                            cmd.query::<redis::Value>(con).unwrap_or_else(|e| panic!("client {c} {args:?}: {e}"))
+                        };
+                        queue(&["MULTI"], &mut con);
+                        queue(&["HINCRBY", "counters", &field, "1"], &mut con);
+                        queue(&["INCRBY", "total", "1"], &mut con);
+                        match redis::cmd("EXEC").query::<(i64, i64)>(&mut con) {
                             Err(e) if e.to_string().contains("try again") && tries < 20 => tries += 1,
                             other => break other.unwrap_or_else(|e| panic!("client {c} round {round}: {e}")),
                         }
